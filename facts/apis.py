@@ -1,0 +1,209 @@
+"""Thin views over facts.services and facts.selectors: validate, check the key's project, call, serialize."""
+from __future__ import annotations
+
+from rest_framework import status
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from facts import selectors, services
+from facts.serializers import (
+    ConflictListQuerySerializer,
+    ConflictResolveSerializer,
+    EventInSerializer,
+    EventListQuerySerializer,
+    FactInSerializer,
+    FactListQuerySerializer,
+    FactPatchSerializer,
+    ScopeQuerySerializer,
+    conflict_out,
+    event_out,
+    fact_out,
+)
+from hakimem.auth import require_project
+from hakimem.errors import ApiError, ErrorCode
+from hakimem.fields import flatten_errors
+from hakimem.validators import SCOPE_ID_HELP, SCOPE_ID_RE
+
+
+def actor_of(request) -> str:
+    return f"api_key:{request.user.key_id}"
+
+
+def validated(serializer_class, data):
+    serializer = serializer_class(data=data)
+    serializer.is_valid(raise_exception=True)
+    return serializer.validated_data
+
+
+def query_params(request) -> dict:
+    return {k: v for k, v in request.query_params.items()}
+
+
+def invalid(errors: list[dict], message="The request is invalid; see details.") -> ApiError:
+    return ApiError(ErrorCode.INVALID_REQUEST, message, details={"errors": errors})
+
+
+def validate_batch(request, serializer_class, plural: str) -> tuple[list[dict], bool]:
+    """One object, or {"<plural>": [...]} with up to 500. All-or-nothing: every bad item is reported by
+    index and field, and nothing is written."""
+    data = request.data
+    is_batch = isinstance(data, dict) and plural in data
+    if is_batch:
+        if set(data) != {plural}:
+            raise invalid([{"index": None, "field": k, "message": "unknown field"} for k in sorted(set(data) - {plural})])
+        raw_items = data[plural]
+        if not isinstance(raw_items, list) or not 1 <= len(raw_items) <= services.MAX_BATCH:
+            raise invalid([{"index": None, "field": plural, "message": f"must be a list of 1 to {services.MAX_BATCH} objects"}])
+    else:
+        raw_items = [data]
+    items, errors = [], []
+    for index, raw in enumerate(raw_items):
+        serializer = serializer_class(data=raw)
+        if serializer.is_valid():
+            items.append(dict(serializer.validated_data))
+        else:
+            errors.extend(flatten_errors(serializer.errors, index if is_batch else None))
+    if errors:
+        raise invalid(errors)
+    for index, item in enumerate(items):
+        require_project(request, item["project_id"])
+    return items, is_batch
+
+
+def page_response(rows, next_cursor, render, key: str) -> Response:
+    return Response({key: [render(r) for r in rows], "next_cursor": next_cursor})
+
+
+def keyset(queryset, time_field, params):
+    try:
+        return selectors.keyset_page(queryset, time_field=time_field, cursor=params.get("cursor"), limit=params["limit"])
+    except selectors.InvalidCursor as exc:
+        raise invalid([{"index": None, "field": "cursor", "message": str(exc)}]) from exc
+
+
+def service_errors(exc: services.ServiceValidationError) -> ApiError:
+    return invalid(exc.errors)
+
+
+class FactsApi(APIView):
+    def get(self, request):
+        params = validated(FactListQuerySerializer, query_params(request))
+        require_project(request, params["project_id"])
+        qs = selectors.fact_list(project_id=params["project_id"], subject_id=params["subject_id"], filters=params)
+        rows, next_cursor = keyset(qs, "recorded_from", params)
+        return page_response(rows, next_cursor, fact_out, "facts")
+
+    def post(self, request):
+        items, is_batch = validate_batch(request, FactInSerializer, "facts")
+        try:
+            results = services.fact_create_batch(
+                items=[services.FactInput(**item) for item in items], actor=actor_of(request)
+            )
+        except services.ServiceValidationError as exc:
+            raise service_errors(exc) from exc
+        rendered = [
+            fact_out(r.fact, deduplicated=r.deduplicated, conflict_set_id=r.conflict_set.id if r.conflict_set else None, with_write_flags=True)
+            for r in results
+        ]
+        return Response({"facts": rendered} if is_batch else rendered[0], status=status.HTTP_201_CREATED)
+
+
+def _fact_or_404(request, fact_id):
+    fact = selectors.fact_get(project_id=request.user.project_id, fact_id=fact_id)
+    if fact is None:
+        raise ApiError(ErrorCode.NOT_FOUND, "No such fact.", status_code=404)
+    return fact
+
+
+class FactDetailApi(APIView):
+    def get(self, request, fact_id):
+        return Response(fact_out(_fact_or_404(request, fact_id)))
+
+    def patch(self, request, fact_id):
+        fact = _fact_or_404(request, fact_id)
+        changes = validated(FactPatchSerializer, request.data)
+        if "valid_to" in changes and changes["valid_to"] and fact.valid_from and changes["valid_to"] < fact.valid_from:
+            raise invalid([{"index": None, "field": "valid_to", "message": "must not be before valid_from"}])
+        if fact.status != "active":
+            raise ApiError(ErrorCode.FACT_NOT_ACTIVE, f"The fact is {fact.status}; only active facts can be edited.", status_code=409)
+        try:
+            result = services.fact_update(fact=fact, changes=changes, actor=actor_of(request))
+        except services.ServiceValidationError as exc:
+            raise ApiError(ErrorCode.FACT_NOT_ACTIVE, str(exc), status_code=409) from exc
+        return Response(
+            fact_out(result.fact, deduplicated=result.deduplicated,
+                     conflict_set_id=result.conflict_set.id if result.conflict_set else None, with_write_flags=True)
+        )
+
+    def delete(self, request, fact_id):
+        fact = services.fact_retract(fact=_fact_or_404(request, fact_id))
+        return Response(fact_out(fact))
+
+
+class FactHistoryApi(APIView):
+    def get(self, request, fact_id):
+        chain = selectors.fact_history(fact=_fact_or_404(request, fact_id))
+        return Response({"versions": [fact_out(f) for f in chain]})
+
+
+class EventsApi(APIView):
+    def get(self, request):
+        params = validated(EventListQuerySerializer, query_params(request))
+        require_project(request, params["project_id"])
+        qs = selectors.event_list(project_id=params["project_id"], subject_id=params["subject_id"], filters=params)
+        rows, next_cursor = keyset(qs, "occurred_at", params)
+        return page_response(rows, next_cursor, event_out, "events")
+
+    def post(self, request):
+        items, is_batch = validate_batch(request, EventInSerializer, "events")
+        events = services.event_create_batch(items=[services.EventInput(**item) for item in items])
+        rendered = [event_out(e) for e in events]
+        return Response({"events": rendered} if is_batch else rendered[0], status=status.HTTP_201_CREATED)
+
+
+class ConflictsApi(APIView):
+    def get(self, request):
+        params = validated(ConflictListQuerySerializer, query_params(request))
+        require_project(request, params["project_id"])
+        qs = selectors.conflict_list(project_id=params["project_id"], subject_id=params.get("subject_id"), status=params.get("status"))
+        rows, next_cursor = keyset(qs, "opened_at", params)
+        return page_response(rows, next_cursor, conflict_out, "conflicts")
+
+
+def _conflict_or_404(request, conflict_id):
+    conflict_set = selectors.conflict_get(project_id=request.user.project_id, conflict_id=conflict_id)
+    if conflict_set is None:
+        raise ApiError(ErrorCode.NOT_FOUND, "No such conflict set.", status_code=404)
+    return conflict_set
+
+
+class ConflictDetailApi(APIView):
+    def get(self, request, conflict_id):
+        conflict_set = _conflict_or_404(request, conflict_id)
+        return Response(conflict_out(conflict_set, selectors.conflict_members(conflict_set=conflict_set)))
+
+
+class ConflictResolveApi(APIView):
+    def post(self, request, conflict_id):
+        conflict_set = _conflict_or_404(request, conflict_id)
+        params = validated(ConflictResolveSerializer, request.data)
+        try:
+            conflict_set = services.conflict_resolve(
+                conflict_set=conflict_set, actor=actor_of(request), keep=params.get("keep"),
+                dismiss=params.get("dismiss", False), note=params.get("note", ""),
+            )
+        except services.ConflictNotOpen as exc:
+            raise ApiError(ErrorCode.CONFLICT_NOT_OPEN, f"This conflict set is not open ({exc}).", status_code=409) from exc
+        except services.ServiceValidationError as exc:
+            raise service_errors(exc) from exc
+        return Response(conflict_out(conflict_set, selectors.conflict_members(conflict_set=conflict_set)))
+
+
+class SubjectEraseApi(APIView):
+    def delete(self, request, subject_id):
+        params = validated(ScopeQuerySerializer, query_params(request))
+        if not SCOPE_ID_RE.match(subject_id):
+            raise invalid([{"index": None, "field": "subject_id", "message": f"must be {SCOPE_ID_HELP}"}])
+        require_project(request, params["project_id"])
+        counts = services.subject_erase(project_id=params["project_id"], subject_id=subject_id)
+        return Response({"project_id": params["project_id"], "subject_id": subject_id, "deleted": counts})

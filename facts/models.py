@@ -1,0 +1,216 @@
+"""The memory store: facts, events (episodes) and conflict sets.
+
+Invariants the database holds itself (so no code path, admin or SQL console can break them): status values,
+text length, importance in [0, 1], valid_from <= valid_to, metadata is a JSON object, a superseded fact
+points to its successor, and at most one *active* fact per scope carries a given normalised text (the
+de-duplication guarantee under concurrent writers).
+"""
+from __future__ import annotations
+
+import uuid
+
+from django.contrib.postgres.indexes import GinIndex
+from django.contrib.postgres.search import SearchVector, SearchVectorField
+from django.db import models
+from django.db.models import F, Q
+from django.db.models.functions import Length
+from django.db.models.lookups import Exact, GreaterThanOrEqual, LessThanOrEqual
+from pgvector.django import HnswIndex, VectorField
+
+from hakimem.validators import validate_scope_id
+
+EMBED_DIM = 384  # the vector columns' size; HAKI_EMBED_DIM must equal it (checked on every embedding)
+FACT_TEXT_MAX = 8000
+EVENT_TEXT_MAX = 8000
+CATEGORY_MAX = 64
+
+
+class FactStatus(models.TextChoices):
+    ACTIVE = "active"
+    SUPERSEDED = "superseded"
+    RETRACTED = "retracted"
+
+
+class FactKind(models.TextChoices):
+    FACT = "fact"
+    PREFERENCE = "preference"
+
+
+class Volatility(models.TextChoices):
+    PERMANENT = "permanent"  # never expires: nothing a client wrote disappears silently
+    STABLE = "stable"  # expires HAKI_VOLATILITY_TTL_DAYS["stable"] days after it was last confirmed
+    VOLATILE = "volatile"
+
+
+class ConflictStatus(models.TextChoices):
+    OPEN = "open"
+    RESOLVED = "resolved"
+    DISMISSED = "dismissed"
+
+
+def _text_length_check(name: str, limit: int) -> models.CheckConstraint:
+    length = Length("text")
+    return models.CheckConstraint(
+        name=name, condition=Q(GreaterThanOrEqual(length, 1)) & Q(LessThanOrEqual(length, limit))
+    )
+
+
+def _metadata_object_check(name: str) -> models.CheckConstraint:
+    kind = models.Func(F("metadata"), function="jsonb_typeof", output_field=models.CharField())
+    return models.CheckConstraint(name=name, condition=Q(Exact(kind, "object")))
+
+
+def _search_vector(field: str):
+    # 'simple' config: no stemming, no stop words, the same for English and French text. Built once at
+    # write time (a stored generated column), never re-parsed per query.
+    return SearchVector(field, config="simple")
+
+
+class ScopedModel(models.Model):
+    project_id = models.CharField(max_length=128, validators=[validate_scope_id])
+    subject_id = models.CharField(max_length=128, validators=[validate_scope_id])
+
+    class Meta:
+        abstract = True
+
+
+class Event(ScopedModel):
+    """An episode: something that happened to or around the subject, at a date."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    text = models.TextField()
+    occurred_at = models.DateTimeField()
+    embedding = VectorField(dimensions=EMBED_DIM)
+    search_vector = models.GeneratedField(
+        expression=_search_vector("text"), output_field=SearchVectorField(), db_persist=True
+    )
+    metadata = models.JSONField(default=dict, blank=True)
+    recorded_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        indexes = [
+            HnswIndex(
+                name="facts_event_embedding_hnsw", fields=["embedding"], opclasses=["vector_cosine_ops"],
+                m=16, ef_construction=64,
+            ),
+            GinIndex(name="facts_event_search_gin", fields=["search_vector"]),
+            models.Index(name="facts_event_scope_time", fields=["project_id", "subject_id", "-occurred_at", "-id"]),
+        ]
+        constraints = [
+            _text_length_check("event_text_length", EVENT_TEXT_MAX),
+            _metadata_object_check("event_metadata_object"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.occurred_at:%Y-%m-%d} {self.text[:60]}"
+
+
+class Fact(ScopedModel):
+    """A durable statement about the subject, with business validity (valid_from/valid_to) and
+    transaction time (recorded_from/recorded_to)."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    text = models.TextField()
+    text_hash = models.CharField(max_length=64, help_text="sha256 of the normalised text, for de-duplication")
+    embedding = VectorField(dimensions=EMBED_DIM)
+    search_vector = models.GeneratedField(
+        expression=_search_vector("text"), output_field=SearchVectorField(), db_persist=True
+    )
+    status = models.CharField(max_length=16, choices=FactStatus.choices, default=FactStatus.ACTIVE)
+    category = models.CharField(max_length=CATEGORY_MAX, blank=True, default="")
+    kind = models.CharField(max_length=16, choices=FactKind.choices, default=FactKind.FACT)
+    importance = models.FloatField(default=0.5)
+    volatility = models.CharField(max_length=16, choices=Volatility.choices, default=Volatility.PERMANENT)
+    valid_from = models.DateTimeField(null=True, blank=True)
+    valid_to = models.DateTimeField(null=True, blank=True)
+    recorded_from = models.DateTimeField()
+    recorded_to = models.DateTimeField(null=True, blank=True)
+    last_confirmed_at = models.DateTimeField(help_text="Volatility TTLs count from here; a repeat write moves it.")
+    superseded_by = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="supersedes"
+    )
+    source_event = models.ForeignKey(Event, null=True, blank=True, on_delete=models.SET_NULL, related_name="facts")
+    metadata = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        indexes = [
+            # Partial: the assembler only ever reads active facts, so the graph holds only them and the
+            # scope filter applied after the hnsw scan discards fewer rows.
+            HnswIndex(
+                name="facts_fact_embedding_hnsw", fields=["embedding"], opclasses=["vector_cosine_ops"],
+                m=16, ef_construction=64, condition=Q(status="active"),
+            ),
+            GinIndex(name="facts_fact_search_gin", fields=["search_vector"], condition=Q(status="active")),
+            models.Index(name="facts_fact_scope_status", fields=["project_id", "subject_id", "status"]),
+            models.Index(name="facts_fact_scope_recorded", fields=["project_id", "subject_id", "-recorded_from", "-id"]),
+        ]
+        constraints = [
+            models.CheckConstraint(
+                name="fact_status_valid", condition=Q(status__in=FactStatus.values)
+            ),
+            models.CheckConstraint(name="fact_kind_valid", condition=Q(kind__in=FactKind.values)),
+            models.CheckConstraint(name="fact_volatility_valid", condition=Q(volatility__in=Volatility.values)),
+            _text_length_check("fact_text_length", FACT_TEXT_MAX),
+            _metadata_object_check("fact_metadata_object"),
+            models.CheckConstraint(name="fact_importance_range", condition=Q(importance__gte=0) & Q(importance__lte=1)),
+            models.CheckConstraint(
+                name="fact_validity_ordered",
+                condition=Q(valid_from__isnull=True) | Q(valid_to__isnull=True) | Q(valid_from__lte=F("valid_to")),
+            ),
+            models.CheckConstraint(
+                name="fact_superseded_has_successor",
+                condition=~Q(status="superseded") | Q(superseded_by__isnull=False),
+            ),
+            models.CheckConstraint(
+                name="fact_current_iff_not_closed",
+                condition=(Q(status="active") & Q(recorded_to__isnull=True))
+                | (~Q(status="active") & Q(recorded_to__isnull=False)),
+            ),
+            models.UniqueConstraint(
+                name="fact_active_text_unique_in_scope",
+                fields=["project_id", "subject_id", "text_hash"],
+                condition=Q(status="active"),
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.text[:80]
+
+
+class ConflictSet(ScopedModel):
+    """Facts that seem to contradict each other. While the set is open, none of its members is served."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    status = models.CharField(max_length=16, choices=ConflictStatus.choices, default=ConflictStatus.OPEN)
+    signal = models.CharField(max_length=32, help_text="The contradiction rule that opened the set.")
+    signal_detail = models.CharField(max_length=500, blank=True, default="")
+    similarity = models.FloatField(help_text="Cosine similarity of the pair that opened the set.")
+    opened_at = models.DateTimeField()
+    resolved_at = models.DateTimeField(null=True, blank=True)
+    resolved_by = models.CharField(max_length=200, blank=True, default="")
+    note = models.TextField(blank=True, default="")
+    facts = models.ManyToManyField(Fact, through="ConflictMember", related_name="conflict_sets")
+
+    class Meta:
+        indexes = [models.Index(name="facts_conflict_scope_status", fields=["project_id", "subject_id", "status"])]
+        constraints = [
+            models.CheckConstraint(name="conflict_status_valid", condition=Q(status__in=ConflictStatus.values)),
+            models.CheckConstraint(
+                name="conflict_closed_has_time",
+                condition=Q(status="open", resolved_at__isnull=True) | (~Q(status="open") & Q(resolved_at__isnull=False)),
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"conflict {str(self.id)[:8]} ({self.status}, {self.signal})"
+
+
+class ConflictMember(models.Model):
+    conflict_set = models.ForeignKey(ConflictSet, on_delete=models.CASCADE, related_name="members")
+    fact = models.ForeignKey(Fact, on_delete=models.CASCADE, related_name="conflict_memberships")
+    added_at = models.DateTimeField()
+    kept = models.BooleanField(null=True, blank=True, help_text="Set when the set is resolved.")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(name="conflict_member_unique", fields=["conflict_set", "fact"])]
+        indexes = [models.Index(name="facts_conflictmember_fact", fields=["fact"])]

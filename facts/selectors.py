@@ -1,0 +1,200 @@
+"""Reads of the memory store: lists with keyset pagination, single objects by scope, version chains,
+and the nearest-neighbour probe that conflict detection runs on every write."""
+from __future__ import annotations
+
+import base64
+import json
+from datetime import datetime
+
+from django.conf import settings
+from django.db import connection
+from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.utils import timezone
+
+from facts.models import ConflictMember, ConflictSet, ConflictStatus, Event, Fact, FactStatus, Volatility
+from hakimem.embeddings import vector_literal
+
+NEIGHBOURS_PER_FACT = 8
+
+
+class InvalidCursor(ValueError):
+    pass
+
+
+def encode_cursor(moment: datetime, pk) -> str:
+    raw = json.dumps([moment.isoformat(), str(pk)]).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> tuple[datetime, str]:
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        moment_text, pk = json.loads(raw)
+        moment = datetime.fromisoformat(moment_text)
+        if timezone.is_naive(moment):
+            raise ValueError
+        return moment, str(pk)
+    except (ValueError, TypeError, json.JSONDecodeError) as exc:
+        raise InvalidCursor("cursor is not one this API issued") from exc
+
+
+def keyset_page(queryset: QuerySet, *, time_field: str, cursor: str | None, limit: int) -> tuple[list, str | None]:
+    """One page ordered by (time_field desc, id desc). The cursor names the last row seen, so rows
+    inserted meanwhile never shift a page: no duplicates, no gaps among the rows that existed."""
+    if cursor:
+        moment, pk = decode_cursor(cursor)
+        queryset = queryset.filter(Q(**{f"{time_field}__lt": moment}) | Q(**{time_field: moment, "id__lt": pk}))
+    rows = list(queryset.order_by(f"-{time_field}", "-id")[: limit + 1])
+    next_cursor = None
+    if len(rows) > limit:
+        rows = rows[:limit]
+        last = rows[-1]
+        next_cursor = encode_cursor(getattr(last, time_field), last.pk)
+    return rows, next_cursor
+
+
+def fact_list(*, project_id: str, subject_id: str, filters: dict) -> QuerySet:
+    qs = Fact.objects.filter(project_id=project_id, subject_id=subject_id).defer("embedding", "search_vector")
+    for name in ("status", "category", "kind"):
+        if filters.get(name):
+            qs = qs.filter(**{name: filters[name]})
+    if filters.get("recorded_after"):
+        qs = qs.filter(recorded_from__gt=filters["recorded_after"])
+    if filters.get("recorded_before"):
+        qs = qs.filter(recorded_from__lt=filters["recorded_before"])
+    return qs
+
+
+def fact_get(*, project_id: str, fact_id) -> Fact | None:
+    return Fact.objects.filter(project_id=project_id, id=fact_id).defer("search_vector").first()
+
+
+def fact_history(*, fact: Fact) -> list[Fact]:
+    """The whole version chain the fact belongs to, oldest first."""
+    chain = [fact]
+    seen = {fact.id}
+    current = fact
+    while True:  # walk back to the first version
+        previous = Fact.objects.filter(superseded_by=current).defer("embedding", "search_vector").order_by("recorded_from").first()
+        if previous is None or previous.id in seen:
+            break
+        chain.insert(0, previous)
+        seen.add(previous.id)
+        current = previous
+    current = fact
+    while current.superseded_by_id and current.superseded_by_id not in seen:
+        current = Fact.objects.defer("embedding", "search_vector").get(id=current.superseded_by_id)
+        chain.append(current)
+        seen.add(current.id)
+    return chain
+
+
+def volatility_cutoffs(now: datetime | None = None) -> dict[str, datetime]:
+    """For each expiring volatility, the last_confirmed_at before which a fact is stale."""
+    now = now or timezone.now()
+    return {name: now - timezone.timedelta(days=days) for name, days in settings.HAKI_VOLATILITY_TTL_DAYS.items()}
+
+
+def expired_q(now: datetime | None = None) -> Q:
+    cut = volatility_cutoffs(now)
+    return Q(volatility=Volatility.STABLE, last_confirmed_at__lt=cut["stable"]) | Q(
+        volatility=Volatility.VOLATILE, last_confirmed_at__lt=cut["volatile"]
+    )
+
+
+def in_open_conflict_q() -> Q:
+    return Q(Exists(ConflictMember.objects.filter(fact=OuterRef("pk"), conflict_set__status=ConflictStatus.OPEN)))
+
+
+def event_list(*, project_id: str, subject_id: str, filters: dict) -> QuerySet:
+    qs = Event.objects.filter(project_id=project_id, subject_id=subject_id).defer("embedding", "search_vector")
+    if filters.get("occurred_after"):
+        qs = qs.filter(occurred_at__gt=filters["occurred_after"])
+    if filters.get("occurred_before"):
+        qs = qs.filter(occurred_at__lt=filters["occurred_before"])
+    return qs
+
+
+def conflict_list(*, project_id: str, subject_id: str | None, status: str | None) -> QuerySet:
+    qs = ConflictSet.objects.filter(project_id=project_id)
+    if subject_id:
+        qs = qs.filter(subject_id=subject_id)
+    if status:
+        qs = qs.filter(status=status)
+    return qs.order_by("-opened_at", "-id")
+
+
+def conflict_get(*, project_id: str, conflict_id) -> ConflictSet | None:
+    return ConflictSet.objects.filter(project_id=project_id, id=conflict_id).first()
+
+
+def conflict_members(*, conflict_set: ConflictSet) -> list[dict]:
+    """Members with their text and dates, and each one's cosine similarity to every other member."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            SELECT f.id, f.text, f.category, f.status, f.recorded_from, f.valid_from, f.valid_to,
+                   f.source_event_id, m.kept, m.added_at,
+                   (SELECT coalesce(jsonb_object_agg(o.id::text, round((1 - (f.embedding <=> o.embedding))::numeric, 4)), '{}')
+                      FROM facts_conflictmember om JOIN facts_fact o ON o.id = om.fact_id
+                     WHERE om.conflict_set_id = m.conflict_set_id AND o.id <> f.id) AS similarities
+              FROM facts_conflictmember m JOIN facts_fact f ON f.id = m.fact_id
+             WHERE m.conflict_set_id = %(set_id)s
+             ORDER BY f.recorded_from, f.id
+            """,
+            {"set_id": conflict_set.id},
+        )
+        columns = [c.name for c in cursor.description]
+        rows = [dict(zip(columns, row)) for row in cursor.fetchall()]
+    for row in rows:
+        if isinstance(row["similarities"], str):
+            row["similarities"] = json.loads(row["similarities"])
+        row["similarities"] = {k: float(v) for k, v in row["similarities"].items()}
+    return rows
+
+
+def fact_neighbours(*, project_id: str, subject_id: str, vectors: list, exclude_ids: list, k: int = NEIGHBOURS_PER_FACT) -> list[list[tuple]]:
+    """For each vector, the k nearest active facts of the scope as (id, text, similarity), in one round trip.
+
+    -- uses: facts_fact_embedding_hnsw on large scopes (iterative scan keeps the scope filter from starving
+    --       the LIMIT), facts_fact_scope_status plus an exact sort on small ones; the planner picks by the
+    --       scope's row estimate, and both answers are exact enough for a similarity threshold.
+    """
+    if not vectors:
+        return []
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+        cursor.execute("SET LOCAL hnsw.ef_search = 100")
+        cursor.execute(
+            """
+            SELECT q.idx, n.id, n.text, n.similarity
+              FROM unnest(%(vectors)s::vector[]) WITH ORDINALITY AS q(v, idx)
+             CROSS JOIN LATERAL (
+                   SELECT f.id, f.text, 1 - (f.embedding <=> q.v) AS similarity
+                     FROM facts_fact f
+                    WHERE f.project_id = %(project_id)s AND f.subject_id = %(subject_id)s
+                      AND f.status = 'active' AND NOT (f.id = ANY(%(exclude)s::uuid[]))
+                    ORDER BY f.embedding <=> q.v
+                    LIMIT %(k)s) n
+            """,
+            {
+                "vectors": [vector_literal(v) for v in vectors],
+                "project_id": project_id,
+                "subject_id": subject_id,
+                "exclude": [str(i) for i in exclude_ids],
+                "k": k,
+            },
+        )
+        out: list[list[tuple]] = [[] for _ in vectors]
+        for idx, fact_id, text, similarity in cursor.fetchall():
+            out[idx - 1].append((fact_id, text, float(similarity)))
+    return out
+
+
+def open_conflict_fact_ids(fact_ids) -> set:
+    return set(
+        ConflictMember.objects.filter(fact_id__in=list(fact_ids), conflict_set__status=ConflictStatus.OPEN)
+        .values_list("fact_id", flat=True)
+    )
+
+

@@ -1,0 +1,203 @@
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from facts.models import CATEGORY_MAX, EVENT_TEXT_MAX, FACT_TEXT_MAX, ConflictStatus, FactKind, FactStatus, Volatility
+from hakimem.fields import AwareDateTimeField, JsonObjectField, ScopeIdField, StrictCharField, StrictFloatField
+
+
+class StrictSerializer(serializers.Serializer):
+    """Refuses fields it does not know: a typo ('categroy') is an error, not silently ignored."""
+
+    def to_internal_value(self, data):
+        if not isinstance(data, dict):
+            raise serializers.ValidationError({"non_field_errors": ["must be a JSON object"]})
+        unknown = sorted(set(data) - set(self.fields))
+        if unknown:
+            raise serializers.ValidationError({name: ["unknown field"] for name in unknown})
+        return super().to_internal_value(data)
+
+
+def _text_field(limit: int):
+    return StrictCharField(max_length=limit, trim_whitespace=False, allow_blank=False)
+
+
+def _not_blank(value: str) -> str:
+    if not value.strip():
+        raise serializers.ValidationError("must contain non-whitespace text")
+    return value
+
+
+class FactInSerializer(StrictSerializer):
+    project_id = ScopeIdField()
+    subject_id = ScopeIdField()
+    text = _text_field(FACT_TEXT_MAX)
+    category = StrictCharField(max_length=CATEGORY_MAX, required=False, allow_blank=True, default="")
+    kind = serializers.ChoiceField(choices=FactKind.choices, required=False, default=FactKind.FACT)
+    importance = StrictFloatField(min_value=0.0, max_value=1.0, required=False, default=0.5)
+    volatility = serializers.ChoiceField(choices=Volatility.choices, required=False, default=Volatility.PERMANENT)
+    valid_from = AwareDateTimeField(required=False, allow_null=True, default=None)
+    valid_to = AwareDateTimeField(required=False, allow_null=True, default=None)
+    source_event_id = serializers.UUIDField(required=False, allow_null=True, default=None)
+    metadata = JsonObjectField(required=False, default=dict)
+
+    def validate_text(self, value):
+        return _not_blank(value)
+
+    def validate(self, attrs):
+        if attrs.get("valid_from") and attrs.get("valid_to") and attrs["valid_from"] > attrs["valid_to"]:
+            raise serializers.ValidationError({"valid_to": ["must not be before valid_from"]})
+        return attrs
+
+
+class FactPatchSerializer(StrictSerializer):
+    text = _text_field(FACT_TEXT_MAX)
+    category = StrictCharField(max_length=CATEGORY_MAX, allow_blank=True)
+    importance = StrictFloatField(min_value=0.0, max_value=1.0)
+    volatility = serializers.ChoiceField(choices=Volatility.choices)
+    valid_to = AwareDateTimeField(allow_null=True)
+    metadata = JsonObjectField()
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        for f in self.fields.values():
+            f.required = False
+
+    def validate_text(self, value):
+        return _not_blank(value)
+
+    def validate(self, attrs):
+        if not attrs:
+            raise serializers.ValidationError(
+                {"non_field_errors": ["send at least one of: text, category, importance, volatility, valid_to, metadata"]}
+            )
+        return attrs
+
+
+class EventInSerializer(StrictSerializer):
+    project_id = ScopeIdField()
+    subject_id = ScopeIdField()
+    text = _text_field(EVENT_TEXT_MAX)
+    occurred_at = AwareDateTimeField()
+    metadata = JsonObjectField(required=False, default=dict)
+
+    def validate_text(self, value):
+        return _not_blank(value)
+
+
+class PageQuerySerializer(StrictSerializer):
+    project_id = ScopeIdField()
+    subject_id = ScopeIdField()
+    cursor = serializers.CharField(required=False, max_length=500)
+    limit = serializers.IntegerField(required=False, min_value=1, max_value=200, default=50)
+
+
+class FactListQuerySerializer(PageQuerySerializer):
+    status = serializers.ChoiceField(choices=FactStatus.choices, required=False)
+    category = serializers.CharField(required=False, max_length=CATEGORY_MAX)
+    kind = serializers.ChoiceField(choices=FactKind.choices, required=False)
+    recorded_after = AwareDateTimeField(required=False)
+    recorded_before = AwareDateTimeField(required=False)
+
+
+class EventListQuerySerializer(PageQuerySerializer):
+    occurred_after = AwareDateTimeField(required=False)
+    occurred_before = AwareDateTimeField(required=False)
+
+
+class ConflictListQuerySerializer(StrictSerializer):
+    project_id = ScopeIdField()
+    subject_id = ScopeIdField(required=False)
+    status = serializers.ChoiceField(choices=ConflictStatus.choices, required=False)
+    cursor = serializers.CharField(required=False, max_length=500)
+    limit = serializers.IntegerField(required=False, min_value=1, max_value=200, default=50)
+
+
+class ConflictResolveSerializer(StrictSerializer):
+    keep = serializers.ListField(child=serializers.UUIDField(), required=False, min_length=1, max_length=100)
+    dismiss = serializers.BooleanField(required=False, default=False)
+    note = StrictCharField(required=False, allow_blank=True, max_length=2000, default="")
+
+    def validate(self, attrs):
+        if bool(attrs.get("keep")) == bool(attrs.get("dismiss")):
+            raise serializers.ValidationError({"non_field_errors": ['send either "keep": [fact ids] or "dismiss": true']})
+        return attrs
+
+
+class ScopeQuerySerializer(StrictSerializer):
+    project_id = ScopeIdField()
+
+
+def iso(value):
+    return value.isoformat().replace("+00:00", "Z") if value else None
+
+
+def fact_out(fact, *, deduplicated=None, conflict_set_id=None, with_write_flags=False) -> dict:
+    out = {
+        "id": str(fact.id),
+        "project_id": fact.project_id,
+        "subject_id": fact.subject_id,
+        "text": fact.text,
+        "status": fact.status,
+        "category": fact.category,
+        "kind": fact.kind,
+        "importance": fact.importance,
+        "volatility": fact.volatility,
+        "valid_from": iso(fact.valid_from),
+        "valid_to": iso(fact.valid_to),
+        "recorded_from": iso(fact.recorded_from),
+        "recorded_to": iso(fact.recorded_to),
+        "last_confirmed_at": iso(fact.last_confirmed_at),
+        "superseded_by": str(fact.superseded_by_id) if fact.superseded_by_id else None,
+        "source_event_id": str(fact.source_event_id) if fact.source_event_id else None,
+        "metadata": fact.metadata,
+    }
+    if with_write_flags:
+        out["deduplicated"] = bool(deduplicated)
+        out["conflict_set_id"] = str(conflict_set_id) if conflict_set_id else None
+    return out
+
+
+def event_out(event) -> dict:
+    return {
+        "id": str(event.id),
+        "project_id": event.project_id,
+        "subject_id": event.subject_id,
+        "text": event.text,
+        "occurred_at": iso(event.occurred_at),
+        "recorded_at": iso(event.recorded_at),
+        "metadata": event.metadata,
+    }
+
+
+def conflict_out(conflict_set, members: list[dict] | None = None) -> dict:
+    out = {
+        "id": str(conflict_set.id),
+        "project_id": conflict_set.project_id,
+        "subject_id": conflict_set.subject_id,
+        "status": conflict_set.status,
+        "signal": conflict_set.signal,
+        "signal_detail": conflict_set.signal_detail,
+        "similarity": round(conflict_set.similarity, 4),
+        "opened_at": iso(conflict_set.opened_at),
+        "resolved_at": iso(conflict_set.resolved_at),
+        "resolved_by": conflict_set.resolved_by or None,
+        "note": conflict_set.note,
+    }
+    if members is not None:
+        out["members"] = [
+            {
+                "fact_id": str(m["id"]),
+                "text": m["text"],
+                "category": m["category"],
+                "status": m["status"],
+                "recorded_from": iso(m["recorded_from"]),
+                "valid_from": iso(m["valid_from"]),
+                "valid_to": iso(m["valid_to"]),
+                "source_event_id": str(m["source_event_id"]) if m["source_event_id"] else None,
+                "kept": m["kept"],
+                "similarity_to": m["similarities"],
+            }
+            for m in members
+        ]
+    return out

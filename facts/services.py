@@ -1,0 +1,412 @@
+"""Writes of the memory store. The API and the admin call these and nothing else writes facts.
+
+Every write that touches a scope takes that scope's advisory lock first, so writers of one subject are
+serialised: two requests writing the same fact at once produce one row, and conflict detection always
+sees the facts committed before it. Embedding happens before the lock (it is the slow part), so a failing
+embedder refuses the request before anything is written.
+"""
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Callable
+
+import numpy as np
+from django.conf import settings
+from django.db import connection, transaction
+from django.utils import timezone
+
+from facts import selectors
+from facts.models import ConflictMember, ConflictSet, ConflictStatus, Event, Fact, FactKind, FactStatus, Volatility
+from facts.text import Signal, contradiction_signal, text_hash
+from hakimem.embeddings import get_embedder
+
+logger = logging.getLogger("hakimem.facts")
+
+MAX_BATCH = 500
+
+
+class ServiceValidationError(Exception):
+    """Input that passed the serializer but not the store's rules; `errors` lists {index, field, message}."""
+
+    def __init__(self, errors: list[dict]):
+        super().__init__("; ".join(e["message"] for e in errors))
+        self.errors = errors
+
+
+class ConflictNotOpen(Exception):
+    pass
+
+
+@dataclass
+class FactInput:
+    project_id: str
+    subject_id: str
+    text: str
+    category: str = ""
+    kind: str = FactKind.FACT
+    importance: float = 0.5
+    volatility: str = Volatility.PERMANENT
+    valid_from: datetime | None = None
+    valid_to: datetime | None = None
+    source_event_id: object = None
+    metadata: dict = field(default_factory=dict)
+
+
+@dataclass
+class FactWriteResult:
+    fact: Fact
+    deduplicated: bool = False
+    conflict_set: ConflictSet | None = None
+
+
+def _lock_scopes(scopes) -> None:
+    with connection.cursor() as cursor:
+        for project_id, subject_id in sorted(set(scopes)):
+            cursor.execute(
+                "SELECT pg_advisory_xact_lock(hashtextextended(%s || chr(31) || %s, 0))", [project_id, subject_id]
+            )
+
+
+def _check_source_events(items: list[FactInput]) -> None:
+    wanted = {i: item for i, item in enumerate(items) if item.source_event_id}
+    if not wanted:
+        return
+    found = {
+        (str(e.id), e.project_id, e.subject_id)
+        for e in Event.objects.filter(id__in={str(it.source_event_id) for it in wanted.values()}).only(
+            "id", "project_id", "subject_id"
+        )
+    }
+    errors = [
+        {"index": i, "field": "source_event_id", "message": "no event with this id in the fact's scope"}
+        for i, it in wanted.items()
+        if (str(it.source_event_id), it.project_id, it.subject_id) not in found
+    ]
+    if errors:
+        raise ServiceValidationError(errors)
+
+
+def fact_create_batch(*, items: list[FactInput], actor: str, exclude_ids=()) -> list[FactWriteResult]:
+    """Store facts all-or-nothing, de-duplicating and detecting conflicts against the scope and within
+    the batch. Returns one result per item, in order."""
+    if not 1 <= len(items) <= MAX_BATCH:
+        raise ServiceValidationError([{"index": None, "field": "facts", "message": f"send 1 to {MAX_BATCH} facts"}])
+    _check_source_events(items)
+    vectors = get_embedder().embed([item.text for item in items])
+    with transaction.atomic():
+        _lock_scopes((item.project_id, item.subject_id) for item in items)
+        return _store_facts(items, vectors, actor=actor, exclude_ids=list(exclude_ids))
+
+
+def fact_create(*, actor: str, **fields) -> FactWriteResult:
+    return fact_create_batch(items=[FactInput(**fields)], actor=actor)[0]
+
+
+@dataclass
+class _Pending:
+    fact: Fact
+    vector: np.ndarray
+    conflicts: list[tuple[object, float, Signal]] = field(default_factory=list)  # (fact id, similarity, signal)
+
+
+def _store_facts(items, vectors, *, actor: str, exclude_ids: list) -> list[FactWriteResult]:
+    now = timezone.now()
+    min_sim = settings.HAKI_CONFLICT_MIN_SIMILARITY
+    dup_sim = settings.HAKI_DUPLICATE_SIMILARITY
+    hashes = [text_hash(item.text) for item in items]
+
+    by_scope: dict[tuple, list[int]] = defaultdict(list)
+    for i, item in enumerate(items):
+        by_scope[(item.project_id, item.subject_id)].append(i)
+
+    existing_by_hash: dict[tuple, Fact] = {}
+    neighbours: dict[int, list[tuple]] = {}
+    for (project_id, subject_id), indexes in by_scope.items():
+        for fact in Fact.objects.filter(
+            project_id=project_id, subject_id=subject_id, status=FactStatus.ACTIVE,
+            text_hash__in={hashes[i] for i in indexes},
+        ).exclude(id__in=exclude_ids).defer("embedding", "search_vector"):
+            existing_by_hash[(project_id, subject_id, fact.text_hash)] = fact
+        probe = [i for i in indexes if (project_id, subject_id, hashes[i]) not in existing_by_hash]
+        found = selectors.fact_neighbours(
+            project_id=project_id, subject_id=subject_id, vectors=[vectors[i] for i in probe], exclude_ids=exclude_ids
+        )
+        neighbours.update(zip(probe, found))
+
+    results: list[FactWriteResult | None] = [None] * len(items)
+    pending: list[_Pending] = []
+    pending_by_hash: dict[tuple, _Pending] = {}
+    reconfirm: dict[object, Fact] = {}
+    near_duplicate_of: dict[int, object] = {}  # item index -> id of an existing or pending fact
+
+    for i, item in enumerate(items):
+        key = (item.project_id, item.subject_id, hashes[i])
+        if key in existing_by_hash:
+            fact = existing_by_hash[key]
+            reconfirm[fact.id] = fact
+            results[i] = FactWriteResult(fact=fact, deduplicated=True)
+            continue
+        if key in pending_by_hash:
+            near_duplicate_of[i] = pending_by_hash[key].fact.id
+            continue
+        candidates = [(fid, text, sim) for fid, text, sim in neighbours.get(i, []) if sim >= min_sim]
+        for other in pending:
+            if (other.fact.project_id, other.fact.subject_id) == (item.project_id, item.subject_id):
+                sim = float(np.dot(other.vector, vectors[i]))
+                if sim >= min_sim:
+                    candidates.append((other.fact.id, other.fact.text, sim))
+        conflicts, near_dups = [], []
+        for fid, text, sim in candidates:
+            signal = contradiction_signal(item.text, text)
+            if signal is not None:
+                conflicts.append((fid, sim, signal))
+            elif sim >= dup_sim:
+                near_dups.append((sim, fid))
+        if near_dups and not conflicts:
+            near_duplicate_of[i] = max(near_dups, key=lambda pair: pair[0])[1]
+            continue
+        fact = Fact(
+            project_id=item.project_id, subject_id=item.subject_id, text=item.text, text_hash=hashes[i],
+            embedding=vectors[i], category=item.category, kind=item.kind, importance=item.importance,
+            volatility=item.volatility, valid_from=item.valid_from, valid_to=item.valid_to,
+            recorded_from=now, last_confirmed_at=now, source_event_id=item.source_event_id, metadata=item.metadata,
+        )
+        entry = _Pending(fact=fact, vector=vectors[i], conflicts=conflicts)
+        pending.append(entry)
+        pending_by_hash[key] = entry
+        results[i] = FactWriteResult(fact=fact)
+
+    Fact.objects.bulk_create([p.fact for p in pending])
+
+    # Near-duplicates of facts already stored or just stored: the stored one answers, re-confirmed.
+    pending_by_id = {p.fact.id: p.fact for p in pending}
+    missing = {fid for fid in near_duplicate_of.values() if fid not in pending_by_id}
+    stored = {f.id: f for f in Fact.objects.filter(id__in=missing).defer("embedding", "search_vector")}
+    for i, fid in near_duplicate_of.items():
+        fact = pending_by_id.get(fid) or stored[fid]
+        if fact.id not in pending_by_id:
+            reconfirm[fact.id] = fact
+        results[i] = FactWriteResult(fact=fact, deduplicated=True)
+    if reconfirm:
+        Fact.objects.filter(id__in=list(reconfirm)).update(last_confirmed_at=now)
+        for fact in reconfirm.values():
+            fact.last_confirmed_at = now
+
+    for entry in pending:
+        if entry.conflicts:
+            conflict_set = _record_conflict(entry.fact, entry.conflicts, actor=actor, now=now)
+            for result in results:
+                if result is not None and result.fact.id == entry.fact.id:
+                    result.conflict_set = conflict_set
+    return [r for r in results if r is not None]
+
+
+def _record_conflict(fact: Fact, conflicts, *, actor: str, now) -> ConflictSet:
+    """Open (or join) a conflict set for `fact` and the facts it contradicts; under the newest_wins policy,
+    supersede the older ones at once and record the set as resolved by the system."""
+    other_ids = [fid for fid, _, _ in conflicts]
+    fid, similarity, signal = max(conflicts, key=lambda c: c[1])
+    if settings.HAKI_CONFLICT_POLICY == "newest_wins":
+        conflict_set = ConflictSet.objects.create(
+            project_id=fact.project_id, subject_id=fact.subject_id, status=ConflictStatus.RESOLVED,
+            signal=signal.rule, signal_detail=signal.detail[:500], similarity=similarity, opened_at=now,
+            resolved_at=now, resolved_by="system:newest_wins", note="Newest fact kept by HAKI_CONFLICT_POLICY.",
+        )
+        ConflictMember.objects.bulk_create(
+            [ConflictMember(conflict_set=conflict_set, fact=fact, added_at=now, kept=True)]
+            + [ConflictMember(conflict_set=conflict_set, fact_id=o, added_at=now, kept=False) for o in other_ids]
+        )
+        _supersede(other_ids, by=fact.id, now=now)
+        return conflict_set
+
+    open_sets = list(
+        ConflictSet.objects.select_for_update()
+        .filter(status=ConflictStatus.OPEN, members__fact_id__in=other_ids)
+        .distinct()
+        .order_by("opened_at", "id")
+    )
+    if not open_sets:
+        conflict_set = ConflictSet.objects.create(
+            project_id=fact.project_id, subject_id=fact.subject_id, signal=signal.rule,
+            signal_detail=signal.detail[:500], similarity=similarity, opened_at=now,
+        )
+    else:
+        conflict_set, merged = open_sets[0], open_sets[1:]
+        if merged:  # the new fact bridges several open sets: one decision for a curator, not several
+            present = set(conflict_set.members.values_list("fact_id", flat=True))
+            ConflictMember.objects.filter(conflict_set__in=merged).exclude(fact_id__in=present).update(
+                conflict_set=conflict_set
+            )
+            ConflictSet.objects.filter(id__in=[s.id for s in merged]).delete()
+    present = set(conflict_set.members.values_list("fact_id", flat=True))
+    ConflictMember.objects.bulk_create(
+        [ConflictMember(conflict_set=conflict_set, fact_id=f, added_at=now) for f in [fact.id, *other_ids] if f not in present]
+    )
+    logger.info("conflict set %s: %s (similarity %.3f)", conflict_set.id, signal.rule, similarity)
+    return conflict_set
+
+
+def _supersede(fact_ids, *, by, now) -> int:
+    return Fact.objects.filter(id__in=list(fact_ids), status=FactStatus.ACTIVE).update(
+        status=FactStatus.SUPERSEDED, recorded_to=now, superseded_by_id=by
+    )
+
+
+IN_PLACE_FIELDS = ("category", "importance", "volatility", "valid_to", "metadata")
+
+
+def fact_update(*, fact: Fact, changes: dict, actor: str) -> FactWriteResult:
+    """PATCH. A new text is a new version: a new fact in the same scope supersedes this one (other fields
+    carried over unless changed). Without a text change, the listed fields are edited in place."""
+    if fact.status != FactStatus.ACTIVE:
+        raise ServiceValidationError([{"index": None, "field": "status", "message": f"the fact is {fact.status}; only active facts can be edited"}])
+    new_text = changes.get("text")
+    if new_text is None or text_hash(new_text) == fact.text_hash:
+        with transaction.atomic():
+            _lock_scopes([(fact.project_id, fact.subject_id)])
+            fact = Fact.objects.select_for_update().get(id=fact.id)
+            if fact.status != FactStatus.ACTIVE:
+                raise ServiceValidationError([{"index": None, "field": "status", "message": f"the fact is {fact.status}"}])
+            fields = [name for name in IN_PLACE_FIELDS if name in changes]
+            for name in fields:
+                setattr(fact, name, changes[name])
+            if new_text is not None and new_text != fact.text:  # same normalised text: a cosmetic edit
+                fact.text = new_text
+                fact.embedding = get_embedder().embed([new_text])[0]
+                fields += ["text", "embedding"]
+            if fields:
+                fact.full_clean(exclude=["embedding", "superseded_by", "source_event"])
+                fact.save(update_fields=fields)
+            return FactWriteResult(fact=fact)
+
+    carried = {
+        "category": fact.category, "kind": fact.kind, "importance": fact.importance, "volatility": fact.volatility,
+        "valid_from": fact.valid_from, "valid_to": fact.valid_to, "source_event_id": fact.source_event_id,
+        "metadata": fact.metadata,
+    }
+    carried.update({k: v for k, v in changes.items() if k in carried})
+    item = FactInput(project_id=fact.project_id, subject_id=fact.subject_id, text=new_text, **carried)
+    vector = get_embedder().embed([new_text])
+    with transaction.atomic():
+        _lock_scopes([(fact.project_id, fact.subject_id)])
+        old = Fact.objects.select_for_update().get(id=fact.id)
+        if old.status != FactStatus.ACTIVE:
+            raise ServiceValidationError([{"index": None, "field": "status", "message": f"the fact is {old.status}"}])
+        result = _store_facts([item], vector, actor=actor, exclude_ids=[old.id])[0]
+        _supersede([old.id], by=result.fact.id, now=timezone.now())
+        return result
+
+
+def fact_retract(*, fact: Fact) -> Fact:
+    """Retracted facts are never served again. Retracting twice is harmless."""
+    with transaction.atomic():
+        fact = Fact.objects.select_for_update().get(id=fact.id)
+        if fact.status != FactStatus.RETRACTED:
+            fact.status = FactStatus.RETRACTED
+            fact.recorded_to = fact.recorded_to or timezone.now()
+            fact.save(update_fields=["status", "recorded_to"])
+    return fact
+
+
+@dataclass
+class EventInput:
+    project_id: str
+    subject_id: str
+    text: str
+    occurred_at: datetime
+    metadata: dict = field(default_factory=dict)
+
+
+def event_create_batch(*, items: list[EventInput]) -> list[Event]:
+    if not 1 <= len(items) <= MAX_BATCH:
+        raise ServiceValidationError([{"index": None, "field": "events", "message": f"send 1 to {MAX_BATCH} events"}])
+    vectors = get_embedder().embed([item.text for item in items])
+    events = [
+        Event(project_id=i.project_id, subject_id=i.subject_id, text=i.text, occurred_at=i.occurred_at,
+              embedding=v, metadata=i.metadata)
+        for i, v in zip(items, vectors)
+    ]
+    with transaction.atomic():
+        Event.objects.bulk_create(events)
+    return events
+
+
+def conflict_resolve(
+    *, conflict_set: ConflictSet, actor: str, keep: list | None = None, dismiss: bool = False,
+    retract_all: bool = False, note: str = "",
+) -> ConflictSet:
+    """Close an open set. keep=[ids]: those stay, every other active member is superseded by the first kept
+    one. dismiss: all members stay active and are no longer blocked. retract_all: every member is retracted."""
+    if sum([bool(keep), dismiss, retract_all]) != 1:
+        raise ServiceValidationError([{"index": None, "field": "keep", "message": "give exactly one of keep, dismiss, retract_all"}])
+    with transaction.atomic():
+        conflict_set = ConflictSet.objects.select_for_update().get(id=conflict_set.id)
+        if conflict_set.status != ConflictStatus.OPEN:
+            raise ConflictNotOpen(f"conflict set is {conflict_set.status}")
+        now = timezone.now()
+        member_ids = set(conflict_set.members.values_list("fact_id", flat=True))
+        if dismiss:
+            conflict_set.status = ConflictStatus.DISMISSED
+        elif retract_all:
+            Fact.objects.filter(id__in=member_ids, status=FactStatus.ACTIVE).update(
+                status=FactStatus.RETRACTED, recorded_to=now
+            )
+            conflict_set.members.update(kept=False)
+            conflict_set.status = ConflictStatus.RESOLVED
+        else:
+            keep_ids = list(dict.fromkeys(str(k) for k in keep))
+            unknown = [k for k in keep_ids if k not in {str(m) for m in member_ids}]
+            if unknown:
+                raise ServiceValidationError([{"index": None, "field": "keep", "message": f"not members of this set: {', '.join(unknown)}"}])
+            active = set(
+                str(i) for i in Fact.objects.filter(id__in=keep_ids, status=FactStatus.ACTIVE).values_list("id", flat=True)
+            )
+            if keep_ids[0] not in active:
+                raise ServiceValidationError([{"index": None, "field": "keep", "message": "the first kept fact is no longer active"}])
+            others = [m for m in member_ids if str(m) not in keep_ids]
+            _supersede(others, by=keep_ids[0], now=now)
+            conflict_set.members.filter(fact_id__in=keep_ids).update(kept=True)
+            conflict_set.members.filter(fact_id__in=others).update(kept=False)
+            conflict_set.status = ConflictStatus.RESOLVED
+        conflict_set.resolved_at = now
+        conflict_set.resolved_by = actor[:200]
+        conflict_set.note = note
+        conflict_set.save(update_fields=["status", "resolved_at", "resolved_by", "note"])
+    return conflict_set
+
+
+# Other apps (traces) hold rows about a subject too. They register an eraser here so that erasure stays
+# one transaction without this app importing them (data flows facts -> context -> traces, never back).
+_ERASERS: list[tuple[str, Callable[[str, str], dict[str, int]]]] = []
+
+
+def register_eraser(name: str, eraser: Callable[[str, str], dict[str, int]]) -> None:
+    if name not in {n for n, _ in _ERASERS}:
+        _ERASERS.append((name, eraser))
+
+
+@transaction.atomic
+def subject_erase(*, project_id: str, subject_id: str) -> dict[str, int]:
+    """Delete every row of the scope, everywhere, in one transaction; returns the count per table."""
+    _lock_scopes([(project_id, subject_id)])
+    counts: dict[str, int] = {}
+    for _, eraser in _ERASERS:  # rows that point at facts go first
+        counts.update(eraser(project_id, subject_id))
+    # Plain DELETEs rather than the ORM's collector: it would load every row to emulate ON DELETE in Python.
+    # References inside the scope (superseded_by, source_event) disappear together; Django's foreign keys are
+    # checked at commit.
+    statements = [
+        ("conflict_members", "DELETE FROM facts_conflictmember m USING facts_conflictset s"
+         " WHERE m.conflict_set_id = s.id AND s.project_id = %(p)s AND s.subject_id = %(s)s"),
+        ("conflict_sets", "DELETE FROM facts_conflictset WHERE project_id = %(p)s AND subject_id = %(s)s"),
+        ("facts", "DELETE FROM facts_fact WHERE project_id = %(p)s AND subject_id = %(s)s"),
+        ("events", "DELETE FROM facts_event WHERE project_id = %(p)s AND subject_id = %(s)s"),
+    ]
+    with connection.cursor() as cursor:
+        for name, sql in statements:
+            cursor.execute(sql, {"p": project_id, "s": subject_id})
+            counts[name] = cursor.rowcount
+    return counts

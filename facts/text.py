@@ -1,0 +1,131 @@
+"""Text rules of the memory store: normalisation for de-duplication, and the contradiction signals that,
+together with a high cosine similarity, open a conflict set. No LLM: rules a curator can read and predict.
+"""
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+from dataclasses import dataclass
+
+_SPACE_RE = re.compile(r"\s+")
+_TRAILING_PUNCT_RE = re.compile(r"[\s.!?;:,…]+$")
+
+
+def normalise_text(text: str) -> str:
+    """Case, Unicode form, runs of whitespace and trailing punctuation folded: 'Paul  likes tea!' and
+    'paul likes tea' are the same fact."""
+    text = unicodedata.normalize("NFKC", text).casefold()
+    text = _SPACE_RE.sub(" ", text).strip()
+    return _TRAILING_PUNCT_RE.sub("", text)
+
+
+def text_hash(text: str) -> str:
+    return hashlib.sha256(normalise_text(text).encode("utf-8")).hexdigest()
+
+
+# --- contradiction signals ------------------------------------------------------------------------------
+
+_WORD_RE = re.compile(r"[\w'’-]+", re.UNICODE)
+_NEGATIONS = {
+    # English
+    "not", "no", "never", "none", "nobody", "nothing", "neither", "nor", "without", "cannot",
+    "isn't", "aren't", "wasn't", "weren't", "don't", "doesn't", "didn't", "won't", "wouldn't", "can't",
+    "couldn't", "shouldn't", "hasn't", "haven't", "hadn't", "no longer",
+    # French
+    "ne", "pas", "jamais", "aucun", "aucune", "sans",  # "plus", "rien", "personne" also mean more/thing/person
+}
+_NUMBER_RE = re.compile(r"\d+(?:[.,:h]\d+)*")
+_MONTHS = {
+    "january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
+    "november", "december", "janvier", "février", "fevrier", "mars", "avril", "mai", "juin", "juillet",
+    "août", "aout", "septembre", "octobre", "novembre", "décembre", "decembre",
+}
+_WEEKDAYS = {
+    "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday",
+    "lundi", "mardi", "mercredi", "jeudi", "vendredi", "samedi", "dimanche",
+}
+# Pairs of words that cannot both hold of the same thing. Small on purpose: each pair is a precision risk.
+_ANTONYMS = {
+    frozenset(p)
+    for p in [
+        ("likes", "dislikes"), ("loves", "hates"), ("like", "dislike"), ("love", "hate"),
+        ("married", "divorced"), ("married", "single"), ("alive", "dead"), ("allowed", "forbidden"),
+        ("aime", "déteste"), ("adore", "déteste"), ("marié", "divorcé"), ("mariée", "divorcée"),
+        ("vivant", "mort"), ("autorisé", "interdit"),
+    ]
+}
+
+
+@dataclass(frozen=True)
+class Signal:
+    rule: str  # negation | different_number | different_date | different_name | antonym
+    detail: str
+
+
+def _words(text: str) -> list[str]:
+    return [w.strip("'’-") for w in _WORD_RE.findall(text) if w.strip("'’-")]
+
+
+def _negated(words: list[str]) -> bool:
+    lowered = [w.casefold() for w in words]
+    if any(w in _NEGATIONS for w in lowered):
+        return True
+    # contractions the tokeniser keeps whole (n't) and French elision (n'aime)
+    return any(w.endswith("n't") or w.endswith("n’t") or w.startswith("n'") or w.startswith("n’") for w in lowered)
+
+
+def _diff_spans(a: list[str], b: list[str]) -> tuple[int, list[str], list[str]]:
+    """Where two token lists start to differ, and their differing middles once the common prefix and
+    suffix are removed."""
+    start = 0
+    while start < min(len(a), len(b)) and a[start].casefold() == b[start].casefold():
+        start += 1
+    end = 0
+    while end < min(len(a), len(b)) - start and a[-1 - end].casefold() == b[-1 - end].casefold():
+        end += 1
+    return start, a[start : len(a) - end], b[start : len(b) - end]
+
+
+def _months(words: list[str]) -> set[str]:
+    # "may" is a month only when written "May" inside a sentence; otherwise it is the modal verb.
+    return {
+        w.casefold() for i, w in enumerate(words)
+        if w.casefold() in _MONTHS and (w.casefold() != "may" or (w == "May" and i > 0))
+    }
+
+
+def _is_name(word: str, position: int) -> bool:
+    return position > 0 and word[:1].isupper() and word[1:2].islower()
+
+
+def contradiction_signal(a: str, b: str) -> Signal | None:
+    """A rule-based reason to believe `a` and `b` cannot both be true, or None. Only meaningful for two
+    sentences already known to be about the same thing (high cosine similarity)."""
+    wa, wb = _words(a), _words(b)
+    if _negated(wa) != _negated(wb):
+        return Signal("negation", "one statement is negated and the other is not")
+
+    lower_a = {w.casefold() for w in wa}
+    lower_b = {w.casefold() for w in wb}
+    for pair in _ANTONYMS:
+        x, y = tuple(pair)
+        if (x in lower_a and y in lower_b) or (y in lower_a and x in lower_b):
+            return Signal("antonym", f"'{x}' against '{y}'")
+
+    na, nb = set(_NUMBER_RE.findall(a)), set(_NUMBER_RE.findall(b))
+    months_a, months_b = _months(wa), _months(wb)
+    days_a, days_b = lower_a & _WEEKDAYS, lower_b & _WEEKDAYS
+    if (months_a and months_b and months_a != months_b) or (days_a and days_b and days_a != days_b):
+        return Signal("different_date", f"{sorted(months_a | days_a)} against {sorted(months_b | days_b)}")
+    if na and nb and na != nb:
+        rule = "different_date" if (months_a or months_b) else "different_number"
+        return Signal(rule, f"{sorted(na)} against {sorted(nb)}")
+
+    start, span_a, span_b = _diff_spans(wa, wb)
+    if span_a and span_b and len(span_a) <= 4 and len(span_b) <= 4:
+        names_a = [w for i, w in enumerate(span_a) if _is_name(w, start + i)]
+        names_b = [w for i, w in enumerate(span_b) if _is_name(w, start + i)]
+        if names_a and names_b and {n.casefold() for n in names_a} != {n.casefold() for n in names_b}:
+            return Signal("different_name", f"{' '.join(names_a)} against {' '.join(names_b)}")
+    return None

@@ -1,0 +1,14 @@
+from django.urls import path
+
+from facts import apis
+
+urlpatterns = [
+    path("facts", apis.FactsApi.as_view(), name="facts"),
+    path("facts/<uuid:fact_id>", apis.FactDetailApi.as_view(), name="fact-detail"),
+    path("facts/<uuid:fact_id>/history", apis.FactHistoryApi.as_view(), name="fact-history"),
+    path("events", apis.EventsApi.as_view(), name="events"),
+    path("conflicts", apis.ConflictsApi.as_view(), name="conflicts"),
+    path("conflicts/<uuid:conflict_id>", apis.ConflictDetailApi.as_view(), name="conflict-detail"),
+    path("conflicts/<uuid:conflict_id>/resolve", apis.ConflictResolveApi.as_view(), name="conflict-resolve"),
+    path("subjects/<str:subject_id>", apis.SubjectEraseApi.as_view(), name="subject-erase"),
+]

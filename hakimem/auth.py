@@ -1,0 +1,48 @@
+"""Bearer-key authentication for /v1/, and the scope rule: a key sees only its own project."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rest_framework import authentication, exceptions
+
+from hakimem.errors import ApiError, ErrorCode
+from hakimem.models import ApiKey, hash_key
+
+
+@dataclass(frozen=True)
+class ApiClient:
+    """The caller behind a key (request.user for API views)."""
+
+    key_id: int
+    project_id: str
+    is_authenticated: bool = True
+
+
+class ApiKeyAuthentication(authentication.BaseAuthentication):
+    keyword = "Bearer"
+
+    def authenticate(self, request):
+        header = authentication.get_authorization_header(request).decode("latin-1")
+        if not header:
+            return None
+        scheme, _, raw = header.partition(" ")
+        if scheme != self.keyword or not raw.strip():
+            raise exceptions.AuthenticationFailed("Use 'Authorization: Bearer <key>'.")
+        key = (
+            ApiKey.objects.filter(key_hash=hash_key(raw.strip()), revoked_at__isnull=True)
+            .only("id", "project_id")
+            .first()
+        )
+        if key is None:
+            raise exceptions.AuthenticationFailed("Unknown or revoked API key.")
+        return ApiClient(key_id=key.id, project_id=key.project_id), key
+
+    def authenticate_header(self, request):
+        return 'Bearer realm="hakimem"'
+
+
+def require_project(request, project_id: str) -> None:
+    """A key may only touch its own project. Any other project answers exactly like a missing object,
+    so a caller learns nothing about what exists elsewhere."""
+    if request.user.project_id != project_id:
+        raise ApiError(ErrorCode.NOT_FOUND, "Not found.", status_code=404)

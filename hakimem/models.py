@@ -1,0 +1,35 @@
+from __future__ import annotations
+
+import hashlib
+import secrets
+
+from django.db import models
+
+from hakimem.validators import validate_scope_id
+
+
+def hash_key(raw_key: str) -> str:
+    # Keys are 256-bit random tokens, so a fast hash is enough: there is nothing to brute-force.
+    return hashlib.sha256(raw_key.encode("utf-8")).hexdigest()
+
+
+class ApiKey(models.Model):
+    """A bearer key for one project. Only its hash is stored; the key itself is shown once at creation."""
+
+    project_id = models.CharField(max_length=128, validators=[validate_scope_id])
+    label = models.CharField(max_length=200, blank=True, default="")
+    prefix = models.CharField(max_length=16, help_text="The key's first characters, to recognise it in lists.")
+    key_hash = models.CharField(max_length=64, unique=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        verbose_name = "API key"
+
+    def __str__(self) -> str:
+        state = "revoked" if self.revoked_at else "active"
+        return f"{self.prefix}… ({self.project_id}, {state})"
+
+    @classmethod
+    def new_raw_key(cls) -> str:
+        return "hk_" + secrets.token_urlsafe(32)

@@ -1,0 +1,158 @@
+"""hakimem settings: everything comes from the environment, with defaults that make `make run` work.
+
+DATABASE_URL unset means the embedded PostgreSQL in HAKI_PGDATA (default var/pgdata). The product's own
+knobs are HAKI_*; each is documented in the README.
+"""
+from __future__ import annotations
+
+import os
+import secrets
+from pathlib import Path
+
+from hakimem.dbserver import database_settings, start_embedded
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = BASE_DIR / "var"
+
+
+def env_bool(name: str, default: bool) -> bool:
+    value = os.environ.get(name)
+    return default if value is None else value.strip().lower() in ("1", "true", "yes", "on")
+
+
+def env_float(name: str, default: float) -> float:
+    value = os.environ.get(name)
+    return default if value in (None, "") else float(value)
+
+
+def env_int(name: str, default: int) -> int:
+    value = os.environ.get(name)
+    return default if value in (None, "") else int(value)
+
+
+def _secret_key() -> str:
+    """Production sets DJANGO_SECRET_KEY; a checkout gets its own random development key, never committed."""
+    if os.environ.get("DJANGO_SECRET_KEY"):
+        return os.environ["DJANGO_SECRET_KEY"]
+    path = VAR_DIR / "secret_key"
+    if not path.exists():
+        VAR_DIR.mkdir(parents=True, exist_ok=True)
+        path.write_text(secrets.token_urlsafe(50))
+        path.chmod(0o600)
+    return path.read_text().strip()
+
+
+SECRET_KEY = _secret_key()
+DEBUG = env_bool("HAKI_DEBUG", False)
+ALLOWED_HOSTS = [h for h in os.environ.get("HAKI_ALLOWED_HOSTS", "127.0.0.1,localhost,testserver").split(",") if h]
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django.contrib.postgres",
+    "rest_framework",
+    "django_filters",
+    "hakimem",
+    "facts",
+    "traces",
+    "context",
+    "stats",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "hakimem.urls"
+WSGI_APPLICATION = "hakimem.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+if os.environ.get("DATABASE_URL"):
+    DATABASES = {"default": database_settings(os.environ["DATABASE_URL"])}
+else:
+    _pgdata = Path(os.environ.get("HAKI_PGDATA", VAR_DIR / "pgdata"))
+    # HAKI_PGDATA_CLEANUP=delete gives a throw-away server (the test command uses it); unset keeps it
+    # running for the next process.
+    DATABASES = {"default": database_settings(start_embedded(_pgdata, cleanup=os.environ.get("HAKI_PGDATA_CLEANUP") or None))}
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+STATIC_URL = "static/"
+STATIC_ROOT = VAR_DIR / "static"
+LOGIN_URL = "/admin/login/"
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": ["hakimem.auth.ApiKeyAuthentication"],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "EXCEPTION_HANDLER": "hakimem.errors.exception_handler",
+    "UNAUTHENTICATED_USER": None,
+}
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "loggers": {"hakimem": {"handlers": ["console"], "level": os.environ.get("HAKI_LOG_LEVEL", "INFO")}},
+}
+
+# --- the product's knobs -------------------------------------------------------------------------------
+HAKI_EMBED_PROVIDER = os.environ.get("HAKI_EMBED_PROVIDER", "sentence-transformers")
+HAKI_EMBED_DIM = env_int("HAKI_EMBED_DIM", 384)
+HAKI_EMBED_URL = os.environ.get("HAKI_EMBED_URL", "")
+HAKI_EMBED_MODEL = os.environ.get("HAKI_EMBED_MODEL", "")
+HAKI_EMBED_API_KEY = os.environ.get("HAKI_EMBED_API_KEY", "")
+HAKI_EMBED_TIMEOUT = env_float("HAKI_EMBED_TIMEOUT", 10.0)
+HAKI_EMBED_CACHE_SIZE = env_int("HAKI_EMBED_CACHE_SIZE", 2048)
+
+HAKI_CONFLICT_MIN_SIMILARITY = env_float("HAKI_CONFLICT_MIN_SIMILARITY", 0.75)
+HAKI_DUPLICATE_SIMILARITY = env_float("HAKI_DUPLICATE_SIMILARITY", 0.92)
+HAKI_CONFLICT_POLICY = os.environ.get("HAKI_CONFLICT_POLICY", "curator")  # or "newest_wins"
+
+
+def _ttl_days(raw: str) -> dict[str, int]:
+    """HAKI_VOLATILITY_TTL_DAYS="stable=365,volatile=7": days a fact of that volatility stays servable
+    after it was last confirmed. `permanent` never expires and cannot be given a TTL."""
+    ttl = {"stable": 365, "volatile": 7}
+    for part in filter(None, (p.strip() for p in raw.split(","))):
+        name, _, days = part.partition("=")
+        if name.strip() not in ttl or not days.strip().isdigit() or int(days) < 1:
+            raise ValueError(f"HAKI_VOLATILITY_TTL_DAYS: cannot read {part!r} (expected stable=N,volatile=N)")
+        ttl[name.strip()] = int(days)
+    return ttl
+
+
+HAKI_VOLATILITY_TTL_DAYS = _ttl_days(os.environ.get("HAKI_VOLATILITY_TTL_DAYS", ""))
+
+HAKI_MAX_BUDGET_TOKENS = env_int("HAKI_MAX_BUDGET_TOKENS", 32000)
+HAKI_DEFAULT_BUDGET_TOKENS = 900
+HAKI_RECALL_MAX_DISTANCE = env_float("HAKI_RECALL_MAX_DISTANCE", 0.0)
