@@ -1,0 +1,30 @@
+"""The hybrid score and the token estimate.
+
+The weights are documented here and are not part of the API contract: they may change between releases
+(after a measured improvement on the quality harness, see docs/quality.md) without a breaking change.
+
+    score = W_SIMILARITY * (1 - cosine_distance) + W_TEXT * text_rank + W_RECENCY * exp(-Δt / τ)
+
+- text_rank is ts_rank_cd(..., 32), i.e. rank / (rank + 1): bounded in [0, 1) like the other two parts.
+- Δt = now - coalesce(valid_from, recorded_from) for facts, now - occurred_at for episodes; τ = TAU_DAYS.
+- On the degraded path (no usable query vector) the similarity part is absent and the other two rank.
+"""
+from __future__ import annotations
+
+W_SIMILARITY = 0.60
+W_TEXT = 0.25
+W_RECENCY = 0.15
+TAU_DAYS = 30.0
+TAU_SECONDS = TAU_DAYS * 86400.0
+
+
+def hybrid_score(similarity: float | None, text_rank: float, recency: float) -> float:
+    score = W_TEXT * text_rank + W_RECENCY * recency
+    if similarity is not None:
+        score += W_SIMILARITY * similarity
+    return score
+
+
+def estimate_tokens(text: str) -> int:
+    """About four characters per token: cheap, tokenizer-free, and what the budget is counted in."""
+    return max(1, len(text) // 4)

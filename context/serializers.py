@@ -1,0 +1,36 @@
+from django.conf import settings
+from rest_framework import serializers
+
+from facts.serializers import StrictSerializer
+from hakimem.errors import ApiError, ErrorCode
+from hakimem.fields import ScopeIdField, StrictCharField
+
+QUERY_MAX = 4000
+
+
+class ContextRequestSerializer(StrictSerializer):
+    project_id = ScopeIdField()
+    subject_id = ScopeIdField()
+    query = StrictCharField(max_length=QUERY_MAX, trim_whitespace=False, allow_blank=False)
+    budget_tokens = serializers.JSONField(required=False)  # checked by validate_budget: its own error code
+
+    def validate_query(self, value):
+        if not value.strip():
+            raise serializers.ValidationError("must contain non-whitespace text")
+        return value
+
+
+def validate_budget(data: dict) -> int:
+    """budget_tokens: a positive JSON integer up to HAKI_MAX_BUDGET_TOKENS. Strings, floats (even 900.0),
+    booleans, zero, negatives and larger values are refused with `budget_exceeded`."""
+    limit = settings.HAKI_MAX_BUDGET_TOKENS
+    if "budget_tokens" not in data:
+        return settings.HAKI_DEFAULT_BUDGET_TOKENS
+    value = data["budget_tokens"]
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= limit:
+        raise ApiError(
+            ErrorCode.BUDGET_EXCEEDED,
+            f"budget_tokens must be a positive integer no larger than {limit}.",
+            details={"budget_tokens": value if isinstance(value, int | float | str | bool | None) else str(value), "max": limit},
+        )
+    return value

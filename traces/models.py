@@ -1,0 +1,116 @@
+"""One Trace per context call and one Decision per item the assembler considered: what it served, what it
+left out and why. Curators read them to answer "why was (or wasn't) this fact served?"; stats aggregate them.
+"""
+from __future__ import annotations
+
+import uuid
+
+from django.db import models
+from django.db.models import Q
+
+from facts.models import Event, Fact
+
+
+class TraceStatus(models.TextChoices):
+    OK = "ok"
+    DEGRADED = "degraded"
+
+
+class EmptyReason(models.TextChoices):
+    NO_RELEVANT_MEMORY = "no_relevant_memory"
+
+
+class DecisionKind(models.TextChoices):
+    INCLUDED = "included"
+    EXCLUDED = "excluded"
+    BLOCKED = "blocked"
+
+
+class ReasonCode(models.TextChoices):
+    INCLUDED = "included"
+    MULTI_HOP_EXPANSION = "multi_hop_expansion"
+    OVER_BUDGET = "over_budget"
+    BELOW_RELEVANCE_FLOOR = "below_relevance_floor"
+    CONFLICT_OPEN = "conflict_open"
+    VOLATILITY_EXPIRED = "volatility_expired"
+
+
+DECISION_OF_REASON = {
+    ReasonCode.INCLUDED: DecisionKind.INCLUDED,
+    ReasonCode.MULTI_HOP_EXPANSION: DecisionKind.INCLUDED,
+    ReasonCode.OVER_BUDGET: DecisionKind.EXCLUDED,
+    ReasonCode.BELOW_RELEVANCE_FLOOR: DecisionKind.EXCLUDED,
+    ReasonCode.CONFLICT_OPEN: DecisionKind.BLOCKED,
+    ReasonCode.VOLATILITY_EXPIRED: DecisionKind.BLOCKED,
+}
+
+
+class ItemType(models.TextChoices):
+    FACT = "fact"
+    EPISODE = "episode"
+
+
+class Trace(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    project_id = models.CharField(max_length=128)
+    subject_id = models.CharField(max_length=128)
+    query = models.TextField()
+    budget_tokens = models.PositiveIntegerField()
+    used_tokens = models.PositiveIntegerField()
+    status = models.CharField(max_length=16, choices=TraceStatus.choices)
+    empty_reason = models.CharField(max_length=32, choices=EmptyReason.choices, null=True, blank=True)
+    warnings = models.JSONField(default=list)
+    rendered = models.TextField(blank=True)
+    facts_served = models.PositiveIntegerField(default=0)
+    episodes_served = models.PositiveIntegerField(default=0)
+    candidates = models.PositiveIntegerField(default=0)
+    embedder = models.CharField(max_length=64)
+    timings = models.JSONField(default=dict, help_text="milliseconds per phase")
+    latency_ms = models.FloatField()
+    created_at = models.DateTimeField()
+
+    class Meta:
+        indexes = [
+            models.Index(name="traces_trace_project_time", fields=["project_id", "created_at"]),
+            models.Index(name="traces_trace_scope_time", fields=["project_id", "subject_id", "created_at"]),
+        ]
+        constraints = [
+            models.CheckConstraint(name="trace_status_valid", condition=Q(status__in=TraceStatus.values)),
+            models.CheckConstraint(name="trace_used_within_budget", condition=Q(used_tokens__lte=models.F("budget_tokens"))),
+        ]
+
+    def __str__(self) -> str:
+        return f"trace {str(self.id)[:8]} {self.subject_id}: {self.query[:40]}"
+
+
+class Decision(models.Model):
+    trace = models.ForeignKey(Trace, on_delete=models.CASCADE, related_name="decisions")
+    item_type = models.CharField(max_length=8, choices=ItemType.choices)
+    fact = models.ForeignKey(Fact, null=True, blank=True, on_delete=models.CASCADE, related_name="decisions")
+    event = models.ForeignKey(Event, null=True, blank=True, on_delete=models.CASCADE, related_name="decisions")
+    decision = models.CharField(max_length=16, choices=DecisionKind.choices)
+    reason_code = models.CharField(max_length=32, choices=ReasonCode.choices)
+    rank = models.PositiveIntegerField(help_text="1-based position in the scored order (facts and episodes apart)")
+    score = models.FloatField(null=True)
+    similarity = models.FloatField(null=True)
+    cosine_distance = models.FloatField(null=True)
+    text_rank = models.FloatField(null=True)
+    recency = models.FloatField(null=True)
+    tokens = models.PositiveIntegerField()
+    entity = models.CharField(max_length=64, blank=True, default="", help_text="multi-hop: the shared name")
+
+    class Meta:
+        indexes = [
+            models.Index(name="traces_decision_trace_rank", fields=["trace", "item_type", "rank"]),
+            models.Index(name="traces_decision_fact", fields=["fact", "decision"]),
+            models.Index(name="traces_decision_event", fields=["event"]),
+        ]
+        constraints = [
+            models.CheckConstraint(
+                name="decision_one_item",
+                condition=(Q(item_type="fact", fact__isnull=False, event__isnull=True)
+                           | Q(item_type="episode", event__isnull=False, fact__isnull=True)),
+            ),
+            models.CheckConstraint(name="decision_kind_valid", condition=Q(decision__in=DecisionKind.values)),
+            models.CheckConstraint(name="decision_reason_valid", condition=Q(reason_code__in=ReasonCode.values)),
+        ]

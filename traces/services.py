@@ -1,0 +1,96 @@
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass
+
+from django.db import connection
+
+from traces.models import DECISION_OF_REASON
+
+
+@dataclass
+class DecisionRow:
+    item_type: str  # fact | episode
+    item_id: object
+    reason_code: str
+    rank: int
+    score: float | None
+    similarity: float | None
+    cosine_distance: float | None
+    text_rank: float | None
+    recency: float | None
+    tokens: int
+    entity: str = ""
+
+
+# The trace and all its decisions in one round trip: the INSERT of the trace is a data-modifying CTE and
+# the decisions arrive as parallel arrays unnested server-side. (Measured when sizing the assembler:
+# 128 rows by executemany 6.3 ms, by one INSERT ... SELECT unnest about 2 ms.)
+TRACE_INSERT_SQL = """
+WITH t AS (
+    INSERT INTO traces_trace (id, project_id, subject_id, query, budget_tokens, used_tokens, status, empty_reason,
+                              warnings, rendered, facts_served, episodes_served, candidates, embedder, timings,
+                              latency_ms, created_at)
+    VALUES (%(id)s, %(project_id)s, %(subject_id)s, %(query)s, %(budget_tokens)s, %(used_tokens)s, %(status)s,
+            %(empty_reason)s, %(warnings)s::jsonb, %(rendered)s, %(facts_served)s, %(episodes_served)s,
+            %(candidates)s, %(embedder)s, %(timings)s::jsonb, %(latency_ms)s, %(created_at)s)
+    RETURNING id
+)
+INSERT INTO traces_decision (trace_id, item_type, fact_id, event_id, decision, reason_code, rank, score,
+                             similarity, cosine_distance, text_rank, recency, tokens, entity)
+SELECT t.id, d.item_type, d.fact_id, d.event_id, d.decision, d.reason_code, d.rank, d.score, d.similarity,
+       d.cosine_distance, d.text_rank, d.recency, d.tokens, d.entity
+  FROM t, unnest(%(item_type)s::text[], %(fact_id)s::uuid[], %(event_id)s::uuid[], %(decision)s::text[],
+                 %(reason_code)s::text[], %(rank)s::int[], %(score)s::float8[], %(similarity)s::float8[],
+                 %(cosine_distance)s::float8[], %(text_rank)s::float8[], %(recency)s::float8[], %(tokens)s::int[],
+                 %(entity)s::text[])
+       AS d(item_type, fact_id, event_id, decision, reason_code, rank, score, similarity, cosine_distance,
+            text_rank, recency, tokens, entity)
+"""
+
+
+def _r(value):
+    return None if value is None else round(float(value), 6)
+
+
+def trace_record(*, trace: dict, decisions: list[DecisionRow]) -> uuid.UUID:
+    """Persist one context call's trace and its decisions (one statement, so never half-written)."""
+    trace_id = trace.get("id") or uuid.uuid4()
+    params = {
+        **trace,
+        "id": str(trace_id),
+        "warnings": json.dumps(trace["warnings"]),
+        "timings": json.dumps(trace["timings"]),
+        "item_type": [d.item_type for d in decisions],
+        "fact_id": [str(d.item_id) if d.item_type == "fact" else None for d in decisions],
+        "event_id": [str(d.item_id) if d.item_type == "episode" else None for d in decisions],
+        "decision": [DECISION_OF_REASON[d.reason_code].value for d in decisions],
+        "reason_code": [str(d.reason_code) for d in decisions],
+        "rank": [d.rank for d in decisions],
+        "score": [_r(d.score) for d in decisions],
+        "similarity": [_r(d.similarity) for d in decisions],
+        "cosine_distance": [_r(d.cosine_distance) for d in decisions],
+        "text_rank": [_r(d.text_rank) for d in decisions],
+        "recency": [_r(d.recency) for d in decisions],
+        "tokens": [d.tokens for d in decisions],
+        "entity": [d.entity for d in decisions],
+    }
+    with connection.cursor() as cursor:
+        cursor.execute(TRACE_INSERT_SQL, params)
+    return trace_id
+
+
+def traces_erase(project_id: str, subject_id: str) -> dict[str, int]:
+    """Registered with facts.services.subject_erase: a trace holds the subject's query text and ids."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "DELETE FROM traces_decision d USING traces_trace t"
+            " WHERE d.trace_id = t.id AND t.project_id = %(p)s AND t.subject_id = %(s)s",
+            {"p": project_id, "s": subject_id},
+        )
+        decisions = cursor.rowcount
+        cursor.execute(
+            "DELETE FROM traces_trace WHERE project_id = %(p)s AND subject_id = %(s)s", {"p": project_id, "s": subject_id}
+        )
+        return {"decisions": decisions, "traces": cursor.rowcount}

@@ -1,0 +1,5 @@
+from django.urls import path
+
+from traces.apis import InspectApi
+
+urlpatterns = [path("inspect/<uuid:trace_id>", InspectApi.as_view(), name="inspect")]
