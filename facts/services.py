@@ -224,8 +224,7 @@ def _record_conflict(fact: Fact, conflicts, *, actor: str, now) -> ConflictSet:
 
     open_sets = list(
         ConflictSet.objects.select_for_update()
-        .filter(status=ConflictStatus.OPEN, members__fact_id__in=other_ids)
-        .distinct()
+        .filter(status=ConflictStatus.OPEN, id__in=ConflictMember.objects.filter(fact_id__in=other_ids).values("conflict_set_id"))
         .order_by("opened_at", "id")
     )
     if not open_sets:

@@ -1,0 +1,304 @@
+"""The house: migrations, catalog objects, embedders, API keys, the error contract, health."""
+import http.server
+import io
+import json
+import threading
+
+import numpy as np
+import pytest
+from django.core.management import call_command
+from django.db import IntegrityError, connection, transaction
+
+from facts.models import Fact
+from hakimem.embeddings import (
+    EmbedderUnavailable,
+    EmbeddingDimensionError,
+    HashingEmbedder,
+    OpenAICompatibleEmbedder,
+    get_embedder,
+    is_degenerate,
+)
+from hakimem.services import api_key_revoke
+from hakimem.models import ApiKey
+from tests.conftest import OTHER_PROJECT, PROJECT, error_code
+from tests.facts.factories import FactFactory
+
+pytestmark = pytest.mark.django_db
+
+
+# --- migrations and catalog ---------------------------------------------------------------------------
+
+def test_models_and_migrations_agree():
+    out = io.StringIO()
+    call_command("makemigrations", "--check", "--dry-run", stdout=out)
+    assert "No changes detected" in out.getvalue()
+
+
+def test_vector_extension_and_generated_search_columns_exist():
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
+        assert cursor.fetchone()[0].startswith("0.8")
+        cursor.execute(
+            "SELECT table_name, is_generated, generation_expression FROM information_schema.columns"
+            " WHERE column_name = 'search_vector' ORDER BY table_name"
+        )
+        rows = cursor.fetchall()
+    assert [r[0] for r in rows] == ["facts_event", "facts_fact"]
+    for _, generated, expression in rows:
+        assert generated == "ALWAYS"
+        assert "to_tsvector('simple'" in expression
+
+
+@pytest.mark.parametrize(
+    "name, fragments",
+    [
+        ("facts_fact_embedding_hnsw", ["USING hnsw", "vector_cosine_ops", "WHERE"]),
+        ("facts_fact_search_gin", ["USING gin", "search_vector"]),
+        ("facts_fact_scope_status", ["btree", "project_id", "subject_id", "status"]),
+        ("facts_event_embedding_hnsw", ["USING hnsw", "vector_cosine_ops"]),
+        ("facts_event_search_gin", ["USING gin"]),
+    ],
+)
+def test_indexes_exist(name, fragments):
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT indexdef FROM pg_indexes WHERE indexname = %s", [name])
+        row = cursor.fetchone()
+    assert row is not None, name
+    for fragment in fragments:
+        assert fragment in row[0]
+
+
+def test_generated_column_follows_the_text():
+    fact = FactFactory(text="Camille adopted a grey cat named Pixel.")
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT search_vector::text FROM facts_fact WHERE id = %s", [fact.id])
+        vector = cursor.fetchone()[0]
+    assert "'pixel'" in vector and "'camille'" in vector
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        {"importance": 1.5},
+        {"status": "archived"},
+        {"text": ""},
+        {"volatility": "sometimes"},
+        {"metadata": ["not", "an", "object"]},
+    ],
+)
+def test_database_constraints_refuse_invalid_rows(overrides):
+    with pytest.raises(IntegrityError), transaction.atomic():
+        FactFactory(**overrides)
+
+
+def test_validity_must_be_ordered():
+    from django.utils import timezone
+
+    now = timezone.now()
+    with pytest.raises(IntegrityError), transaction.atomic():
+        FactFactory(valid_from=now, valid_to=now - timezone.timedelta(days=1))
+
+
+def test_one_active_fact_per_normalised_text_in_a_scope():
+    FactFactory(text="Paul likes tea.")
+    with pytest.raises(IntegrityError), transaction.atomic():
+        FactFactory(text="paul  LIKES tea")
+    FactFactory(text="Paul likes tea.", subject_id="someone-else")  # other scope: allowed
+
+
+# --- embedders ----------------------------------------------------------------------------------------
+
+def test_hashing_embedder_is_deterministic_and_normalised():
+    embedder = HashingEmbedder(384)
+    a, b = embedder.embed(["Léa lives in Lyon", "Léa lives in Lyon"])
+    assert np.allclose(a, b)
+    assert abs(np.linalg.norm(a) - 1.0) < 1e-5
+    near, far = embedder.embed(["Léa lives in Lyon now", "The invoice total is 42 euros"])
+    assert float(a @ near) > float(a @ far)
+
+
+def test_degenerate_vectors_are_detected():
+    assert is_degenerate(np.zeros(384))
+    assert is_degenerate(np.array([]))
+    assert is_degenerate(np.array([np.nan] * 384))
+    assert not is_degenerate(HashingEmbedder(384).embed(["hello world"])[0])
+
+
+class _WrongSize(HashingEmbedder):
+    def _encode(self, texts):
+        return np.ones((len(texts), 12))
+
+
+def test_dimension_check_refuses_other_sizes():
+    with pytest.raises(EmbeddingDimensionError, match="12-dimensional"):
+        _WrongSize(384).embed(["x"])
+
+
+def test_a_wrong_dimension_writes_nothing(api, monkeypatch):
+    monkeypatch.setattr("facts.services.get_embedder", lambda: _WrongSize(384))
+    response = api.post("/v1/facts", {"project_id": PROJECT, "subject_id": "alice", "text": "Anything at all."}, format="json")
+    assert response.status_code == 503
+    assert error_code(response) == "embedder_unavailable"
+    assert Fact.objects.count() == 0
+
+
+def _fake_vector(index: int, dim: int) -> list[float]:
+    return [float((j + index) % 5 + 1) for j in range(dim)]
+
+
+class _FakeOpenAI(http.server.BaseHTTPRequestHandler):
+    mode = "ok"
+    seen: list = []
+
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        _FakeOpenAI.seen.append((self.headers.get("Authorization"), body))
+        if self.mode == "error":
+            self.send_response(500)
+            self.end_headers()
+            return
+        if self.mode == "slow":
+            import time
+
+            time.sleep(1.0)
+        dim = 384 if self.mode != "wrong_dim" else 100
+        data = [{"index": i, "embedding": _fake_vector(i, dim)} for i, _ in enumerate(body["input"])]
+        payload = json.dumps({"data": list(reversed(data)), "model": body["model"]}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def fake_openai():
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _FakeOpenAI)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    _FakeOpenAI.seen = []
+    yield f"http://127.0.0.1:{server.server_address[1]}/v1/embeddings"
+    server.shutdown()
+
+
+def test_openai_embedder_against_a_fake_server(fake_openai):
+    _FakeOpenAI.mode = "ok"
+    embedder = OpenAICompatibleEmbedder(384, url=fake_openai, model="m1", api_key="sk-test", timeout=2)
+    vectors = embedder.embed(["a", "b"])
+    assert vectors.shape == (2, 384)
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0)
+    # the fake answers its data in reverse order: the embedder must put it back by `index`
+    for i in (0, 1):
+        expected = np.array(_fake_vector(i, 384)) / np.linalg.norm(_fake_vector(i, 384))
+        assert np.allclose(vectors[i], expected, atol=1e-6)
+    auth, body = _FakeOpenAI.seen[0]
+    assert auth == "Bearer sk-test" and body == {"model": "m1", "input": ["a", "b"]}
+
+
+@pytest.mark.parametrize("mode, error", [("error", EmbedderUnavailable), ("wrong_dim", EmbeddingDimensionError), ("slow", EmbedderUnavailable)])
+def test_openai_embedder_failures(fake_openai, mode, error):
+    _FakeOpenAI.mode = mode
+    embedder = OpenAICompatibleEmbedder(384, url=fake_openai, model="m1", api_key="", timeout=0.3)
+    with pytest.raises(error):
+        embedder.embed(["a"])
+
+
+def test_openai_embedder_is_selected_by_settings(settings, fake_openai):
+    _FakeOpenAI.mode = "ok"
+    settings.HAKI_EMBED_PROVIDER = "openai"
+    settings.HAKI_EMBED_URL = fake_openai
+    settings.HAKI_EMBED_MODEL = "m2"
+    assert get_embedder().name == "openai"
+    assert get_embedder().embed(["x"]).shape == (1, 384)
+
+
+@pytest.mark.minilm
+def test_minilm_loads_offline_and_embeds_meaning(settings):
+    settings.HAKI_EMBED_PROVIDER = "sentence-transformers"
+    embedder = get_embedder()
+    a, b, c = embedder.embed(["My sister lives in Lyon.", "Her sibling resides in Lyon.", "The invoice is overdue."])
+    assert a.shape == (384,)
+    assert abs(np.linalg.norm(a) - 1) < 1e-4
+    assert float(a @ b) > float(a @ c) + 0.2
+
+
+# --- API keys and the error contract ------------------------------------------------------------------
+
+def test_missing_key_is_401(client):
+    response = client.get(f"/v1/facts?project_id={PROJECT}&subject_id=alice")
+    assert response.status_code == 401
+    assert error_code(response) == "unauthenticated"
+
+
+@pytest.mark.parametrize("header", ["Bearer hk_wrong", "Token abc", "Bearer "])
+def test_wrong_key_is_401(client, header):
+    response = client.get(f"/v1/facts?project_id={PROJECT}&subject_id=alice", HTTP_AUTHORIZATION=header)
+    assert response.status_code == 401
+    assert error_code(response) == "unauthenticated"
+
+
+def test_revoked_key_is_401(api):
+    assert api.get(f"/v1/facts?project_id={PROJECT}&subject_id=alice").status_code == 200
+    api_key_revoke(key=ApiKey.objects.get(project_id=PROJECT))
+    response = api.get(f"/v1/facts?project_id={PROJECT}&subject_id=alice")
+    assert response.status_code == 401
+    assert error_code(response) == "unauthenticated"
+
+
+def test_keys_are_stored_hashed(api):
+    key = ApiKey.objects.get(project_id=PROJECT)
+    assert api.raw_key not in (key.key_hash, key.prefix)
+    assert len(key.key_hash) == 64
+
+
+def test_other_projects_scope_is_404_and_reveals_nothing(api, other_api):
+    fact = api.post("/v1/facts", {"project_id": PROJECT, "subject_id": "alice", "text": "Alice owns a red bicycle."}, format="json").json()
+    checks = [
+        other_api.get(f"/v1/facts?project_id={PROJECT}&subject_id=alice"),
+        other_api.get(f"/v1/facts/{fact['id']}"),
+        other_api.patch(f"/v1/facts/{fact['id']}", {"importance": 0.9}, format="json"),
+        other_api.delete(f"/v1/facts/{fact['id']}"),
+        other_api.post("/v1/facts", {"project_id": PROJECT, "subject_id": "alice", "text": "Injected."}, format="json"),
+        other_api.post("/v1/context", {"project_id": PROJECT, "subject_id": "alice", "query": "bicycle"}, format="json"),
+        other_api.delete(f"/v1/subjects/alice?project_id={PROJECT}"),
+    ]
+    for response in checks:
+        assert response.status_code == 404, response.content
+        assert error_code(response) == "not_found"
+        assert "Alice" not in response.content.decode()
+    assert Fact.objects.filter(project_id=PROJECT).count() == 1
+    assert Fact.objects.get().status == "active"
+
+
+def test_error_shape_for_unknown_route_bad_json_and_method(api):
+    response = api.get("/v1/nothing-here")
+    assert response.status_code == 404 and error_code(response) == "not_found"
+    response = api.generic("POST", "/v1/facts", "{not json", content_type="application/json")
+    assert response.status_code == 400 and error_code(response) == "invalid_request"
+    response = api.put("/v1/facts", {}, format="json")
+    assert response.status_code == 405 and error_code(response) == "method_not_allowed"
+
+
+def test_health_needs_no_key(client):
+    body = client.get("/v1/health").json()
+    assert body["status"] == "ok"
+    assert body["vector_extension"].startswith("0.8")
+    assert body["embedder"] == "hashing"
+
+
+def test_create_api_key_command_prints_a_working_key(client):
+    out, err = io.StringIO(), io.StringIO()
+    call_command("create_api_key", "--project", "cmd-proj", "--label", "ci", stdout=out, stderr=err)
+    raw = out.getvalue().strip()
+    assert raw.startswith("hk_")
+    response = client.get("/v1/facts?project_id=cmd-proj&subject_id=x", HTTP_AUTHORIZATION=f"Bearer {raw}")
+    assert response.status_code == 200
+
+
+def test_create_api_key_refuses_a_bad_project_id():
+    from django.core.management.base import CommandError
+
+    with pytest.raises(CommandError):
+        call_command("create_api_key", "--project", "bad project!", stdout=io.StringIO(), stderr=io.StringIO())
