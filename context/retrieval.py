@@ -19,6 +19,7 @@ from datetime import datetime
 
 from django.db import connection
 
+from facts.text import STOP_WORDS
 from hakimem.embeddings import vector_literal
 
 RETRIEVAL_TOP_K = 64  # rows per phase-1 leg (dense, lexical)
@@ -34,20 +35,8 @@ LEXICAL_MAX_TERMS = 12  # longer queries keep their rarest-looking (longest) wor
 HNSW_EF_SEARCH = 100
 HNSW_MAX_SCAN_TUPLES = 20000
 
-# Words too common to say anything about which fact matches (English and French). The lexical leg ORs the
-# remaining words: websearch_to_tsquery alone ANDs them, and a natural four-word question then matches
-# nothing at all.
-STOP_WORDS = frozenset(
-    """a about after again all also am an and any are as at be been before being but by can could did do does
-    doing done for from had has have having he her here hers him his how i if in into is it its itself just
-    me more most my no nor not now of on once only or other our out over own same she should so some such
-    than that the their them then there these they this those through to too under until up very was we
-    were what when where which while who whom why will with would you your yours tell know remember please
-    au aux avec ce ces cet cette dans de des du elle elles en est et eux il ils je la le les leur leurs lui
-    ma mais me mes moi mon ne nos notre nous on ont ou où par pas pour qu que quel quelle quels quelles qui
-    sa se ses son sont sur ta te tes toi ton tu un une vos votre vous été être avoir fait faire comment
-    quand est-ce quoi y a as ai""".split()
-)
+# The lexical leg ORs the query's words minus facts.text.STOP_WORDS: websearch_to_tsquery alone ANDs them,
+# and a natural four-word question then matches nothing at all.
 _WORD_RE = re.compile(r"\w+", re.UNICODE)
 
 

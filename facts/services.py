@@ -20,7 +20,7 @@ from django.utils import timezone
 
 from facts import selectors
 from facts.models import ConflictMember, ConflictSet, ConflictStatus, Event, Fact, FactKind, FactStatus, Volatility
-from facts.text import Signal, contradiction_signal, text_hash
+from facts.text import Signal, adds_information, contradiction_signal, text_hash
 from hakimem.embeddings import get_embedder
 
 logger = logging.getLogger("hakimem.facts")
@@ -105,6 +105,25 @@ def fact_create(*, actor: str, **fields) -> FactWriteResult:
     return fact_create_batch(items=[FactInput(**fields)], actor=actor)[0]
 
 
+CONFLICT, DUPLICATE, DISTINCT = "conflict", "duplicate", "distinct"
+
+
+def pair_verdict(new_text: str, old_text: str, similarity: float) -> tuple[str, Signal | None]:
+    """How a new fact relates to a stored one of the same scope:
+    - conflict: similar enough to be about the same thing (>= HAKI_CONFLICT_MIN_SIMILARITY) and a
+      contradiction rule fires;
+    - duplicate: no contradiction, >= HAKI_DUPLICATE_SIMILARITY, and the new text names nothing new;
+    - distinct: anything else (stored as its own fact)."""
+    if similarity < settings.HAKI_CONFLICT_MIN_SIMILARITY:
+        return DISTINCT, None
+    signal = contradiction_signal(new_text, old_text)
+    if signal is not None:
+        return CONFLICT, signal
+    if similarity >= settings.HAKI_DUPLICATE_SIMILARITY and not adds_information(new_text, old_text):
+        return DUPLICATE, None
+    return DISTINCT, None
+
+
 @dataclass
 class _Pending:
     fact: Fact
@@ -115,7 +134,6 @@ class _Pending:
 def _store_facts(items, vectors, *, actor: str, exclude_ids: list) -> list[FactWriteResult]:
     now = timezone.now()
     min_sim = settings.HAKI_CONFLICT_MIN_SIMILARITY
-    dup_sim = settings.HAKI_DUPLICATE_SIMILARITY
     hashes = [text_hash(item.text) for item in items]
 
     by_scope: dict[tuple, list[int]] = defaultdict(list)
@@ -160,10 +178,10 @@ def _store_facts(items, vectors, *, actor: str, exclude_ids: list) -> list[FactW
                     candidates.append((other.fact.id, other.fact.text, sim))
         conflicts, near_dups = [], []
         for fid, text, sim in candidates:
-            signal = contradiction_signal(item.text, text)
-            if signal is not None:
+            verdict, signal = pair_verdict(item.text, text, sim)
+            if verdict == CONFLICT:
                 conflicts.append((fid, sim, signal))
-            elif sim >= dup_sim:
+            elif verdict == DUPLICATE:
                 near_dups.append((sim, fid))
         if near_dups and not conflicts:
             near_duplicate_of[i] = max(near_dups, key=lambda pair: pair[0])[1]

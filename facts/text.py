@@ -24,6 +24,41 @@ def text_hash(text: str) -> str:
     return hashlib.sha256(normalise_text(text).encode("utf-8")).hexdigest()
 
 
+# Words too common to carry information (English and French). Used to tell whether a new fact adds
+# anything to a near-identical one, and by the assembler's lexical leg.
+STOP_WORDS = frozenset(
+    """a about after again all also am an and any are as at be been before being but by can could did do does
+    doing done for from had has have having he her here hers him his how i if in into is it its itself just
+    me more most my no nor not now of on once only or other our out over own same she should so some such
+    than that the their them then there these they this those through to too under until up very was we
+    were what when where which while who whom why will with would you your yours tell know remember please
+    still currently au aux avec ce ces cet cette dans de des du elle elles en est et eux il ils je la le les
+    leur leurs lui ma mais me mes moi mon ne nos notre nous on ont ou où par pas pour qu que quel quelle quels
+    quelles qui sa se ses son sont sur ta te tes toi ton tu un une vos votre vous été être avoir fait faire
+    comment quand est-ce quoi y a as ai toujours maintenant actuellement""".split()
+)
+_CONTENT_RE = re.compile(r"\w+", re.UNICODE)
+
+
+def _stem(word: str) -> str:
+    # Crude on purpose: enough that "works" and "working" are one word when comparing two sentences.
+    for suffix in ("ing", "ed", "es", "s"):
+        if len(word) > len(suffix) + 3 and word.endswith(suffix):
+            return word[: -len(suffix)]
+    return word
+
+
+def content_words(text: str) -> set[str]:
+    return {_stem(w) for w in _CONTENT_RE.findall(text.casefold()) if len(w) > 1 and w not in STOP_WORDS}
+
+
+def adds_information(new: str, old: str) -> bool:
+    """Whether `new` names something `old` does not. A near-duplicate by cosine that adds a word
+    ("allergic to cats" -> "allergic to cats and dogs") is a new fact, not a repeat: MiniLM puts such
+    pairs at 0.97, above any sensible duplicate threshold."""
+    return bool(content_words(new) - content_words(old))
+
+
 # --- contradiction signals ------------------------------------------------------------------------------
 
 _WORD_RE = re.compile(r"[\w'’-]+", re.UNICODE)
@@ -36,6 +71,15 @@ _NEGATIONS = {
     "ne", "pas", "jamais", "aucun", "aucune", "sans",  # "plus", "rien", "personne" also mean more/thing/person
 }
 _NUMBER_RE = re.compile(r"\d+(?:[.,:h]\d+)*")
+_NUMBER_WORDS = {
+    w: str(i)
+    for i, words in enumerate(
+        [("zero", "zéro"), ("one", "un", "une"), ("two", "deux"), ("three", "trois"), ("four", "quatre"),
+         ("five", "cinq"), ("six",), ("seven", "sept"), ("eight", "huit"), ("nine", "neuf"), ("ten", "dix"),
+         ("eleven", "onze"), ("twelve", "douze")]
+    )
+    for w in words
+}
 _MONTHS = {
     "january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
     "november", "december", "janvier", "février", "fevrier", "mars", "avril", "mai", "juin", "juillet",
@@ -87,6 +131,12 @@ def _diff_spans(a: list[str], b: list[str]) -> tuple[int, list[str], list[str]]:
     return start, a[start : len(a) - end], b[start : len(b) - end]
 
 
+def _numbers(text: str, words: list[str]) -> set[str]:
+    # "one"/"un"/"une" are articles far more often than counts: only two and up count as number words.
+    spelled = {_NUMBER_WORDS[w.casefold()] for w in words if w.casefold() in _NUMBER_WORDS and _NUMBER_WORDS[w.casefold()] not in ("0", "1")}
+    return set(_NUMBER_RE.findall(text)) | spelled
+
+
 def _months(words: list[str]) -> set[str]:
     # "may" is a month only when written "May" inside a sentence; otherwise it is the modal verb.
     return {
@@ -113,7 +163,7 @@ def contradiction_signal(a: str, b: str) -> Signal | None:
         if (x in lower_a and y in lower_b) or (y in lower_a and x in lower_b):
             return Signal("antonym", f"'{x}' against '{y}'")
 
-    na, nb = set(_NUMBER_RE.findall(a)), set(_NUMBER_RE.findall(b))
+    na, nb = _numbers(a, wa), _numbers(b, wb)
     months_a, months_b = _months(wa), _months(wb)
     days_a, days_b = lower_a & _WEEKDAYS, lower_b & _WEEKDAYS
     if (months_a and months_b and months_a != months_b) or (days_a and days_b and days_a != days_b):
@@ -124,8 +174,12 @@ def contradiction_signal(a: str, b: str) -> Signal | None:
 
     start, span_a, span_b = _diff_spans(wa, wb)
     if span_a and span_b and len(span_a) <= 4 and len(span_b) <= 4:
-        names_a = [w for i, w in enumerate(span_a) if _is_name(w, start + i)]
-        names_b = [w for i, w in enumerate(span_b) if _is_name(w, start + i)]
-        if names_a and names_b and {n.casefold() for n in names_a} != {n.casefold() for n in names_b}:
-            return Signal("different_name", f"{' '.join(names_a)} against {' '.join(names_b)}")
+        names_a = {w.casefold() for i, w in enumerate(span_a) if _is_name(w, start + i)}
+        names_b = {w.casefold() for i, w in enumerate(span_b) if _is_name(w, start + i)}
+        # Same slot: around the names the two spans say the same thing ("in X" / "in Y", not "in X" /
+        # "at the Y"), and neither name appears anywhere in the other sentence (a reordering is no conflict).
+        rest_a = [w.casefold() for w in span_a if w.casefold() not in names_a]
+        rest_b = [w.casefold() for w in span_b if w.casefold() not in names_b]
+        if names_a and names_b and names_a != names_b and rest_a == rest_b and not (names_a & lower_b) and not (names_b & lower_a):
+            return Signal("different_name", f"{' '.join(sorted(names_a))} against {' '.join(sorted(names_b))}")
     return None
