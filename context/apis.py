@@ -11,9 +11,9 @@ class ContextApi(APIView):
 
     def post(self, request):
         data = request.data if isinstance(request.data, dict) else {}
+        budget = validate_budget(data)
         serializer = ContextRequestSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        budget = validate_budget(data)
         params = serializer.validated_data
         require_project(request, params["project_id"])
         packet = context_assemble(

@@ -14,6 +14,7 @@ Invariants (each query below keeps all of them; tests/context/test_retrieval_pla
 from __future__ import annotations
 
 import re
+import weakref
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -89,13 +90,21 @@ class EpisodeCandidate:
     score: float = 0.0
 
 
+_TUNED_CONNECTIONS: "weakref.WeakSet" = weakref.WeakSet()
+
+
 def _settings_for_hnsw(cursor) -> None:
-    # Session-level (is_local = false): SET LOCAL would need a transaction around a read-only query.
+    """Once per database connection: session-level settings (SET LOCAL would need a transaction around
+    a read-only query), so the hot path does not pay a round trip for them on every call."""
+    raw = connection.connection
+    if raw in _TUNED_CONNECTIONS:
+        return
     cursor.execute(
         "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', false),"
         " set_config('hnsw.ef_search', %(ef)s, false), set_config('hnsw.max_scan_tuples', %(max)s, false)",
         {"ef": str(HNSW_EF_SEARCH), "max": str(HNSW_MAX_SCAN_TUPLES)},
     )
+    _TUNED_CONNECTIONS.add(raw)
 
 
 _FACT_COLUMNS = """

@@ -12,7 +12,7 @@ class ContextRequestSerializer(StrictSerializer):
     project_id = ScopeIdField()
     subject_id = ScopeIdField()
     query = StrictCharField(max_length=QUERY_MAX, trim_whitespace=False, allow_blank=False)
-    budget_tokens = serializers.JSONField(required=False)  # checked by validate_budget: its own error code
+    budget_tokens = serializers.JSONField(required=False, allow_null=True)  # checked by validate_budget
 
     def validate_query(self, value):
         if not value.strip():
