@@ -13,6 +13,7 @@ Invariants (each query below keeps all of them; tests/context/test_retrieval_pla
 """
 from __future__ import annotations
 
+import json
 import re
 import weakref
 from dataclasses import dataclass
@@ -231,7 +232,12 @@ SELECT {_EVENT_SCORE_COLUMNS},
 
 def _rows(cursor) -> list[dict]:
     names = [c.name for c in cursor.description]
-    return [dict(zip(names, row)) for row in cursor.fetchall()]
+    rows = [dict(zip(names, row)) for row in cursor.fetchall()]
+    for row in rows:
+        # Django's psycopg setup leaves jsonb undecoded (its JSONField decodes); raw SQL decodes here.
+        if isinstance(row.get("metadata"), str):
+            row["metadata"] = json.loads(row["metadata"])
+    return rows
 
 
 def _base_params(*, project_id, subject_id, query_terms, now, tau_seconds, cutoffs) -> dict:

