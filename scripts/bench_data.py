@@ -31,7 +31,7 @@ import sys
 import time
 import uuid
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -62,6 +62,7 @@ HNSW_INDEXES = {"facts_fact_embedding_hnsw": "Fact", "facts_event_embedding_hnsw
 # texts alone, so a run whose text list shares long runs with an earlier one (200k then 1M: same "big",
 # same first mids, same first small subjects) finds the same chunks even where the offsets differ.
 CHUNK_MIN, CHUNK_SPREAD, CHUNK_MAX = 5_000, 5_000, 20_000
+REDRAWS = 8  # fresh draws before a text already held gets a dated variant
 
 
 def _pairs(items: list[str]) -> list[tuple[str, str]]:
@@ -380,7 +381,7 @@ def _cast(seed: int, subject_id: str) -> Cast:
         ))
     pets = [(name, rng.choice(ANIMALS)) for name in rng.sample(PET_NAMES, rng.randint(1, 3))]
     return Cast(first, last, gender, places, people, rng.sample(COMPANIES, rng.randint(2, 4)), pets,
-                rng.choice((0.05, 0.1, 0.2, 0.35, 0.6)))
+                rng.choice((0.05, 0.1, 0.15, 0.25, 0.4)))
 
 
 class _Slots(dict):
@@ -530,7 +531,7 @@ EN_FACTS = [
     ("place", "fact", "{me}'s favourite café in {home} is on {street}."),
     ("place", "fact", "{p} owns a holiday house near {city}."),
     ("preference", "preference", "{me} loves {food}."),
-    ("preference", "preference", "{p} does not eat {food}."),
+    ("preference", "preference", "{p} does not like {food}."),
     ("preference", "preference", "{me} prefers {food} to {food2}."),
     ("preference", "preference", "{p}'s favourite hobby is {hobby}."),
     ("preference", "preference", "{me} would like to try {hobby} this {season}."),
@@ -599,7 +600,7 @@ EN_EVENTS = [
     "{me} saw Dr {doctor} about {cond}.",
     "{p} and {q} got engaged during a trip to {city}.",
     "{me} lost {obj} on the train to {city}.",
-    "{me} celebrated {p}'s birthday with a {cuisine} dinner.",
+    "{me} celebrated {p}'s birthday with {a_cuisine} dinner.",
     "{pet} escaped from the garden and {p} found them on {street}.",
     "{me} took {pet} to the vet in {home} because of a limp.",
     "{me} gave a presentation at {company} about the {dept} budget.",
@@ -628,7 +629,7 @@ EN_QUERIES = [
     "Who looks after {pet} when {me} travels?", "What did {me} buy in {city}?", "How much does {me} owe {p}?",
     "Where did {p} and {q} get married?", "What hobby does {p} enjoy?", "Who is {me}'s manager?",
     "Where does {me}'s {rel} live?", "What does {me}'s {rel} do for a living?", "When did {me} move to {city}?",
-    "Does {p} eat {food}?", "What health problems does {p} have?", "When is {me}'s next dentist appointment?",
+    "Does {p} like {food}?", "What health problems does {p} have?", "When is {me}'s next dentist appointment?",
     "Who does {me} play {sport} with?", "What did {me} do with {p} last weekend?",
 ]
 FR_QUERIES = [
@@ -653,15 +654,21 @@ def _today(now: datetime | None) -> datetime:
     return now or datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
 
 
-def _unique(text: str, seen: set[str], rng: random.Random, french: bool) -> str:
-    """`text`, or a dated variant of it if the subject already holds the same normalised text (the
-    database allows one active fact per normalised text and scope)."""
-    candidate = text
-    while normalise_text(candidate) in seen:
-        date = f"{rng.randint(1, 28):02d}/{rng.randint(1, 12):02d}/{rng.randint(2024, 2026)}"
-        candidate = text.rstrip(".") + (f" (note du {date})." if french else f" (noted {date}).")
-    seen.add(normalise_text(candidate))
-    return candidate
+def _distinct(draw: Callable[[], tuple[str, bool, object]], seen: set[str], rng: random.Random) -> tuple[str, object]:
+    """A text the subject does not hold yet (the database allows one active fact per normalised text and
+    scope), with the payload `draw` returned alongside it. A few fresh draws first, so that a large subject
+    moves on to other templates once it has said everything a small one can; then a dated variant."""
+    for _ in range(REDRAWS):
+        text, french, payload = draw()
+        if normalise_text(text) not in seen:
+            break
+    else:
+        base = text.rstrip(".")
+        while normalise_text(text) in seen:
+            date = f"{rng.randint(1, 28):02d}/{rng.randint(1, 12):02d}/{rng.randint(2024, 2026)}"
+            text = f"{base} (note du {date})." if french else f"{base} (noted {date})."
+    seen.add(normalise_text(text))
+    return text, payload
 
 
 def _ago(rng: random.Random, anchor: datetime, days: int) -> datetime:
@@ -677,10 +684,14 @@ def generate_facts(total: int, seed: int = 7, now: datetime | None = None) -> It
         cast = _cast(seed, subject_id)
         rng = random.Random(f"{seed}/{subject_id}/facts")
         seen: set[str] = set()
-        for _ in range(count):
+
+        def draw():
             french = rng.random() < cast.french_share
             category, kind, template = rng.choice(FR_FACTS if french else EN_FACTS)
-            text = _unique(template.format_map(_Slots(cast, rng)), seen, rng, french)
+            return template.format_map(_Slots(cast, rng)), french, (category, kind)
+
+        for _ in range(count):
+            text, (category, kind) = _distinct(draw, seen, rng)
             volatility = rng.choices(VOLATILITY_NAMES, VOLATILITY.get(category, VOLATILITY_DEFAULT))[0]
             recorded_from = _ago(rng, anchor, RECENT_DAYS[volatility])
             valid_from = recorded_from - timedelta(days=rng.randrange(365)) if rng.random() < 0.3 else None
@@ -700,14 +711,16 @@ def generate_events(total: int, seed: int = 7, now: datetime | None = None) -> I
         cast = _cast(seed, subject_id)
         rng = random.Random(f"{seed}/{subject_id}/events")
         seen: set[str] = set()
-        for _ in range(max(2, round(count / 10))):
+
+        def draw():
             french = rng.random() < cast.french_share
-            template = rng.choice(FR_EVENTS if french else EN_EVENTS)
+            return rng.choice(FR_EVENTS if french else EN_EVENTS).format_map(_Slots(cast, rng)), french, None
+
+        for _ in range(max(2, round(count / 10))):
+            text, _ = _distinct(draw, seen, rng)
             occurred_at = _ago(rng, anchor, HISTORY_DAYS)
             yield {
-                "project_id": PROJECT, "subject_id": subject_id,
-                "text": _unique(template.format_map(_Slots(cast, rng)), seen, rng, french),
-                "occurred_at": occurred_at,
+                "project_id": PROJECT, "subject_id": subject_id, "text": text, "occurred_at": occurred_at,
                 "recorded_at": min(anchor, occurred_at + timedelta(seconds=rng.randrange(3 * 86_400))),
             }
 
