@@ -86,8 +86,16 @@ class Trace(models.Model):
 class Decision(models.Model):
     trace = models.ForeignKey(Trace, on_delete=models.CASCADE, related_name="decisions")
     item_type = models.CharField(max_length=8, choices=ItemType.choices)
-    fact = models.ForeignKey(Fact, null=True, blank=True, on_delete=models.CASCADE, related_name="decisions")
-    event = models.ForeignKey(Event, null=True, blank=True, on_delete=models.CASCADE, related_name="decisions")
+    # No database constraint on these two: PostgreSQL checks a foreign key by taking FOR KEY SHARE on the
+    # referenced row, so every context call would lock (and dirty the pages of) the ~130 facts it merely
+    # considered, contending with writers. Facts and events are only ever deleted by subject erasure,
+    # which deletes the decisions first (facts.services.subject_erase, traces.services.traces_erase).
+    fact = models.ForeignKey(
+        Fact, null=True, blank=True, on_delete=models.DO_NOTHING, db_constraint=False, related_name="decisions"
+    )
+    event = models.ForeignKey(
+        Event, null=True, blank=True, on_delete=models.DO_NOTHING, db_constraint=False, related_name="decisions"
+    )
     decision = models.CharField(max_length=16, choices=DecisionKind.choices)
     reason_code = models.CharField(max_length=32, choices=ReasonCode.choices)
     rank = models.PositiveIntegerField(help_text="1-based position in the scored order (facts and episodes apart)")
