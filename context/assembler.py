@@ -109,7 +109,7 @@ def context_assemble(*, project_id: str, subject_id: str, query: str, budget_tok
     base = {
         "project_id": project_id,
         "subject_id": subject_id,
-        "query_terms": retrieval.lexical_terms(query),
+        "tsq": retrieval.lexical_query(query),
         "now": now,
         "tau_seconds": TAU_SECONDS,
         "cutoffs": volatility_cutoffs(now),

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 import weakref
 from dataclasses import dataclass
 from datetime import datetime
@@ -58,6 +59,46 @@ def lexical_terms(query: str) -> list[str]:
 def or_query(terms: list[str]) -> str:
     """websearch_to_tsquery text that ORs the terms (its own parser keeps arbitrary input safe)."""
     return " or ".join(terms)
+
+
+# A word found in more than this share of all facts ranks almost nothing (its IDF is near zero) yet makes
+# the lexical leg fetch and rank every row holding it: "travels" alone matched 28% of a 30k-fact table and
+# turned the leg into a 50 ms sequential scan. Such words leave the OR; if every word is that common, the
+# leg asks for all of them together instead (a selective AND).
+LEXICAL_MAX_TERM_FREQUENCY = 0.02
+TERM_STATS_TTL_SECONDS = 300.0
+
+# The planner's own statistics: ANALYZE (autovacuum runs it) samples search_vector and keeps its most
+# common lexemes with the share of rows holding each. Read at most every TERM_STATS_TTL_SECONDS per process.
+TERM_FREQUENCIES_SQL = """
+SELECT most_common_elems::text::text[], most_common_elem_freqs
+  FROM pg_stats
+ WHERE schemaname = current_schema() AND tablename = 'facts_fact' AND attname = 'search_vector'
+"""
+_term_stats: dict = {"at": -1e9, "freq": {}}
+
+
+def term_frequencies() -> dict[str, float]:
+    now = time.monotonic()
+    if now - _term_stats["at"] > TERM_STATS_TTL_SECONDS:
+        with connection.cursor() as cursor:
+            cursor.execute(TERM_FREQUENCIES_SQL)
+            row = cursor.fetchone()
+        freq = {}
+        if row and row[0]:
+            freq = dict(zip(row[0], row[1]))  # the freqs array has 3 trailing summary values: zip drops them
+        _term_stats.update(at=now, freq=freq)
+    return _term_stats["freq"]
+
+
+def lexical_query(query: str) -> str:
+    """The lexical leg's websearch_to_tsquery text for a user query: its rare meaningful words ORed."""
+    terms = lexical_terms(query)
+    if not terms:
+        return ""
+    freq = term_frequencies()
+    rare = [t for t in terms if freq.get(t, 0.0) <= LEXICAL_MAX_TERM_FREQUENCY]
+    return or_query(rare) if rare else " ".join(terms)
 
 
 @dataclass
@@ -240,11 +281,11 @@ def _rows(cursor) -> list[dict]:
     return rows
 
 
-def _base_params(*, project_id, subject_id, query_terms, now, tau_seconds, cutoffs) -> dict:
+def _base_params(*, project_id, subject_id, tsq, now, tau_seconds, cutoffs) -> dict:
     return {
         "project_id": project_id,
         "subject_id": subject_id,
-        "tsq": or_query(query_terms),
+        "tsq": tsq,
         "now": now,
         "tau_seconds": tau_seconds,
         "stable_cutoff": cutoffs["stable"],

@@ -269,6 +269,29 @@ def test_lexical_leg_ors_meaningful_words_where_websearch_alone_ands_them():
     assert lexical_terms(question) == ["dentist", "sees", "thursdays"]
 
 
+def test_words_too_common_to_rank_leave_the_or(monkeypatch):
+    from context import retrieval
+
+    monkeypatch.setattr(retrieval, "term_frequencies", lambda: {"lives": 0.30, "works": 0.25, "okafor": 0.0001})
+    assert retrieval.lexical_query("Where does Okafor live and where does he work? lives works") == "okafor or live or work"
+    # every word common: all of them together, a selective AND
+    assert retrieval.lexical_query("lives works") == "lives works"
+    assert retrieval.lexical_query("the and of") == ""
+
+
+def test_term_frequencies_come_from_the_planner_statistics():
+    from context import retrieval
+
+    for i in range(40):
+        FactFactory(text=f"Alice likes item {i}.", subject_id=f"s{i}")
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE facts_fact")
+    retrieval._term_stats["at"] = -1e9  # expire the per-process cache
+    freq = retrieval.term_frequencies()
+    assert freq["alice"] == pytest.approx(1.0) and freq["likes"] == pytest.approx(1.0)
+    assert retrieval.lexical_query("who likes okafor") == "okafor"
+
+
 # --- rendering ----------------------------------------------------------------------------------------
 
 def test_rendered_block_sections_and_no_escape(api):
