@@ -172,7 +172,7 @@ HYBRID_CANDIDATES_SQL = f"""
 WITH dense AS (
     SELECT f.id FROM facts_fact f
      WHERE {_HARD_FILTERS}
-     ORDER BY f.embedding <=> %(qvec)s::vector
+     ORDER BY f.embedding <=> %(qvec)s::halfvec
      LIMIT %(top_k)s
 ), lexical AS (
     SELECT f.id FROM facts_fact f
@@ -183,8 +183,8 @@ WITH dense AS (
     SELECT id FROM dense UNION SELECT id FROM lexical
 )
 SELECT {_FACT_COLUMNS},
-       1 - (f.embedding <=> %(qvec)s::vector) AS similarity,
-       f.embedding <=> %(qvec)s::vector AS distance,
+       1 - (f.embedding <=> %(qvec)s::halfvec) AS similarity,
+       f.embedding <=> %(qvec)s::halfvec AS distance,
        CASE WHEN %(tsq)s = '' THEN 0
             ELSE ts_rank_cd(f.search_vector, websearch_to_tsquery('simple', %(tsq)s), 32) END AS text_rank,
        {_RECENCY} AS recency,
@@ -247,13 +247,13 @@ _EVENT_SCORE_COLUMNS = """
 # -- uses: facts_event_embedding_hnsw (large scopes) or facts_event_scope_time (small scopes)
 EPISODES_DENSE_SQL = f"""
 SELECT {_EVENT_SCORE_COLUMNS},
-       1 - (e.embedding <=> %(qvec)s::vector) AS similarity,
-       e.embedding <=> %(qvec)s::vector AS distance,
+       1 - (e.embedding <=> %(qvec)s::halfvec) AS similarity,
+       e.embedding <=> %(qvec)s::halfvec AS distance,
        CASE WHEN %(tsq)s = '' THEN 0
             ELSE ts_rank_cd(e.search_vector, websearch_to_tsquery('simple', %(tsq)s), 32) END AS text_rank
   FROM facts_event e
  WHERE e.project_id = %(project_id)s AND e.subject_id = %(subject_id)s
- ORDER BY e.embedding <=> %(qvec)s::vector
+ ORDER BY e.embedding <=> %(qvec)s::halfvec
  LIMIT %(episode_k)s
 """
 

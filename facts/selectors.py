@@ -168,7 +168,7 @@ def fact_neighbours(*, project_id: str, subject_id: str, vectors: list, exclude_
         cursor.execute(
             """
             SELECT q.idx, n.id, n.text, n.similarity
-              FROM unnest(%(vectors)s::vector[]) WITH ORDINALITY AS q(v, idx)
+              FROM unnest(%(vectors)s::halfvec[]) WITH ORDINALITY AS q(v, idx)
              CROSS JOIN LATERAL (
                    SELECT f.id, f.text, 1 - (f.embedding <=> q.v) AS similarity
                      FROM facts_fact f

@@ -79,7 +79,7 @@ def _loaded(total: int, seed: int) -> bool:
 
 NAIVE_SQL = """
 SELECT f.id,
-       %(w_sim)s * (1 - (f.embedding <=> %(qvec)s::vector))
+       %(w_sim)s * (1 - (f.embedding <=> %(qvec)s::halfvec))
      + %(w_text)s * ts_rank_cd(f.search_vector, websearch_to_tsquery('simple', %(tsq)s), 32)
      + %(w_rec)s * exp(-greatest(extract(epoch FROM (%(now)s - coalesce(f.valid_from, f.recorded_from))), 0) / %(tau)s) AS score
   FROM facts_fact f

@@ -52,10 +52,10 @@ def test_vector_extension_and_generated_search_columns_exist():
 @pytest.mark.parametrize(
     "name, fragments",
     [
-        ("facts_fact_embedding_hnsw", ["USING hnsw", "vector_cosine_ops", "WHERE"]),
+        ("facts_fact_embedding_hnsw", ["USING hnsw", "halfvec_cosine_ops", "WHERE"]),
         ("facts_fact_search_gin", ["USING gin", "search_vector"]),
         ("facts_fact_scope_status", ["btree", "project_id", "subject_id", "status"]),
-        ("facts_event_embedding_hnsw", ["USING hnsw", "vector_cosine_ops"]),
+        ("facts_event_embedding_hnsw", ["USING hnsw", "halfvec_cosine_ops"]),
         ("facts_event_search_gin", ["USING gin"]),
     ],
 )
