@@ -5,10 +5,10 @@ Pipeline (each step is named in the trace's timings):
                path: full-text rank and recency only, with a warning.
  2. retrieve   phase 1 (dense top-K by hnsw ∪ lexical top-K by GIN) and phase 2 (hybrid score on the union),
                one SQL round trip (context/retrieval.py). Hard filters are in the SQL.
- 3. pack       blocked facts out (open conflict, expired volatility), the relevance floor out, then facts in
-               descending score while they fit the token budget.
- 4. multi_hop  if budget remains: facts sharing an entity with the facts served, by full text, one hop.
- 5. episodes   the nearest events of the scope, in what is left of the same budget.
+ 3. episodes   the nearest events of the scope (hnsw), scored the same way.
+ 4. pack       blocked facts out (open conflict, expired volatility), the relevance floor out, then facts and
+               episodes together in descending score while they fit the token budget.
+ 5. multi_hop  if budget remains: facts sharing an entity with the facts served, by full text, one hop.
  6. trace      one trace row and one decision row per item considered, in one statement.
 """
 from __future__ import annotations
@@ -122,19 +122,30 @@ def context_assemble(*, project_id: str, subject_id: str, query: str, budget_tok
     candidates.sort(key=lambda c: (-c.score, -c.recency, str(c.id)))
     decided = [_Decided(item=c, rank=i + 1, reason="", tokens=estimate_tokens(c.text)) for i, c in enumerate(candidates)]
 
+    episodes = retrieval.episode_candidates(qvec=qvec, **base)
+    for e in episodes:
+        e.score = hybrid_score(e.similarity, e.text_rank, e.recency)
+    episodes.sort(key=lambda e: (-e.score, str(e.id)))
+    episode_decided = [_Decided(item=e, rank=i + 1, reason="", tokens=estimate_tokens(e.text)) for i, e in enumerate(episodes)]
+    timer.lap("episodes")
+
     floor_hits = 0
     packable = []
-    for d in decided:
-        c = d.item
-        if c.in_open_conflict:
+    for d in decided + episode_decided:
+        item = d.item
+        if getattr(item, "in_open_conflict", False):
             d.reason = ReasonCode.CONFLICT_OPEN
-        elif c.expired:
+        elif getattr(item, "expired", False):
             d.reason = ReasonCode.VOLATILITY_EXPIRED
-        elif max_distance > 0 and c.distance is not None and c.distance > max_distance:
+        elif max_distance > 0 and item.distance is not None and item.distance > max_distance:
             d.reason = ReasonCode.BELOW_RELEVANCE_FLOOR
             floor_hits += 1
         else:
             packable.append(d)
+    # Facts and episodes compete on one score for one budget. The seed packs facts first and gives episodes
+    # only what is left; on the quality harness that served no episode at all once a scope held ~900
+    # tokens of facts (evidence recall of "when" questions: 0.00), see docs/quality.md.
+    packable.sort(key=lambda d: (-d.item.score, str(d.item.id)))
     budget_left = _pack(packable, budget_tokens, ReasonCode.INCLUDED)
     timer.lap("pack")
 
@@ -160,21 +171,6 @@ def context_assemble(*, project_id: str, subject_id: str, query: str, budget_tok
             hop_decided.append(d)
         budget_left = _pack(hop_decided, budget_left, ReasonCode.MULTI_HOP_EXPANSION)
     timer.lap("multi_hop")
-
-    episodes = retrieval.episode_candidates(qvec=qvec, **base)
-    for e in episodes:
-        e.score = hybrid_score(e.similarity, e.text_rank, e.recency)
-    episodes.sort(key=lambda e: (-e.score, str(e.id)))
-    episode_decided = [_Decided(item=e, rank=i + 1, reason="", tokens=estimate_tokens(e.text)) for i, e in enumerate(episodes)]
-    packable_episodes = []
-    for d in episode_decided:
-        if max_distance > 0 and d.item.distance is not None and d.item.distance > max_distance:
-            d.reason = ReasonCode.BELOW_RELEVANCE_FLOOR
-            floor_hits += 1
-        else:
-            packable_episodes.append(d)
-    budget_left = _pack(packable_episodes, budget_left, ReasonCode.INCLUDED)
-    timer.lap("episodes")
 
     served_facts = [d for d in decided if d.reason in (ReasonCode.INCLUDED, ReasonCode.MULTI_HOP_EXPANSION)]
     served_facts.sort(key=lambda d: (d.reason != ReasonCode.INCLUDED, d.rank))

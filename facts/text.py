@@ -137,6 +137,11 @@ def _numbers(text: str, words: list[str]) -> set[str]:
     return set(_NUMBER_RE.findall(text)) | spelled
 
 
+def _is_numeric(word: str) -> bool:
+    folded = word.casefold()
+    return any(ch.isdigit() for ch in word) or folded in _NUMBER_WORDS or folded in _MONTHS or folded in _WEEKDAYS
+
+
 def _months(words: list[str]) -> set[str]:
     # "may" is a month only when written "May" inside a sentence; otherwise it is the modal verb.
     return {
@@ -163,16 +168,21 @@ def contradiction_signal(a: str, b: str) -> Signal | None:
         if (x in lower_a and y in lower_b) or (y in lower_a and x in lower_b):
             return Signal("antonym", f"'{x}' against '{y}'")
 
-    na, nb = _numbers(a, wa), _numbers(b, wb)
-    months_a, months_b = _months(wa), _months(wb)
-    days_a, days_b = lower_a & _WEEKDAYS, lower_b & _WEEKDAYS
-    if (months_a and months_b and months_a != months_b) or (days_a and days_b and days_a != days_b):
-        return Signal("different_date", f"{sorted(months_a | days_a)} against {sorted(months_b | days_b)}")
-    if na and nb and na != nb:
-        rule = "different_date" if (months_a or months_b) else "different_number"
-        return Signal(rule, f"{sorted(na)} against {sorted(nb)}")
-
+    # Numbers and dates count only in the same slot: once the common beginning and end are set aside, what
+    # differs must be the numbers or dates themselves. "Hannah's car is registered YK19 ZRT" and "Owen's van
+    # is registered YK21 ZTR" differ in far more than a number: two facts about two vehicles.
     start, span_a, span_b = _diff_spans(wa, wb)
+    same_slot = [w.casefold() for w in span_a if not _is_numeric(w)] == [w.casefold() for w in span_b if not _is_numeric(w)]
+    if same_slot:
+        na, nb = _numbers(a, wa), _numbers(b, wb)
+        months_a, months_b = _months(wa), _months(wb)
+        days_a, days_b = lower_a & _WEEKDAYS, lower_b & _WEEKDAYS
+        if (months_a and months_b and months_a != months_b) or (days_a and days_b and days_a != days_b):
+            return Signal("different_date", f"{sorted(months_a | days_a)} against {sorted(months_b | days_b)}")
+        if na and nb and na != nb:
+            rule = "different_date" if (months_a or months_b) else "different_number"
+            return Signal(rule, f"{sorted(na)} against {sorted(nb)}")
+
     if span_a and span_b and len(span_a) <= 4 and len(span_b) <= 4:
         names_a = {w.casefold() for i, w in enumerate(span_a) if _is_name(w, start + i)}
         names_b = {w.casefold() for i, w in enumerate(span_b) if _is_name(w, start + i)}

@@ -26,6 +26,8 @@ PAIRS = [  # (stored, new, verdict a curator would give)
     ("Anna drinks coffee every morning.", "Anna never drinks coffee.", CONFLICT),
     ("Ben's car is a blue Peugeot.", "Ben's car is a red Peugeot.", CONFLICT),
     ("Clara speaks Spanish.", "Clara does not speak Spanish.", CONFLICT),
+    ("Hannah's car is a silver Skoda Fabia registered YK19 ZRT.", "Owen's van is a white Ford Transit registered YK21 ZTR.", DISTINCT),
+    ("Flight AF1532 leaves Paris at 9:40.", "Flight AF1352 leaves Paris at 9:40.", CONFLICT),
     ("Paul lives in Nantes.", "Paul now lives in Nantes.", DUPLICATE),
     ("Paul lives in Nantes.", "paul lives in nantes!", DUPLICATE),
     ("Clara's sister is Emma.", "Emma is Clara's sister.", DUPLICATE),
