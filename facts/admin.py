@@ -1,27 +1,344 @@
-from django.contrib import admin
+"""The curators' admin for the memory store: facts, episodes and conflict sets.
 
-from facts.models import ConflictSet, Event, Fact
+Nothing here writes a row through a model form: every field is read-only, and the two things a curator does
+run the services the API runs (conflict_resolve for a conflict set, fact_retract for a fact). Adding and
+deleting are off: facts come from applications (POST /v1/facts, which embeds them) and erasure is
+DELETE /v1/subjects.
+
+This is the one place the facts app reads traces: a curator asks why a fact was or was not served, and the
+answer is in traces.Decision. The store itself (models, services, selectors) still knows nothing of traces.
+"""
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django import forms
+from django.contrib import admin, messages
+from django.contrib.admin.utils import flatten_fieldsets, unquote
+from django.core.exceptions import PermissionDenied
+from django.db.models import BooleanField, Case, Exists, ExpressionWrapper, OuterRef, Prefetch, Value, When
+from django.http import HttpResponseNotAllowed
+from django.shortcuts import redirect
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
+from django.utils import timezone
+
+from facts import selectors, services
+from facts.admin_filters import ProjectFilter, SubjectFilter
+from facts.models import ConflictMember, ConflictSet, ConflictStatus, Event, Fact, FactStatus
+from traces.selectors import fact_decision_counts
+
+NO_SAVE_BUTTONS = {"show_save": False, "show_save_and_continue": False, "show_save_and_add_another": False}
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """Shows rows; changes them only through the custom views below, which call services."""
+
+    def get_readonly_fields(self, request, obj=None):
+        return flatten_fieldsets(self.get_fieldsets(request, obj))
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        if request.method == "POST":  # no field to save (a save would rewrite the row as it is)
+            return HttpResponseNotAllowed(["GET"])
+        # Nothing to save and no form to change: "Fact", not "Change fact".
+        context = {**NO_SAVE_BUTTONS, "title": self.opts.verbose_name.capitalize(), **(extra_context or {})}
+        return super().change_view(request, object_id, form_url, context)
+
+    def _object_or_redirect(self, request, object_id):
+        obj = self.get_object(request, unquote(object_id))
+        if obj is None:
+            return None, self._get_obj_does_not_exist_redirect(request, self.opts, object_id)
+        if not self.has_change_permission(request, obj):
+            raise PermissionDenied
+        return obj, None
+
+    def _change_url(self, obj) -> str:
+        return reverse(f"admin:{self.opts.app_label}_{self.opts.model_name}_change", args=[obj.pk])
+
+
+class YesNoFilter(admin.SimpleListFilter):
+    def lookups(self, request, model_admin):
+        return [("yes", "Yes"), ("no", "No")]
+
+    def condition(self):
+        raise NotImplementedError
+
+    def queryset(self, request, queryset):
+        if self.value() == "yes":
+            return queryset.filter(self.condition())
+        if self.value() == "no":
+            return queryset.exclude(self.condition())
+        return queryset
+
+
+class ExpiredFilter(YesNoFilter):
+    title = "volatility expired"
+    parameter_name = "expired"
+
+    def condition(self):
+        return selectors.expired_q()
+
+
+class InOpenConflictFilter(YesNoFilter):
+    title = "in an open conflict"
+    parameter_name = "in_open_conflict"
+
+    def condition(self):
+        return selectors.in_open_conflict_q()
 
 
 @admin.register(Fact)
-class FactAdmin(admin.ModelAdmin):
-    list_display = ("text", "project_id", "subject_id", "status", "kind", "category", "volatility", "recorded_from")
-    list_filter = ("status", "kind", "volatility", "project_id")
-    search_fields = ("text", "subject_id")
-    exclude = ("embedding",)
-    readonly_fields = ("text_hash", "recorded_from", "recorded_to", "last_confirmed_at", "superseded_by")
+class FactAdmin(ReadOnlyAdmin):
+    list_display = (
+        "fact", "subject_id", "project_id", "status", "kind", "category", "volatility", "expired",
+        "in_open_conflict", "recorded_from",
+    )
+    list_filter = (
+        ProjectFilter, SubjectFilter, "status", "kind", "category", "volatility", ExpiredFilter, InOpenConflictFilter,
+    )
+    search_fields = ("text",)
+    search_help_text = "Search in the facts' text."
+    ordering = ("-recorded_from", "-id")
+    fieldsets = (
+        (None, {"fields": ("text", "status", "superseded_by", ("project_id", "subject_id"))}),
+        ("Kind and validity", {"fields": (("kind", "category"), ("importance", "volatility"), ("valid_from", "valid_to"))}),
+        ("Recorded", {"fields": (("recorded_from", "recorded_to"), "last_confirmed_at", "source_event", "metadata")}),
+    )
+
+    def get_queryset(self, request):
+        # Never load the 384-dim embedding to show a list; expiry is computed now, per request.
+        return (
+            super().get_queryset(request)
+            .defer("embedding", "search_vector")
+            .annotate(
+                is_expired=ExpressionWrapper(selectors.expired_q(), output_field=BooleanField()),
+                is_in_open_conflict=ExpressionWrapper(selectors.in_open_conflict_q(), output_field=BooleanField()),
+            )
+        )
+
+    @admin.display(description="fact", ordering="text")
+    def fact(self, obj):
+        return obj.text if len(obj.text) <= 100 else obj.text[:99] + "…"
+
+    @admin.display(description="expired", boolean=True, ordering="is_expired")
+    def expired(self, obj):
+        return obj.is_expired
+
+    @admin.display(description="open conflict", boolean=True, ordering="is_in_open_conflict")
+    def in_open_conflict(self, obj):
+        return obj.is_in_open_conflict
+
+    def get_urls(self):
+        retract = path("<path:object_id>/retract/", self.admin_site.admin_view(self.retract_view), name="facts_fact_retract")
+        return [retract, *super().get_urls()]
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        fact = self.get_object(request, unquote(object_id))
+        if fact is not None:
+            extra_context = {
+                **(extra_context or {}),
+                "decisions": fact_decision_counts(fact_ids=[fact.id])[fact.id],
+                "versions": selectors.fact_history(fact=fact),
+                "conflict_sets": fact.conflict_sets.order_by("-opened_at"),
+                "can_retract": fact.status == FactStatus.ACTIVE and self.has_change_permission(request, fact),
+            }
+        return super().change_view(request, object_id, form_url, extra_context)
+
+    def retract_view(self, request, object_id):
+        """GET asks for confirmation; POST retracts through fact_retract, as DELETE /v1/facts/{id} does."""
+        fact, missing = self._object_or_redirect(request, object_id)
+        if missing:
+            return missing
+        if request.method == "POST":
+            if fact.status == FactStatus.ACTIVE:
+                services.fact_retract(fact=fact)
+                self.log_change(request, fact, "Retracted.")
+                messages.success(request, "The fact is retracted: it will not be served again.")
+            return redirect(self._change_url(fact))
+        context = {**self.admin_site.each_context(request), "opts": self.opts, "original": fact,
+                   "title": "Retract this fact?"}
+        return TemplateResponse(request, "admin/facts/fact/retract.html", context)
 
 
 @admin.register(Event)
-class EventAdmin(admin.ModelAdmin):
+class EventAdmin(ReadOnlyAdmin):
     list_display = ("text", "project_id", "subject_id", "occurred_at")
-    list_filter = ("project_id",)
-    search_fields = ("text", "subject_id")
-    exclude = ("embedding",)
+    list_filter = (ProjectFilter, SubjectFilter)
+    search_fields = ("text",)
+    ordering = ("-occurred_at", "-id")
+    fields = ("text", ("project_id", "subject_id"), "occurred_at", "recorded_at", "metadata")
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).defer("embedding", "search_vector")
+
+
+class AgeFilter(admin.SimpleListFilter):
+    title = "age"
+    parameter_name = "age"
+    BANDS = {  # value: (label, opened at least this long ago, opened less than this long ago)
+        "day": ("less than a day", None, timedelta(days=1)),
+        "week": ("1 to 7 days", timedelta(days=1), timedelta(days=7)),
+        "month": ("7 to 30 days", timedelta(days=7), timedelta(days=30)),
+        "older": ("more than 30 days", timedelta(days=30), None),
+    }
+
+    def lookups(self, request, model_admin):
+        return [(value, label) for value, (label, _, _) in self.BANDS.items()]
+
+    def queryset(self, request, queryset):
+        if self.value() not in self.BANDS:
+            return queryset
+        _, at_least, less_than = self.BANDS[self.value()]
+        now = timezone.now()
+        if at_least:
+            queryset = queryset.filter(opened_at__lte=now - at_least)
+        if less_than:
+            queryset = queryset.filter(opened_at__gt=now - less_than)
+        return queryset
+
+
+class ConflictResolveForm(forms.Form):
+    ACTIONS = {
+        "keep": "Keep the ticked facts",
+        "dismiss": "Dismiss",
+        "retract_all": "Retract all",
+    }
+    DONE = {
+        "keep": "Conflict set resolved: the kept facts are served again, the others are superseded.",
+        "dismiss": "Conflict set dismissed: its facts are served again.",
+        "retract_all": "Conflict set resolved: its facts are retracted.",
+    }
+    action = forms.ChoiceField(choices=list(ACTIONS.items()))
+    keep = forms.MultipleChoiceField(required=False)  # in the members' order: the first kept one supersedes
+    note = forms.CharField(required=False, max_length=2000, widget=forms.Textarea(attrs={"rows": 3, "cols": 60}))
+
+    def __init__(self, data, *, members: list[dict]):
+        super().__init__(data)
+        self.fields["keep"].choices = [(str(m["id"]), m["text"]) for m in members]
+
+    def clean(self):
+        cleaned = super().clean()
+        if cleaned.get("action") == "keep" and not cleaned.get("keep"):
+            raise forms.ValidationError("Tick the fact or facts to keep first.")
+        if cleaned.get("action") != "keep":
+            cleaned["keep"] = []
+        return cleaned
 
 
 @admin.register(ConflictSet)
-class ConflictSetAdmin(admin.ModelAdmin):
-    list_display = ("id", "project_id", "subject_id", "status", "signal", "similarity", "opened_at")
-    list_filter = ("status", "project_id")
-    search_fields = ("subject_id",)
+class ConflictSetAdmin(ReadOnlyAdmin):
+    list_display = ("conflict", "subject_id", "project_id", "status", "signal", "age", "resolved_by")
+    list_filter = (ProjectFilter, SubjectFilter, "status", AgeFilter)
+    search_fields = ("facts__text",)  # shows the search box; get_search_results does the search
+    search_help_text = "Search in the text of the facts in conflict."
+    # Open sets first: they are the curators' queue.
+    ordering = (Case(When(status=ConflictStatus.OPEN, then=Value(0)), default=Value(1)).asc(), "-opened_at")
+    fields = (
+        "status", ("project_id", "subject_id"), ("signal", "similarity"), "signal_detail", "opened_at",
+        ("resolved_at", "resolved_by"), "note",
+    )
+
+    def get_queryset(self, request):
+        members = Fact.objects.only("id", "text").order_by("recorded_from", "id")
+        return super().get_queryset(request).prefetch_related(Prefetch("facts", queryset=members))
+
+    def get_search_results(self, request, queryset, search_term):
+        # EXISTS rather than a join through the members: no duplicate rows, so no DISTINCT over the ordering.
+        if not search_term:
+            return queryset, False
+        matching = ConflictMember.objects.filter(conflict_set=OuterRef("pk"), fact__text__icontains=search_term)
+        return queryset.filter(Exists(matching)), False
+
+    @admin.display(description="facts in conflict")
+    def conflict(self, obj):
+        return " ↔ ".join(f.text if len(f.text) <= 60 else f.text[:59] + "…" for f in obj.facts.all())
+
+    @admin.display(description="open for", ordering="opened_at")
+    def age(self, obj):
+        end = obj.resolved_at or timezone.now()
+        days = (end - obj.opened_at).days
+        return f"{days} d" if days else "< 1 d"
+
+    def get_urls(self):
+        resolve = path(
+            "<path:object_id>/resolve/", self.admin_site.admin_view(self.resolve_view), name="facts_conflictset_resolve"
+        )
+        return [resolve, *super().get_urls()]
+
+    def _members(self, conflict_set: ConflictSet) -> list[dict]:
+        """The member facts side by side: conflict_members plus a number to refer to each, the source event,
+        and how often context calls served, excluded and blocked each one."""
+        members = selectors.conflict_members(conflict_set=conflict_set)
+        number = {str(m["id"]): i for i, m in enumerate(members, start=1)}
+        decisions = fact_decision_counts(fact_ids=[m["id"] for m in members])
+        events = Event.objects.defer("embedding", "search_vector").in_bulk(
+            [m["source_event_id"] for m in members if m["source_event_id"]]
+        )
+        for m in members:
+            m["number"] = number[str(m["id"])]
+            m["similar_to"] = [(number[other], sim) for other, sim in sorted(m["similarities"].items(), key=lambda o: number[o[0]])]
+            m["decisions"] = decisions[m["id"]]
+            m["source_event"] = events.get(m["source_event_id"])
+        return members
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        conflict_set = self.get_object(request, unquote(object_id))
+        if conflict_set is not None:
+            extra_context = {
+                **(extra_context or {}),
+                "members": self._members(conflict_set),
+                "can_resolve": conflict_set.status == ConflictStatus.OPEN and self.has_change_permission(request, conflict_set),
+            }
+        return super().change_view(request, object_id, form_url, extra_context)
+
+    def resolve_view(self, request, object_id):
+        """GET (from the set's page): what the chosen action will do, and a note. POST: conflict_resolve, the
+        service behind POST /v1/conflicts/{id}/resolve, with the curator as actor."""
+        conflict_set, missing = self._object_or_redirect(request, object_id)
+        if missing:
+            return missing
+        back = redirect(self._change_url(conflict_set))
+        if conflict_set.status != ConflictStatus.OPEN:
+            messages.error(request, f"This conflict set is already {conflict_set.status} ({conflict_set.resolved_by}).")
+            return back
+        members = self._members(conflict_set)
+        form = ConflictResolveForm(request.POST if request.method == "POST" else request.GET, members=members)
+        if not form.is_valid():
+            for error in form.errors.values():
+                messages.error(request, " ".join(error))
+            return back
+        action, keep = form.cleaned_data["action"], form.cleaned_data["keep"]
+        if request.method == "POST":
+            try:
+                services.conflict_resolve(
+                    conflict_set=conflict_set, actor=f"user:{request.user.get_username()}", keep=keep or None,
+                    dismiss=action == "dismiss", retract_all=action == "retract_all", note=form.cleaned_data["note"],
+                )
+            except services.ConflictNotOpen:
+                messages.error(request, "Someone resolved this conflict set meanwhile; nothing was changed.")
+                return back
+            except services.ServiceValidationError as exc:
+                messages.error(request, str(exc))
+                return back
+            self.log_change(request, conflict_set, f"{form.ACTIONS[action]}. {form.cleaned_data['note']}".strip())
+            messages.success(request, form.DONE[action])
+            return back
+        kept = [m for m in members if str(m["id"]) in keep]
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.opts,
+            "original": conflict_set,
+            "title": f"{form.ACTIONS[action]}?",
+            "form": form,
+            "action": action,
+            "members": members,
+            "kept": kept,
+            "superseded": [m for m in members if m not in kept and m["status"] == FactStatus.ACTIVE],
+        }
+        return TemplateResponse(request, "admin/facts/conflictset/resolve.html", context)

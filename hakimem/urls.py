@@ -2,6 +2,12 @@ from django.contrib import admin
 from django.urls import include, path
 
 from hakimem.apis import HealthApi
+from stats.urls import page_urlpatterns as stats_pages
+
+# No public site to "view": the admin's header links to the /stats/ pages instead (templates/admin/base_site.html).
+admin.site.site_url = None
+# The curators' lists (facts, conflict sets, traces) are wide; the breadcrumbs and the index lead to the others.
+admin.site.enable_nav_sidebar = False
 
 urlpatterns = [
     path("admin/", admin.site.urls),
@@ -9,6 +15,8 @@ urlpatterns = [
     path("v1/", include("facts.urls")),
     path("v1/", include("context.urls")),
     path("v1/", include("traces.urls")),
+    path("v1/", include("stats.urls")),
+    path("stats/", include(stats_pages)),
 ]
 
 handler404 = "hakimem.errors.not_found_view"

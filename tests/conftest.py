@@ -1,8 +1,11 @@
 import pytest
+from django.contrib.auth.models import Group, User
 from rest_framework.test import APIClient
 
 from hakimem.embeddings import get_embedder
 from hakimem.services import api_key_create
+from stats.services import roles_ensure
+from tests.browser import Browser, require_chromium
 
 PROJECT = "proj-a"
 OTHER_PROJECT = "proj-b"
@@ -14,6 +17,9 @@ def hashing_embedder(settings):
     settings.HAKI_EMBED_PROVIDER = "hashing"
     settings.HAKI_CONFLICT_POLICY = "curator"
     settings.HAKI_RECALL_MAX_DISTANCE = 0.0
+    from context import retrieval
+
+    retrieval._term_stats.update(at=-1e9, freq={})  # a test's ANALYZE must not leak into the next test
     yield
 
 
@@ -48,3 +54,39 @@ def error_code(response) -> str:
     assert set(body) == {"error"}, body
     assert set(body["error"]) == {"code", "message", "details"}, body
     return body["error"]["code"]
+
+
+# --- people who use hakimem without writing code ------------------------------------------------------
+
+@pytest.fixture
+def roles(db):
+    roles_ensure()
+
+
+def make_user(username: str, *, staff: bool, groups=()):
+    user = User.objects.create_user(username=username, password="pw-" + username, is_staff=staff)
+    user.groups.set(Group.objects.filter(name__in=groups))
+    return user
+
+
+@pytest.fixture
+def curator(roles):
+    return make_user("cora", staff=True, groups=["curators"])
+
+
+@pytest.fixture
+def product_owner(roles):
+    return make_user("pia", staff=True, groups=["product-owners"])
+
+
+@pytest.fixture
+def plain_user(roles):
+    return make_user("nils", staff=False)
+
+
+@pytest.fixture
+def browser(live_server, tmp_path):
+    require_chromium()
+    browser = Browser(live_server.url, tmp_path / "chromium-profile")
+    yield browser
+    browser.quit()

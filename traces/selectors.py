@@ -1,8 +1,12 @@
 from __future__ import annotations
 
-from django.db import connection
+from collections import defaultdict
+from dataclasses import dataclass
 
-from traces.models import Trace
+from django.db import connection
+from django.db.models import Count
+
+from traces.models import Decision, DecisionKind, Trace
 
 
 def trace_get(*, project_id: str, trace_id) -> Trace | None:
@@ -27,3 +31,39 @@ def trace_decisions(*, trace: Trace) -> list[dict]:
         )
         names = [c.name for c in cursor.description]
         return [dict(zip(names, row)) for row in cursor.fetchall()]
+
+
+@dataclass(frozen=True)
+class DecisionCount:
+    decision: str  # included | excluded | blocked
+    total: int
+    reasons: list[tuple[str, int]]  # (reason_code, count), most frequent first
+
+
+def fact_decision_counts(*, fact_ids) -> dict:
+    """For each fact, how many context calls included, excluded and blocked it, and why: fact id ->
+    [DecisionCount for included, excluded, blocked]. A trace holds at most one decision per fact, so
+    counts of decisions are counts of context calls.
+
+    -- uses: traces_decision_fact (fact_id, decision)
+    """
+    tally: dict = defaultdict(lambda: defaultdict(dict))
+    rows = (
+        Decision.objects.filter(fact_id__in=list(fact_ids))
+        .values("fact_id", "decision", "reason_code")
+        .annotate(n=Count("id"))
+        .order_by()
+    )
+    for row in rows:
+        tally[row["fact_id"]][row["decision"]][row["reason_code"]] = row["n"]
+    return {
+        fact_id: [
+            DecisionCount(
+                decision=kind.value,
+                total=sum(tally[fact_id][kind.value].values()),
+                reasons=sorted(tally[fact_id][kind.value].items(), key=lambda item: (-item[1], item[0])),
+            )
+            for kind in DecisionKind
+        ]
+        for fact_id in fact_ids
+    }

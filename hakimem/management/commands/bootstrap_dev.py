@@ -8,7 +8,7 @@ import secrets
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Group
+from django.core.management import call_command
 from django.core.management.base import BaseCommand
 
 from hakimem.models import ApiKey, hash_key
@@ -45,8 +45,7 @@ class Command(BaseCommand):
             admin.set_password(password)
             admin.is_staff = admin.is_superuser = True
             admin.save()
-        for name in ("curators", "product-owners"):
-            Group.objects.get_or_create(name=name)
+        call_command("ensure_roles", verbosity=0)  # the groups `curators` and `product-owners`
         port = os.environ.get("HAKI_PORT", "8000")
         base = f"http://127.0.0.1:{port}"
         self.stdout.write(

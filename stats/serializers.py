@@ -1,0 +1,56 @@
+from __future__ import annotations
+
+from django.utils import timezone
+from rest_framework import serializers
+
+from facts.serializers import StrictSerializer, iso
+from hakimem.fields import AwareDateTimeField, ScopeIdField
+from stats.selectors import DEFAULT_PERIOD, MAX_PERIOD, Overview, Period
+
+
+class OverviewQuerySerializer(StrictSerializer):
+    """?project_id=&since=&until=: ISO 8601 with an offset. until defaults to now, since to 30 days before
+    until."""
+
+    project_id = ScopeIdField()
+    since = AwareDateTimeField(required=False)
+    until = AwareDateTimeField(required=False)
+
+    def validate(self, attrs):
+        until = attrs.get("until") or timezone.now()
+        period = Period(since=attrs.get("since") or until - DEFAULT_PERIOD, until=until)
+        if period.since >= period.until:
+            raise serializers.ValidationError({"since": ["must be before until"]})
+        if period.until - period.since > MAX_PERIOD:
+            raise serializers.ValidationError({"until": [f"the period may span at most {MAX_PERIOD.days} days"]})
+        return {"project_id": attrs["project_id"], "period": period}
+
+
+def _round(value, digits):
+    return None if value is None else round(value, digits)
+
+
+def overview_out(overview: Overview) -> dict:
+    rate = _round(overview.injection_rate, 4)
+    return {
+        "project_id": overview.project_id,
+        "since": iso(overview.period.since),
+        "until": iso(overview.period.until),
+        "context_calls": overview.context_calls,
+        "injection_rate": rate,
+        "hit_rate": rate,
+        "deprecated": {"hit_rate": "use injection_rate"},
+        "empty_reasons": overview.empty_reasons,
+        "decisions_by_reason_code": overview.decisions_by_reason_code,
+        "mean_used_tokens": _round(overview.mean_used_tokens, 1),
+        "latency_ms": {"p50": _round(overview.latency_p50_ms, 3), "p95": _round(overview.latency_p95_ms, 3)},
+        "active_facts": overview.active_facts,
+        "open_conflicts": {
+            "count": overview.open_conflicts,
+            "oldest_opened_at": iso(overview.oldest_open_conflict_at),
+            "oldest_age_seconds": (
+                int(overview.oldest_open_conflict_age.total_seconds()) if overview.oldest_open_conflict_age else None
+            ),
+        },
+        "facts_never_served": overview.facts_never_served,
+    }

@@ -1,0 +1,45 @@
+"""The stats queries read one project's period through traces_trace_project_time, as their `-- uses:` lines say,
+when the table holds a year of traces from several projects. (scripts/bench_stats.py times them at 1M decisions.)"""
+from datetime import timedelta
+
+import pytest
+from django.db import connection
+from django.utils import timezone
+
+from stats import selectors
+from tests.conftest import PROJECT
+
+pytestmark = pytest.mark.django_db
+
+TRACES_PER_PROJECT = 12_000  # a year of calls, a thirtieth of them in the period
+
+
+@pytest.fixture
+def a_year_of_traces():
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            INSERT INTO traces_trace (id, project_id, subject_id, query, budget_tokens, used_tokens, status, warnings,
+                                      rendered, facts_served, episodes_served, candidates, embedder, timings,
+                                      latency_ms, created_at)
+            SELECT gen_random_uuid(), p.project_id, 's-' || (i %% 50), 'q', 900, 10, 'ok', '[]', '', i %% 3, 0, 3,
+                   'hashing', '{}', 5 + i %% 17, now() - (i * interval '365 days' / %(n)s)
+              FROM generate_series(1, %(n)s) AS i
+             CROSS JOIN (VALUES (%(project)s), ('proj-b'), ('proj-c')) AS p(project_id)
+            """,
+            {"n": TRACES_PER_PROJECT, "project": PROJECT},
+        )
+        cursor.execute("ANALYZE traces_trace")
+
+
+@pytest.mark.parametrize(
+    "name", ["TRACE_TOTALS_SQL", "DECISIONS_BY_REASON_SQL", "CALLS_PER_DAY_SQL", "SUBJECTS_BY_CALLS_SQL"]
+)
+def test_period_queries_range_scan_the_project_time_index(a_year_of_traces, name):
+    now = timezone.now()
+    params = {"project_id": PROJECT, "since": now - timedelta(days=30), "until": now, "limit": 10}
+    with connection.cursor() as cursor:
+        cursor.execute("EXPLAIN " + getattr(selectors, name), params)
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+    assert "traces_trace_project_time" in plan, plan
+    assert "Seq Scan on traces_trace" not in plan, plan

@@ -1,0 +1,147 @@
+"""The trace browser: what each context call was asked, what it served, and every decision behind it.
+Read-only for everyone, superusers included: a trace is a record of what happened."""
+from __future__ import annotations
+
+import uuid
+from datetime import date, datetime, time, timedelta
+from datetime import timezone as dt_timezone
+
+from django.contrib import admin
+from django.contrib.admin.options import IncorrectLookupParameters, ShowFacets
+from django.contrib.admin.utils import unquote
+
+from facts.admin_filters import InputFilter, ProjectFilter, SubjectFilter
+from facts.models import Fact
+from traces.models import Decision, DecisionKind, ReasonCode, Trace
+from traces.selectors import trace_decisions
+
+
+class DayRangeFilter(InputFilter):
+    """?since=YYYY-MM-DD&until=YYYY-MM-DD, both days included (UTC), as on the /stats/ pages, which link here
+    with their period. Bounds on created_at itself, so the (project_id, created_at) index serves them."""
+
+    title = "date (UTC)"
+    parameters = ("since", "until")
+    labels = ("from", "to")
+    input_type = "date"
+
+    def _day(self, name: str) -> datetime | None:
+        raw = self.used_parameters.get(name)
+        if not raw:
+            return None
+        try:
+            day = date.fromisoformat(raw)
+        except ValueError as exc:
+            raise IncorrectLookupParameters(f"{name}: expected YYYY-MM-DD") from exc
+        return datetime.combine(day, time.min, tzinfo=dt_timezone.utc)
+
+    def queryset(self, request, queryset):
+        since, until = self._day("since"), self._day("until")
+        if since:
+            queryset = queryset.filter(created_at__gte=since)
+        if until:
+            queryset = queryset.filter(created_at__lt=until + timedelta(days=1))
+        return queryset
+
+
+class FactDecisionFilter(admin.ListFilter):
+    """?fact=<id>[&decision=...][&reason_code=...]: the context calls that made that decision about a fact.
+    The fact and conflict set pages link here; it shows only when used."""
+
+    title = "decision about a fact"
+    template = "admin/fact_decision_filter.html"
+    parameters = ("fact", "decision", "reason_code")
+
+    def __init__(self, request, params, model, model_admin):
+        super().__init__(request, params, model, model_admin)
+        for name in self.parameters:
+            if name in params:
+                self.used_parameters[name] = params.pop(name)[-1]
+        try:
+            self.fact_id = uuid.UUID(self.used_parameters["fact"]) if "fact" in self.used_parameters else None
+        except ValueError as exc:
+            raise IncorrectLookupParameters("fact: expected a fact id") from exc
+        if self.used_parameters.get("decision", "") not in ("", *DecisionKind.values):
+            raise IncorrectLookupParameters("decision: expected included, excluded or blocked")
+        if self.used_parameters.get("reason_code", "") not in ("", *ReasonCode.values):
+            raise IncorrectLookupParameters("reason_code: unknown reason code")
+
+    def has_output(self):
+        return self.fact_id is not None
+
+    def expected_parameters(self):
+        return list(self.parameters)
+
+    def queryset(self, request, queryset):
+        if self.fact_id is None:
+            return queryset
+        # -- uses: traces_decision_fact (fact_id, decision)
+        decisions = Decision.objects.filter(fact_id=self.fact_id)
+        for name in ("decision", "reason_code"):
+            if self.used_parameters.get(name):
+                decisions = decisions.filter(**{name: self.used_parameters[name]})
+        return queryset.filter(id__in=decisions.values("trace_id"))
+
+    def choices(self, changelist):
+        fact = Fact.objects.filter(id=self.fact_id).only("id", "text").first()
+        yield {
+            "fact": fact,
+            "decision": self.used_parameters.get("decision"),
+            "reason_code": self.used_parameters.get("reason_code"),
+            "clear": changelist.get_query_string(remove=self.parameters),
+        }
+
+
+@admin.register(Trace)
+class TraceAdmin(admin.ModelAdmin):
+    list_display = ("created_at", "project_id", "subject_id", "query_text", "served", "tokens", "latency", "outcome")
+    list_filter = (ProjectFilter, SubjectFilter, "status", "empty_reason", DayRangeFilter, FactDecisionFilter)
+    search_fields = ("query",)
+    search_help_text = "Search in the query text of the context calls."
+    ordering = ("-created_at",)
+    # Traces are the largest table: no total count next to the filtered one, no facet counts.
+    show_full_result_count = False
+    show_facets = ShowFacets.NEVER
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).defer("rendered", "timings", "warnings")
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+    @admin.display(description="query")
+    def query_text(self, obj):
+        return obj.query if len(obj.query) <= 80 else obj.query[:79] + "…"
+
+    @admin.display(description="served")
+    def served(self, obj):
+        return f"{obj.facts_served} fact{'s' * (obj.facts_served != 1)}, {obj.episodes_served} episode{'s' * (obj.episodes_served != 1)}"
+
+    @admin.display(description="tokens / budget")
+    def tokens(self, obj):
+        return f"{obj.used_tokens} / {obj.budget_tokens}"
+
+    @admin.display(description="latency", ordering="latency_ms")
+    def latency(self, obj):
+        return f"{obj.latency_ms:.1f} ms"
+
+    @admin.display(description="outcome")
+    def outcome(self, obj):
+        return f"{obj.status}, empty: {obj.empty_reason}" if obj.empty_reason else obj.status
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        trace = self.get_object(request, unquote(object_id))
+        if trace is not None:
+            extra_context = {
+                **(extra_context or {}),
+                "title": "Trace",
+                "decisions": trace_decisions(trace=trace),
+                "timings": sorted(trace.timings.items(), key=lambda item: -item[1]),
+            }
+        return super().change_view(request, object_id, form_url, extra_context)
