@@ -19,6 +19,7 @@ SERVER_SETTINGS = {
     "maintenance_work_mem": "1GB",
     "work_mem": "32MB",
     "max_connections": "100",
+    "random_page_cost": "1.1",  # the working set lives in memory: random reads cost about what sequential ones do
     "jit": "off",  # JIT compilation costs 10-50 ms on queries the planner thinks are big; ours are not.
     "max_parallel_maintenance_workers": "1",
 }
