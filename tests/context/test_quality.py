@@ -1,0 +1,94 @@
+"""Retrieval quality on a slice of the labelled dataset: a recall regression fails CI.
+
+The harness (scripts/eval_recall.py) runs once per embedder on four scopes (en-01, en-02, fr-01, fr-02) with
+40 noise facts each and a 300-token budget, through the public API against the test database. It commits
+what it writes (it is a client like any other) and erases every subject and its key at the end; the last
+test checks that.
+
+The floors are the recall measured when the tests were written minus a margin (see docs/quality.md). Where
+hakimem is measured below a baseline, the comparison is an xfail(strict=True) holding the measured figures:
+it keeps the gap visible, and it fails the day the gap closes, so the comparison then becomes a real check.
+"""
+import pytest
+from django.test.utils import override_settings
+
+from facts.models import Event, Fact
+from hakimem.models import ApiKey
+from scripts.eval_recall import format_report, run
+from traces.models import Trace
+
+SLICE = ["en-01", "en-02", "fr-01", "fr-02"]
+NOISE = 40
+BUDGET = 300
+
+# Measured on the slice at 5c918b1 (facts and episodes packed on one ranking): hashing hakimem 0.583, dense 0.625,
+# bm25 0.667, rrf 0.667; MiniLM hakimem 0.778, dense 0.806, bm25 0.667, rrf 0.833. Floors about two questions
+# (0.06-0.07) below. Before that commit (facts first, episodes in what was left) hakimem measured 0.417 / 0.556:
+# going back to it fails both floors.
+HASHING_FLOOR = 0.52
+MINILM_FLOOR = 0.71
+
+
+def _slice_report(django_db_blocker, embedder: str) -> dict:
+    with django_db_blocker.unblock(), override_settings(HAKI_RECALL_MAX_DISTANCE=0.0, HAKI_CONFLICT_POLICY="curator"):
+        report = run(scope_ids=SLICE, noise=NOISE, budget=BUDGET, embedder=embedder, seed=0)
+    print("\n" + format_report(report))
+    return report
+
+
+@pytest.fixture(scope="module")
+def hashing_report(django_db_setup, django_db_blocker):
+    return _slice_report(django_db_blocker, "hashing")
+
+
+@pytest.fixture(scope="module")
+def minilm_report(django_db_setup, django_db_blocker):
+    return _slice_report(django_db_blocker, "sentence-transformers")
+
+
+def recall(report, system):
+    return report["summary"][system]["overall"]["evidence_recall"]
+
+
+def test_slice_covers_both_languages_and_every_question_type(hashing_report):
+    summary = hashing_report["summary"]["hakimem"]
+    assert set(summary["by_lang"]) == {"en", "fr"}
+    assert set(summary["by_type"]) == {"paraphrase", "exact_name", "temporal", "multi_hop", "update", "distractor", "no_answer"}
+    assert hashing_report["config"]["questions"] == 40
+
+
+def test_hashing_recall_floor(hashing_report):
+    assert recall(hashing_report, "hakimem") >= HASHING_FLOOR
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="measured: hakimem 0.583 < dense-only 0.625 on this slice (see docs/quality.md); "
+    "when this passes, drop the xfail so the comparison guards against regressions",
+)
+def test_hashing_not_below_dense_baseline(hashing_report):
+    assert recall(hashing_report, "hakimem") >= recall(hashing_report, "dense")
+
+
+@pytest.mark.minilm
+def test_minilm_recall_floor(minilm_report):
+    assert recall(minilm_report, "hakimem") >= MINILM_FLOOR
+
+
+@pytest.mark.minilm
+@pytest.mark.xfail(
+    strict=True,
+    reason="measured: hakimem 0.778 < RRF 0.833 - 0.02 on this slice (see docs/quality.md); "
+    "when this passes, drop the xfail so the comparison guards against regressions",
+)
+def test_minilm_not_below_rrf_baseline(minilm_report):
+    assert recall(minilm_report, "hakimem") >= recall(minilm_report, "rrf") - 0.02
+
+
+@pytest.mark.django_db
+def test_the_harness_leaves_nothing_behind(hashing_report):
+    project_id = hashing_report["config"]["project_id"]
+    assert hashing_report["load"]["left_behind"] == []
+    assert hashing_report["load"]["erased"]["traces"] == hashing_report["config"]["questions"]
+    for model in (Fact, Event, Trace, ApiKey):
+        assert not model.objects.filter(project_id=project_id).exists(), model.__name__
