@@ -81,6 +81,8 @@ def _query_vector(query: str, warnings: list[str]):
     return vector
 
 
+MULTI_HOP_BUDGET_SHARE = 0.2  # see docs/quality.md for the measurement behind it
+
 # Decisions a multi-hop pass never revisits: already served, or blocked.
 _SETTLED = (ReasonCode.INCLUDED, ReasonCode.CONFLICT_OPEN, ReasonCode.VOLATILITY_EXPIRED)
 
@@ -146,7 +148,10 @@ def context_assemble(*, project_id: str, subject_id: str, query: str, budget_tok
     # only what is left; on the quality harness that served no episode at all once a scope held ~900
     # tokens of facts (evidence recall of "when" questions: 0.00), see docs/quality.md.
     packable.sort(key=lambda d: (-d.item.score, str(d.item.id)))
-    budget_left = _pack(packable, budget_tokens, ReasonCode.INCLUDED)
+    # A share of the budget waits for multi-hop: filled greedily, the first pass always spent it all and the
+    # second hop never got in. What multi-hop does not use goes back to the first pass's ranking below.
+    reserve = int(budget_tokens * MULTI_HOP_BUDGET_SHARE)
+    budget_left = _pack(packable, budget_tokens - reserve, ReasonCode.INCLUDED) + reserve
     timer.lap("pack")
 
     # Multi-hop: never subject to the floor (its purpose is to bring back evidence far from the query).
@@ -170,6 +175,9 @@ def context_assemble(*, project_id: str, subject_id: str, query: str, budget_tok
                 by_id[c.id] = d
             hop_decided.append(d)
         budget_left = _pack(hop_decided, budget_left, ReasonCode.MULTI_HOP_EXPANSION)
+    # Give back what multi-hop left: the first pass's ranking continues where it stopped.
+    leftovers = [d for d in packable if d.reason == ReasonCode.OVER_BUDGET]
+    budget_left = _pack(leftovers, budget_left, ReasonCode.INCLUDED)
     timer.lap("multi_hop")
 
     served_facts = [d for d in decided if d.reason in (ReasonCode.INCLUDED, ReasonCode.MULTI_HOP_EXPANSION)]

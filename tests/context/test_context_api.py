@@ -183,6 +183,14 @@ def test_multi_hop_brings_a_fact_linked_only_by_a_name(api):
     assert row.reason_code == "multi_hop_expansion" and row.entity == "Julien" and row.decision == "included"
 
 
+def test_budget_multi_hop_leaves_goes_back_to_the_ranking(api):
+    for i in range(30):
+        FactFactory(text=f"Alice collects vintage stamps from country number {i}.")
+    packet = ask(api, "Which stamps does Alice collect?", budget=100)
+    assert all(f["reason_code"] == "included" for f in packet["facts"])  # no entity to hop to
+    assert packet["used_tokens"] > 90  # the held-back share was spent on the ranking, not wasted
+
+
 def test_multi_hop_ignores_the_floor(api, settings):
     FactFactory(text="Marie's brother is called Julien.")
     julien = FactFactory(text="Julien teaches chemistry in Montreal.")
@@ -191,13 +199,14 @@ def test_multi_hop_ignores_the_floor(api, settings):
     assert decisions(packet)[str(julien.id)].reason_code == "multi_hop_expansion"
 
 
-def test_no_multi_hop_without_budget_left(api):
+def test_multi_hop_only_within_the_budget(api):
     FactFactory(text="Marie's brother is called Julien.")
     for i in range(100):
         FactFactory(text=f"Marie wrote note {i} about her brother in the family diary.")
     julien = FactFactory(text="Julien teaches chemistry in Montreal.")
-    packet = ask(api, "Who is Marie's brother?", budget=50)
+    packet = ask(api, "Who is Marie's brother?", budget=10)  # 8 for the first pass, 2 held for multi-hop; Julien's fact needs 9
     assert str(julien.id) not in {f["id"] for f in packet["facts"]}
+    assert packet["used_tokens"] <= 10
     assert all(d.reason_code != "multi_hop_expansion" for d in decisions(packet).values())
 
 
