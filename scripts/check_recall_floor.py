@@ -6,8 +6,9 @@ value depends entirely on the embedder: calibrate for the one you run, never reu
 another. Three sources of labels:
 
   --labelled FILE   JSONL: {"query": "...", "relevant": ["fact text", ...], "irrelevant": ["...", ...]}
-  --dataset FILE    the quality harness's dataset (eval/dataset.jsonl): a question's gold facts are
-                    relevant, the scope's other facts irrelevant, "no_answer" questions have none relevant
+  --dataset FILE    the quality harness's dataset (eval/dataset.jsonl): a question's gold facts and events
+                    are relevant, the scope's other facts and events irrelevant, "no_answer" questions have
+                    none relevant
   --traces          stored traces: served facts stand in for relevant, excluded ones for irrelevant.
                     Only a proxy (the assembler's own opinion), to watch drift in production.
 
@@ -44,10 +45,12 @@ def pairs_from_dataset(path: Path, split: str | None):
         if split and scope.get("split") != split:
             continue
         replaced = {f["replaces"] for f in scope["facts"] if f.get("replaces")}
+        # facts and episodes alike: the floor applies to both, and "when" questions are answered by events
         texts = {f["id"]: f["text"] for f in scope["facts"] if f["id"] not in replaced}
+        texts.update({e["id"]: e["text"] for e in scope.get("events", [])})
         for q in scope["questions"]:
             gold = [texts[g] for g in q["gold"] if g in texts]
-            others = [t for fid, t in texts.items() if fid not in q["gold"]]
+            others = [t for item_id, t in texts.items() if item_id not in q["gold"]]
             yield q["text"], gold, others
 
 
