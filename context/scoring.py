@@ -11,9 +11,12 @@ The weights are documented here and are not part of the API contract: they may c
 """
 from __future__ import annotations
 
+# Tuned on the quality harness's dev split (docs/quality.md): recency 0.15 -> 0.05 lifted evidence recall at
+# a 300-token budget from 0.854 to 0.887 (temporal questions 0.824 -> 0.971: an event that happened a year
+# ago lost to any fact written today). Similarity and text kept their seed values.
 W_SIMILARITY = 0.60
 W_TEXT = 0.25
-W_RECENCY = 0.15
+W_RECENCY = 0.05
 TAU_DAYS = 30.0
 TAU_SECONDS = TAU_DAYS * 86400.0
 
