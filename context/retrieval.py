@@ -220,8 +220,11 @@ SELECT {_FACT_COLUMNS},
 """
 
 # Multi-hop: facts naming one of the entities found in the facts already served. Full text only (no new
-# embedding), one hop, at most MULTI_HOP_MAX_PER_ENTITY per entity, blocked facts never come back here.
-# -- uses: facts_fact_search_gin
+# embedding), one hop, at most MULTI_HOP_MAX_PER_ENTITY per entity, the newest first; blocked facts never come
+# back here. Newest first rather than by ts_rank_cd: a single-lexeme query ranks every match nearly alike,
+# and ranking them all cost 25 ms (p95 117 ms) in a 100k-fact scope where a name appears in thousands of
+# facts; in recency order the scan stops at the fifth match.
+# -- uses: facts_fact_scope_recorded (walks the scope newest first) or facts_fact_search_gin (rare names)
 MULTI_HOP_SQL = f"""
 SELECT e.entity, {_FACT_COLUMNS},
        {_RECENCY} AS recency
@@ -235,8 +238,7 @@ SELECT e.entity, {_FACT_COLUMNS},
                            WHERE m.fact_id = f.id AND s.status = 'open')
           AND NOT ((f.volatility = 'stable' AND f.last_confirmed_at < %(stable_cutoff)s)
                    OR (f.volatility = 'volatile' AND f.last_confirmed_at < %(volatile_cutoff)s))
-        ORDER BY ts_rank_cd(f.search_vector, to_tsquery('simple', quote_literal(lower(e.entity))), 32) DESC,
-                 f.recorded_from DESC
+        ORDER BY f.recorded_from DESC, f.id DESC
         LIMIT %(per_entity)s) f
 """
 
