@@ -164,6 +164,21 @@ _RECENCY = "exp(-greatest(extract(epoch FROM (%(now)s - coalesce(f.valid_from, f
 _HARD_FILTERS = """f.project_id = %(project_id)s AND f.subject_id = %(subject_id)s AND f.status = 'active'
                    AND (f.valid_to IS NULL OR f.valid_to > %(now)s)"""
 
+# Top-K by full-text rank over the query's rare words ("" matches nothing: the degraded path then falls back
+# to recency). -- uses: facts_fact_search_gin
+_LEXICAL_LEG = f"""    SELECT f.id FROM facts_fact f
+     WHERE {_HARD_FILTERS} AND %(tsq)s <> '' AND f.search_vector @@ websearch_to_tsquery('simple', %(tsq)s)
+     ORDER BY ts_rank_cd(f.search_vector, websearch_to_tsquery('simple', %(tsq)s), 32) DESC, f.recorded_from DESC
+     LIMIT %(top_k)s"""
+
+# Phase 2's columns besides similarity, on the union of the legs (the CTE `pool`).
+_SCORED_POOL = f"""       CASE WHEN %(tsq)s = '' THEN 0
+            ELSE ts_rank_cd(f.search_vector, websearch_to_tsquery('simple', %(tsq)s), 32) END AS text_rank,
+       {_RECENCY} AS recency,
+       {_BLOCK_FLAGS}
+  FROM pool JOIN facts_fact f ON f.id = pool.id
+ LIMIT %(candidate_limit)s"""
+
 # Phase 1 + phase 2 in one round trip.
 # -- uses: facts_fact_embedding_hnsw (dense leg, large scopes) or facts_fact_scope_status (dense leg, small
 #          scopes: an exact sort of the scope is cheaper than walking the graph for a few matches)
@@ -175,32 +190,21 @@ WITH dense AS (
      ORDER BY f.embedding <=> %(qvec)s::halfvec
      LIMIT %(top_k)s
 ), lexical AS (
-    SELECT f.id FROM facts_fact f
-     WHERE {_HARD_FILTERS} AND f.search_vector @@ websearch_to_tsquery('simple', %(tsq)s)
-     ORDER BY ts_rank_cd(f.search_vector, websearch_to_tsquery('simple', %(tsq)s), 32) DESC, f.recorded_from DESC
-     LIMIT %(top_k)s
+{_LEXICAL_LEG}
 ), pool AS (
     SELECT id FROM dense UNION SELECT id FROM lexical
 )
 SELECT {_FACT_COLUMNS},
        1 - (f.embedding <=> %(qvec)s::halfvec) AS similarity,
        f.embedding <=> %(qvec)s::halfvec AS distance,
-       CASE WHEN %(tsq)s = '' THEN 0
-            ELSE ts_rank_cd(f.search_vector, websearch_to_tsquery('simple', %(tsq)s), 32) END AS text_rank,
-       {_RECENCY} AS recency,
-       {_BLOCK_FLAGS}
-  FROM pool JOIN facts_fact f ON f.id = pool.id
- LIMIT %(candidate_limit)s
+{_SCORED_POOL}
 """
 
 # Degraded path: no usable query vector. Lexical leg only, or the most recent facts when no word matches.
 # -- uses: facts_fact_search_gin, then facts_fact_scope_recorded for the recency fallback
 LEXICAL_CANDIDATES_SQL = f"""
 WITH lexical AS (
-    SELECT f.id FROM facts_fact f
-     WHERE {_HARD_FILTERS} AND %(tsq)s <> '' AND f.search_vector @@ websearch_to_tsquery('simple', %(tsq)s)
-     ORDER BY ts_rank_cd(f.search_vector, websearch_to_tsquery('simple', %(tsq)s), 32) DESC, f.recorded_from DESC
-     LIMIT %(top_k)s
+{_LEXICAL_LEG}
 ), recent AS (
     SELECT f.id FROM facts_fact f
      WHERE {_HARD_FILTERS} AND NOT EXISTS (SELECT 1 FROM lexical)
@@ -211,12 +215,7 @@ WITH lexical AS (
 )
 SELECT {_FACT_COLUMNS},
        NULL::float8 AS similarity, NULL::float8 AS distance,
-       CASE WHEN %(tsq)s = '' THEN 0
-            ELSE ts_rank_cd(f.search_vector, websearch_to_tsquery('simple', %(tsq)s), 32) END AS text_rank,
-       {_RECENCY} AS recency,
-       {_BLOCK_FLAGS}
-  FROM pool JOIN facts_fact f ON f.id = pool.id
- LIMIT %(candidate_limit)s
+{_SCORED_POOL}
 """
 
 # Multi-hop: facts naming one of the entities found in the facts already served. Full text only (no new
