@@ -6,9 +6,7 @@ Sources (hand-written) live in src/:
   src/noise_en.txt, src/noise_fr.txt -- one background fact per line
 Outputs: dataset.jsonl, noise.jsonl (next to this script).
 """
-import json, re, sys, glob, os, unicodedata
-from collections import Counter, defaultdict
-from datetime import datetime
+import json, re, glob, os
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.join(HERE, "src")

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Validate dataset.jsonl and noise.jsonl; print summary counts and warnings."""
 import json, os, re, sys, unicodedata
-from collections import Counter, defaultdict
+from collections import Counter
 from datetime import datetime
 
 HERE = os.path.dirname(os.path.abspath(__file__))

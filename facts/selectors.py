@@ -11,7 +11,7 @@ from django.db import connection
 from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 
-from facts.models import ConflictMember, ConflictSet, ConflictStatus, Event, Fact, FactStatus, Volatility
+from facts.models import ConflictMember, ConflictSet, ConflictStatus, Event, Fact, Volatility
 from hakimem.embeddings import vector_literal
 
 NEIGHBOURS_PER_FACT = 8

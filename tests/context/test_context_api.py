@@ -6,7 +6,7 @@ from django.utils import timezone
 
 from context.retrieval import lexical_terms, or_query
 from facts.models import ConflictSet
-from hakimem.embeddings import EmbedderUnavailable, HashingEmbedder
+from hakimem.embeddings import HashingEmbedder
 from tests.conftest import PROJECT, error_code
 from tests.facts.factories import EventFactory, FactFactory
 from traces.models import Decision, Trace

@@ -284,7 +284,7 @@ def _list(api, **params):
 
 def test_keyset_pages_have_no_duplicates_or_gaps_under_concurrent_inserts(api):
     originals = {FactFactory(text=f"Alice note {i}.").id for i in range(7)}
-    seen, cursor = [], None
+    seen = []
     page = _list(api, limit=3)
     while True:
         seen += [f["id"] for f in page["facts"]]

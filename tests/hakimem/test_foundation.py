@@ -20,7 +20,7 @@ from hakimem.embeddings import (
 )
 from hakimem.services import api_key_revoke
 from hakimem.models import ApiKey
-from tests.conftest import OTHER_PROJECT, PROJECT, error_code
+from tests.conftest import PROJECT, error_code
 from tests.facts.factories import FactFactory
 
 pytestmark = pytest.mark.django_db
