@@ -65,7 +65,7 @@ def validate_batch(request, serializer_class, plural: str) -> tuple[list[dict], 
             errors.extend(flatten_errors(serializer.errors, index if is_batch else None))
     if errors:
         raise invalid(errors)
-    for index, item in enumerate(items):
+    for item in items:
         require_project(request, item["project_id"])
     return items, is_batch
 
