@@ -124,6 +124,9 @@ def main(argv=None) -> int:
         if len(values):
             p = np.percentile(values, [5, 25, 50, 75, 95])
             print(f"  {name:10} distance p5 {p[0]:.3f}  p25 {p[1]:.3f}  p50 {p[2]:.3f}  p75 {p[3]:.3f}  p95 {p[4]:.3f}")
+    if not len(relevant) or not len(irrelevant):
+        print("\nnot enough items to calibrate: both relevant and irrelevant distances are needed")
+        return 1
     rows, best = sweep(relevant, irrelevant, empties, args.target_recall)
     print("\n  threshold  relevant kept  irrelevant dropped  no-answer calls emptied")
     for t, kept, dropped, emptied in rows:
