@@ -297,6 +297,17 @@ def _base_params(*, project_id, subject_id, tsq, now, tau_seconds, cutoffs) -> d
     }
 
 
+def _candidate(r: dict) -> Candidate:
+    """A fact row as a Candidate; the multi-hop query selects no similarity, text rank or block flags (its
+    facts are found by a shared name, and blocked facts are filtered out in its SQL)."""
+    return Candidate(
+        id=r["id"], text=r["text"], category=r["category"], kind=r["kind"], metadata=r["metadata"],
+        valid_from=r["valid_from"], recorded_from=r["recorded_from"], similarity=r.get("similarity"),
+        distance=r.get("distance"), text_rank=float(r.get("text_rank") or 0.0), recency=float(r["recency"]),
+        in_open_conflict=bool(r.get("in_open_conflict")), expired=bool(r.get("expired")),
+    )
+
+
 def fact_candidates(*, qvec, **base) -> list[Candidate]:
     params = _base_params(**base)
     with connection.cursor() as cursor:
@@ -306,15 +317,7 @@ def fact_candidates(*, qvec, **base) -> list[Candidate]:
         else:
             cursor.execute(LEXICAL_CANDIDATES_SQL, params)
         rows = _rows(cursor)
-    return [
-        Candidate(
-            id=r["id"], text=r["text"], category=r["category"], kind=r["kind"], metadata=r["metadata"],
-            valid_from=r["valid_from"], recorded_from=r["recorded_from"], similarity=r["similarity"],
-            distance=r["distance"], text_rank=float(r["text_rank"] or 0.0), recency=float(r["recency"]),
-            in_open_conflict=r["in_open_conflict"], expired=bool(r["expired"]),
-        )
-        for r in rows
-    ]
+    return [_candidate(r) for r in rows]
 
 
 def multi_hop_candidates(*, entities: list[str], exclude_ids: list, **base) -> list[tuple[str, Candidate]]:
@@ -329,17 +332,7 @@ def multi_hop_candidates(*, entities: list[str], exclude_ids: list, **base) -> l
     with connection.cursor() as cursor:
         cursor.execute(MULTI_HOP_SQL, params)
         rows = _rows(cursor)
-    return [
-        (
-            r["entity"],
-            Candidate(
-                id=r["id"], text=r["text"], category=r["category"], kind=r["kind"], metadata=r["metadata"],
-                valid_from=r["valid_from"], recorded_from=r["recorded_from"], similarity=None, distance=None,
-                text_rank=0.0, recency=float(r["recency"]),
-            ),
-        )
-        for r in rows
-    ]
+    return [(r["entity"], _candidate(r)) for r in rows]
 
 
 def episode_candidates(*, qvec, **base) -> list[EpisodeCandidate]:
