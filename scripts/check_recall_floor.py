@@ -132,8 +132,9 @@ def main(argv=None) -> int:
     for t, kept, dropped, emptied in rows:
         print(f"  {t:9.3f}  {kept:13.3f}  {dropped:18.3f}  {emptied:23.3f}")
     if best:
+        emptied = f", empties {best[3]:.1%} of no-answer calls" if empties else ""
         print(f"\nsuggested HAKI_RECALL_MAX_DISTANCE={best[0]} for {settings.HAKI_EMBED_PROVIDER}: keeps {best[1]:.1%} of "
-              f"relevant items, drops {best[2]:.1%} of irrelevant ones, empties {best[3]:.1%} of no-answer calls")
+              f"relevant items, drops {best[2]:.1%} of irrelevant ones{emptied}")
     else:
         print(f"\nno threshold keeps {args.target_recall:.0%} of relevant items: leave the floor off")
     if args.json:
