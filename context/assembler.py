@@ -111,7 +111,7 @@ def context_assemble(*, project_id: str, subject_id: str, query: str, budget_tok
     base = {
         "project_id": project_id,
         "subject_id": subject_id,
-        "tsq": retrieval.lexical_query(query),
+        **retrieval.text_queries(query, subject_id),
         "now": now,
         "tau_seconds": TAU_SECONDS,
         "cutoffs": volatility_cutoffs(now),

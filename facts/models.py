@@ -146,6 +146,13 @@ class Fact(ScopedModel):
             GinIndex(name="facts_fact_search_gin", fields=["search_vector"], condition=Q(status="active")),
             models.Index(name="facts_fact_scope_status", fields=["project_id", "subject_id", "status"]),
             models.Index(name="facts_fact_scope_recorded", fields=["project_id", "subject_id", "-recorded_from", "-id"]),
+            # The exact dense leg (context.retrieval.HYBRID_EXACT_CANDIDATES_SQL) reads a scope's vectors from
+            # here, index-only: a scope's facts are scattered one per heap page, while a leaf page of this
+            # index holds ten of them. Measured on a 10k-fact scope of a 200k table: 14 ms -> 2.6 ms.
+            models.Index(
+                name="facts_fact_scope_vectors", fields=["project_id", "subject_id"],
+                include=["id", "valid_to", "embedding"], condition=Q(status="active"),
+            ),
         ]
         constraints = [
             models.CheckConstraint(

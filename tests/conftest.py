@@ -19,7 +19,7 @@ def hashing_embedder(settings):
     settings.HAKI_RECALL_MAX_DISTANCE = 0.0
     from context import retrieval
 
-    retrieval._term_stats.update(at=-1e9, freq={})  # a test's ANALYZE must not leak into the next test
+    retrieval._table_stats["at"] = -1e9  # a test's ANALYZE must not leak into the next test
     yield
 
 

@@ -267,6 +267,39 @@ def test_a_failing_embedder_refuses_writes_but_not_reads(api, monkeypatch):
 
 # --- lexical leg --------------------------------------------------------------------------------------
 
+def _candidates(query, subject="alice"):
+    from context import retrieval
+    from context.scoring import TAU_SECONDS
+    from facts.selectors import volatility_cutoffs
+    from hakimem.embeddings import get_embedder
+
+    now = timezone.now()
+    return retrieval.fact_candidates(
+        qvec=get_embedder().embed_query(query), project_id=PROJECT, subject_id=subject, now=now,
+        tau_seconds=TAU_SECONDS, cutoffs=volatility_cutoffs(now), **retrieval.text_queries(query, subject))
+
+
+@pytest.mark.parametrize("dense_exact", [True, False])
+def test_phase_two_keeps_the_best_candidates_by_the_assemblers_own_score(monkeypatch, dense_exact):
+    """The SQL cut to CANDIDATE_LIMIT ranks with the same formula as context.scoring.hybrid_score."""
+    from context import retrieval
+    from context.scoring import hybrid_score
+
+    monkeypatch.setattr(retrieval.TableStats, "dense_exact", lambda self, subject: dense_exact)
+    now = timezone.now()
+    for i in range(30):
+        FactFactory(text=f"Alice's garden has {i} tomato plants and a pear tree number {i % 7}.",
+                    recorded_from=now - timezone.timedelta(days=3 * i))
+    query = "how many tomato plants in the garden"
+    everything = _candidates(query)
+    assert len(everything) == 30
+    by_python = sorted(everything, key=lambda c: (-hybrid_score(c.similarity, c.text_rank, c.recency), -c.recency, str(c.id)))
+    monkeypatch.setattr(retrieval, "CANDIDATE_LIMIT", 5)
+    best = _candidates(query)
+    assert [c.id for c in best] == [c.id for c in by_python[:5]]
+    assert all(c.similarity == pytest.approx(1 - c.distance) for c in best)
+
+
 def test_lexical_leg_ors_meaningful_words_where_websearch_alone_ands_them():
     FactFactory(text="Alice's dentist is Dr Okafor on Rue Verte.")
     question = "who is the dentist she sees on Thursdays"
@@ -281,24 +314,47 @@ def test_lexical_leg_ors_meaningful_words_where_websearch_alone_ands_them():
 def test_words_too_common_to_rank_leave_the_or(monkeypatch):
     from context import retrieval
 
-    monkeypatch.setattr(retrieval, "term_frequencies", lambda: {"lives": 0.30, "works": 0.25, "okafor": 0.0001})
-    assert retrieval.lexical_query("Where does Okafor live and where does he work? lives works") == "okafor or live or work"
+    stats = retrieval.TableStats(rows=1000, term_freq={"lives": 0.30, "works": 0.25, "okafor": 0.0001},
+                                 subject_freq={"alice": 0.1})
+    monkeypatch.setattr(retrieval, "table_stats", lambda: stats)
+    queries = retrieval.text_queries("Where does Okafor live and where does he work? lives works", "alice")
+    assert queries == {"tsq": "okafor or live or work", "leg_tsq": "okafor or live or work"}
     # every word common: all of them together, a selective AND
-    assert retrieval.lexical_query("lives works") == "lives works"
-    assert retrieval.lexical_query("the and of") == ""
+    assert retrieval.text_queries("lives works", "alice") == {"tsq": "lives works", "leg_tsq": "lives works"}
+    assert retrieval.text_queries("the and of", "alice") == {"tsq": "", "leg_tsq": ""}
 
 
-def test_term_frequencies_come_from_the_planner_statistics():
+def test_the_lexical_leg_keeps_the_rarest_words_within_its_row_budget(monkeypatch):
+    from context import retrieval
+
+    # a 100k-fact scope: "anders" is in 1.5% of facts (1,500 expected matches), "porto" in 0.4%, "visit" 0.5%
+    stats = retrieval.TableStats(rows=200_000, term_freq={"anders": 0.015, "porto": 0.004, "visit": 0.005},
+                                 subject_freq={"big": 0.5}, other_subject_freq=0.0002)
+    monkeypatch.setattr(retrieval, "table_stats", lambda: stats)
+    monkeypatch.setattr(retrieval, "LEXICAL_LEG_MAX_MATCHES", 1000)
+    # scoring keeps every informative word; the leg keeps porto (400) and visit (+500), not anders (+1,500)
+    assert retrieval.text_queries("When did Anders visit Porto?", "big") == {
+        "tsq": "anders or visit or porto", "leg_tsq": "visit or porto"}
+    # one word over the budget on its own: no lexical leg, the word still scores
+    assert retrieval.text_queries("Who is Anders?", "big") == {"tsq": "anders", "leg_tsq": ""}
+    # a small scope (40 expected facts) can afford every word
+    assert retrieval.text_queries("Who is Anders?", "s-1") == {"tsq": "anders", "leg_tsq": "anders"}
+
+
+def test_table_statistics_come_from_the_planner():
     from context import retrieval
 
     for i in range(40):
-        FactFactory(text=f"Alice likes item {i}.", subject_id=f"s{i}")
+        FactFactory(text=f"Alice likes item {i}.", subject_id="s0" if i < 30 else f"s{i}")
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE facts_fact")
-    retrieval._term_stats["at"] = -1e9  # expire the per-process cache
-    freq = retrieval.term_frequencies()
-    assert freq["alice"] == pytest.approx(1.0) and freq["likes"] == pytest.approx(1.0)
-    assert retrieval.lexical_query("who likes okafor") == "okafor"
+    retrieval._table_stats["at"] = -1e9  # expire the per-process cache
+    stats = retrieval.table_stats()
+    assert stats.rows == 40
+    assert stats.term_freq["alice"] == pytest.approx(1.0) and stats.term_freq["likes"] == pytest.approx(1.0)
+    assert stats.scope_rows("s0") == pytest.approx(30)
+    assert stats.scope_rows("s35") == pytest.approx(1, rel=0.5)
+    assert retrieval.text_queries("who likes okafor", "s0")["tsq"] == "okafor"
 
 
 # --- rendering ----------------------------------------------------------------------------------------

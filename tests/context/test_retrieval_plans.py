@@ -21,14 +21,14 @@ def loaded(tmp_path):
     return sizes, small
 
 
-def _plan(subject: str, query: str) -> str:
+def _plan(subject: str, query: str, sql: str = retrieval.HYBRID_CANDIDATES_SQL) -> str:
     now = timezone.now()
-    base = {"project_id": bench_data.PROJECT, "subject_id": subject, "tsq": retrieval.lexical_query(query),
+    base = {"project_id": bench_data.PROJECT, "subject_id": subject, **retrieval.text_queries(query, subject),
             "now": now, "tau_seconds": TAU_SECONDS, "cutoffs": volatility_cutoffs(now)}
     params = {**retrieval._base_params(**base), "qvec": vector_literal(get_embedder().embed_query(query))}
     with connection.cursor() as cursor:
         retrieval._settings_for_hnsw(cursor)
-        cursor.execute("EXPLAIN (ANALYZE, COSTS OFF) " + retrieval.HYBRID_CANDIDATES_SQL, params)
+        cursor.execute("EXPLAIN (ANALYZE, COSTS OFF) " + sql, params)
         return "\n".join(row[0] for row in cursor.fetchall())
 
 
@@ -43,7 +43,48 @@ def test_large_scope_uses_hnsw_and_gin(loaded):
 
 def test_small_scope_sorts_its_few_rows_exactly(loaded):
     _, small = loaded
-    plan = _plan(small, bench_data.generate_queries(1, subject_id=small)[0])
+    assert retrieval.table_stats().dense_exact(small)
+    plan = _plan(small, bench_data.generate_queries(1, subject_id=small)[0], retrieval.HYBRID_EXACT_CANDIDATES_SQL)
     assert "facts_fact_embedding_hnsw" not in plan, plan  # the graph would be walked for a handful of matches
-    assert "facts_fact_scope" in plan, plan
+    assert "Index Only Scan using facts_fact_scope_vectors" in plan, plan
     assert "Seq Scan on facts_fact" not in plan, plan
+
+
+def test_exact_dense_leg_reads_vectors_from_the_covering_index_not_the_heap(loaded):
+    plan = _plan("big", bench_data.generate_queries(1, subject_id="big")[0], retrieval.HYBRID_EXACT_CANDIDATES_SQL)
+    assert "Index Only Scan using facts_fact_scope_vectors" in plan, plan
+    assert "facts_fact_embedding_hnsw" not in plan, plan
+
+
+def test_the_dense_strategy_follows_the_scope_share_of_the_table(loaded):
+    sizes, small = loaded
+    stats = retrieval.table_stats()
+    assert stats.rows == pytest.approx(30_000, rel=0.05)
+    assert stats.scope_rows("big") == pytest.approx(18_000, rel=0.1)
+    assert stats.dense_exact(small)
+    # the rule itself, on round figures: a scope of 10k in 200k facts is sorted exactly, 100k walks the graph
+    big_table = retrieval.TableStats(rows=200_000, subject_freq={"mid": 0.05, "big": 0.5})
+    assert big_table.dense_exact("mid") and not big_table.dense_exact("big")
+
+
+def test_multi_hop_plans_each_name_with_its_own_frequency(loaded):
+    """A name in a few facts of the 18k scope is read from the GIN index; one in thousands walks the scope
+    newest first. One plan for both (a LATERAL over an array) walked the scope for the rare name too."""
+    now = timezone.now()
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT word, ndoc FROM ts_stat($$SELECT search_vector FROM facts_fact WHERE subject_id = 'big'$$)"
+                       " WHERE word ~ '^[a-z]{4,}$' ORDER BY ndoc DESC")
+        counts = cursor.fetchall()
+    common = counts[0][0]
+    rare = next(word for word, n in counts if 5 <= n <= 20)
+    base = {"project_id": bench_data.PROJECT, "subject_id": "big", "tsq": "", "leg_tsq": "", "now": now,
+            "tau_seconds": TAU_SECONDS, "cutoffs": volatility_cutoffs(now)}
+    params = {**retrieval._base_params(**base), "entity_0": rare, "entity_1": common, "exclude": [],
+              "per_entity": retrieval.MULTI_HOP_MAX_PER_ENTITY}
+    with connection.cursor() as cursor:
+        cursor.execute("EXPLAIN (COSTS OFF) " + retrieval.multi_hop_sql(2), params)
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+    branches = plan.split("->  Limit")[1:]
+    assert len(branches) == 2, plan
+    assert "facts_fact_search_gin" in branches[0] and "facts_fact_scope_recorded" not in branches[0], plan
+    assert "Index Scan using facts_fact_scope_recorded" in branches[1], plan
