@@ -221,8 +221,7 @@ def _settings_for_hnsw(cursor) -> None:
 
 
 _FACT_COLUMNS = """
-       f.id, f.text, f.category, f.kind, f.metadata, f.valid_from, f.recorded_from, f.volatility,
-       f.last_confirmed_at"""
+       f.id, f.text, f.category, f.kind, f.metadata, f.valid_from, f.recorded_from"""
 
 _BLOCK_FLAGS = """
        EXISTS (SELECT 1 FROM facts_conflictmember m JOIN facts_conflictset s ON s.id = m.conflict_set_id
@@ -397,10 +396,13 @@ SELECT {_EVENT_SCORE_COLUMNS},
 def _rows(cursor) -> list[dict]:
     names = [c.name for c in cursor.description]
     rows = [dict(zip(names, row)) for row in cursor.fetchall()]
-    for row in rows:
-        # Django's psycopg setup leaves jsonb undecoded (its JSONField decodes); raw SQL decodes here.
-        if isinstance(row.get("metadata"), str):
-            row["metadata"] = json.loads(row["metadata"])
+    if "metadata" in names:
+        for row in rows:
+            # Django's psycopg setup leaves jsonb undecoded (its JSONField decodes); raw SQL decodes here.
+            # "{}" is the common case and skips the parser.
+            value = row["metadata"]
+            if isinstance(value, str):
+                row["metadata"] = {} if value == "{}" else json.loads(value)
     return rows
 
 
