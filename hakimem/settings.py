@@ -128,6 +128,8 @@ LOGGING = {
 # --- the product's knobs -------------------------------------------------------------------------------
 HAKI_EMBED_PROVIDER = os.environ.get("HAKI_EMBED_PROVIDER", "sentence-transformers")
 HAKI_EMBED_DIM = env_int("HAKI_EMBED_DIM", 384)
+HAKI_EMBED_RUNTIME = os.environ.get("HAKI_EMBED_RUNTIME", "onnx")  # onnx | torch (sentence-transformers only)
+HAKI_MODEL_DIR = os.environ.get("HAKI_MODEL_DIR", str(BASE_DIR / "var" / "models"))  # the exported ONNX model
 HAKI_EMBED_URL = os.environ.get("HAKI_EMBED_URL", "")
 HAKI_EMBED_MODEL = os.environ.get("HAKI_EMBED_MODEL", "")
 HAKI_EMBED_API_KEY = os.environ.get("HAKI_EMBED_API_KEY", "")

@@ -224,6 +224,29 @@ def test_minilm_loads_offline_and_embeds_meaning(settings):
     assert float(a @ b) > float(a @ c) + 0.2
 
 
+@pytest.mark.minilm
+def test_onnx_runtime_gives_the_vectors_of_sentence_transformers(settings, tmp_path):
+    """The default runtime is an export of the same weights: stored vectors never need re-embedding when the
+    runtime changes. The export lands in HAKI_MODEL_DIR and is reused."""
+    from hakimem.embeddings import _build
+
+    settings.HAKI_MODEL_DIR = str(tmp_path)
+    texts = ["Ben is allergic to cats.", "Camille a déménagé à Nantes en mars 2024.", "x", "a " * 300]
+    onnx = _build("sentence-transformers", 384, "", "", "", 10.0, "onnx")
+    onnx._model = None  # a fresh load, exporting into tmp_path
+    by_onnx = onnx.embed(texts)
+    by_torch = _build("sentence-transformers", 384, "", "", "", 10.0, "torch").embed(texts)
+    assert np.min(np.sum(by_onnx * by_torch, axis=1)) > 0.9999
+    assert [p.suffix for p in tmp_path.iterdir()] == [".onnx"]
+
+
+def test_an_unknown_runtime_is_refused(settings):
+    settings.HAKI_EMBED_PROVIDER = "sentence-transformers"
+    settings.HAKI_EMBED_RUNTIME = "tensorflow"
+    with pytest.raises(EmbedderUnavailable, match="HAKI_EMBED_RUNTIME"):
+        get_embedder()
+
+
 # --- API keys and the error contract ------------------------------------------------------------------
 
 def test_missing_key_is_401(client):
