@@ -790,7 +790,7 @@ def embed_cached(texts: list[str], provider: str, cache_dir: Path) -> np.ndarray
 
 # --- loading --------------------------------------------------------------------------------------------
 
-# The text form vector_literal writes ("%.7g" per value), with one % per row instead of one per value:
+# pgvector's text form ("%.7g" per value; the halfvec column rounds), with one % per row instead of one per value:
 # formatting is the COPY's main cost on the Python side.
 _VECTOR_ROW = "[" + ",".join(["%.7g"] * EMBED_DIM) + "]"
 

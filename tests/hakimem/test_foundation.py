@@ -240,6 +240,22 @@ def test_onnx_runtime_gives_the_vectors_of_sentence_transformers(settings, tmp_p
     assert [p.suffix for p in tmp_path.iterdir()] == [".onnx"]
 
 
+@pytest.mark.django_db
+def test_vector_literal_is_what_the_halfvec_column_stores():
+    from django.db import connection
+
+    from hakimem.embeddings import vector_literal
+
+    vector = np.random.default_rng(3).normal(size=384).astype(np.float32) / 20
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT %s::halfvec::text", [vector_literal(vector)])
+        stored = np.array(cursor.fetchone()[0].strip("[]").split(","), dtype=np.float32)
+    assert np.array_equal(stored, vector.astype(np.float16).astype(np.float32))
+    for bad in (np.nan, np.inf, 1e6):
+        with pytest.raises(ValueError):
+            vector_literal(np.r_[vector[:-1], bad])
+
+
 def test_an_unknown_runtime_is_refused(settings):
     settings.HAKI_EMBED_PROVIDER = "sentence-transformers"
     settings.HAKI_EMBED_RUNTIME = "tensorflow"
