@@ -23,6 +23,7 @@ from datetime import datetime
 from django.db import connection
 
 from context import scoring
+from facts.services import SCOPE_GRAPH_PREFIX, scope_graph_name
 from facts.text import STOP_WORDS
 from hakimem.embeddings import vector_literal
 
@@ -93,7 +94,9 @@ TABLE_STATS_TTL_SECONDS = 300.0
 TABLE_STATS_SQL = """
 SELECT c.reltuples,
        t.most_common_elems::text::text[], t.most_common_elem_freqs,
-       s.most_common_vals::text::text[], s.most_common_freqs, s.n_distinct
+       s.most_common_vals::text::text[], s.most_common_freqs, s.n_distinct,
+       ARRAY(SELECT i.relname::text FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid
+              WHERE x.indrelid = c.oid AND i.relname LIKE %(scope_graphs)s)
   FROM pg_class c
   LEFT JOIN pg_stats t ON t.schemaname = current_schema() AND t.tablename = 'facts_fact' AND t.attname = 'search_vector'
   LEFT JOIN pg_stats s ON s.schemaname = current_schema() AND s.tablename = 'facts_fact' AND s.attname = 'subject_id'
@@ -107,15 +110,18 @@ class TableStats:
     term_freq: dict = field(default_factory=dict)
     subject_freq: dict = field(default_factory=dict)
     other_subject_freq: float = 0.0  # share of one subject outside the most common ones (the planner's formula)
+    scope_graphs: frozenset = frozenset()  # names of the dedicated hnsw graphs (facts.services.scope_graph_create)
 
     def scope_rows(self, subject_id: str) -> float:
         """Estimated facts of a subject. Subject ids are compared across projects: an over-estimate when two
         projects share one, which only makes the leg more careful."""
         return self.rows * self.subject_freq.get(subject_id, self.other_subject_freq)
 
-    def dense_exact(self, subject_id: str) -> bool:
+    def dense_exact(self, project_id: str, subject_id: str) -> bool:
         """True when sorting the scope exactly is expected to cost less than the filtered hnsw scan (always,
-        until the table is first analysed: a new table is small)."""
+        until the table is first analysed: a new table is small). Never for a scope with its own graph."""
+        if scope_graph_name(project_id, subject_id) in self.scope_graphs:
+            return False
         scope = self.scope_rows(subject_id)
         if scope < 1:
             return True
@@ -131,8 +137,8 @@ def table_stats() -> TableStats:
     now = time.monotonic()
     if now - _table_stats["at"] > TABLE_STATS_TTL_SECONDS:
         with connection.cursor() as cursor:
-            cursor.execute(TABLE_STATS_SQL)
-            reltuples, elems, elem_freqs, subjects, subject_freqs, n_distinct = cursor.fetchone()
+            cursor.execute(TABLE_STATS_SQL, {"scope_graphs": SCOPE_GRAPH_PREFIX + "%"})
+            reltuples, elems, elem_freqs, subjects, subject_freqs, n_distinct, graphs = cursor.fetchone()
         term_freq = dict(zip(elems, elem_freqs)) if elems else {}  # elem_freqs has 3 trailing summary values
         subject_freq = dict(zip(subjects, subject_freqs)) if subjects else {}
         other = 0.0
@@ -141,7 +147,7 @@ def table_stats() -> TableStats:
             rest = distinct - len(subject_freq)
             other = (1.0 - sum(subject_freq.values())) / rest if rest >= 1 else 0.0
         stats = TableStats(rows=max(float(reltuples), 0.0), term_freq=term_freq, subject_freq=subject_freq,
-                           other_subject_freq=max(other, 0.0))
+                           other_subject_freq=max(other, 0.0), scope_graphs=frozenset(graphs))
         _table_stats.update(at=now, stats=stats)
     return _table_stats["stats"]
 
@@ -441,7 +447,7 @@ def fact_candidates(*, qvec, **base) -> list[Candidate]:
     params = _base_params(**base)
     with connection.cursor() as cursor:
         if qvec is not None:
-            if table_stats().dense_exact(base["subject_id"]):
+            if table_stats().dense_exact(base["project_id"], base["subject_id"]):
                 sql = HYBRID_EXACT_CANDIDATES_SQL
             else:
                 _settings_for_hnsw(cursor)

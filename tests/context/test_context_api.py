@@ -285,7 +285,7 @@ def test_phase_two_keeps_the_best_candidates_by_the_assemblers_own_score(monkeyp
     from context import retrieval
     from context.scoring import hybrid_score
 
-    monkeypatch.setattr(retrieval.TableStats, "dense_exact", lambda self, subject: dense_exact)
+    monkeypatch.setattr(retrieval.TableStats, "dense_exact", lambda self, project, subject: dense_exact)
     now = timezone.now()
     for i in range(30):
         FactFactory(text=f"Alice's garden has {i} tomato plants and a pear tree number {i % 7}.",

@@ -43,7 +43,7 @@ def test_large_scope_uses_hnsw_and_gin(loaded):
 
 def test_small_scope_sorts_its_few_rows_exactly(loaded):
     _, small = loaded
-    assert retrieval.table_stats().dense_exact(small)
+    assert retrieval.table_stats().dense_exact(bench_data.PROJECT, small)
     plan = _plan(small, bench_data.generate_queries(1, subject_id=small)[0], retrieval.HYBRID_EXACT_CANDIDATES_SQL)
     assert "facts_fact_embedding_hnsw" not in plan, plan  # the graph would be walked for a handful of matches
     assert "Index Only Scan using facts_fact_scope_vectors" in plan, plan
@@ -61,10 +61,10 @@ def test_the_dense_strategy_follows_the_scope_share_of_the_table(loaded):
     stats = retrieval.table_stats()
     assert stats.rows == pytest.approx(30_000, rel=0.05)
     assert stats.scope_rows("big") == pytest.approx(18_000, rel=0.1)
-    assert stats.dense_exact(small)
+    assert stats.dense_exact(bench_data.PROJECT, small)
     # the rule itself, on round figures: a scope of 10k in 200k facts is sorted exactly, 100k walks the graph
     big_table = retrieval.TableStats(rows=200_000, subject_freq={"mid": 0.05, "big": 0.5})
-    assert big_table.dense_exact("mid") and not big_table.dense_exact("big")
+    assert big_table.dense_exact("p", "mid") and not big_table.dense_exact("p", "big")
 
 
 def test_multi_hop_plans_each_name_with_its_own_frequency(loaded):
@@ -88,3 +88,25 @@ def test_multi_hop_plans_each_name_with_its_own_frequency(loaded):
     assert len(branches) == 2, plan
     assert "facts_fact_search_gin" in branches[0] and "facts_fact_scope_recorded" not in branches[0], plan
     assert "Index Scan using facts_fact_scope_recorded" in branches[1], plan
+
+
+def test_a_large_scope_can_get_its_own_graph(loaded):
+    from django.core.management import call_command
+
+    from facts.services import scope_graph_name
+
+    name = scope_graph_name(bench_data.PROJECT, "mid-0")
+    call_command("scope_graph", "create", "--project", bench_data.PROJECT, "--subject", "mid-0")
+    try:
+        retrieval._table_stats["at"] = -1e9
+        stats = retrieval.table_stats()
+        assert name in stats.scope_graphs
+        assert not stats.dense_exact(bench_data.PROJECT, "mid-0")
+        assert stats.dense_exact(bench_data.PROJECT + "-other", "mid-0")  # the graph is that project's only
+        plan = _plan("mid-0", bench_data.generate_queries(1, subject_id="mid-0")[0])
+        assert f"Index Scan using {name}" in plan, plan
+    finally:
+        call_command("scope_graph", "drop", "--project", bench_data.PROJECT, "--subject", "mid-0")
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT to_regclass(%s)", [name])
+        assert cursor.fetchone()[0] is None

@@ -1,0 +1,43 @@
+"""Give a very large scope its own hnsw graph, or take it away.
+
+    python manage.py scope_graph create --project P --subject S
+    python manage.py scope_graph drop --project P --subject S
+    python manage.py scope_graph list
+
+Worth it for a scope of tens of thousands of facts in a table many times larger (docs/performance.md has the
+measurements); the context path picks the graph up within TABLE_STATS_TTL_SECONDS (5 minutes).
+"""
+from django.core.management.base import BaseCommand, CommandError
+from django.db import connection
+
+from facts.services import SCOPE_GRAPH_PREFIX, scope_graph_create, scope_graph_drop
+
+
+class Command(BaseCommand):
+    help = "Create, drop or list dedicated hnsw graphs of single large scopes"
+
+    def add_arguments(self, parser):
+        parser.add_argument("action", choices=["create", "drop", "list"])
+        parser.add_argument("--project")
+        parser.add_argument("--subject")
+
+    def handle(self, *args, action, project, subject, **options):
+        if action == "list":
+            with connection.cursor() as cursor:
+                cursor.execute(
+                    "SELECT i.relname, pg_get_expr(x.indpred, x.indrelid), pg_relation_size(i.oid)"
+                    "  FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid"
+                    " WHERE x.indrelid = 'facts_fact'::regclass AND i.relname LIKE %s ORDER BY 1",
+                    [SCOPE_GRAPH_PREFIX + "%"],
+                )
+                for name, predicate, size in cursor.fetchall():
+                    self.stdout.write(f"{name}  {size / 2**20:.1f} MB  {predicate}")
+            return
+        if not project or not subject:
+            raise CommandError("--project and --subject are required")
+        if action == "create":
+            self.stdout.write(f"created {scope_graph_create(project_id=project, subject_id=subject)}")
+        elif scope_graph_drop(project_id=project, subject_id=subject):
+            self.stdout.write("dropped")
+        else:
+            self.stdout.write("no graph for that scope")
