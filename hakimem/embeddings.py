@@ -318,7 +318,8 @@ def vector_literal(vector) -> str:
     ::halfvec cast would round them, and spelled from a table of the 65,536 possible values: 14 us per
     384-d vector instead of 74 us formatting each float. Non-finite values are refused here rather than by
     the database."""
-    bits = np.asarray(vector, dtype=np.float32).astype(np.float16).view(np.uint16)
+    with np.errstate(over="ignore", invalid="ignore"):  # beyond float16 becomes inf, refused just below
+        bits = np.asarray(vector, dtype=np.float32).astype(np.float16).view(np.uint16)
     parts = _half_strings()[bits]
     if not all(parts):
         raise ValueError("vector holds NaN or infinity (or a value beyond float16's range)")
