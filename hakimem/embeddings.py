@@ -14,6 +14,7 @@ EmbeddingDimensionError, so nothing is ever written with a vector the index cann
 """
 from __future__ import annotations
 
+import gc
 import json
 import logging
 import math
@@ -142,6 +143,11 @@ class SentenceTransformerEmbedder(Embedder):
 
                     self._model = SentenceTransformer(str(get_model_path()), device="cpu")
                 logger.info("loaded all-MiniLM-L6-v2 (%s) from %s", self.runtime, get_model_path())
+                # Django, the model and its libraries leave ~260k long-lived objects that every full
+                # collection walks again: a batch of 100 facts spent 130-250 ms in bulk_create, 105-120 ms
+                # with them frozen (ingest 266 -> 310 facts/s). They live as long as the process.
+                gc.collect()
+                gc.freeze()
         return self._model
 
     def _encode(self, texts):
