@@ -241,16 +241,15 @@ _HARD_FILTERS = """f.project_id = %(project_id)s AND f.subject_id = %(subject_id
                    AND (f.valid_to IS NULL OR f.valid_to > %(now)s)"""
 
 
-def _lexical_leg(tsq: str) -> str:
-    """Top-K by full-text rank for the tsquery text in parameter `tsq` ("" matches nothing: the degraded path
-    then falls back to recency). -- uses: facts_fact_search_gin"""
-    return f"""    SELECT f.id FROM facts_fact f
-     WHERE {_HARD_FILTERS} AND %({tsq})s <> '' AND f.search_vector @@ websearch_to_tsquery('simple', %({tsq})s)
-     ORDER BY ts_rank_cd(f.search_vector, websearch_to_tsquery('simple', %({tsq})s), 32) DESC, f.recorded_from DESC
+# The degraded path's only leg: top-K by full-text rank over the whole informative query ("" matches nothing
+# and the path falls back to recency). -- uses: facts_fact_search_gin
+_LEXICAL_LEG = f"""    SELECT f.id FROM facts_fact f
+     WHERE {_HARD_FILTERS} AND %(tsq)s <> '' AND f.search_vector @@ websearch_to_tsquery('simple', %(tsq)s)
+     ORDER BY ts_rank_cd(f.search_vector, websearch_to_tsquery('simple', %(tsq)s), 32) DESC, f.recorded_from DESC
      LIMIT %(top_k)s"""
 
 
-# Phase 2's columns besides the distance, on the union of the legs (the CTE `pool`).
+# Phase 2's columns besides the distance, for a fact `f` of a leg.
 _SCORED_POOL = f"""       CASE WHEN %(tsq)s = '' THEN 0
             ELSE ts_rank_cd(f.search_vector, websearch_to_tsquery('simple', %(tsq)s), 32) END AS text_rank,
        {_RECENCY} AS recency,
@@ -322,7 +321,7 @@ SELECT *, 1 - distance AS similarity FROM (SELECT * FROM dense UNION ALL SELECT 
 # -- uses: facts_fact_search_gin, then facts_fact_scope_recorded for the recency fallback
 LEXICAL_CANDIDATES_SQL = f"""
 WITH lexical AS (
-{_lexical_leg("tsq")}
+{_LEXICAL_LEG}
 ), recent AS (
     SELECT f.id FROM facts_fact f
      WHERE {_HARD_FILTERS} AND NOT EXISTS (SELECT 1 FROM lexical)
