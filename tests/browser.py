@@ -67,12 +67,11 @@ class Browser:
 
     def click(self, css: str, screenshot: str) -> None:
         """Click, wait for the next page, and save it."""
-        from selenium.webdriver.support import expected_conditions
         from selenium.webdriver.support.ui import WebDriverWait
 
         element = self.find(css)
         element.click()
-        WebDriverWait(self.driver, 10).until(expected_conditions.staleness_of(element))
+        WebDriverWait(self.driver, 10).until(_left_the_page(element))
         self.screenshot(screenshot)
 
     def log_in(self, username: str, password: str, screenshot: str) -> None:
@@ -83,3 +82,23 @@ class Browser:
 
     def quit(self) -> None:
         self.driver.quit()
+
+
+def _left_the_page(element):
+    """Wait condition: `element` belongs to a page the browser has left. Selenium's staleness_of expects
+    StaleElementReferenceException; chromedriver 156 may instead answer "Node with given id does not belong
+    to the document" when asked while the next page loads (a test failed on it, in one run of seven)."""
+    from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
+
+    def gone(_driver) -> bool:
+        try:
+            element.is_enabled()
+        except StaleElementReferenceException:
+            return True
+        except WebDriverException as exc:
+            if "does not belong to the document" in str(exc):
+                return True
+            raise
+        return False
+
+    return gone
