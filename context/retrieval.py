@@ -477,6 +477,7 @@ def episode_candidates(*, qvec, **base) -> list[EpisodeCandidate]:
     params = _base_params(**base)
     with connection.cursor() as cursor:
         if qvec is not None:
+            _settings_for_hnsw(cursor)  # the event graph, whichever way the fact leg went
             cursor.execute(EPISODES_DENSE_SQL, {**params, "qvec": vector_literal(qvec)})
         else:
             cursor.execute(EPISODES_LEXICAL_SQL, params)

@@ -389,6 +389,25 @@ def test_inspect_is_scoped_to_the_keys_project(api, other_api):
     assert response.status_code == 404 and error_code(response) == "not_found"
 
 
+def test_the_episode_scan_gets_the_hnsw_settings_when_the_fact_leg_sorts_exactly(api):
+    """A small scope's facts are sorted exactly (no hnsw), but its episodes still go through the event graph:
+    a fresh connection must be tuned for that scan too (iterative scan, ef_search), or the scope filter
+    leaves fewer than EPISODE_TOP_K of the graph's first candidates."""
+    from context import retrieval
+
+    FactFactory(text="Marie met Julien in Lyon.")
+    EventFactory(text="Marie met Julien.")
+    with connection.cursor() as cursor:  # as a new connection is: defaults, not yet tuned
+        cursor.execute("RESET hnsw.iterative_scan")
+        cursor.execute("RESET hnsw.ef_search")
+    retrieval._TUNED_CONNECTIONS.discard(connection.connection)
+    ask(api, "Who did Marie meet?")
+    assert retrieval.table_stats().dense_exact(PROJECT, "alice")
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT current_setting('hnsw.iterative_scan'), current_setting('hnsw.ef_search')")
+        assert cursor.fetchone() == ("relaxed_order", str(retrieval.HNSW_EF_SEARCH))
+
+
 def test_one_context_call_is_a_fixed_number_of_queries(api, django_assert_num_queries):
     for i in range(20):
         FactFactory(text=f"Marie's friend number {i} is called Julien.")
