@@ -6,8 +6,9 @@ Invariants (each query below keeps all of them; tests/context/test_retrieval_pla
    WHERE clause of each leg, so a retracted, superseded or no-longer-valid fact is never scored.
    Facts blocked by an open conflict set or by expired volatility are *not* filtered here: they are
    returned flagged (`in_open_conflict`, `expired`) so the trace can say why they were not served.
-3. Phase 1 legs return ids only; phase 2 scores their union (at most DENSE_TOP_K + LEXICAL_TOP_K rows) and
-   returns the CANDIDATE_LIMIT best by hybrid score, with only what packing needs: never the embedding.
+3. Each phase-1 leg takes its top K first and only then scores those rows (at most DENSE_TOP_K +
+   LEXICAL_TOP_K in all); the statement returns the CANDIDATE_LIMIT best by hybrid score, with only what
+   packing needs: never the embedding.
 4. Parameters go through the driver; nothing is formatted into SQL text. The connection never uses
    server-side prepared statements (see hakimem/dbserver.py): generic plans lose the hnsw index.
 """
@@ -42,7 +43,7 @@ LEXICAL_MAX_TERMS = 12  # longer queries keep their rarest-looking (longest) wor
 
 # hnsw returns at most ef_search rows per scan; with iterative scan it keeps walking the graph until the
 # LIMIT is met after the scope filter, up to max_scan_tuples. relaxed_order lets it return slightly out of
-# order; the outer ORDER BY on the exact distance restores it.
+# order; phase 2 ranks the rows again by hybrid score anyway.
 HNSW_EF_SEARCH = 256
 HNSW_MAX_SCAN_TUPLES = 20000
 
@@ -229,11 +230,15 @@ def _settings_for_hnsw(cursor) -> None:
 _FACT_COLUMNS = """
        f.id, f.text, f.category, f.kind, f.metadata, f.valid_from, f.recorded_from"""
 
-_BLOCK_FLAGS = """
-       EXISTS (SELECT 1 FROM facts_conflictmember m JOIN facts_conflictset s ON s.id = m.conflict_set_id
-                WHERE m.fact_id = f.id AND s.status = 'open') AS in_open_conflict,
-       (f.volatility = 'stable' AND f.last_confirmed_at < %(stable_cutoff)s)
-         OR (f.volatility = 'volatile' AND f.last_confirmed_at < %(volatile_cutoff)s) AS expired"""
+# Why a fact `f` is blocked: the ranked queries return both as flags, multi-hop filters them out.
+_IN_OPEN_CONFLICT = """EXISTS (SELECT 1 FROM facts_conflictmember m JOIN facts_conflictset s ON s.id = m.conflict_set_id
+                WHERE m.fact_id = f.id AND s.status = 'open')"""
+_EXPIRED = """((f.volatility = 'stable' AND f.last_confirmed_at < %(stable_cutoff)s)
+         OR (f.volatility = 'volatile' AND f.last_confirmed_at < %(volatile_cutoff)s))"""
+
+_BLOCK_FLAGS = f"""
+       {_IN_OPEN_CONFLICT} AS in_open_conflict,
+       {_EXPIRED} AS expired"""
 
 _RECENCY = "exp(-greatest(extract(epoch FROM (%(now)s - coalesce(f.valid_from, f.recorded_from))), 0) / %(tau_seconds)s)"
 
@@ -353,10 +358,8 @@ _MULTI_HOP_BRANCH = f"""
   WHERE {_HARD_FILTERS}
     AND f.search_vector @@ to_tsquery('simple', quote_literal(lower(%(entity_{{n}})s)))
     AND NOT (f.id = ANY(%(exclude)s::uuid[]))
-    AND NOT EXISTS (SELECT 1 FROM facts_conflictmember m JOIN facts_conflictset s ON s.id = m.conflict_set_id
-                     WHERE m.fact_id = f.id AND s.status = 'open')
-    AND NOT ((f.volatility = 'stable' AND f.last_confirmed_at < %(stable_cutoff)s)
-             OR (f.volatility = 'volatile' AND f.last_confirmed_at < %(volatile_cutoff)s))
+    AND NOT {_IN_OPEN_CONFLICT}
+    AND NOT {_EXPIRED}
   ORDER BY f.recorded_from DESC, f.id DESC
   LIMIT %(per_entity)s)"""
 

@@ -402,12 +402,12 @@ def conflict_resolve(
 _ERASERS: list[tuple[str, Callable[[str, str], dict[str, int]]]] = []
 
 
+SCOPE_GRAPH_PREFIX = "facts_fact_scope_hnsw_"
+
+
 def scope_graph_name(project_id: str, subject_id: str) -> str:
     digest = hashlib.sha1(f"{project_id}\0{subject_id}".encode("utf-8")).hexdigest()[:16]
     return f"{SCOPE_GRAPH_PREFIX}{digest}"
-
-
-SCOPE_GRAPH_PREFIX = "facts_fact_scope_hnsw_"
 
 
 def scope_graph_create(*, project_id: str, subject_id: str) -> str:

@@ -170,9 +170,10 @@ class _OnnxMiniLM:
         options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
         self.session = onnxruntime.InferenceSession(str(onnx_file), options, providers=["CPUExecutionProvider"])
         self.inputs = [i.name for i in self.session.get_inputs()]
+        self.dim = self.session.get_outputs()[0].shape[-1]  # the hidden size, fixed in the exported graph
 
     def encode(self, texts, batch_size: int = 16, **_ignored) -> np.ndarray:
-        out = np.empty((len(texts), 384), dtype=np.float32)
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
         order = np.argsort([len(t) for t in texts], kind="stable")
         for start in range(0, len(texts), batch_size):
             rows = order[start : start + batch_size]
@@ -211,7 +212,7 @@ def _export_onnx(model_path: Path, model_dir: Path) -> Path:
     bert = AutoModel.from_pretrained(str(model_path)).eval()
     sample = AutoTokenizer.from_pretrained(str(model_path))(["a short text", "and a longer one to pad"],
                                                             padding=True, return_tensors="pt")
-    axes = {"0": "batch", "1": "tokens"}
+    axes = {0: "batch", 1: "tokens"}
     names = ["input_ids", "attention_mask", "token_type_ids"]
     partial = model_dir / f".{target.name}.{os.getpid()}.tmp"
     with torch.no_grad(), warnings.catch_warnings():
@@ -219,7 +220,7 @@ def _export_onnx(model_path: Path, model_dir: Path) -> Path:
         torch.onnx.export(
             _LastHiddenState(bert), tuple(sample[name] for name in names), str(partial), input_names=names,
             output_names=["last_hidden_state"], opset_version=17, dynamo=False,
-            dynamic_axes={name: {0: axes["0"], 1: axes["1"]} for name in names + ["last_hidden_state"]},
+            dynamic_axes={name: axes for name in names + ["last_hidden_state"]},
         )
     os.replace(partial, target)
     logger.info("exported all-MiniLM-L6-v2 to %s", target)
