@@ -3,13 +3,16 @@
 Pipeline (each step is named in the trace's timings):
  1. embed      the query (LRU-cached); a failing embedder or a degenerate vector switches to the degraded
                path: full-text rank and recency only, with a warning.
- 2. retrieve   phase 1 (dense top-K by hnsw ∪ lexical top-K by GIN) and phase 2 (hybrid score on the union),
-               one SQL round trip (context/retrieval.py). Hard filters are in the SQL.
- 3. episodes   the nearest events of the scope (hnsw), scored the same way.
- 4. pack       blocked facts out (open conflict, expired volatility), the relevance floor out, then facts and
-               episodes together in descending score while they fit the token budget.
- 5. multi_hop  if budget remains: facts sharing an entity with the facts served, by full text, one hop.
- 6. trace      one trace row and one decision row per item considered, in one statement.
+ 2. retrieve   facts: phase 1 (dense top-K by hnsw or an exact sort ∪ lexical top-K by GIN) and phase 2
+               (hybrid score on the union), one SQL round trip (context/retrieval.py). Hard filters are in
+               the SQL.
+ 3. episodes   the same two phases over the scope's events; facts and episodes are then ranked together and
+               the CANDIDATE_LIMIT best of both are the call's candidates.
+ 4. pack       blocked facts out (open conflict, expired volatility), the relevance floor out, then the rest in
+               descending score while they fit the token budget, a share held back for multi-hop.
+ 5. multi_hop  if budget remains: facts sharing an entity with the facts served, by full text, one hop; then
+               what it left goes back to the ranking.
+ 6. trace      one trace row and one decision row per candidate, in one statement.
 """
 from __future__ import annotations
 
@@ -24,10 +27,11 @@ from django.utils import timezone
 from context import retrieval
 from context.entities import extract_entities
 from context.render import render_packet
-from context.scoring import TAU_SECONDS, estimate_tokens, hybrid_score
+from context.scoring import estimate_tokens, hybrid_score
+from context.serializers import packet_episode, packet_fact
 from facts.selectors import volatility_cutoffs
 from hakimem.embeddings import EmbedderUnavailable, get_embedder, is_degenerate
-from traces.models import ReasonCode
+from traces.models import EmptyReason, ItemType, ReasonCode, TraceStatus
 from traces.services import DecisionRow, trace_record
 
 logger = logging.getLogger("hakimem.context")
@@ -35,18 +39,23 @@ logger = logging.getLogger("hakimem.context")
 WARNING_EMBEDDER_UNAVAILABLE = "embedder_unavailable"
 WARNING_DEGENERATE_VECTOR = "degenerate_query_vector"
 
+MULTI_HOP_BUDGET_SHARE = 0.2  # see docs/quality.md for the measurement behind it
 
-def _iso(value):
-    return value.isoformat().replace("+00:00", "Z") if value else None
+# Decisions a multi-hop pass never revisits: already served, or blocked.
+_SETTLED = (ReasonCode.INCLUDED, ReasonCode.CONFLICT_OPEN, ReasonCode.VOLATILITY_EXPIRED)
+_SERVED = (ReasonCode.INCLUDED, ReasonCode.MULTI_HOP_EXPANSION)
 
 
 @dataclass
-class _Decided:
-    item: object
+class Decided:
+    """One candidate of the call and what became of it."""
+
+    item: object  # retrieval.Candidate or retrieval.EpisodeCandidate
+    item_type: str  # ItemType
     rank: int
-    reason: str
     tokens: int
-    entity: str = ""
+    reason: str = ""
+    entity: str = ""  # the shared name that brought it back, for multi-hop
 
 
 @dataclass
@@ -81,13 +90,38 @@ def _query_vector(query: str, warnings: list[str]):
     return vector
 
 
-MULTI_HOP_BUDGET_SHARE = 0.2  # see docs/quality.md for the measurement behind it
+def rank_candidates(facts: list, episodes: list) -> list[Decided]:
+    """Facts and episodes on one hybrid score, best first (ties: more recent, then by id), cut to
+    CANDIDATE_LIMIT: the call's candidates, each with its rank."""
+    pool = [(c, ItemType.FACT) for c in facts] + [(e, ItemType.EPISODE) for e in episodes]
+    for item, _ in pool:
+        item.score = hybrid_score(item.similarity, item.text_rank, item.recency)
+    pool.sort(key=lambda p: (-p[0].score, -p[0].recency, str(p[0].id)))
+    return [
+        Decided(item=item, item_type=kind, rank=i + 1, tokens=estimate_tokens(item.text))
+        for i, (item, kind) in enumerate(pool[: retrieval.CANDIDATE_LIMIT])
+    ]
 
-# Decisions a multi-hop pass never revisits: already served, or blocked.
-_SETTLED = (ReasonCode.INCLUDED, ReasonCode.CONFLICT_OPEN, ReasonCode.VOLATILITY_EXPIRED)
+
+def block(ranked: list[Decided], max_distance: float) -> tuple[list[Decided], int]:
+    """Decide the candidates that may not be served (open conflict, expired volatility, beyond the relevance
+    floor); returns the others in rank order and how many the floor held back."""
+    packable, floor_hits = [], 0
+    for d in ranked:
+        item = d.item
+        if getattr(item, "in_open_conflict", False):
+            d.reason = ReasonCode.CONFLICT_OPEN
+        elif getattr(item, "expired", False):
+            d.reason = ReasonCode.VOLATILITY_EXPIRED
+        elif max_distance > 0 and item.distance is not None and item.distance > max_distance:
+            d.reason = ReasonCode.BELOW_RELEVANCE_FLOOR
+            floor_hits += 1
+        else:
+            packable.append(d)
+    return packable, floor_hits
 
 
-def _pack(items: list[_Decided], budget_left: int, fits_reason: str) -> int:
+def pack(items: list[Decided], budget_left: int, fits_reason: str) -> int:
     """Greedy in the given order; an item that does not fit is excluded and smaller ones after it may
     still fit. Returns the budget left."""
     for decided in items:
@@ -99,167 +133,117 @@ def _pack(items: list[_Decided], budget_left: int, fits_reason: str) -> int:
     return budget_left
 
 
-def context_assemble(*, project_id: str, subject_id: str, query: str, budget_tokens: int) -> dict:
-    timer = _Timer()
-    warnings: list[str] = []
-    now = timezone.now()
-    max_distance = settings.HAKI_RECALL_MAX_DISTANCE
-
-    qvec = _query_vector(query, warnings)
-    timer.lap("embed")
-
-    base = {
-        "project_id": project_id,
-        "subject_id": subject_id,
-        **retrieval.text_queries(query, subject_id),
-        "now": now,
-        "tau_seconds": TAU_SECONDS,
-        "cutoffs": volatility_cutoffs(now),
-    }
-    candidates = retrieval.fact_candidates(qvec=qvec, **base)
-    timer.lap("retrieve")
-
-    for c in candidates:
-        c.score = hybrid_score(c.similarity, c.text_rank, c.recency)
-    candidates.sort(key=lambda c: (-c.score, -c.recency, str(c.id)))
-    decided = [_Decided(item=c, rank=i + 1, reason="", tokens=estimate_tokens(c.text)) for i, c in enumerate(candidates)]
-
-    episodes = retrieval.episode_candidates(qvec=qvec, **base)
-    for e in episodes:
-        e.score = hybrid_score(e.similarity, e.text_rank, e.recency)
-    episodes.sort(key=lambda e: (-e.score, str(e.id)))
-    episode_decided = [_Decided(item=e, rank=i + 1, reason="", tokens=estimate_tokens(e.text)) for i, e in enumerate(episodes)]
-    timer.lap("episodes")
-
-    floor_hits = 0
-    packable = []
-    for d in decided + episode_decided:
-        item = d.item
-        if getattr(item, "in_open_conflict", False):
-            d.reason = ReasonCode.CONFLICT_OPEN
-        elif getattr(item, "expired", False):
-            d.reason = ReasonCode.VOLATILITY_EXPIRED
-        elif max_distance > 0 and item.distance is not None and item.distance > max_distance:
-            d.reason = ReasonCode.BELOW_RELEVANCE_FLOOR
-            floor_hits += 1
+def multi_hop(lookup: retrieval.Lookup, query: str, decided: list[Decided], budget_left: int) -> int:
+    """One hop from the facts served to facts that share a name with them, within what budget is left;
+    never subject to the relevance floor (its purpose is to bring back evidence far from the query). New
+    items are appended to `decided`. Returns the budget left."""
+    facts = [d for d in decided if d.item_type == ItemType.FACT]
+    included = [d for d in facts if d.reason == ReasonCode.INCLUDED]
+    if budget_left <= 0 or not included:
+        return budget_left
+    entities = extract_entities([d.item.text for d in included], query, retrieval.MULTI_HOP_MAX_ENTITIES)
+    settled = [d.item.id for d in facts if d.reason in _SETTLED]
+    by_id = {d.item.id: d for d in facts}
+    hop_decided = []
+    for entity, c in retrieval.multi_hop_candidates(lookup, entities=entities, exclude_ids=settled):
+        if c.id in by_id:  # already a candidate (over budget or under the floor): decided again here
+            d = by_id[c.id]
+            if d.entity:  # named by both entities: one decision
+                continue
+            d.entity = entity
         else:
-            packable.append(d)
-    # Facts and episodes compete on one score for one budget. The seed packs facts first and gives episodes
-    # only what is left; on the quality harness that served no episode at all once a scope held ~900
-    # tokens of facts (evidence recall of "when" questions: 0.00), see docs/quality.md.
-    packable.sort(key=lambda d: (-d.item.score, str(d.item.id)))
-    # A share of the budget waits for multi-hop: filled greedily, the first pass always spent it all and the
-    # second hop never got in. What multi-hop does not use goes back to the first pass's ranking below.
-    reserve = int(budget_tokens * MULTI_HOP_BUDGET_SHARE)
-    budget_left = _pack(packable, budget_tokens - reserve, ReasonCode.INCLUDED) + reserve
-    timer.lap("pack")
+            c.score = hybrid_score(None, 0.0, c.recency)
+            d = Decided(item=c, item_type=ItemType.FACT, rank=len(decided) + 1, tokens=estimate_tokens(c.text), entity=entity)
+            decided.append(d)
+            by_id[c.id] = d
+        hop_decided.append(d)
+    return pack(hop_decided, budget_left, ReasonCode.MULTI_HOP_EXPANSION)
 
-    # Multi-hop: never subject to the floor (its purpose is to bring back evidence far from the query).
-    included = [d for d in decided if d.reason == ReasonCode.INCLUDED]
-    if budget_left > 0 and included:
-        entities = extract_entities([d.item.text for d in included], query, retrieval.MULTI_HOP_MAX_ENTITIES)
-        settled = [d.item.id for d in decided if d.reason in _SETTLED]
-        hops = retrieval.multi_hop_candidates(entities=entities, exclude_ids=settled, **base)
-        by_id = {d.item.id: d for d in decided}
-        hop_decided = []
-        for entity, c in hops:
-            if c.id in by_id:  # already a candidate (over budget or under the floor): decided again here
-                d = by_id[c.id]
-                if d.entity:  # named by both entities: one decision
-                    continue
-                d.entity = entity
-            else:
-                c.score = hybrid_score(None, 0.0, c.recency)
-                d = _Decided(item=c, rank=len(decided) + 1, reason="", tokens=estimate_tokens(c.text), entity=entity)
-                decided.append(d)
-                by_id[c.id] = d
-            hop_decided.append(d)
-        budget_left = _pack(hop_decided, budget_left, ReasonCode.MULTI_HOP_EXPANSION)
-    # Give back what multi-hop left: the first pass's ranking continues where it stopped.
-    leftovers = [d for d in packable if d.reason == ReasonCode.OVER_BUDGET]
-    budget_left = _pack(leftovers, budget_left, ReasonCode.INCLUDED)
-    timer.lap("multi_hop")
 
-    served_facts = [d for d in decided if d.reason in (ReasonCode.INCLUDED, ReasonCode.MULTI_HOP_EXPANSION)]
-    served_facts.sort(key=lambda d: (d.reason != ReasonCode.INCLUDED, d.rank))
-    served_episodes = [d for d in episode_decided if d.reason == ReasonCode.INCLUDED]
-
+def _warnings_for_blocked(decided: list[Decided]) -> list[str]:
     conflicts = sum(1 for d in decided if d.reason == ReasonCode.CONFLICT_OPEN)
     expired = sum(1 for d in decided if d.reason == ReasonCode.VOLATILITY_EXPIRED)
+    warnings = []
     if conflicts:
         warnings.append(f"open_conflict: {conflicts} fact(s) hidden pending conflict resolution")
     if expired:
         warnings.append(f"volatility_expired: {expired} fact(s) hidden as stale")
+    return warnings
 
-    facts_out = [
-        {
-            "id": str(d.item.id),
-            "text": d.item.text,
-            "category": d.item.category,
-            "kind": d.item.kind,
-            "score": round(d.item.score, 6),
-            "tokens": d.tokens,
-            "reason_code": str(d.reason),
-            "valid_from": _iso(d.item.valid_from),
-            "recorded_from": _iso(d.item.recorded_from),
-            "metadata": d.item.metadata,
-        }
-        for d in served_facts
+
+def _decision_rows(decided: list[Decided]) -> list[DecisionRow]:
+    return [
+        DecisionRow(
+            item_type=d.item_type, item_id=d.item.id, reason_code=d.reason, rank=d.rank, score=d.item.score,
+            similarity=d.item.similarity, cosine_distance=d.item.distance, text_rank=d.item.text_rank,
+            recency=d.item.recency, tokens=d.tokens, entity=d.entity,
+        )
+        for d in decided
     ]
-    episodes_out = [
-        {
-            "id": str(d.item.id),
-            "text": d.item.text,
-            "occurred_at": _iso(d.item.occurred_at),
-            "score": round(d.item.score, 6),
-            "tokens": d.tokens,
-            "metadata": d.item.metadata,
-        }
-        for d in served_episodes
-    ]
-    nothing_served = not facts_out and not episodes_out
-    empty_reason = "no_relevant_memory" if nothing_served and floor_hits else None
-    status = "degraded" if warnings else "ok"
+
+
+def context_assemble(*, project_id: str, subject_id: str, query: str, budget_tokens: int) -> dict:
+    timer = _Timer()
+    warnings: list[str] = []
+    now = timezone.now()
+
+    qvec = _query_vector(query, warnings)
+    timer.lap("embed")
+
+    lookup = retrieval.lookup_for(project_id=project_id, subject_id=subject_id, query=query, now=now,
+                                  cutoffs=volatility_cutoffs(now))
+    facts = retrieval.fact_candidates(lookup, qvec=qvec)
+    timer.lap("retrieve")
+    episodes = retrieval.episode_candidates(lookup, qvec=qvec)
+    decided = rank_candidates(facts, episodes)
+    timer.lap("episodes")
+
+    packable, floor_hits = block(decided, settings.HAKI_RECALL_MAX_DISTANCE)
+    # Facts and episodes compete on one score for one budget. The seed packs facts first and gives episodes
+    # only what is left; on the quality harness that served no episode at all once a scope held ~900
+    # tokens of facts (evidence recall of "when" questions: 0.00), see docs/quality.md.
+    # A share of the budget waits for multi-hop: filled greedily, the first pass always spent it all and the
+    # second hop never got in. What multi-hop does not use goes back to the first pass's ranking below.
+    reserve = int(budget_tokens * MULTI_HOP_BUDGET_SHARE)
+    budget_left = pack(packable, budget_tokens - reserve, ReasonCode.INCLUDED) + reserve
+    timer.lap("pack")
+
+    budget_left = multi_hop(lookup, query, decided, budget_left)
+    leftovers = [d for d in packable if d.reason == ReasonCode.OVER_BUDGET]
+    budget_left = pack(leftovers, budget_left, ReasonCode.INCLUDED)
+    timer.lap("multi_hop")
+
+    served = [d for d in decided if d.reason in _SERVED]
+    served.sort(key=lambda d: (d.reason != ReasonCode.INCLUDED, d.rank))
+    facts_out = [packet_fact(d) for d in served if d.item_type == ItemType.FACT]
+    episodes_out = [packet_episode(d) for d in served if d.item_type == ItemType.EPISODE]
+    warnings += _warnings_for_blocked(decided)
+    empty_reason = EmptyReason.NO_RELEVANT_MEMORY if not served and floor_hits else None
+    status = TraceStatus.DEGRADED if warnings else TraceStatus.OK
     used_tokens = budget_tokens - budget_left
     rendered = render_packet(facts_out, episodes_out)
     timer.lap("render")
 
     trace_id = uuid.uuid4()
-    rows = [
-        DecisionRow(
-            item_type="fact", item_id=d.item.id, reason_code=d.reason, rank=d.rank, score=d.item.score,
-            similarity=d.item.similarity, cosine_distance=d.item.distance, text_rank=d.item.text_rank,
-            recency=d.item.recency, tokens=d.tokens, entity=d.entity,
-        )
-        for d in decided
-    ] + [
-        DecisionRow(
-            item_type="episode", item_id=d.item.id, reason_code=d.reason, rank=d.rank, score=d.item.score,
-            similarity=d.item.similarity, cosine_distance=d.item.distance, text_rank=d.item.text_rank,
-            recency=d.item.recency, tokens=d.tokens,
-        )
-        for d in episode_decided
-    ]
     timings = dict(timer.marks)
-    latency_ms = timer.total()
     trace_record(
         trace={
             "id": trace_id, "project_id": project_id, "subject_id": subject_id, "query": query,
             "budget_tokens": budget_tokens, "used_tokens": used_tokens, "status": status,
             "empty_reason": empty_reason, "warnings": warnings, "rendered": rendered,
             "facts_served": len(facts_out), "episodes_served": len(episodes_out), "candidates": len(decided),
-            "embedder": settings.HAKI_EMBED_PROVIDER, "timings": timings, "latency_ms": latency_ms,
+            "embedder": settings.HAKI_EMBED_PROVIDER, "timings": timings, "latency_ms": timer.total(),
             "created_at": now,
         },
-        decisions=rows,
+        decisions=_decision_rows(decided),
     )
     return {
         "trace_id": str(trace_id),
-        "status": status,
+        "status": str(status),
         "facts": facts_out,
         "episodes": episodes_out,
         "warnings": warnings,
-        "empty_reason": empty_reason,
+        "empty_reason": str(empty_reason) if empty_reason else None,
         "budget_tokens": budget_tokens,
         "used_tokens": used_tokens,
         "rendered": rendered,

@@ -33,10 +33,14 @@ from hakimem.embeddings import vector_literal
 # wide because recency and text rank reorder the pool: in a 100k-fact scope the exact hybrid top-20 held
 # facts ranked past 64 by similarity alone in most queries (phase-1 recall 0.83 with 64, 0.95 with 256;
 # docs/performance.md). 128 candidates is more than a budget of 900 tokens can hold (~75 facts).
+# Episodes take the same path with the same widths, from the events table: with the 8 nearest episodes of
+# a fixed cap, a scope of 700 chat turns stored as events served 8 turns (~300 of 900 tokens) a call and no
+# episode was ever found by its words (LoCoMo evidence recall 0.47, BM25 alone 0.62; docs/quality.md).
+# Facts and episodes are then ranked together and only the CANDIDATE_LIMIT best of both are packed and
+# traced.
 DENSE_TOP_K = 256
 LEXICAL_TOP_K = 64
 CANDIDATE_LIMIT = 128
-EPISODE_TOP_K = 8
 MULTI_HOP_MAX_ENTITIES = 2
 MULTI_HOP_MAX_PER_ENTITY = 5
 LEXICAL_MAX_TERMS = 12  # longer queries keep their rarest-looking (longest) words
@@ -90,6 +94,9 @@ LEXICAL_MAX_TERM_FREQUENCY = 0.02
 LEXICAL_LEG_MAX_MATCHES = 1000
 TABLE_STATS_TTL_SECONDS = 300.0
 
+# The two tables a context call ranks; each has its own statistics, graph and covering index.
+FACTS, EVENTS = "facts_fact", "facts_event"
+
 # The planner's own statistics, refreshed by autovacuum's ANALYZE: the table's row estimate, its most common
 # lexemes (share of rows holding each) and its most common subjects (share of rows of each).
 TABLE_STATS_SQL = """
@@ -99,9 +106,9 @@ SELECT c.reltuples,
        ARRAY(SELECT i.relname::text FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid
               WHERE x.indrelid = c.oid AND i.relname LIKE %(scope_graphs)s)
   FROM pg_class c
-  LEFT JOIN pg_stats t ON t.schemaname = current_schema() AND t.tablename = 'facts_fact' AND t.attname = 'search_vector'
-  LEFT JOIN pg_stats s ON s.schemaname = current_schema() AND s.tablename = 'facts_fact' AND s.attname = 'subject_id'
- WHERE c.oid = 'facts_fact'::regclass
+  LEFT JOIN pg_stats t ON t.schemaname = current_schema() AND t.tablename = %(table)s AND t.attname = 'search_vector'
+  LEFT JOIN pg_stats s ON s.schemaname = current_schema() AND s.tablename = %(table)s AND s.attname = 'subject_id'
+ WHERE c.oid = %(table)s::regclass
 """
 
 
@@ -114,7 +121,7 @@ class TableStats:
     scope_graphs: frozenset = frozenset()  # names of the dedicated hnsw graphs (facts.services.scope_graph_create)
 
     def scope_rows(self, subject_id: str) -> float:
-        """Estimated facts of a subject. Subject ids are compared across projects: an over-estimate when two
+        """Estimated rows of a subject. Subject ids are compared across projects: an over-estimate when two
         projects share one, which only makes the leg more careful."""
         return self.rows * self.subject_freq.get(subject_id, self.other_subject_freq)
 
@@ -130,37 +137,48 @@ class TableStats:
         return scope * EXACT_SCAN_US_PER_ROW <= visited * HNSW_US_PER_VISITED_TUPLE
 
 
-_table_stats: dict = {"at": -1e9, "stats": TableStats()}
+_table_stats: dict = {"at": -1e9, "stats": {}}
 
 
-def table_stats() -> TableStats:
-    """Read at most every TABLE_STATS_TTL_SECONDS per process."""
+def table_stats(table: str = FACTS) -> TableStats:
+    """Read at most every TABLE_STATS_TTL_SECONDS per process, both tables at once."""
     now = time.monotonic()
     if now - _table_stats["at"] > TABLE_STATS_TTL_SECONDS:
-        with connection.cursor() as cursor:
-            cursor.execute(TABLE_STATS_SQL, {"scope_graphs": SCOPE_GRAPH_PREFIX + "%"})
-            reltuples, elems, elem_freqs, subjects, subject_freqs, n_distinct, graphs = cursor.fetchone()
-        term_freq = dict(zip(elems, elem_freqs)) if elems else {}  # elem_freqs has 3 trailing summary values
-        subject_freq = dict(zip(subjects, subject_freqs)) if subjects else {}
-        other = 0.0
-        if n_distinct:
-            distinct = n_distinct if n_distinct > 0 else -n_distinct * max(reltuples, 0)
-            rest = distinct - len(subject_freq)
-            other = (1.0 - sum(subject_freq.values())) / rest if rest >= 1 else 0.0
-        stats = TableStats(rows=max(float(reltuples), 0.0), term_freq=term_freq, subject_freq=subject_freq,
-                           other_subject_freq=max(other, 0.0), scope_graphs=frozenset(graphs))
-        _table_stats.update(at=now, stats=stats)
-    return _table_stats["stats"]
+        _table_stats.update(at=now, stats={name: _read_table_stats(name) for name in (FACTS, EVENTS)})
+    return _table_stats["stats"][table]
 
 
-def text_queries(query: str, subject_id: str) -> dict:
-    """The two websearch_to_tsquery texts of a call: `tsq` scores every candidate (the query's informative
-    words ORed; all its words ANDed if none is informative), `leg_tsq` fetches the lexical leg's candidates
-    (the rarest of those words, within LEXICAL_LEG_MAX_MATCHES expected rows; "" for no leg)."""
+def _read_table_stats(table: str) -> TableStats:
+    with connection.cursor() as cursor:
+        cursor.execute(TABLE_STATS_SQL, {"table": table, "scope_graphs": SCOPE_GRAPH_PREFIX + "%"})
+        reltuples, elems, elem_freqs, subjects, subject_freqs, n_distinct, graphs = cursor.fetchone()
+    term_freq = dict(zip(elems, elem_freqs)) if elems else {}  # elem_freqs has 3 trailing summary values
+    subject_freq = dict(zip(subjects, subject_freqs)) if subjects else {}
+    other = 0.0
+    if n_distinct:
+        distinct = n_distinct if n_distinct > 0 else -n_distinct * max(reltuples, 0)
+        rest = distinct - len(subject_freq)
+        other = (1.0 - sum(subject_freq.values())) / rest if rest >= 1 else 0.0
+    return TableStats(rows=max(float(reltuples), 0.0), term_freq=term_freq, subject_freq=subject_freq,
+                      other_subject_freq=max(other, 0.0), scope_graphs=frozenset(graphs))
+
+
+@dataclass(frozen=True)
+class TextQuery:
+    """The two websearch_to_tsquery texts of a call against one table: `tsq` scores every candidate (the
+    query's informative words ORed; all its words ANDed if none is informative), `leg_tsq` fetches the
+    lexical leg's candidates (the rarest of those words, within LEXICAL_LEG_MAX_MATCHES expected rows;
+    "" for no leg)."""
+
+    tsq: str = ""
+    leg_tsq: str = ""
+
+
+def text_queries(query: str, subject_id: str, table: str = FACTS) -> TextQuery:
     terms = lexical_terms(query)
     if not terms:
-        return {"tsq": "", "leg_tsq": ""}
-    stats = table_stats()
+        return TextQuery()
+    stats = table_stats(table)
     scope_rows = stats.scope_rows(subject_id)
     freq = stats.term_freq
     informative = [t for t in terms if freq.get(t, 0.0) <= LEXICAL_MAX_TERM_FREQUENCY]
@@ -169,14 +187,50 @@ def text_queries(query: str, subject_id: str) -> dict:
         for t in terms:
             together *= freq.get(t, 0.0)
         tsq = " ".join(terms)
-        return {"tsq": tsq, "leg_tsq": tsq if together <= LEXICAL_LEG_MAX_MATCHES else ""}
+        return TextQuery(tsq, tsq if together <= LEXICAL_LEG_MAX_MATCHES else "")
     kept, expected = set(), 0.0
     for t in sorted(informative, key=lambda t: freq.get(t, 0.0)):
         expected += freq.get(t, 0.0) * scope_rows
         if expected > LEXICAL_LEG_MAX_MATCHES:
             break
         kept.add(t)
-    return {"tsq": or_query(informative), "leg_tsq": or_query([t for t in informative if t in kept])}
+    return TextQuery(or_query(informative), or_query([t for t in informative if t in kept]))
+
+
+@dataclass(frozen=True)
+class Lookup:
+    """What every query of one context call shares: the scope, the call's clock and the volatility cutoffs
+    derived from it, and the query's text against each table."""
+
+    project_id: str
+    subject_id: str
+    now: datetime
+    cutoffs: dict
+    fact_text: TextQuery = TextQuery()
+    event_text: TextQuery = TextQuery()
+
+    def params(self, text: TextQuery) -> dict:
+        return {
+            "project_id": self.project_id,
+            "subject_id": self.subject_id,
+            "tsq": text.tsq,
+            "leg_tsq": text.leg_tsq,
+            "now": self.now,
+            "tau_seconds": scoring.TAU_SECONDS,
+            "stable_cutoff": self.cutoffs["stable"],
+            "volatile_cutoff": self.cutoffs["volatile"],
+            "top_k": LEXICAL_TOP_K,
+            "dense_k": DENSE_TOP_K,
+            "candidate_limit": CANDIDATE_LIMIT,
+            "w_similarity": scoring.W_SIMILARITY,
+            "w_text": scoring.W_TEXT,
+            "w_recency": scoring.W_RECENCY,
+        }
+
+
+def lookup_for(*, project_id: str, subject_id: str, query: str, now: datetime, cutoffs: dict) -> Lookup:
+    return Lookup(project_id=project_id, subject_id=subject_id, now=now, cutoffs=cutoffs,
+                  fact_text=text_queries(query, subject_id, FACTS), event_text=text_queries(query, subject_id, EVENTS))
 
 
 @dataclass
@@ -246,6 +300,11 @@ _HARD_FILTERS = """f.project_id = %(project_id)s AND f.subject_id = %(subject_id
                    AND (f.valid_to IS NULL OR f.valid_to > %(now)s)"""
 
 
+def _text_rank(alias: str) -> str:
+    return f"""CASE WHEN %(tsq)s = '' THEN 0
+            ELSE ts_rank_cd({alias}.search_vector, websearch_to_tsquery('simple', %(tsq)s), 32) END"""
+
+
 # The degraded path's only leg: top-K by full-text rank over the whole informative query ("" matches nothing
 # and the path falls back to recency). -- uses: facts_fact_search_gin
 _LEXICAL_LEG = f"""    SELECT f.id FROM facts_fact f
@@ -255,15 +314,38 @@ _LEXICAL_LEG = f"""    SELECT f.id FROM facts_fact f
 
 
 # Phase 2's columns besides the distance, for a fact `f` of a leg.
-_SCORED_POOL = f"""       CASE WHEN %(tsq)s = '' THEN 0
-            ELSE ts_rank_cd(f.search_vector, websearch_to_tsquery('simple', %(tsq)s), 32) END AS text_rank,
+_SCORED_POOL = f"""       {_text_rank("f")} AS text_rank,
        {_RECENCY} AS recency,
        {_BLOCK_FLAGS}"""
 
-# Everything packing needs of one fact `f`, scored against the query vector in CTE `q`.
-_CANDIDATE_ROW = f"""{_FACT_COLUMNS},
+
+@dataclass(frozen=True)
+class _Source:
+    """One table as the two-phase path sees it, under the alias `a`: which rows may be scored at all (the hard
+    filters), what packing needs of a row, and the time its recency decays from."""
+
+    table: str
+    a: str
+    filters: str
+    row: str  # every column packing needs, the distance to `q` included; never the embedding
+    time: str
+
+
+_FACTS = _Source(
+    table=FACTS, a="f", filters=_HARD_FILTERS, time="f.recorded_from",
+    row=f"""{_FACT_COLUMNS},
        f.embedding <=> (SELECT v FROM q) AS distance,
-{_SCORED_POOL}"""
+{_SCORED_POOL}""",
+)
+# Episodes have no status, validity or conflicts: the scope is their only hard filter.
+_EVENTS = _Source(
+    table=EVENTS, a="e", filters="e.project_id = %(project_id)s AND e.subject_id = %(subject_id)s", time="e.occurred_at",
+    row=f"""
+       e.id, e.text, e.occurred_at, e.metadata,
+       e.embedding <=> (SELECT v FROM q) AS distance,
+       {_text_rank("e")} AS text_rank,
+       exp(-greatest(extract(epoch FROM (%(now)s - e.occurred_at)), 0) / %(tau_seconds)s) AS recency""",
+)
 
 # The SQL twin of context.scoring.hybrid_score (weights passed from there), used only to keep the best
 # CANDIDATE_LIMIT rows of the pool; the assembler scores them again in Python, and a test pins the two
@@ -273,53 +355,62 @@ _BY_HYBRID_SCORE = """
           recency DESC, id
  LIMIT %(candidate_limit)s"""
 
-# Phase 1 + phase 2 in one round trip. The query vector is sent once (CTE `q`: as a literal repeated in
-# three places it cost ~1.5 ms of parsing per call) and reaches the hnsw scan as an InitPlan parameter.
-# Each leg scores its own rows (LIMIT inside, scoring outside, so only the leg's K rows are scored): the
-# heap row a leg has already read is not fetched again by id. The lexical leg skips facts the dense leg
-# holds, so its K rows are all new.
-_LEXICAL_LEG_AFTER_DENSE = f"""
-    SELECT {_CANDIDATE_ROW}
-      FROM (SELECT f.* FROM facts_fact f
-             WHERE {_HARD_FILTERS} AND %(leg_tsq)s <> ''
-               AND f.search_vector @@ websearch_to_tsquery('simple', %(leg_tsq)s)
-               AND f.id NOT IN (SELECT id FROM dense)
-             ORDER BY ts_rank_cd(f.search_vector, websearch_to_tsquery('simple', %(leg_tsq)s), 32) DESC,
-                      f.recorded_from DESC
-             LIMIT %(top_k)s) f"""
 
-# Large scopes: the dense leg walks the hnsw graph (iterative scan, filtered to the scope).
-# -- uses: facts_fact_embedding_hnsw (dense leg), facts_fact_search_gin (lexical leg)
-HYBRID_CANDIDATES_SQL = f"""
-WITH q AS MATERIALIZED (SELECT %(qvec)s::halfvec AS v), dense AS (
-    SELECT {_CANDIDATE_ROW}
-      FROM (SELECT f.* FROM facts_fact f
-             WHERE {_HARD_FILTERS}
-             ORDER BY f.embedding <=> (SELECT v FROM q)
-             LIMIT %(dense_k)s) f
-), lexical AS ({_LEXICAL_LEG_AFTER_DENSE}
-)
-SELECT *, 1 - distance AS similarity FROM (SELECT * FROM dense UNION ALL SELECT * FROM lexical) pool{_BY_HYBRID_SCORE}
-"""
+def _hybrid_sql(src: _Source, *, exact: bool) -> str:
+    """Phase 1 + phase 2 in one round trip, for facts or episodes.
 
-# Scopes too small a share of the table for the graph (TableStats.dense_exact): the same distance through
-# cosine_distance(), which no index serves, so the scope is sorted exactly, read from the covering index
-# facts_fact_scope_vectors (index-only: one leaf page holds ~10 vectors where the heap holds ~1 fact of
-# the scope per page); the K nearest are then fetched by id.
-# -- uses: facts_fact_scope_vectors (dense leg), facts_fact_search_gin (lexical leg)
-HYBRID_EXACT_CANDIDATES_SQL = f"""
-WITH q AS MATERIALIZED (SELECT %(qvec)s::halfvec AS v), nearest AS (
-    SELECT f.id FROM facts_fact f
-     WHERE {_HARD_FILTERS}
-     ORDER BY cosine_distance(f.embedding, (SELECT v FROM q))
+    The query vector is sent once (CTE `q`: as a literal repeated in three places it cost ~1.5 ms of parsing
+    per call) and reaches the hnsw scan as an InitPlan parameter. Each leg scores its own rows (LIMIT inside,
+    scoring outside, so only the leg's K rows are scored): the heap row a leg has already read is not fetched
+    again by id. The lexical leg skips rows the dense leg holds, so its K rows are all new.
+
+    exact=False: the dense leg walks the table's hnsw graph (iterative scan, filtered to the scope).
+    exact=True, for scopes too small a share of the table for the graph (TableStats.dense_exact): the same
+    distance through cosine_distance(), which no index serves, so the scope is sorted exactly, read from the
+    table's covering index (index-only: one leaf page holds ~10 vectors where the heap holds ~1 row of the
+    scope per page); the K nearest are then fetched by id."""
+    a = src.a
+    if exact:
+        dense = f"""nearest AS (
+    SELECT {a}.id FROM {src.table} {a}
+     WHERE {src.filters}
+     ORDER BY cosine_distance({a}.embedding, (SELECT v FROM q))
      LIMIT %(dense_k)s
 ), dense AS (
-    SELECT {_CANDIDATE_ROW}
-      FROM nearest JOIN facts_fact f ON f.id = nearest.id
-), lexical AS ({_LEXICAL_LEG_AFTER_DENSE}
+    SELECT {src.row}
+      FROM nearest JOIN {src.table} {a} ON {a}.id = nearest.id
+)"""
+    else:
+        dense = f"""dense AS (
+    SELECT {src.row}
+      FROM (SELECT {a}.* FROM {src.table} {a}
+             WHERE {src.filters}
+             ORDER BY {a}.embedding <=> (SELECT v FROM q)
+             LIMIT %(dense_k)s) {a}
+)"""
+    return f"""
+WITH q AS MATERIALIZED (SELECT %(qvec)s::halfvec AS v), {dense}, lexical AS (
+    SELECT {src.row}
+      FROM (SELECT {a}.* FROM {src.table} {a}
+             WHERE {src.filters} AND %(leg_tsq)s <> ''
+               AND {a}.search_vector @@ websearch_to_tsquery('simple', %(leg_tsq)s)
+               AND {a}.id NOT IN (SELECT id FROM dense)
+             ORDER BY ts_rank_cd({a}.search_vector, websearch_to_tsquery('simple', %(leg_tsq)s), 32) DESC,
+                      {src.time} DESC
+             LIMIT %(top_k)s) {a}
 )
 SELECT *, 1 - distance AS similarity FROM (SELECT * FROM dense UNION ALL SELECT * FROM lexical) pool{_BY_HYBRID_SCORE}
 """
+
+
+# -- uses: facts_fact_embedding_hnsw (dense leg), facts_fact_search_gin (lexical leg)
+HYBRID_CANDIDATES_SQL = _hybrid_sql(_FACTS, exact=False)
+# -- uses: facts_fact_scope_vectors (dense leg), facts_fact_search_gin (lexical leg)
+HYBRID_EXACT_CANDIDATES_SQL = _hybrid_sql(_FACTS, exact=True)
+# -- uses: facts_event_embedding_hnsw (dense leg), facts_event_search_gin (lexical leg)
+EPISODES_HYBRID_SQL = _hybrid_sql(_EVENTS, exact=False)
+# -- uses: facts_event_scope_vectors (dense leg), facts_event_search_gin (lexical leg)
+EPISODES_HYBRID_EXACT_SQL = _hybrid_sql(_EVENTS, exact=True)
 
 
 # Degraded path: no usable query vector. Lexical leg only, or the most recent facts when no word matches.
@@ -340,6 +431,19 @@ SELECT {_FACT_COLUMNS},
 {_SCORED_POOL}
   FROM pool JOIN facts_fact f ON f.id = pool.id
  LIMIT %(candidate_limit)s
+"""
+
+# Degraded path for episodes: full-text matches first, then the most recent.
+# -- uses: facts_event_search_gin, facts_event_scope_time
+EPISODES_LEXICAL_SQL = f"""
+SELECT e.id, e.text, e.occurred_at, e.metadata,
+       exp(-greatest(extract(epoch FROM (%(now)s - e.occurred_at)), 0) / %(tau_seconds)s) AS recency,
+       NULL::float8 AS similarity, NULL::float8 AS distance,
+       {_text_rank("e")} AS text_rank
+  FROM facts_event e
+ WHERE {_EVENTS.filters}
+ ORDER BY (%(tsq)s <> '' AND e.search_vector @@ websearch_to_tsquery('simple', %(tsq)s)) DESC, e.occurred_at DESC
+ LIMIT %(top_k)s
 """
 
 # Multi-hop: facts naming one of the entities found in the facts already served. Full text only (no new
@@ -369,38 +473,6 @@ def multi_hop_sql(entities: int) -> str:
     return "\nUNION ALL".join(_MULTI_HOP_BRANCH.replace("{n}", str(i)) for i in range(entities))
 
 
-_EVENT_SCORE_COLUMNS = """
-       e.id, e.text, e.occurred_at, e.metadata,
-       exp(-greatest(extract(epoch FROM (%(now)s - e.occurred_at)), 0) / %(tau_seconds)s) AS recency"""
-
-# -- uses: facts_event_embedding_hnsw (large scopes) or facts_event_scope_time (small scopes)
-EPISODES_DENSE_SQL = f"""
-WITH q AS MATERIALIZED (SELECT %(qvec)s::halfvec AS v)
-SELECT {_EVENT_SCORE_COLUMNS},
-       1 - (e.embedding <=> (SELECT v FROM q)) AS similarity,
-       e.embedding <=> (SELECT v FROM q) AS distance,
-       CASE WHEN %(tsq)s = '' THEN 0
-            ELSE ts_rank_cd(e.search_vector, websearch_to_tsquery('simple', %(tsq)s), 32) END AS text_rank
-  FROM facts_event e
- WHERE e.project_id = %(project_id)s AND e.subject_id = %(subject_id)s
- ORDER BY e.embedding <=> (SELECT v FROM q)
- LIMIT %(episode_k)s
-"""
-
-# Degraded path for episodes: full-text matches first, then the most recent.
-# -- uses: facts_event_search_gin, facts_event_scope_time
-EPISODES_LEXICAL_SQL = f"""
-SELECT {_EVENT_SCORE_COLUMNS},
-       NULL::float8 AS similarity, NULL::float8 AS distance,
-       CASE WHEN %(tsq)s = '' THEN 0
-            ELSE ts_rank_cd(e.search_vector, websearch_to_tsquery('simple', %(tsq)s), 32) END AS text_rank
-  FROM facts_event e
- WHERE e.project_id = %(project_id)s AND e.subject_id = %(subject_id)s
- ORDER BY (%(tsq)s <> '' AND e.search_vector @@ websearch_to_tsquery('simple', %(tsq)s)) DESC, e.occurred_at DESC
- LIMIT %(episode_k)s
-"""
-
-
 def _rows(cursor) -> list[dict]:
     names = [c.name for c in cursor.description]
     rows = [dict(zip(names, row)) for row in cursor.fetchall()]
@@ -414,26 +486,6 @@ def _rows(cursor) -> list[dict]:
     return rows
 
 
-def _base_params(*, project_id, subject_id, tsq, leg_tsq, now, tau_seconds, cutoffs) -> dict:
-    return {
-        "project_id": project_id,
-        "subject_id": subject_id,
-        "tsq": tsq,
-        "leg_tsq": leg_tsq,
-        "now": now,
-        "tau_seconds": tau_seconds,
-        "stable_cutoff": cutoffs["stable"],
-        "volatile_cutoff": cutoffs["volatile"],
-        "top_k": LEXICAL_TOP_K,
-        "dense_k": DENSE_TOP_K,
-        "candidate_limit": CANDIDATE_LIMIT,
-        "w_similarity": scoring.W_SIMILARITY,
-        "w_text": scoring.W_TEXT,
-        "w_recency": scoring.W_RECENCY,
-        "episode_k": EPISODE_TOP_K,
-    }
-
-
 def _candidate(r: dict) -> Candidate:
     """A fact row as a Candidate; the multi-hop query selects no similarity, text rank or block flags (its
     facts are found by a shared name, and blocked facts are filtered out in its SQL)."""
@@ -445,46 +497,30 @@ def _candidate(r: dict) -> Candidate:
     )
 
 
-def fact_candidates(*, qvec, **base) -> list[Candidate]:
-    params = _base_params(**base)
+def _ranked_rows(lookup: Lookup, qvec, table: str, text: TextQuery, graph_sql: str, exact_sql: str, degraded_sql: str) -> list[dict]:
+    params = lookup.params(text)
     with connection.cursor() as cursor:
-        if qvec is not None:
-            if table_stats().dense_exact(base["project_id"], base["subject_id"]):
-                sql = HYBRID_EXACT_CANDIDATES_SQL
+        if qvec is None:
+            cursor.execute(degraded_sql, params)
+        else:
+            if table_stats(table).dense_exact(lookup.project_id, lookup.subject_id):
+                sql = exact_sql
             else:
                 _settings_for_hnsw(cursor)
-                sql = HYBRID_CANDIDATES_SQL
+                sql = graph_sql
             cursor.execute(sql, {**params, "qvec": vector_literal(qvec)})
-        else:
-            cursor.execute(LEXICAL_CANDIDATES_SQL, params)
-        rows = _rows(cursor)
+        return _rows(cursor)
+
+
+def fact_candidates(lookup: Lookup, *, qvec) -> list[Candidate]:
+    rows = _ranked_rows(lookup, qvec, FACTS, lookup.fact_text, HYBRID_CANDIDATES_SQL, HYBRID_EXACT_CANDIDATES_SQL,
+                        LEXICAL_CANDIDATES_SQL)
     return [_candidate(r) for r in rows]
 
 
-def multi_hop_candidates(*, entities: list[str], exclude_ids: list, **base) -> list[tuple[str, Candidate]]:
-    if not entities:
-        return []
-    params = {
-        **_base_params(**base),
-        **{f"entity_{i}": entity for i, entity in enumerate(entities)},
-        "exclude": [str(i) for i in exclude_ids],
-        "per_entity": MULTI_HOP_MAX_PER_ENTITY,
-    }
-    with connection.cursor() as cursor:
-        cursor.execute(multi_hop_sql(len(entities)), params)
-        rows = _rows(cursor)
-    return [(r["entity"], _candidate(r)) for r in rows]
-
-
-def episode_candidates(*, qvec, **base) -> list[EpisodeCandidate]:
-    params = _base_params(**base)
-    with connection.cursor() as cursor:
-        if qvec is not None:
-            _settings_for_hnsw(cursor)  # the event graph, whichever way the fact leg went
-            cursor.execute(EPISODES_DENSE_SQL, {**params, "qvec": vector_literal(qvec)})
-        else:
-            cursor.execute(EPISODES_LEXICAL_SQL, params)
-        rows = _rows(cursor)
+def episode_candidates(lookup: Lookup, *, qvec) -> list[EpisodeCandidate]:
+    rows = _ranked_rows(lookup, qvec, EVENTS, lookup.event_text, EPISODES_HYBRID_SQL, EPISODES_HYBRID_EXACT_SQL,
+                        EPISODES_LEXICAL_SQL)
     return [
         EpisodeCandidate(
             id=r["id"], text=r["text"], occurred_at=r["occurred_at"], metadata=r["metadata"],
@@ -493,3 +529,18 @@ def episode_candidates(*, qvec, **base) -> list[EpisodeCandidate]:
         )
         for r in rows
     ]
+
+
+def multi_hop_candidates(lookup: Lookup, *, entities: list[str], exclude_ids: list) -> list[tuple[str, Candidate]]:
+    if not entities:
+        return []
+    params = {
+        **lookup.params(TextQuery()),
+        **{f"entity_{i}": entity for i, entity in enumerate(entities)},
+        "exclude": [str(i) for i in exclude_ids],
+        "per_entity": MULTI_HOP_MAX_PER_ENTITY,
+    }
+    with connection.cursor() as cursor:
+        cursor.execute(multi_hop_sql(len(entities)), params)
+        rows = _rows(cursor)
+    return [(r["entity"], _candidate(r)) for r in rows]

@@ -1,7 +1,7 @@
 from django.conf import settings
 from rest_framework import serializers
 
-from facts.serializers import StrictSerializer
+from facts.serializers import StrictSerializer, iso
 from hakimem.errors import ApiError, ErrorCode
 from hakimem.fields import ScopeIdField, StrictCharField
 
@@ -34,3 +34,32 @@ def validate_budget(data: dict) -> int:
             details={"budget_tokens": value if isinstance(value, int | float | str | bool | None) else str(value), "max": limit},
         )
     return value
+
+
+def packet_fact(decided) -> dict:
+    """A served fact as the packet shows it (decided: context.assembler.Decided)."""
+    item = decided.item
+    return {
+        "id": str(item.id),
+        "text": item.text,
+        "category": item.category,
+        "kind": item.kind,
+        "score": round(item.score, 6),
+        "tokens": decided.tokens,
+        "reason_code": str(decided.reason),
+        "valid_from": iso(item.valid_from),
+        "recorded_from": iso(item.recorded_from),
+        "metadata": item.metadata,
+    }
+
+
+def packet_episode(decided) -> dict:
+    item = decided.item
+    return {
+        "id": str(item.id),
+        "text": item.text,
+        "occurred_at": iso(item.occurred_at),
+        "score": round(item.score, 6),
+        "tokens": decided.tokens,
+        "metadata": item.metadata,
+    }

@@ -98,6 +98,9 @@ class Event(ScopedModel):
             ),
             GinIndex(name="facts_event_search_gin", fields=["search_vector"]),
             models.Index(name="facts_event_scope_time", fields=["project_id", "subject_id", "-occurred_at", "-id"]),
+            # The exact dense leg of small scopes reads a scope's vectors from here, index-only, as it does for
+            # facts (facts_fact_scope_vectors): episodes go through the same two-phase path.
+            models.Index(name="facts_event_scope_vectors", fields=["project_id", "subject_id"], include=["id", "embedding"]),
         ]
         constraints = [
             _text_length_check("event_text_length", EVENT_TEXT_MAX),

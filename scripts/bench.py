@@ -103,7 +103,7 @@ def naive_top(subject: str, query: str, qvec, now) -> list:
             NAIVE_SQL,
             {
                 "w_sim": scoring.W_SIMILARITY, "w_text": scoring.W_TEXT, "w_rec": scoring.W_RECENCY,
-                "qvec": vector_literal(qvec), "tsq": retrieval.text_queries(query, subject)["tsq"],
+                "qvec": vector_literal(qvec), "tsq": retrieval.text_queries(query, subject).tsq,
                 "now": now, "tau": scoring.TAU_SECONDS, "project_id": bench_data.PROJECT, "subject_id": subject,
                 "n": TOP_N,
             },
@@ -162,9 +162,9 @@ def bench_subject(label, subject, queries, client, auth) -> dict:
         started = time.perf_counter()
         exact = naive_top(subject, query, qvec, now)
         naive.append((time.perf_counter() - started) * 1000)
-        base = {"project_id": bench_data.PROJECT, "subject_id": subject, **retrieval.text_queries(query, subject),
-                "now": now, "tau_seconds": TAU_SECONDS, "cutoffs": volatility_cutoffs(now)}
-        candidates = {c.id for c in retrieval.fact_candidates(qvec=qvec, **base)}
+        lookup = retrieval.lookup_for(project_id=bench_data.PROJECT, subject_id=subject, query=query, now=now,
+                                      cutoffs=volatility_cutoffs(now))
+        candidates = {c.id for c in retrieval.fact_candidates(lookup, qvec=qvec)}
         if exact:
             recalls.append(len(set(exact) & candidates) / len(exact))
 

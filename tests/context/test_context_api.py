@@ -95,10 +95,10 @@ def test_every_candidate_has_exactly_one_decision(api):
     packet = ask(api, "museum Vienna", budget=40)
     trace = Trace.objects.get(id=packet["trace_id"])
     fact_rows = Decision.objects.filter(trace=trace, item_type="fact")
-    assert fact_rows.count() == trace.candidates == 10
+    assert fact_rows.count() == 10 and trace.candidates == 11  # facts and episodes are one ranking
     assert fact_rows.values("fact_id").distinct().count() == 10
-    assert sorted(fact_rows.values_list("rank", flat=True)) == list(range(1, 11))
     assert Decision.objects.filter(trace=trace, item_type="episode").count() == 1
+    assert sorted(Decision.objects.filter(trace=trace).values_list("rank", flat=True)) == list(range(1, 12))
 
 
 def test_hard_filters_keep_invalid_facts_out_entirely(api):
@@ -225,11 +225,42 @@ def test_episodes_fill_what_facts_leave(api):
     assert "over_budget" in {d.reason_code for d in decisions(tight).values() if d.event_id}
 
 
-def test_at_most_eight_episodes(api):
-    for i in range(12):
-        EventFactory(text=f"Alice attended concert {i}.")
-    packet = ask(api, "concert", budget=2000)
-    assert len(packet["episodes"]) == 8
+def test_episodes_fill_the_budget_like_facts(api):
+    """No fixed cap on episodes: a scope of chat turns stored as events fills the budget with the best turns
+    (the 8 nearest of the old cap left most of a 900-token budget empty)."""
+    for i in range(40):
+        EventFactory(text=f"Alice attended concert {i} with her sister.")
+    packet = ask(api, "Which concerts did Alice attend?", budget=2000)
+    assert len(packet["episodes"]) == 40
+    assert Decision.objects.filter(trace_id=packet["trace_id"], item_type="episode", reason_code="included").count() == 40
+
+
+def test_the_lexical_leg_reaches_episodes(api, monkeypatch):
+    """An episode the dense leg does not bring is still found by its words, through the events' GIN index."""
+    from context import retrieval
+
+    for i in range(30):
+        EventFactory(text=f"Alice attended concert {i} with her sister.")
+    rare = EventFactory(text="The piano tuner came on Tuesday.")
+    monkeypatch.setattr(retrieval, "DENSE_TOP_K", 3)
+    packet = ask(api, "concert piano tuner", budget=2000)
+    assert str(rare.id) in {e["id"] for e in packet["episodes"]}
+    decision = Decision.objects.get(trace_id=packet["trace_id"], event_id=rare.id)
+    assert decision.reason_code == "included" and decision.text_rank > 0
+
+
+def test_facts_and_episodes_share_one_ranking_and_one_candidate_limit(api, monkeypatch):
+    from context import retrieval
+
+    for i in range(6):
+        FactFactory(text=f"Alice keeps bees in hive {i}.")
+        EventFactory(text=f"Alice harvested honey from hive {i}.")
+    monkeypatch.setattr(retrieval, "CANDIDATE_LIMIT", 5)
+    packet = ask(api, "Alice hive honey bees", budget=2000)
+    rows = list(Decision.objects.filter(trace_id=packet["trace_id"]).order_by("rank"))
+    assert [r.rank for r in rows] == [1, 2, 3, 4, 5]
+    assert [r.score for r in rows] == sorted((r.score for r in rows), reverse=True)
+    assert len(packet["facts"]) + len(packet["episodes"]) == 5
 
 
 # --- degraded paths -----------------------------------------------------------------------------------
@@ -269,14 +300,12 @@ def test_a_failing_embedder_refuses_writes_but_not_reads(api, monkeypatch):
 
 def _candidates(query, subject="alice"):
     from context import retrieval
-    from context.scoring import TAU_SECONDS
     from facts.selectors import volatility_cutoffs
     from hakimem.embeddings import get_embedder
 
     now = timezone.now()
-    return retrieval.fact_candidates(
-        qvec=get_embedder().embed_query(query), project_id=PROJECT, subject_id=subject, now=now,
-        tau_seconds=TAU_SECONDS, cutoffs=volatility_cutoffs(now), **retrieval.text_queries(query, subject))
+    lookup = retrieval.lookup_for(project_id=PROJECT, subject_id=subject, query=query, now=now, cutoffs=volatility_cutoffs(now))
+    return retrieval.fact_candidates(lookup, qvec=get_embedder().embed_query(query))
 
 
 @pytest.mark.parametrize("dense_exact", [True, False])
@@ -316,12 +345,12 @@ def test_words_too_common_to_rank_leave_the_or(monkeypatch):
 
     stats = retrieval.TableStats(rows=1000, term_freq={"lives": 0.30, "works": 0.25, "okafor": 0.0001},
                                  subject_freq={"alice": 0.1})
-    monkeypatch.setattr(retrieval, "table_stats", lambda: stats)
+    monkeypatch.setattr(retrieval, "table_stats", lambda table=retrieval.FACTS: stats)
     queries = retrieval.text_queries("Where does Okafor live and where does he work? lives works", "alice")
-    assert queries == {"tsq": "okafor or live or work", "leg_tsq": "okafor or live or work"}
+    assert queries == retrieval.TextQuery("okafor or live or work", "okafor or live or work")
     # every word common: all of them together, a selective AND
-    assert retrieval.text_queries("lives works", "alice") == {"tsq": "lives works", "leg_tsq": "lives works"}
-    assert retrieval.text_queries("the and of", "alice") == {"tsq": "", "leg_tsq": ""}
+    assert retrieval.text_queries("lives works", "alice") == retrieval.TextQuery("lives works", "lives works")
+    assert retrieval.text_queries("the and of", "alice") == retrieval.TextQuery("", "")
 
 
 def test_the_lexical_leg_keeps_the_rarest_words_within_its_row_budget(monkeypatch):
@@ -330,15 +359,15 @@ def test_the_lexical_leg_keeps_the_rarest_words_within_its_row_budget(monkeypatc
     # a 100k-fact scope: "anders" is in 1.5% of facts (1,500 expected matches), "porto" in 0.4%, "visit" 0.5%
     stats = retrieval.TableStats(rows=200_000, term_freq={"anders": 0.015, "porto": 0.004, "visit": 0.005},
                                  subject_freq={"big": 0.5}, other_subject_freq=0.0002)
-    monkeypatch.setattr(retrieval, "table_stats", lambda: stats)
+    monkeypatch.setattr(retrieval, "table_stats", lambda table=retrieval.FACTS: stats)
     monkeypatch.setattr(retrieval, "LEXICAL_LEG_MAX_MATCHES", 1000)
     # scoring keeps every informative word; the leg keeps porto (400) and visit (+500), not anders (+1,500)
-    assert retrieval.text_queries("When did Anders visit Porto?", "big") == {
-        "tsq": "anders or visit or porto", "leg_tsq": "visit or porto"}
+    assert retrieval.text_queries("When did Anders visit Porto?", "big") == retrieval.TextQuery(
+        "anders or visit or porto", "visit or porto")
     # one word over the budget on its own: no lexical leg, the word still scores
-    assert retrieval.text_queries("Who is Anders?", "big") == {"tsq": "anders", "leg_tsq": ""}
+    assert retrieval.text_queries("Who is Anders?", "big") == retrieval.TextQuery("anders", "")
     # a small scope (40 expected facts) can afford every word
-    assert retrieval.text_queries("Who is Anders?", "s-1") == {"tsq": "anders", "leg_tsq": "anders"}
+    assert retrieval.text_queries("Who is Anders?", "s-1") == retrieval.TextQuery("anders", "anders")
 
 
 def test_table_statistics_come_from_the_planner():
@@ -354,7 +383,7 @@ def test_table_statistics_come_from_the_planner():
     assert stats.term_freq["alice"] == pytest.approx(1.0) and stats.term_freq["likes"] == pytest.approx(1.0)
     assert stats.scope_rows("s0") == pytest.approx(30)
     assert stats.scope_rows("s35") == pytest.approx(1, rel=0.5)
-    assert retrieval.text_queries("who likes okafor", "s0")["tsq"] == "okafor"
+    assert retrieval.text_queries("who likes okafor", "s0").tsq == "okafor"
 
 
 # --- rendering ----------------------------------------------------------------------------------------
@@ -389,20 +418,23 @@ def test_inspect_is_scoped_to_the_keys_project(api, other_api):
     assert response.status_code == 404 and error_code(response) == "not_found"
 
 
-def test_the_episode_scan_gets_the_hnsw_settings_when_the_fact_leg_sorts_exactly(api):
-    """A small scope's facts are sorted exactly (no hnsw), but its episodes still go through the event graph:
-    a fresh connection must be tuned for that scan too (iterative scan, ef_search), or the scope filter
-    leaves fewer than EPISODE_TOP_K of the graph's first candidates."""
+def test_the_episode_graph_scan_gets_the_hnsw_settings_when_the_fact_leg_sorts_exactly(api, monkeypatch):
+    """A scope whose facts are sorted exactly (no hnsw) may still walk the event graph: a fresh connection
+    must be tuned for that scan too (iterative scan, ef_search), or the scope filter leaves fewer than
+    DENSE_TOP_K of the graph's first candidates."""
     from context import retrieval
 
     FactFactory(text="Marie met Julien in Lyon.")
     EventFactory(text="Marie met Julien.")
+    stats = {retrieval.FACTS: retrieval.TableStats(), retrieval.EVENTS: retrieval.TableStats(rows=1e6, subject_freq={"alice": 1.0})}
+    monkeypatch.setattr(retrieval, "table_stats", lambda table=retrieval.FACTS: stats[table])
+    assert stats[retrieval.FACTS].dense_exact(PROJECT, "alice") and not stats[retrieval.EVENTS].dense_exact(PROJECT, "alice")
     with connection.cursor() as cursor:  # as a new connection is: defaults, not yet tuned
         cursor.execute("RESET hnsw.iterative_scan")
         cursor.execute("RESET hnsw.ef_search")
     retrieval._TUNED_CONNECTIONS.discard(connection.connection)
-    ask(api, "Who did Marie meet?")
-    assert retrieval.table_stats().dense_exact(PROJECT, "alice")
+    packet = ask(api, "Who did Marie meet?")
+    assert len(packet["episodes"]) == 1
     with connection.cursor() as cursor:
         cursor.execute("SELECT current_setting('hnsw.iterative_scan'), current_setting('hnsw.ef_search')")
         assert cursor.fetchone() == ("relaxed_order", str(retrieval.HNSW_EF_SEARCH))

@@ -5,7 +5,6 @@ from django.db import connection
 from django.utils import timezone
 
 from context import retrieval
-from context.scoring import TAU_SECONDS
 from facts.selectors import volatility_cutoffs
 from hakimem.embeddings import get_embedder, vector_literal
 from scripts import bench_data
@@ -23,9 +22,9 @@ def loaded(tmp_path):
 
 def _plan(subject: str, query: str, sql: str = retrieval.HYBRID_CANDIDATES_SQL) -> str:
     now = timezone.now()
-    base = {"project_id": bench_data.PROJECT, "subject_id": subject, **retrieval.text_queries(query, subject),
-            "now": now, "tau_seconds": TAU_SECONDS, "cutoffs": volatility_cutoffs(now)}
-    params = {**retrieval._base_params(**base), "qvec": vector_literal(get_embedder().embed_query(query))}
+    lookup = retrieval.lookup_for(project_id=bench_data.PROJECT, subject_id=subject, query=query, now=now,
+                                  cutoffs=volatility_cutoffs(now))
+    params = {**lookup.params(lookup.fact_text), "qvec": vector_literal(get_embedder().embed_query(query))}
     with connection.cursor() as cursor:
         retrieval._settings_for_hnsw(cursor)
         cursor.execute("EXPLAIN (ANALYZE, COSTS OFF) " + sql, params)
@@ -77,9 +76,8 @@ def test_multi_hop_plans_each_name_with_its_own_frequency(loaded):
         counts = cursor.fetchall()
     common = counts[0][0]
     rare = next(word for word, n in counts if 5 <= n <= 20)
-    base = {"project_id": bench_data.PROJECT, "subject_id": "big", "tsq": "", "leg_tsq": "", "now": now,
-            "tau_seconds": TAU_SECONDS, "cutoffs": volatility_cutoffs(now)}
-    params = {**retrieval._base_params(**base), "entity_0": rare, "entity_1": common, "exclude": [],
+    lookup = retrieval.Lookup(project_id=bench_data.PROJECT, subject_id="big", now=now, cutoffs=volatility_cutoffs(now))
+    params = {**lookup.params(retrieval.TextQuery()), "entity_0": rare, "entity_1": common, "exclude": [],
               "per_entity": retrieval.MULTI_HOP_MAX_PER_ENTITY}
     with connection.cursor() as cursor:
         cursor.execute("EXPLAIN (COSTS OFF) " + retrieval.multi_hop_sql(2), params)
