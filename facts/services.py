@@ -242,30 +242,30 @@ def _record_conflict(fact: Fact, conflicts, *, actor: str, now) -> ConflictSet:
         _supersede(other_ids, by=fact.id, now=now)
         return conflict_set
 
+    # Pairwise membership: the new fact joins each open set holding a fact it contradicts (by a rule, above
+    # the similarity threshold), and the facts it contradicts that are in no open set join it there. Sets are
+    # never merged through a fact that bridges them: a set then holds only facts that each contradict one
+    # of its members, not every fact one similar sentence led to (merged sets grew to 28 members on
+    # average on LoCoMo's chats, each blocking all of them).
     open_sets = list(
         ConflictSet.objects.select_for_update()
         .filter(status=ConflictStatus.OPEN, id__in=ConflictMember.objects.filter(fact_id__in=other_ids).values("conflict_set_id"))
         .order_by("opened_at", "id")
     )
+    in_open_sets = set(
+        ConflictMember.objects.filter(conflict_set__in=open_sets, fact_id__in=other_ids).values_list("fact_id", flat=True)
+    )
+    loose = [f for f in other_ids if f not in in_open_sets]
     if not open_sets:
-        conflict_set = ConflictSet.objects.create(
+        open_sets = [ConflictSet.objects.create(
             project_id=fact.project_id, subject_id=fact.subject_id, signal=signal.rule,
             signal_detail=signal.detail[:500], similarity=similarity, opened_at=now,
-        )
-    else:
-        conflict_set, merged = open_sets[0], open_sets[1:]
-        if merged:  # the new fact bridges several open sets: one decision for a curator, not several
-            present = set(conflict_set.members.values_list("fact_id", flat=True))
-            ConflictMember.objects.filter(conflict_set__in=merged).exclude(fact_id__in=present).update(
-                conflict_set=conflict_set
-            )
-            ConflictSet.objects.filter(id__in=[s.id for s in merged]).delete()
-    present = set(conflict_set.members.values_list("fact_id", flat=True))
-    ConflictMember.objects.bulk_create(
-        [ConflictMember(conflict_set=conflict_set, fact_id=f, added_at=now) for f in [fact.id, *other_ids] if f not in present]
-    )
-    logger.info("conflict set %s: %s (similarity %.3f)", conflict_set.id, signal.rule, similarity)
-    return conflict_set
+        )]
+    members = [ConflictMember(conflict_set=s, fact=fact, added_at=now) for s in open_sets]
+    members += [ConflictMember(conflict_set=open_sets[0], fact_id=f, added_at=now) for f in loose]
+    ConflictMember.objects.bulk_create(members)
+    logger.info("conflict set %s: %s (similarity %.3f)", open_sets[0].id, signal.rule, similarity)
+    return open_sets[0]
 
 
 def _supersede(fact_ids, *, by, now) -> int:

@@ -66,7 +66,7 @@ _NEGATIONS = {
     # English
     "not", "no", "never", "none", "nobody", "nothing", "neither", "nor", "without", "cannot",
     "isn't", "aren't", "wasn't", "weren't", "don't", "doesn't", "didn't", "won't", "wouldn't", "can't",
-    "couldn't", "shouldn't", "hasn't", "haven't", "hadn't", "no longer",
+    "couldn't", "shouldn't", "hasn't", "haven't", "hadn't",
     # French
     "ne", "pas", "jamais", "aucun", "aucune", "sans",  # "plus", "rien", "personne" also mean more/thing/person
 }
@@ -111,12 +111,72 @@ def _words(text: str) -> list[str]:
     return [w.strip("'’-") for w in _WORD_RE.findall(text) if w.strip("'’-")]
 
 
-def _negated(words: list[str]) -> bool:
-    lowered = [w.casefold() for w in words]
-    if any(w in _NEGATIONS for w in lowered):
-        return True
+_SENTENCE_END_RE = re.compile(r"[.!?:;]\s*$")
+
+
+def _sentence_starts(text: str) -> set[int]:
+    """Indexes (into _words(text)) of the words that open a sentence or follow a colon: capitalised there
+    by grammar ("Jon: Thanks!"), not because they are names."""
+    starts, index, last_end = set(), 0, 0
+    for match in _WORD_RE.finditer(text):
+        if not match.group().strip("'’-"):
+            continue
+        if index == 0 or _SENTENCE_END_RE.search(text[last_end:match.start()]):
+            starts.add(index)
+        index += 1
+        last_end = match.end()
+    return starts
+
+
+def _is_negation(word: str) -> bool:
     # contractions the tokeniser keeps whole (n't) and French elision (n'aime)
-    return any(w.endswith("n't") or w.endswith("n’t") or w.startswith("n'") or w.startswith("n’") for w in lowered)
+    return word in _NEGATIONS or word.endswith(("n't", "n’t")) or word.startswith(("n'", "n’"))
+
+
+def _negated(words: list[str]) -> bool:
+    return any(_is_negation(w.casefold()) for w in words)
+
+
+def _affirmed_content(words: list[str]) -> set[str]:
+    """The content words of a statement with its negation taken out: "Clara does not speak Spanish" and
+    "Clara speaks Spanish" both give {clara, speak, spanish}, "Marie n'aime pas le café" gives
+    {marie, aime, café}. Auxiliaries ("does", "is") are stop words already."""
+    kept = []
+    for word in words:
+        folded = word.casefold()
+        if folded.startswith(("n'", "n’")) and len(folded) > 2:  # n'aime: the verb stays, its negation goes
+            folded = folded[2:]
+        elif _is_negation(folded):
+            continue
+        kept.append(folded)
+    return content_words(" ".join(kept))
+
+
+# A negation contradicts only the same claim: once the negation is taken out, the two statements must say
+# the same thing, one of them at most this many content words longer ("Anna drinks coffee every morning" /
+# "Anna never drinks coffee"). Without it, any negated sentence contradicted every similar one: on real chats
+# (LoCoMo, 788 turns) 1,965 pairs of turns such as "Thanks, I won't give up!" / "Keep it up, you're almost
+# there!" opened conflict sets (docs/quality.md).
+NEGATION_MAX_EXTRA_WORDS = 2
+
+
+def _same_claim(words_a: list[str], words_b: list[str]) -> bool:
+    """One claim's content inside the other's, the longer adding at most NEGATION_MAX_EXTRA_WORDS; a claim
+    of one word only matches itself exactly ("Gina: ;)" says nothing that "Gina: Can't wait!" denies)."""
+    a, b = _affirmed_content(words_a), _affirmed_content(words_b)
+    if a == b:
+        return bool(a)
+    small, large = (a, b) if len(a) <= len(b) else (b, a)
+    return len(small) >= 2 and small <= large and len(large - small) <= NEGATION_MAX_EXTRA_WORDS
+
+
+# A leading bracketed stamp ("[9:38 pm on 16 June, 2023] Jon: ...") says when a statement was made, not what
+# it says: two turns of a chat a month apart do not contradict each other by their dates.
+_STAMP_RE = re.compile(r"^\s*\[[^\]\n]{1,80}\]\s*")
+
+
+def _claim(text: str) -> str:
+    return _STAMP_RE.sub("", text, count=1)
 
 
 def _diff_spans(a: list[str], b: list[str]) -> tuple[int, list[str], list[str]]:
@@ -150,16 +210,17 @@ def _months(words: list[str]) -> set[str]:
     }
 
 
-def _is_name(word: str, position: int) -> bool:
-    return position > 0 and word[:1].isupper() and word[1:2].islower()
+def _is_name(word: str, position: int, sentence_starts: set[int]) -> bool:
+    return position not in sentence_starts and word[:1].isupper() and word[1:2].islower()
 
 
 def contradiction_signal(a: str, b: str) -> Signal | None:
     """A rule-based reason to believe `a` and `b` cannot both be true, or None. Only meaningful for two
     sentences already known to be about the same thing (high cosine similarity)."""
+    a, b = _claim(a), _claim(b)
     wa, wb = _words(a), _words(b)
-    if _negated(wa) != _negated(wb):
-        return Signal("negation", "one statement is negated and the other is not")
+    if _negated(wa) != _negated(wb) and _same_claim(wa, wb):
+        return Signal("negation", "the same statement, negated in one and not in the other")
 
     lower_a = {w.casefold() for w in wa}
     lower_b = {w.casefold() for w in wb}
@@ -184,8 +245,9 @@ def contradiction_signal(a: str, b: str) -> Signal | None:
             return Signal(rule, f"{sorted(na)} against {sorted(nb)}")
 
     if span_a and span_b and len(span_a) <= 4 and len(span_b) <= 4:
-        names_a = {w.casefold() for i, w in enumerate(span_a) if _is_name(w, start + i)}
-        names_b = {w.casefold() for i, w in enumerate(span_b) if _is_name(w, start + i)}
+        starts_a, starts_b = _sentence_starts(a), _sentence_starts(b)
+        names_a = {w.casefold() for i, w in enumerate(span_a) if _is_name(w, start + i, starts_a)}
+        names_b = {w.casefold() for i, w in enumerate(span_b) if _is_name(w, start + i, starts_b)}
         # Same slot: around the names the two spans say the same thing ("in X" / "in Y", not "in X" /
         # "at the Y"), and neither name appears anywhere in the other sentence (a reordering is no conflict).
         rest_a = [w.casefold() for w in span_a if w.casefold() not in names_a]

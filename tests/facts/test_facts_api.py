@@ -182,6 +182,26 @@ def test_a_third_contradiction_joins_the_open_set(api):
     assert ConflictSet.objects.get().members.count() == 3
 
 
+def test_a_fact_contradicting_members_of_two_open_sets_joins_both_and_merges_neither(db):
+    """Pairwise membership: a set holds facts that each contradict one of its members. A fact that
+    contradicts one member of each of two sets joins both; the two sets' other members, which contradict
+    nothing of each other, stay apart."""
+    from facts.text import Signal
+
+    a, b, c, d, bridge, loose = (FactFactory(text=f"Paul fact {n}.") for n in "abcdef")
+    now = timezone.now()
+    signal = Signal("different_name", "test")
+    first = services._record_conflict(b, [(a.id, 0.9, signal)], actor="test", now=now)
+    second = services._record_conflict(d, [(c.id, 0.9, signal)], actor="test", now=now)
+    assert first.id != second.id
+    joined = services._record_conflict(bridge, [(a.id, 0.9, signal), (c.id, 0.9, signal), (loose.id, 0.8, signal)],
+                                       actor="test", now=now)
+    assert joined.id == first.id
+    assert ConflictSet.objects.filter(status="open").count() == 2
+    assert set(first.members.values_list("fact_id", flat=True)) == {a.id, b.id, bridge.id, loose.id}
+    assert set(second.members.values_list("fact_id", flat=True)) == {c.id, d.id, bridge.id}
+
+
 def test_resolve_by_keeping_one(api):
     nantes = post_fact(api, NANTES)
     bordeaux = post_fact(api, BORDEAUX)
