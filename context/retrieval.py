@@ -15,6 +15,7 @@ Invariants (each query below keeps all of them; tests/context/test_retrieval_pla
 from __future__ import annotations
 
 import json
+import math
 import re
 import time
 import weakref
@@ -119,6 +120,13 @@ class TableStats:
     subject_freq: dict = field(default_factory=dict)
     other_subject_freq: float = 0.0  # share of one subject outside the most common ones (the planner's formula)
     scope_graphs: frozenset = frozenset()  # names of the dedicated hnsw graphs (facts.services.scope_graph_create)
+    rarest_tracked: float = 0.0  # the smallest share pg_stats keeps for a lexeme: untracked words are rarer
+
+    def term_weight(self, term: str) -> float:
+        """A word's information, log(1 / share of rows holding it): a word the statistics do not list counts
+        as rare as the rarest they do (or as one row of the table, before any ANALYZE)."""
+        floor = self.rarest_tracked or (1.0 / self.rows if self.rows >= 1 else 1e-3)
+        return math.log(1.0 / min(max(self.term_freq.get(term, floor), 1e-9), 1.0)) + 1e-6
 
     def scope_rows(self, subject_id: str) -> float:
         """Estimated rows of a subject. Subject ids are compared across projects: an over-estimate when two
@@ -153,6 +161,7 @@ def _read_table_stats(table: str) -> TableStats:
         cursor.execute(TABLE_STATS_SQL, {"table": table, "scope_graphs": SCOPE_GRAPH_PREFIX + "%"})
         reltuples, elems, elem_freqs, subjects, subject_freqs, n_distinct, graphs = cursor.fetchone()
     term_freq = dict(zip(elems, elem_freqs)) if elems else {}  # elem_freqs has 3 trailing summary values
+    rarest = float(elem_freqs[len(elems)]) if elems and len(elem_freqs) > len(elems) else 0.0  # the first: min
     subject_freq = dict(zip(subjects, subject_freqs)) if subjects else {}
     other = 0.0
     if n_distinct:
@@ -160,7 +169,7 @@ def _read_table_stats(table: str) -> TableStats:
         rest = distinct - len(subject_freq)
         other = (1.0 - sum(subject_freq.values())) / rest if rest >= 1 else 0.0
     return TableStats(rows=max(float(reltuples), 0.0), term_freq=term_freq, subject_freq=subject_freq,
-                      other_subject_freq=max(other, 0.0), scope_graphs=frozenset(graphs))
+                      other_subject_freq=max(other, 0.0), scope_graphs=frozenset(graphs), rarest_tracked=rarest)
 
 
 @dataclass(frozen=True)
@@ -172,6 +181,14 @@ class TextQuery:
 
     tsq: str = ""
     leg_tsq: str = ""
+    terms: tuple = ()  # the words of tsq, and the share of the query's information each carries (sum 1)
+    weights: tuple = ()
+
+
+def _weighted(tsq: str, leg_tsq: str, terms: list[str], stats: TableStats) -> TextQuery:
+    weights = [stats.term_weight(t) for t in terms]
+    total = sum(weights)
+    return TextQuery(tsq, leg_tsq, tuple(terms), tuple(w / total for w in weights))
 
 
 def text_queries(query: str, subject_id: str, table: str = FACTS) -> TextQuery:
@@ -187,14 +204,14 @@ def text_queries(query: str, subject_id: str, table: str = FACTS) -> TextQuery:
         for t in terms:
             together *= freq.get(t, 0.0)
         tsq = " ".join(terms)
-        return TextQuery(tsq, tsq if together <= LEXICAL_LEG_MAX_MATCHES else "")
+        return _weighted(tsq, tsq if together <= LEXICAL_LEG_MAX_MATCHES else "", terms, stats)
     kept, expected = set(), 0.0
     for t in sorted(informative, key=lambda t: freq.get(t, 0.0)):
         expected += freq.get(t, 0.0) * scope_rows
         if expected > LEXICAL_LEG_MAX_MATCHES:
             break
         kept.add(t)
-    return TextQuery(or_query(informative), or_query([t for t in informative if t in kept]))
+    return _weighted(or_query(informative), or_query([t for t in informative if t in kept]), informative, stats)
 
 
 @dataclass(frozen=True)
@@ -215,6 +232,8 @@ class Lookup:
             "subject_id": self.subject_id,
             "tsq": text.tsq,
             "leg_tsq": text.leg_tsq,
+            "terms": list(text.terms),
+            "term_weights": list(text.weights),
             "now": self.now,
             "tau_seconds": scoring.TAU_SECONDS,
             "stable_cutoff": self.cutoffs["stable"],
@@ -300,9 +319,16 @@ _HARD_FILTERS = """f.project_id = %(project_id)s AND f.subject_id = %(subject_id
                    AND (f.valid_to IS NULL OR f.valid_to > %(now)s)"""
 
 
-def _text_rank(alias: str) -> str:
+def text_rank_sql(alias: str) -> str:
+    """The share of the query's information a row holds: the weights (TextQuery.weights, log inverse row
+    share, summing to 1) of the query words it contains. In [0, 1] like the similarity, and a rare word counts
+    for more than a common one. ts_rank_cd, the seed's rank, ignores how rare a word is and stays near 0.1
+    for a row matching one word of an ORed query, so that with W_TEXT 0.25 the words moved almost nothing
+    (LoCoMo turns as events 0.661 -> 0.709 with this rank; docs/quality.md). The lexical leg still picks its
+    rows by ts_rank_cd: ordering it by this rank cost a subquery per matching row for no steady gain."""
     return f"""CASE WHEN %(tsq)s = '' THEN 0
-            ELSE ts_rank_cd({alias}.search_vector, websearch_to_tsquery('simple', %(tsq)s), 32) END"""
+            ELSE (SELECT coalesce(sum(t.weight), 0) FROM unnest(%(terms)s::text[], %(term_weights)s::float8[]) AS t(term, weight)
+                   WHERE {alias}.search_vector @@ to_tsquery('simple', quote_literal(t.term))) END"""
 
 
 # The degraded path's only leg: top-K by full-text rank over the whole informative query ("" matches nothing
@@ -314,7 +340,7 @@ _LEXICAL_LEG = f"""    SELECT f.id FROM facts_fact f
 
 
 # Phase 2's columns besides the distance, for a fact `f` of a leg.
-_SCORED_POOL = f"""       {_text_rank("f")} AS text_rank,
+_SCORED_POOL = f"""       {text_rank_sql("f")} AS text_rank,
        {_RECENCY} AS recency,
        {_BLOCK_FLAGS}"""
 
@@ -343,7 +369,7 @@ _EVENTS = _Source(
     row=f"""
        e.id, e.text, e.occurred_at, e.metadata,
        e.embedding <=> (SELECT v FROM q) AS distance,
-       {_text_rank("e")} AS text_rank,
+       {text_rank_sql("e")} AS text_rank,
        exp(-greatest(extract(epoch FROM (%(now)s - e.occurred_at)), 0) / %(tau_seconds)s) AS recency""",
 )
 
@@ -439,7 +465,7 @@ EPISODES_LEXICAL_SQL = f"""
 SELECT e.id, e.text, e.occurred_at, e.metadata,
        exp(-greatest(extract(epoch FROM (%(now)s - e.occurred_at)), 0) / %(tau_seconds)s) AS recency,
        NULL::float8 AS similarity, NULL::float8 AS distance,
-       {_text_rank("e")} AS text_rank
+       {text_rank_sql("e")} AS text_rank
   FROM facts_event e
  WHERE {_EVENTS.filters}
  ORDER BY (%(tsq)s <> '' AND e.search_vector @@ websearch_to_tsquery('simple', %(tsq)s)) DESC, e.occurred_at DESC

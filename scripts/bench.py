@@ -77,11 +77,13 @@ def _loaded(total: int, seed: int) -> bool:
     return found == expected
 
 
+# The seed's full scan: every active fact of the scope scored in SQL with the assembler's own formula (no
+# index can order a sum); {text_rank} is the assembler's text rank (context.retrieval._text_rank).
 NAIVE_SQL = """
 SELECT f.id,
-       %(w_sim)s * (1 - (f.embedding <=> %(qvec)s::halfvec))
-     + %(w_text)s * ts_rank_cd(f.search_vector, websearch_to_tsquery('simple', %(tsq)s), 32)
-     + %(w_rec)s * exp(-greatest(extract(epoch FROM (%(now)s - coalesce(f.valid_from, f.recorded_from))), 0) / %(tau)s) AS score
+       %(w_similarity)s * (1 - (f.embedding <=> %(qvec)s::halfvec))
+     + %(w_text)s * {text_rank}
+     + %(w_recency)s * exp(-greatest(extract(epoch FROM (%(now)s - coalesce(f.valid_from, f.recorded_from))), 0) / %(tau_seconds)s) AS score
   FROM facts_fact f
  WHERE f.project_id = %(project_id)s AND f.subject_id = %(subject_id)s AND f.status = 'active'
    AND (f.valid_to IS NULL OR f.valid_to > %(now)s)
@@ -94,19 +96,17 @@ def naive_top(subject: str, query: str, qvec, now) -> list:
     """The seed's full scan: every active fact of the scope scored in SQL (no index can order a sum)."""
     from django.db import connection
 
-    from context import retrieval, scoring
+    from context import retrieval
+    from facts.selectors import volatility_cutoffs
     from hakimem.embeddings import vector_literal
     from scripts import bench_data
 
+    lookup = retrieval.lookup_for(project_id=bench_data.PROJECT, subject_id=subject, query=query, now=now,
+                                  cutoffs=volatility_cutoffs(now))
     with connection.cursor() as cursor:
         cursor.execute(
-            NAIVE_SQL,
-            {
-                "w_sim": scoring.W_SIMILARITY, "w_text": scoring.W_TEXT, "w_rec": scoring.W_RECENCY,
-                "qvec": vector_literal(qvec), "tsq": retrieval.text_queries(query, subject).tsq,
-                "now": now, "tau": scoring.TAU_SECONDS, "project_id": bench_data.PROJECT, "subject_id": subject,
-                "n": TOP_N,
-            },
+            NAIVE_SQL.format(text_rank=retrieval.text_rank_sql("f")),
+            {**lookup.params(lookup.fact_text), "qvec": vector_literal(qvec), "n": TOP_N},
         )
         return [row[0] for row in cursor.fetchall()]
 
@@ -115,7 +115,6 @@ def bench_subject(label, subject, queries, client, auth) -> dict:
     from django.utils import timezone
 
     from context import assembler, retrieval
-    from context.scoring import TAU_SECONDS
     from facts.selectors import volatility_cutoffs
     from hakimem.embeddings import get_embedder
     from scripts import bench_data

@@ -340,6 +340,10 @@ def test_lexical_leg_ors_meaningful_words_where_websearch_alone_ands_them():
     assert lexical_terms(question) == ["dentist", "sees", "thursdays"]
 
 
+def _texts(text_query):
+    return text_query.tsq, text_query.leg_tsq
+
+
 def test_words_too_common_to_rank_leave_the_or(monkeypatch):
     from context import retrieval
 
@@ -347,10 +351,10 @@ def test_words_too_common_to_rank_leave_the_or(monkeypatch):
                                  subject_freq={"alice": 0.1})
     monkeypatch.setattr(retrieval, "table_stats", lambda table=retrieval.FACTS: stats)
     queries = retrieval.text_queries("Where does Okafor live and where does he work? lives works", "alice")
-    assert queries == retrieval.TextQuery("okafor or live or work", "okafor or live or work")
+    assert _texts(queries) == ("okafor or live or work", "okafor or live or work")
     # every word common: all of them together, a selective AND
-    assert retrieval.text_queries("lives works", "alice") == retrieval.TextQuery("lives works", "lives works")
-    assert retrieval.text_queries("the and of", "alice") == retrieval.TextQuery("", "")
+    assert _texts(retrieval.text_queries("lives works", "alice")) == ("lives works", "lives works")
+    assert _texts(retrieval.text_queries("the and of", "alice")) == ("", "")
 
 
 def test_the_lexical_leg_keeps_the_rarest_words_within_its_row_budget(monkeypatch):
@@ -362,12 +366,12 @@ def test_the_lexical_leg_keeps_the_rarest_words_within_its_row_budget(monkeypatc
     monkeypatch.setattr(retrieval, "table_stats", lambda table=retrieval.FACTS: stats)
     monkeypatch.setattr(retrieval, "LEXICAL_LEG_MAX_MATCHES", 1000)
     # scoring keeps every informative word; the leg keeps porto (400) and visit (+500), not anders (+1,500)
-    assert retrieval.text_queries("When did Anders visit Porto?", "big") == retrieval.TextQuery(
+    assert _texts(retrieval.text_queries("When did Anders visit Porto?", "big")) == (
         "anders or visit or porto", "visit or porto")
     # one word over the budget on its own: no lexical leg, the word still scores
-    assert retrieval.text_queries("Who is Anders?", "big") == retrieval.TextQuery("anders", "")
+    assert _texts(retrieval.text_queries("Who is Anders?", "big")) == ("anders", "")
     # a small scope (40 expected facts) can afford every word
-    assert retrieval.text_queries("Who is Anders?", "s-1") == retrieval.TextQuery("anders", "anders")
+    assert _texts(retrieval.text_queries("Who is Anders?", "s-1")) == ("anders", "anders")
 
 
 def test_table_statistics_come_from_the_planner():
