@@ -40,6 +40,9 @@ WARNING_EMBEDDER_UNAVAILABLE = "embedder_unavailable"
 WARNING_DEGENERATE_VECTOR = "degenerate_query_vector"
 
 MULTI_HOP_BUDGET_SHARE = 0.2  # see docs/quality.md for the measurement behind it
+# A name held by more of the facts table than this links nothing: in a chat stored turn by turn the speakers'
+# names are in every fact, and the hop brought back the newest turns that name them (docs/quality.md).
+MULTI_HOP_MAX_ENTITY_FREQUENCY = retrieval.LEXICAL_MAX_TERM_FREQUENCY
 
 # Decisions a multi-hop pass never revisits: already served, or blocked.
 _SETTLED = (ReasonCode.INCLUDED, ReasonCode.CONFLICT_OPEN, ReasonCode.VOLATILITY_EXPIRED)
@@ -141,7 +144,9 @@ def multi_hop(lookup: retrieval.Lookup, query: str, decided: list[Decided], budg
     included = [d for d in facts if d.reason == ReasonCode.INCLUDED]
     if budget_left <= 0 or not included:
         return budget_left
-    entities = extract_entities([d.item.text for d in included], query, retrieval.MULTI_HOP_MAX_ENTITIES)
+    term_freq = retrieval.table_stats(retrieval.FACTS).term_freq
+    entities = extract_entities([d.item.text for d in included], query, retrieval.MULTI_HOP_MAX_ENTITIES,
+                                too_common=lambda name: term_freq.get(name, 0.0) > MULTI_HOP_MAX_ENTITY_FREQUENCY)
     settled = [d.item.id for d in facts if d.reason in _SETTLED]
     by_id = {d.item.id: d for d in facts}
     hop_decided = []

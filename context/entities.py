@@ -26,8 +26,9 @@ COMMON_CAPITALISED = frozenset(
 )
 
 
-def extract_entities(texts: list[str], query: str, limit: int) -> list[str]:
-    """The `limit` most frequent entities across `texts` (ties: first seen first), minus the query's words."""
+def extract_entities(texts: list[str], query: str, limit: int, too_common=lambda key: False) -> list[str]:
+    """The `limit` most frequent entities across `texts` (ties: first seen first), minus the query's words
+    and the names `too_common(lower-cased name)` rejects."""
     query_words = {w.lower() for w in re.findall(r"\w+", query)}
     counts: Counter[str] = Counter()
     first_seen: dict[str, int] = {}
@@ -35,7 +36,7 @@ def extract_entities(texts: list[str], query: str, limit: int) -> list[str]:
         for match in ENTITY_RE.finditer(text):
             word = match.group(0)
             key = word.lower()
-            if key in COMMON_CAPITALISED or key in query_words:
+            if key in COMMON_CAPITALISED or key in query_words or too_common(key):
                 continue
             counts[word] += 1
             first_seen.setdefault(word, len(first_seen))
