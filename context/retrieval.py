@@ -24,7 +24,7 @@ from datetime import datetime
 from django.db import connection
 
 from context import scoring
-from facts.services import SCOPE_GRAPH_PREFIX, scope_graph_name
+from facts.scope_graphs import SCOPE_GRAPH_PREFIX, scope_graph_name
 from facts.text import STOP_WORDS
 from hakimem.embeddings import vector_literal
 

@@ -7,7 +7,6 @@ embedder refuses the request before anything is written.
 """
 from __future__ import annotations
 
-import hashlib
 import logging
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -18,7 +17,6 @@ import numpy as np
 from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
-from psycopg import sql
 
 from facts import selectors
 from facts.models import ConflictMember, ConflictSet, ConflictStatus, Event, Fact, FactKind, FactStatus, Volatility
@@ -400,44 +398,6 @@ def conflict_resolve(
 # Other apps (traces) hold rows about a subject too. They register an eraser here so that erasure stays
 # one transaction without this app importing them (data flows facts -> context -> traces, never back).
 _ERASERS: list[tuple[str, Callable[[str, str], dict[str, int]]]] = []
-
-
-SCOPE_GRAPH_PREFIX = "facts_fact_scope_hnsw_"
-
-
-def scope_graph_name(project_id: str, subject_id: str) -> str:
-    digest = hashlib.sha1(f"{project_id}\0{subject_id}".encode("utf-8")).hexdigest()[:16]
-    return f"{SCOPE_GRAPH_PREFIX}{digest}"
-
-
-def scope_graph_create(*, project_id: str, subject_id: str) -> str:
-    """A dedicated hnsw graph over one scope's active facts: a partial index the planner uses for that scope
-    alone (its predicate holds the scope's literal ids), so the dense leg walks no other scope's facts. For
-    scopes that are both large and a small share of a large table, where the shared graph, filtered to the
-    scope, visits ~DENSE_TOP_K / share tuples (docs/performance.md). Built CONCURRENTLY: writes go on.
-    Each such scope pays a second hnsw insert per new fact. Returns the index name."""
-    name = scope_graph_name(project_id, subject_id)
-    statement = sql.SQL(
-        "CREATE INDEX CONCURRENTLY IF NOT EXISTS {name} ON facts_fact USING hnsw (embedding halfvec_cosine_ops)"
-        " WITH (m = 16, ef_construction = 64)"
-        " WHERE project_id = {project} AND subject_id = {subject} AND status = 'active'"
-    ).format(name=sql.Identifier(name), project=sql.Literal(project_id), subject=sql.Literal(subject_id))
-    with connection.cursor() as cursor:
-        cursor.execute("SET maintenance_work_mem = '1GB'")
-        cursor.execute(statement.as_string(connection.connection))
-        cursor.execute("RESET maintenance_work_mem")
-    return name
-
-
-def scope_graph_drop(*, project_id: str, subject_id: str) -> bool:
-    name = scope_graph_name(project_id, subject_id)
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT to_regclass(%s) IS NOT NULL", [name])
-        exists = cursor.fetchone()[0]
-        if exists:
-            cursor.execute(sql.SQL("DROP INDEX CONCURRENTLY IF EXISTS {}").format(sql.Identifier(name))
-                           .as_string(connection.connection))
-    return exists
 
 
 def register_eraser(name: str, eraser: Callable[[str, str], dict[str, int]]) -> None:

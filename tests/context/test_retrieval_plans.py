@@ -93,7 +93,7 @@ def test_multi_hop_plans_each_name_with_its_own_frequency(loaded):
 def test_a_large_scope_can_get_its_own_graph(loaded):
     from django.core.management import call_command
 
-    from facts.services import scope_graph_name
+    from facts.scope_graphs import scope_graph_name
 
     name = scope_graph_name(bench_data.PROJECT, "mid-0")
     call_command("scope_graph", "create", "--project", bench_data.PROJECT, "--subject", "mid-0")
