@@ -4,18 +4,7 @@ from rest_framework import serializers
 
 from facts.models import CATEGORY_MAX, EVENT_TEXT_MAX, FACT_TEXT_MAX, ConflictStatus, FactKind, FactStatus, Volatility
 from hakimem.fields import AwareDateTimeField, JsonObjectField, ScopeIdField, StrictCharField, StrictFloatField
-
-
-class StrictSerializer(serializers.Serializer):
-    """Refuses fields it does not know: a typo ('categroy') is an error, not silently ignored."""
-
-    def to_internal_value(self, data):
-        if not isinstance(data, dict):
-            raise serializers.ValidationError({"non_field_errors": ["must be a JSON object"]})
-        unknown = sorted(set(data) - set(self.fields))
-        if unknown:
-            raise serializers.ValidationError({name: ["unknown field"] for name in unknown})
-        return super().to_internal_value(data)
+from hakimem.serializers import StrictSerializer, iso
 
 
 def _text_field(limit: int):
@@ -126,10 +115,6 @@ class ConflictResolveSerializer(StrictSerializer):
 
 class ScopeQuerySerializer(StrictSerializer):
     project_id = ScopeIdField()
-
-
-def iso(value):
-    return value.isoformat().replace("+00:00", "Z") if value else None
 
 
 def fact_out(fact, *, deduplicated=None, conflict_set_id=None, with_write_flags=False) -> dict:

@@ -3,8 +3,8 @@ from __future__ import annotations
 from django.utils import timezone
 from rest_framework import serializers
 
-from facts.serializers import StrictSerializer, iso
 from hakimem.fields import AwareDateTimeField, ScopeIdField
+from hakimem.serializers import StrictSerializer, iso
 from stats.selectors import DEFAULT_PERIOD, MAX_PERIOD, Overview, Period
 
 

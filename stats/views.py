@@ -12,7 +12,7 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.utils import timezone
 
-from facts.serializers import iso
+from hakimem.serializers import iso
 from stats import charts, selectors
 from stats.services import PRODUCT_OWNERS
 from traces.models import DECISION_OF_REASON
