@@ -24,8 +24,8 @@ from django.urls import path, reverse
 from django.utils import timezone
 
 from facts import selectors, services
-from facts.admin_filters import ProjectFilter, SubjectFilter
 from facts.models import ConflictMember, ConflictSet, ConflictStatus, Event, Fact, FactStatus
+from hakimem.admin_filters import ProjectFilter, SubjectFilter
 from traces.selectors import fact_decision_counts
 
 NO_SAVE_BUTTONS = {"show_save": False, "show_save_and_continue": False, "show_save_and_add_another": False}

@@ -10,8 +10,8 @@ from django.contrib import admin
 from django.contrib.admin.options import IncorrectLookupParameters, ShowFacets
 from django.contrib.admin.utils import unquote
 
-from facts.admin_filters import InputFilter, ProjectFilter, SubjectFilter
 from facts.models import Fact
+from hakimem.admin_filters import InputFilter, ProjectFilter, SubjectFilter
 from traces.models import Decision, DecisionKind, ReasonCode, Trace
 from traces.selectors import trace_decisions
 
