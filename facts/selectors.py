@@ -189,12 +189,3 @@ def fact_neighbours(*, project_id: str, subject_id: str, vectors: list, exclude_
         for idx, fact_id, text, similarity in cursor.fetchall():
             out[idx - 1].append((fact_id, text, float(similarity)))
     return out
-
-
-def open_conflict_fact_ids(fact_ids) -> set:
-    return set(
-        ConflictMember.objects.filter(fact_id__in=list(fact_ids), conflict_set__status=ConflictStatus.OPEN)
-        .values_list("fact_id", flat=True)
-    )
-
-
