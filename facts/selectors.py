@@ -12,6 +12,7 @@ from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 
 from facts.models import ConflictMember, ConflictSet, ConflictStatus, Event, Fact, Volatility
+from hakimem.db import fetch_dicts
 from hakimem.embeddings import vector_literal
 
 NEIGHBOURS_PER_FACT = 8
@@ -130,25 +131,21 @@ def conflict_get(*, project_id: str, conflict_id) -> ConflictSet | None:
 
 def conflict_members(*, conflict_set: ConflictSet) -> list[dict]:
     """Members with their text and dates, and each one's cosine similarity to every other member."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            """
-            SELECT f.id, f.text, f.category, f.status, f.recorded_from, f.valid_from, f.valid_to,
-                   f.source_event_id, m.kept, m.added_at,
-                   (SELECT coalesce(jsonb_object_agg(o.id::text, round((1 - (f.embedding <=> o.embedding))::numeric, 4)), '{}')
-                      FROM facts_conflictmember om JOIN facts_fact o ON o.id = om.fact_id
-                     WHERE om.conflict_set_id = m.conflict_set_id AND o.id <> f.id) AS similarities
-              FROM facts_conflictmember m JOIN facts_fact f ON f.id = m.fact_id
-             WHERE m.conflict_set_id = %(set_id)s
-             ORDER BY f.recorded_from, f.id
-            """,
-            {"set_id": conflict_set.id},
-        )
-        columns = [c.name for c in cursor.description]
-        rows = [dict(zip(columns, row)) for row in cursor.fetchall()]
+    rows = fetch_dicts(
+        """
+        SELECT f.id, f.text, f.category, f.status, f.recorded_from, f.valid_from, f.valid_to,
+               f.source_event_id, m.kept, m.added_at,
+               (SELECT coalesce(jsonb_object_agg(o.id::text, round((1 - (f.embedding <=> o.embedding))::numeric, 4)), '{}')
+                  FROM facts_conflictmember om JOIN facts_fact o ON o.id = om.fact_id
+                 WHERE om.conflict_set_id = m.conflict_set_id AND o.id <> f.id) AS similarities
+          FROM facts_conflictmember m JOIN facts_fact f ON f.id = m.fact_id
+         WHERE m.conflict_set_id = %(set_id)s
+         ORDER BY f.recorded_from, f.id
+        """,
+        {"set_id": conflict_set.id},
+        json_columns=["similarities"],
+    )
     for row in rows:
-        if isinstance(row["similarities"], str):
-            row["similarities"] = json.loads(row["similarities"])
         row["similarities"] = {k: float(v) for k, v in row["similarities"].items()}
     return rows
 

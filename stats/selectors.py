@@ -10,16 +10,15 @@ scripts/bench_stats.py times them on 100k traces and 1M decisions in one project
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 from datetime import timezone as dt_timezone
 
-from django.db import connection
 from django.utils import timezone
 
 from facts.models import ConflictSet
 from facts.selectors import conflict_list
+from hakimem.db import fetch_dicts
 from hakimem.models import ApiKey
 from traces.models import EmptyReason, ReasonCode
 
@@ -44,18 +43,6 @@ def days_period(first: date, last: date) -> Period:
         since=datetime.combine(first, time.min, tzinfo=dt_timezone.utc),
         until=datetime.combine(last + timedelta(days=1), time.min, tzinfo=dt_timezone.utc),
     )
-
-
-def _rows(sql: str, params: dict) -> list[dict]:
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        names = [c.name for c in cursor.description]
-        return [dict(zip(names, row)) for row in cursor.fetchall()]
-
-
-def _json(value):
-    # Django's psycopg setup hands jsonb over as text (JSONField decodes it itself).
-    return json.loads(value) if isinstance(value, str) else value
 
 
 # --- the overview -------------------------------------------------------------------------------------
@@ -154,11 +141,11 @@ class Overview:
 
 def stats_overview(*, project_id: str, period: Period) -> Overview:
     params = {"project_id": project_id, "since": period.since, "until": period.until}
-    totals = _rows(TRACE_TOTALS_SQL, params)[0]
-    by_reason = {row["reason_code"]: row["n"] for row in _rows(DECISIONS_BY_REASON_SQL, params)}
-    store = _rows(STORE_SQL, params)[0]
-    never_served = _rows(NEVER_SERVED_COUNT_SQL, params)[0]["n"]
-    empty = _json(totals["empty_reasons"])
+    totals = fetch_dicts(TRACE_TOTALS_SQL, params, json_columns=["empty_reasons"])[0]
+    by_reason = {row["reason_code"]: row["n"] for row in fetch_dicts(DECISIONS_BY_REASON_SQL, params)}
+    store = fetch_dicts(STORE_SQL, params)[0]
+    never_served = fetch_dicts(NEVER_SERVED_COUNT_SQL, params)[0]["n"]
+    empty = totals["empty_reasons"]
     oldest = store["oldest_open_conflict_at"]
     return Overview(
         project_id=project_id,
@@ -227,7 +214,7 @@ class Day:
 
 
 def calls_per_day(*, project_id: str, period: Period) -> list[Day]:
-    rows = _rows(CALLS_PER_DAY_SQL, {"project_id": project_id, "since": period.since, "until": period.until})
+    rows = fetch_dicts(CALLS_PER_DAY_SQL, {"project_id": project_id, "since": period.since, "until": period.until})
     return [
         Day(
             day=row["day"].astimezone(dt_timezone.utc).date(),
@@ -242,7 +229,7 @@ def calls_per_day(*, project_id: str, period: Period) -> list[Day]:
 
 def subjects_by_calls(*, project_id: str, period: Period, limit: int = TOP_SUBJECTS) -> list[dict]:
     """The subjects with the most context calls: subject_id, context_calls, injection_rate."""
-    return _rows(
+    return fetch_dicts(
         SUBJECTS_BY_CALLS_SQL,
         {"project_id": project_id, "since": period.since, "until": period.until, "limit": limit},
     )
@@ -251,7 +238,7 @@ def subjects_by_calls(*, project_id: str, period: Period, limit: int = TOP_SUBJE
 def facts_never_served(*, project_id: str, period: Period, limit: int = NEVER_SERVED_SHOWN) -> list[dict]:
     """The oldest active facts no context call of the period served: id, subject_id, text, category,
     recorded_from. stats_overview counts them all."""
-    return _rows(
+    return fetch_dicts(
         NEVER_SERVED_SQL,
         {"project_id": project_id, "since": period.since, "until": period.until, "limit": limit},
     )
