@@ -4,6 +4,15 @@ from __future__ import annotations
 import json
 
 from django.db import connection
+from psycopg import sql as pg_sql
+
+
+def with_tables(template: str, **models) -> str:
+    """`template` with each {name} replaced by that model's table, quoted as an identifier: SQL that reads
+    another app's tables takes their names from its models rather than spelling them. Other braces in the
+    template must be doubled ('{{}}'); %(name)s parameters pass through for the driver."""
+    tables = {name: pg_sql.Identifier(model._meta.db_table) for name, model in models.items()}
+    return pg_sql.SQL(template).format(**tables).as_string()
 
 
 def dict_rows(cursor, *, json_columns=()) -> list[dict]:

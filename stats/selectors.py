@@ -16,9 +16,9 @@ from datetime import timezone as dt_timezone
 
 from django.utils import timezone
 
-from facts.models import ConflictSet
+from facts.models import ConflictSet, Fact
 from facts.selectors import conflict_list
-from hakimem.db import fetch_dicts
+from hakimem.db import fetch_dicts, with_tables
 from hakimem.models import ApiKey
 from traces.models import EmptyReason, ReasonCode
 
@@ -80,13 +80,13 @@ SELECT d.reason_code, count(*) AS n
 
 # -- uses: facts_fact_scope_status and facts_conflict_scope_status (project_id leads both).
 # The store as it is now, whatever the period: what a curator has to act on today.
-STORE_SQL = """
-SELECT (SELECT count(*) FROM facts_fact WHERE project_id = %(project_id)s AND status = 'active') AS active_facts,
+STORE_SQL = with_tables("""
+SELECT (SELECT count(*) FROM {fact} WHERE project_id = %(project_id)s AND status = 'active') AS active_facts,
        count(*) AS open_conflicts,
        min(opened_at) AS oldest_open_conflict_at
-  FROM facts_conflictset
+  FROM {conflict_set}
  WHERE project_id = %(project_id)s AND status = 'open'
-"""
+""", fact=Fact, conflict_set=ConflictSet)
 
 # Facts never served: active now, recorded before the period ended (a fact recorded later could not have been
 # served in it), and no `included` decision in a trace of the period. The count and the page's list share it.
@@ -94,8 +94,8 @@ SELECT (SELECT count(*) FROM facts_fact WHERE project_id = %(project_id)s AND st
 #    (fact_id, decision) and traces_trace_pkey, or else a hash anti-join against the period's included
 #    decisions. Probes grow with the store, the hash join with the period's traffic: NOT EXISTS leaves the
 #    choice to the planner, so neither grows unbounded.
-_NEVER_SERVED_FROM = """
-  FROM facts_fact f
+_NEVER_SERVED_FROM = with_tables("""
+  FROM {fact} f
  WHERE f.project_id = %(project_id)s AND f.status = 'active' AND f.recorded_from < %(until)s
    AND NOT EXISTS (
        SELECT 1
@@ -103,7 +103,7 @@ _NEVER_SERVED_FROM = """
          JOIN traces_trace t ON t.id = d.trace_id
         WHERE d.fact_id = f.id AND d.decision = 'included'
           AND t.created_at >= %(since)s AND t.created_at < %(until)s)
-"""
+""", fact=Fact)
 NEVER_SERVED_COUNT_SQL = "SELECT count(*) AS n" + _NEVER_SERVED_FROM
 NEVER_SERVED_SQL = (
     "SELECT f.id, f.subject_id, f.text, f.category, f.recorded_from"
