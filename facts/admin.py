@@ -24,6 +24,7 @@ from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils import timezone
+from django.utils.text import Truncator
 
 from facts import selectors, services
 from facts.models import ConflictMember, ConflictSet, ConflictStatus, Event, Fact, FactStatus
@@ -140,7 +141,7 @@ class FactAdmin(ReadOnlyAdmin):
 
     @admin.display(description="fact", ordering="text")
     def fact(self, obj):
-        return obj.text if len(obj.text) <= 100 else obj.text[:99] + "…"
+        return Truncator(obj.text).chars(100)
 
     @admin.display(description="expired", boolean=True, ordering="is_expired")
     def expired(self, obj):
@@ -273,7 +274,7 @@ class ConflictSetAdmin(ReadOnlyAdmin):
 
     @admin.display(description="facts in conflict")
     def conflict(self, obj):
-        return " ↔ ".join(f.text if len(f.text) <= 60 else f.text[:59] + "…" for f in obj.facts.all())
+        return " ↔ ".join(Truncator(f.text).chars(60) for f in obj.facts.all())
 
     @admin.display(description="open for", ordering="opened_at")
     def age(self, obj):

@@ -75,6 +75,8 @@ class EventInSerializer(StrictSerializer):
 
 
 class PageQuerySerializer(StrictSerializer):
+    """A scope's list, one keyset page at a time: the cursor the previous page returned, and how many rows."""
+
     project_id = ScopeIdField()
     subject_id = ScopeIdField()
     cursor = serializers.CharField(required=False, max_length=500)
@@ -94,12 +96,9 @@ class EventListQuerySerializer(PageQuerySerializer):
     occurred_before = AwareDateTimeField(required=False)
 
 
-class ConflictListQuerySerializer(StrictSerializer):
-    project_id = ScopeIdField()
-    subject_id = ScopeIdField(required=False)
+class ConflictListQuerySerializer(PageQuerySerializer):
+    subject_id = ScopeIdField(required=False)  # a project's whole queue, or one subject's
     status = serializers.ChoiceField(choices=ConflictStatus.choices, required=False)
-    cursor = serializers.CharField(required=False, max_length=500)
-    limit = serializers.IntegerField(required=False, min_value=1, max_value=200, default=50)
 
 
 class ConflictResolveSerializer(StrictSerializer):

@@ -37,6 +37,19 @@ class Period:
     until: datetime
 
 
+PERIOD_REVERSED, PERIOD_TOO_LONG = "reversed", "too_long"
+
+
+def period_problem(period: Period) -> str | None:
+    """Why a period someone asked for cannot be shown: PERIOD_REVERSED (it does not start before it ends) or
+    PERIOD_TOO_LONG (over MAX_PERIOD); None when it can. The API and the pages each say it in their words."""
+    if period.since >= period.until:
+        return PERIOD_REVERSED
+    if period.until - period.since > MAX_PERIOD:
+        return PERIOD_TOO_LONG
+    return None
+
+
 def days_period(first: date, last: date) -> Period:
     """Whole UTC days, `last` included: what the pages' date pickers mean."""
     return Period(
