@@ -9,6 +9,7 @@ from datetime import datetime
 from django.conf import settings
 from django.db import connection
 from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
 from facts.models import ConflictMember, ConflictSet, ConflictStatus, Event, Fact, Volatility
@@ -70,21 +71,48 @@ def fact_get(*, project_id: str, fact_id) -> Fact | None:
     return Fact.objects.filter(project_id=project_id, id=fact_id).defer("search_vector").first()
 
 
+# The ids of a fact's version chain in one round trip, however long it is: earlier versions walked back through
+# superseded_by (the first recorded predecessor at each step: resolving a conflict supersedes several facts by
+# one), later ones forward. CYCLE ends a walk that comes back on itself.
+# -- uses: the superseded_by foreign-key index backwards, facts_fact_pkey forwards
+FACT_CHAIN_SQL = """
+WITH RECURSIVE earlier (id) AS (
+    SELECT %s::uuid
+    UNION ALL
+    SELECT p.id
+      FROM earlier e
+     CROSS JOIN LATERAL (SELECT f.id FROM facts_fact f WHERE f.superseded_by_id = e.id
+                          ORDER BY f.recorded_from LIMIT 1) p
+) CYCLE id SET looped USING path,
+later (id, superseded_by_id) AS (
+    SELECT f.id, f.superseded_by_id FROM facts_fact f WHERE f.id = %s
+    UNION ALL
+    SELECT f.id, f.superseded_by_id FROM later l JOIN facts_fact f ON f.id = l.superseded_by_id
+) CYCLE id SET looped USING path
+SELECT id FROM earlier WHERE NOT looped
+UNION
+SELECT id FROM later WHERE NOT looped
+"""
+
+
 def fact_history(*, fact: Fact) -> list[Fact]:
-    """The whole version chain the fact belongs to, oldest first."""
+    """The whole version chain the fact belongs to, oldest first, read in one query."""
+    versions = Fact.objects.filter(id__in=RawSQL(FACT_CHAIN_SQL, [fact.id, fact.id])).defer("embedding", "search_vector")
+    by_id = {version.id: version for version in versions}
+    previous_of: dict = {}  # fact id -> its first recorded predecessor in the chain
+    for version in sorted(by_id.values(), key=lambda v: v.recorded_from, reverse=True):
+        if version.superseded_by_id:
+            previous_of[version.superseded_by_id] = version
     chain = [fact]
     seen = {fact.id}
     current = fact
-    while True:  # walk back to the first version
-        previous = Fact.objects.filter(superseded_by=current).defer("embedding", "search_vector").order_by("recorded_from").first()
-        if previous is None or previous.id in seen:
-            break
+    while (previous := previous_of.get(current.id)) is not None and previous.id not in seen:  # back to the first
         chain.insert(0, previous)
         seen.add(previous.id)
         current = previous
     current = fact
     while current.superseded_by_id and current.superseded_by_id not in seen:
-        current = Fact.objects.defer("embedding", "search_vector").get(id=current.superseded_by_id)
+        current = by_id[current.superseded_by_id]
         chain.append(current)
         seen.add(current.id)
     return chain

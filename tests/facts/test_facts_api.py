@@ -1,5 +1,6 @@
 """POST/GET/PATCH/DELETE /v1/facts, /v1/events, /v1/conflicts and subject erasure."""
 import threading
+from datetime import timedelta
 
 import pytest
 from django.db import connection, connections
@@ -368,3 +369,60 @@ def test_erasing_a_subject_leaves_nothing(api):
 def test_erase_needs_the_project(api):
     response = api.delete("/v1/subjects/zoe")
     assert response.status_code == 400 and error_code(response) == "invalid_request"
+
+
+# --- query counts on the hot paths: the same at two data sizes -------------------------------------------
+
+def _version_chain(length: int) -> list[Fact]:
+    """`length` versions of one fact, oldest first, each superseded by the next."""
+    now = timezone.now()
+    chain = [FactFactory(text=f"Alice lives at address number {length}.", recorded_from=now)]
+    for i in range(length - 1, 0, -1):
+        chain.insert(0, FactFactory(
+            text=f"Alice lives at address number {i}.", status="superseded", superseded_by=chain[0],
+            recorded_from=now - timedelta(days=length - i), recorded_to=now - timedelta(days=length - i - 1),
+        ))
+    return chain
+
+
+@pytest.mark.parametrize("length", [1, 6])
+def test_history_is_one_query_whatever_its_length(api, django_assert_num_queries, length):
+    chain = _version_chain(length)
+    with django_assert_num_queries(3):  # the API key, the fact, its chain
+        response = api.get(f"/v1/facts/{chain[length // 2].id}/history")
+    assert [v["id"] for v in response.json()["versions"]] == [str(f.id) for f in chain]
+
+
+def test_history_goes_back_through_the_first_recorded_of_several_superseded_facts(api):
+    # given a conflict resolved by keeping the newest of three facts: the two others are superseded by it
+    now = timezone.now()
+    kept = FactFactory(text="Paul lives in Lille.", recorded_from=now)
+    older, newer = (
+        FactFactory(text=text, status="superseded", superseded_by=kept, recorded_from=now - timedelta(days=days),
+                    recorded_to=now)
+        for text, days in (("Paul lives in Nantes.", 2), ("Paul lives in Bordeaux.", 1))
+    )
+    # when / then
+    assert [v["id"] for v in api.get(f"/v1/facts/{kept.id}/history").json()["versions"]] == [str(older.id), str(kept.id)]
+    assert [v["id"] for v in api.get(f"/v1/facts/{newer.id}/history").json()["versions"]] == [str(newer.id), str(kept.id)]
+
+
+@pytest.mark.parametrize("stored", [3, 60])
+def test_listing_facts_is_two_queries_whatever_the_scope_holds(api, django_assert_num_queries, stored):
+    FactFactory.create_batch(stored)
+    with django_assert_num_queries(2):  # the API key, the page
+        body = _list(api)
+    assert len(body["facts"]) == min(stored, 50)
+
+
+@pytest.mark.parametrize("batch", [1, 20])
+def test_storing_facts_is_a_fixed_number_of_queries_whatever_the_batch(api, django_assert_num_queries, batch):
+    FactFactory.create_batch(5)
+    # facts unlike each other and the stored ones: no duplicate, no conflict (each of those costs its own writes)
+    items = [fact(" ".join(f"word{n}x{k}" for k in range(3)) + ".") for n in range(batch)]
+    # the API key, a savepoint, the scope's lock, the same-text lookup, two SET LOCALs and the neighbours of
+    # the whole batch, one INSERT, the savepoint's release
+    with django_assert_num_queries(9):
+        response = api.post("/v1/facts", {"facts": items}, format="json")
+    assert response.status_code == 201
+    assert not any(f["deduplicated"] or f["conflict_set_id"] for f in response.json()["facts"])
