@@ -17,6 +17,7 @@ import numpy as np
 from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
+from psycopg import sql
 
 from facts import selectors
 from facts.models import ConflictMember, ConflictSet, ConflictStatus, Event, Fact, FactKind, FactStatus, Volatility
@@ -410,8 +411,8 @@ def register_eraser(name: str, eraser: Eraser) -> None:
 def erase_condition(subject_id: str | None, alias: str) -> str:
     """The rows an erasure deletes, on the table aliased `alias`: the project (%(p)s) and, unless the whole
     project goes, the subject (%(s)s)."""
-    project = f"{alias}.project_id = %(p)s"
-    return project if subject_id is None else f"{project} AND {alias}.subject_id = %(s)s"
+    condition = "{t}.project_id = %(p)s" + ("" if subject_id is None else " AND {t}.subject_id = %(s)s")
+    return sql.SQL(condition).format(t=sql.Identifier(alias)).as_string()
 
 
 def _erase(project_id: str, subject_id: str | None) -> dict[str, int]:
