@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 HAKI_PORT ?= 8000
 
-.PHONY: run test bench eval browser-deps
+.PHONY: run test test-fast bench eval browser-deps
 
 $(VENV)/.installed: requirements.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -26,3 +26,8 @@ browser-deps:
 # The tests get their own throw-away embedded server (deleted when pytest exits).
 test: $(VENV)/.installed browser-deps
 	HAKI_PGDATA=$(CURDIR)/var/pgdata-test HAKI_PGDATA_CLEANUP=delete $(PY) -m pytest $(PYTEST_ARGS)
+
+# While working: everything but the browser tests (chromium) and the real MiniLM model. `make test` stays the
+# one command that runs the whole suite.
+test-fast: $(VENV)/.installed
+	HAKI_PGDATA=$(CURDIR)/var/pgdata-test HAKI_PGDATA_CLEANUP=delete $(PY) -m pytest -m "not browser and not minilm" $(PYTEST_ARGS)

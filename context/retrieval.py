@@ -14,7 +14,6 @@ Invariants (each query below keeps all of them; tests/context/test_retrieval_pla
 """
 from __future__ import annotations
 
-import json
 import math
 import re
 import time
@@ -25,8 +24,9 @@ from datetime import datetime
 from django.db import connection
 
 from context import scoring
-from facts.services import SCOPE_GRAPH_PREFIX, scope_graph_name
+from facts.scope_graphs import SCOPE_GRAPH_PREFIX, scope_graph_name
 from facts.text import STOP_WORDS
+from hakimem.db import dict_rows
 from hakimem.embeddings import vector_literal
 
 # Phase 1 fetches DENSE_TOP_K nearest facts and LEXICAL_TOP_K best full-text matches; phase 2 scores that
@@ -119,7 +119,7 @@ class TableStats:
     term_freq: dict = field(default_factory=dict)
     subject_freq: dict = field(default_factory=dict)
     other_subject_freq: float = 0.0  # share of one subject outside the most common ones (the planner's formula)
-    scope_graphs: frozenset = frozenset()  # names of the dedicated hnsw graphs (facts.services.scope_graph_create)
+    scope_graphs: frozenset = frozenset()  # names of the dedicated hnsw graphs (facts.scope_graphs.scope_graph_create)
     rarest_tracked: float = 0.0  # the smallest share pg_stats keeps for a lexeme: untracked words are rarer
 
     def term_weight(self, term: str) -> float:
@@ -288,7 +288,9 @@ _TUNED_CONNECTIONS: "weakref.WeakSet" = weakref.WeakSet()
 
 def _settings_for_hnsw(cursor) -> None:
     """Once per database connection: session-level settings (SET LOCAL would need a transaction around
-    a read-only query), so the hot path does not pay a round trip for them on every call."""
+    a read-only query), so the hot path does not pay a round trip for them on every call. Inside a
+    transaction they are set again on every call: a rollback would undo them while the connection stayed
+    marked as tuned."""
     raw = connection.connection
     if raw in _TUNED_CONNECTIONS:
         return
@@ -297,7 +299,8 @@ def _settings_for_hnsw(cursor) -> None:
         " set_config('hnsw.ef_search', %(ef)s, false), set_config('hnsw.max_scan_tuples', %(max)s, false)",
         {"ef": str(HNSW_EF_SEARCH), "max": str(HNSW_MAX_SCAN_TUPLES)},
     )
-    _TUNED_CONNECTIONS.add(raw)
+    if not connection.in_atomic_block:
+        _TUNED_CONNECTIONS.add(raw)
 
 
 _FACT_COLUMNS = """
@@ -499,19 +502,6 @@ def multi_hop_sql(entities: int) -> str:
     return "\nUNION ALL".join(_MULTI_HOP_BRANCH.replace("{n}", str(i)) for i in range(entities))
 
 
-def _rows(cursor) -> list[dict]:
-    names = [c.name for c in cursor.description]
-    rows = [dict(zip(names, row)) for row in cursor.fetchall()]
-    if "metadata" in names:
-        for row in rows:
-            # Django's psycopg setup leaves jsonb undecoded (its JSONField decodes); raw SQL decodes here.
-            # "{}" is the common case and skips the parser.
-            value = row["metadata"]
-            if isinstance(value, str):
-                row["metadata"] = {} if value == "{}" else json.loads(value)
-    return rows
-
-
 def _candidate(r: dict) -> Candidate:
     """A fact row as a Candidate; the multi-hop query selects no similarity, text rank or block flags (its
     facts are found by a shared name, and blocked facts are filtered out in its SQL)."""
@@ -535,7 +525,7 @@ def _ranked_rows(lookup: Lookup, qvec, table: str, text: TextQuery, graph_sql: s
                 _settings_for_hnsw(cursor)
                 sql = graph_sql
             cursor.execute(sql, {**params, "qvec": vector_literal(qvec)})
-        return _rows(cursor)
+        return dict_rows(cursor, json_columns=["metadata"])
 
 
 def fact_candidates(lookup: Lookup, *, qvec) -> list[Candidate]:
@@ -568,5 +558,5 @@ def multi_hop_candidates(lookup: Lookup, *, entities: list[str], exclude_ids: li
     }
     with connection.cursor() as cursor:
         cursor.execute(multi_hop_sql(len(entities)), params)
-        rows = _rows(cursor)
+        rows = dict_rows(cursor, json_columns=["metadata"])
     return [(r["entity"], _candidate(r)) for r in rows]

@@ -1,9 +1,9 @@
 from django.conf import settings
 from rest_framework import serializers
 
-from facts.serializers import StrictSerializer, iso
 from hakimem.errors import ApiError, ErrorCode
 from hakimem.fields import ScopeIdField, StrictCharField
+from hakimem.serializers import StrictSerializer, iso
 
 QUERY_MAX = 4000
 

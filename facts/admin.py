@@ -5,12 +5,14 @@ run the services the API runs (conflict_resolve for a conflict set, fact_retract
 deleting are off: facts come from applications (POST /v1/facts, which embeds them) and erasure is
 DELETE /v1/subjects.
 
-This is the one place the facts app reads traces: a curator asks why a fact was or was not served, and the
-answer is in traces.Decision. The store itself (models, services, selectors) still knows nothing of traces.
+A curator also asks why a fact was or was not served, and the answer is in traces.Decision, a layer above
+this app: traces registers the function that counts those decisions (register_decision_counts, called from
+traces/apps.py), the way it registers its eraser with subject_erase. So no module of facts imports traces.
 """
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Callable
 
 from django import forms
 from django.contrib import admin, messages
@@ -22,13 +24,28 @@ from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils import timezone
+from django.utils.text import Truncator
 
 from facts import selectors, services
-from facts.admin_filters import ProjectFilter, SubjectFilter
 from facts.models import ConflictMember, ConflictSet, ConflictStatus, Event, Fact, FactStatus
-from traces.selectors import fact_decision_counts
+from hakimem.admin_filters import ProjectFilter, SubjectFilter
 
 NO_SAVE_BUTTONS = {"show_save": False, "show_save_and_continue": False, "show_save_and_add_another": False}
+
+# fact_ids -> {fact id: [a count per decision (included, excluded, blocked) with its reason codes]}
+DecisionCounts = Callable[..., dict]
+_decision_counts: list[DecisionCounts] = []  # the one registered by traces
+
+
+def register_decision_counts(counts: DecisionCounts) -> None:
+    _decision_counts[:] = [counts]
+
+
+def fact_decision_counts(*, fact_ids) -> dict:
+    """How context calls used each fact, from the registered counter; no counts when none is registered."""
+    if not _decision_counts:
+        return {fact_id: [] for fact_id in fact_ids}
+    return _decision_counts[0](fact_ids=fact_ids)
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -124,7 +141,7 @@ class FactAdmin(ReadOnlyAdmin):
 
     @admin.display(description="fact", ordering="text")
     def fact(self, obj):
-        return obj.text if len(obj.text) <= 100 else obj.text[:99] + "…"
+        return Truncator(obj.text).chars(100)
 
     @admin.display(description="expired", boolean=True, ordering="is_expired")
     def expired(self, obj):
@@ -257,7 +274,7 @@ class ConflictSetAdmin(ReadOnlyAdmin):
 
     @admin.display(description="facts in conflict")
     def conflict(self, obj):
-        return " ↔ ".join(f.text if len(f.text) <= 60 else f.text[:59] + "…" for f in obj.facts.all())
+        return " ↔ ".join(Truncator(f.text).chars(60) for f in obj.facts.all())
 
     @admin.display(description="open for", ordering="opened_at")
     def age(self, obj):

@@ -20,27 +20,14 @@ from facts.serializers import (
     fact_out,
 )
 from hakimem.auth import require_project
-from hakimem.errors import ApiError, ErrorCode
+from hakimem.errors import ApiError, ErrorCode, invalid
 from hakimem.fields import flatten_errors
+from hakimem.serializers import query_params, validated
 from hakimem.validators import SCOPE_ID_HELP, SCOPE_ID_RE
 
 
 def actor_of(request) -> str:
     return f"api_key:{request.user.key_id}"
-
-
-def validated(serializer_class, data):
-    serializer = serializer_class(data=data)
-    serializer.is_valid(raise_exception=True)
-    return serializer.validated_data
-
-
-def query_params(request) -> dict:
-    return {k: v for k, v in request.query_params.items()}
-
-
-def invalid(errors: list[dict], message="The request is invalid; see details.") -> ApiError:
-    return ApiError(ErrorCode.INVALID_REQUEST, message, details={"errors": errors})
 
 
 def validate_batch(request, serializer_class, plural: str) -> tuple[list[dict], bool]:

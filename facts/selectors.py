@@ -9,9 +9,11 @@ from datetime import datetime
 from django.conf import settings
 from django.db import connection
 from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
 from facts.models import ConflictMember, ConflictSet, ConflictStatus, Event, Fact, Volatility
+from hakimem.db import fetch_dicts
 from hakimem.embeddings import vector_literal
 
 NEIGHBOURS_PER_FACT = 8
@@ -69,21 +71,48 @@ def fact_get(*, project_id: str, fact_id) -> Fact | None:
     return Fact.objects.filter(project_id=project_id, id=fact_id).defer("search_vector").first()
 
 
+# The ids of a fact's version chain in one round trip, however long it is: earlier versions walked back through
+# superseded_by (the first recorded predecessor at each step: resolving a conflict supersedes several facts by
+# one), later ones forward. CYCLE ends a walk that comes back on itself.
+# -- uses: the superseded_by foreign-key index backwards, facts_fact_pkey forwards
+FACT_CHAIN_SQL = """
+WITH RECURSIVE earlier (id) AS (
+    SELECT %s::uuid
+    UNION ALL
+    SELECT p.id
+      FROM earlier e
+     CROSS JOIN LATERAL (SELECT f.id FROM facts_fact f WHERE f.superseded_by_id = e.id
+                          ORDER BY f.recorded_from LIMIT 1) p
+) CYCLE id SET looped USING path,
+later (id, superseded_by_id) AS (
+    SELECT f.id, f.superseded_by_id FROM facts_fact f WHERE f.id = %s
+    UNION ALL
+    SELECT f.id, f.superseded_by_id FROM later l JOIN facts_fact f ON f.id = l.superseded_by_id
+) CYCLE id SET looped USING path
+SELECT id FROM earlier WHERE NOT looped
+UNION
+SELECT id FROM later WHERE NOT looped
+"""
+
+
 def fact_history(*, fact: Fact) -> list[Fact]:
-    """The whole version chain the fact belongs to, oldest first."""
+    """The whole version chain the fact belongs to, oldest first, read in one query."""
+    versions = Fact.objects.filter(id__in=RawSQL(FACT_CHAIN_SQL, [fact.id, fact.id])).defer("embedding", "search_vector")
+    by_id = {version.id: version for version in versions}
+    previous_of: dict = {}  # fact id -> its first recorded predecessor in the chain
+    for version in sorted(by_id.values(), key=lambda v: v.recorded_from, reverse=True):
+        if version.superseded_by_id:
+            previous_of[version.superseded_by_id] = version
     chain = [fact]
     seen = {fact.id}
     current = fact
-    while True:  # walk back to the first version
-        previous = Fact.objects.filter(superseded_by=current).defer("embedding", "search_vector").order_by("recorded_from").first()
-        if previous is None or previous.id in seen:
-            break
+    while (previous := previous_of.get(current.id)) is not None and previous.id not in seen:  # back to the first
         chain.insert(0, previous)
         seen.add(previous.id)
         current = previous
     current = fact
     while current.superseded_by_id and current.superseded_by_id not in seen:
-        current = Fact.objects.defer("embedding", "search_vector").get(id=current.superseded_by_id)
+        current = by_id[current.superseded_by_id]
         chain.append(current)
         seen.add(current.id)
     return chain
@@ -130,25 +159,21 @@ def conflict_get(*, project_id: str, conflict_id) -> ConflictSet | None:
 
 def conflict_members(*, conflict_set: ConflictSet) -> list[dict]:
     """Members with their text and dates, and each one's cosine similarity to every other member."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            """
-            SELECT f.id, f.text, f.category, f.status, f.recorded_from, f.valid_from, f.valid_to,
-                   f.source_event_id, m.kept, m.added_at,
-                   (SELECT coalesce(jsonb_object_agg(o.id::text, round((1 - (f.embedding <=> o.embedding))::numeric, 4)), '{}')
-                      FROM facts_conflictmember om JOIN facts_fact o ON o.id = om.fact_id
-                     WHERE om.conflict_set_id = m.conflict_set_id AND o.id <> f.id) AS similarities
-              FROM facts_conflictmember m JOIN facts_fact f ON f.id = m.fact_id
-             WHERE m.conflict_set_id = %(set_id)s
-             ORDER BY f.recorded_from, f.id
-            """,
-            {"set_id": conflict_set.id},
-        )
-        columns = [c.name for c in cursor.description]
-        rows = [dict(zip(columns, row)) for row in cursor.fetchall()]
+    rows = fetch_dicts(
+        """
+        SELECT f.id, f.text, f.category, f.status, f.recorded_from, f.valid_from, f.valid_to,
+               f.source_event_id, m.kept, m.added_at,
+               (SELECT coalesce(jsonb_object_agg(o.id::text, round((1 - (f.embedding <=> o.embedding))::numeric, 4)), '{}')
+                  FROM facts_conflictmember om JOIN facts_fact o ON o.id = om.fact_id
+                 WHERE om.conflict_set_id = m.conflict_set_id AND o.id <> f.id) AS similarities
+          FROM facts_conflictmember m JOIN facts_fact f ON f.id = m.fact_id
+         WHERE m.conflict_set_id = %(set_id)s
+         ORDER BY f.recorded_from, f.id
+        """,
+        {"set_id": conflict_set.id},
+        json_columns=["similarities"],
+    )
     for row in rows:
-        if isinstance(row["similarities"], str):
-            row["similarities"] = json.loads(row["similarities"])
         row["similarities"] = {k: float(v) for k, v in row["similarities"].items()}
     return rows
 
@@ -189,12 +214,3 @@ def fact_neighbours(*, project_id: str, subject_id: str, vectors: list, exclude_
         for idx, fact_id, text, similarity in cursor.fetchall():
             out[idx - 1].append((fact_id, text, float(similarity)))
     return out
-
-
-def open_conflict_fact_ids(fact_ids) -> set:
-    return set(
-        ConflictMember.objects.filter(fact_id__in=list(fact_ids), conflict_set__status=ConflictStatus.OPEN)
-        .values_list("fact_id", flat=True)
-    )
-
-

@@ -4,18 +4,7 @@ from rest_framework import serializers
 
 from facts.models import CATEGORY_MAX, EVENT_TEXT_MAX, FACT_TEXT_MAX, ConflictStatus, FactKind, FactStatus, Volatility
 from hakimem.fields import AwareDateTimeField, JsonObjectField, ScopeIdField, StrictCharField, StrictFloatField
-
-
-class StrictSerializer(serializers.Serializer):
-    """Refuses fields it does not know: a typo ('categroy') is an error, not silently ignored."""
-
-    def to_internal_value(self, data):
-        if not isinstance(data, dict):
-            raise serializers.ValidationError({"non_field_errors": ["must be a JSON object"]})
-        unknown = sorted(set(data) - set(self.fields))
-        if unknown:
-            raise serializers.ValidationError({name: ["unknown field"] for name in unknown})
-        return super().to_internal_value(data)
+from hakimem.serializers import StrictSerializer, iso
 
 
 def _text_field(limit: int):
@@ -86,6 +75,8 @@ class EventInSerializer(StrictSerializer):
 
 
 class PageQuerySerializer(StrictSerializer):
+    """A scope's list, one keyset page at a time: the cursor the previous page returned, and how many rows."""
+
     project_id = ScopeIdField()
     subject_id = ScopeIdField()
     cursor = serializers.CharField(required=False, max_length=500)
@@ -105,12 +96,9 @@ class EventListQuerySerializer(PageQuerySerializer):
     occurred_before = AwareDateTimeField(required=False)
 
 
-class ConflictListQuerySerializer(StrictSerializer):
-    project_id = ScopeIdField()
-    subject_id = ScopeIdField(required=False)
+class ConflictListQuerySerializer(PageQuerySerializer):
+    subject_id = ScopeIdField(required=False)  # a project's whole queue, or one subject's
     status = serializers.ChoiceField(choices=ConflictStatus.choices, required=False)
-    cursor = serializers.CharField(required=False, max_length=500)
-    limit = serializers.IntegerField(required=False, min_value=1, max_value=200, default=50)
 
 
 class ConflictResolveSerializer(StrictSerializer):
@@ -126,10 +114,6 @@ class ConflictResolveSerializer(StrictSerializer):
 
 class ScopeQuerySerializer(StrictSerializer):
     project_id = ScopeIdField()
-
-
-def iso(value):
-    return value.isoformat().replace("+00:00", "Z") if value else None
 
 
 def fact_out(fact, *, deduplicated=None, conflict_set_id=None, with_write_flags=False) -> dict:

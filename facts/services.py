@@ -7,7 +7,6 @@ embedder refuses the request before anything is written.
 """
 from __future__ import annotations
 
-import hashlib
 import logging
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -398,57 +397,25 @@ def conflict_resolve(
 
 
 # Other apps (traces) hold rows about a subject too. They register an eraser here so that erasure stays
-# one transaction without this app importing them (data flows facts -> context -> traces, never back).
-_ERASERS: list[tuple[str, Callable[[str, str], dict[str, int]]]] = []
+# one transaction without this app importing them (the layers: hakimem <- facts <- traces <- context, stats).
+# An eraser gets (project_id, subject_id), subject_id None for a whole project, and returns counts per table.
+Eraser = Callable[[str, str | None], dict[str, int]]
+_ERASERS: list[tuple[str, Eraser]] = []
 
 
-SCOPE_GRAPH_PREFIX = "facts_fact_scope_hnsw_"
-
-
-def scope_graph_name(project_id: str, subject_id: str) -> str:
-    digest = hashlib.sha1(f"{project_id}\0{subject_id}".encode("utf-8")).hexdigest()[:16]
-    return f"{SCOPE_GRAPH_PREFIX}{digest}"
-
-
-def scope_graph_create(*, project_id: str, subject_id: str) -> str:
-    """A dedicated hnsw graph over one scope's active facts: a partial index the planner uses for that scope
-    alone (its predicate holds the scope's literal ids), so the dense leg walks no other scope's facts. For
-    scopes that are both large and a small share of a large table, where the shared graph, filtered to the
-    scope, visits ~DENSE_TOP_K / share tuples (docs/performance.md). Built CONCURRENTLY: writes go on.
-    Each such scope pays a second hnsw insert per new fact. Returns the index name."""
-    name = scope_graph_name(project_id, subject_id)
-    statement = sql.SQL(
-        "CREATE INDEX CONCURRENTLY IF NOT EXISTS {name} ON facts_fact USING hnsw (embedding halfvec_cosine_ops)"
-        " WITH (m = 16, ef_construction = 64)"
-        " WHERE project_id = {project} AND subject_id = {subject} AND status = 'active'"
-    ).format(name=sql.Identifier(name), project=sql.Literal(project_id), subject=sql.Literal(subject_id))
-    with connection.cursor() as cursor:
-        cursor.execute("SET maintenance_work_mem = '1GB'")
-        cursor.execute(statement.as_string(connection.connection))
-        cursor.execute("RESET maintenance_work_mem")
-    return name
-
-
-def scope_graph_drop(*, project_id: str, subject_id: str) -> bool:
-    name = scope_graph_name(project_id, subject_id)
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT to_regclass(%s) IS NOT NULL", [name])
-        exists = cursor.fetchone()[0]
-        if exists:
-            cursor.execute(sql.SQL("DROP INDEX CONCURRENTLY IF EXISTS {}").format(sql.Identifier(name))
-                           .as_string(connection.connection))
-    return exists
-
-
-def register_eraser(name: str, eraser: Callable[[str, str], dict[str, int]]) -> None:
+def register_eraser(name: str, eraser: Eraser) -> None:
     if name not in {n for n, _ in _ERASERS}:
         _ERASERS.append((name, eraser))
 
 
-@transaction.atomic
-def subject_erase(*, project_id: str, subject_id: str) -> dict[str, int]:
-    """Delete every row of the scope, everywhere, in one transaction; returns the count per table."""
-    _lock_scopes([(project_id, subject_id)])
+def erase_condition(subject_id: str | None, alias: str) -> str:
+    """The rows an erasure deletes, on the table aliased `alias`: the project (%(p)s) and, unless the whole
+    project goes, the subject (%(s)s)."""
+    condition = "{t}.project_id = %(p)s" + ("" if subject_id is None else " AND {t}.subject_id = %(s)s")
+    return sql.SQL(condition).format(t=sql.Identifier(alias)).as_string()
+
+
+def _erase(project_id: str, subject_id: str | None) -> dict[str, int]:
     counts: dict[str, int] = {}
     for _, eraser in _ERASERS:  # rows that point at facts go first
         counts.update(eraser(project_id, subject_id))
@@ -456,14 +423,28 @@ def subject_erase(*, project_id: str, subject_id: str) -> dict[str, int]:
     # References inside the scope (superseded_by, source_event) disappear together; Django's foreign keys are
     # checked at commit.
     statements = [
-        ("conflict_members", "DELETE FROM facts_conflictmember m USING facts_conflictset s"
-         " WHERE m.conflict_set_id = s.id AND s.project_id = %(p)s AND s.subject_id = %(s)s"),
-        ("conflict_sets", "DELETE FROM facts_conflictset WHERE project_id = %(p)s AND subject_id = %(s)s"),
-        ("facts", "DELETE FROM facts_fact WHERE project_id = %(p)s AND subject_id = %(s)s"),
-        ("events", "DELETE FROM facts_event WHERE project_id = %(p)s AND subject_id = %(s)s"),
+        ("conflict_members", "DELETE FROM facts_conflictmember m USING facts_conflictset c"
+         " WHERE m.conflict_set_id = c.id AND " + erase_condition(subject_id, "c")),
+        ("conflict_sets", "DELETE FROM facts_conflictset c WHERE " + erase_condition(subject_id, "c")),
+        ("facts", "DELETE FROM facts_fact f WHERE " + erase_condition(subject_id, "f")),
+        ("events", "DELETE FROM facts_event e WHERE " + erase_condition(subject_id, "e")),
     ]
     with connection.cursor() as cursor:
-        for name, sql in statements:
-            cursor.execute(sql, {"p": project_id, "s": subject_id})
+        for name, statement in statements:
+            cursor.execute(statement, {"p": project_id, "s": subject_id})
             counts[name] = cursor.rowcount
     return counts
+
+
+@transaction.atomic
+def subject_erase(*, project_id: str, subject_id: str) -> dict[str, int]:
+    """Delete every row of the scope, everywhere, in one transaction; returns the count per table."""
+    _lock_scopes([(project_id, subject_id)])
+    return _erase(project_id, subject_id)
+
+
+@transaction.atomic
+def project_erase(*, project_id: str) -> dict[str, int]:
+    """Delete every row of every subject of a project, everywhere, in one transaction. For the benchmarks'
+    own projects (scripts/), which nothing else writes meanwhile: no scope lock, and no API calls it."""
+    return _erase(project_id, None)

@@ -42,6 +42,11 @@ class ApiError(Exception):
         self.details = details or {}
 
 
+def invalid(errors: list[dict], message="The request is invalid; see details.") -> ApiError:
+    """400 invalid_request listing each problem as {index, field, message}."""
+    return ApiError(ErrorCode.INVALID_REQUEST, message, details={"errors": errors})
+
+
 def error_body(code: ErrorCode, message: str, details: dict | None = None) -> dict:
     return {"error": {"code": code.value, "message": message, "details": details or {}}}
 
@@ -74,10 +79,8 @@ def exception_handler(exc, context):
             if isinstance(exc, exceptions.ValidationError):
                 from hakimem.fields import flatten_errors
 
-                return Response(
-                    error_body(code, "The request is invalid; see details.", {"errors": flatten_errors(exc.detail)}),
-                    status=http_status,
-                )
+                exc = invalid(flatten_errors(exc.detail))
+                return Response(error_body(exc.code, exc.message, exc.details), status=exc.status_code)
             response = Response(error_body(code, str(exc.detail)), status=http_status)
             if isinstance(exc, exceptions.NotAuthenticated | exceptions.AuthenticationFailed):
                 response["WWW-Authenticate"] = 'Bearer realm="hakimem"'

@@ -843,6 +843,8 @@ def load(total: int, provider: str, cache_dir: Path, seed: int = 7, *, rebuild_i
     ~12 s + ~40 s of builds, against ~270 s of COPY into the live indexes. The tables stay locked (reads and
     writes of every project wait) until that transaction commits, and the build covers every project's
     rows: do not load while something else uses the database."""
+    from facts.services import project_erase  # needs the apps loaded: django.setup(), which main runs
+
     began = time.perf_counter()
     anchor = _today(now)
     facts = list(generate_facts(total, seed, anchor))
@@ -861,15 +863,8 @@ def load(total: int, provider: str, cache_dir: Path, seed: int = 7, *, rebuild_i
     with connection.cursor() as cursor:
         mark = time.perf_counter()
         with transaction.atomic():
-            # Earlier benchmark runs left traces of their context calls on these facts: they go first.
-            cursor.execute("DELETE FROM traces_decision d USING traces_trace t WHERE d.trace_id = t.id"
-                           " AND t.project_id = %s", [PROJECT])
-            cursor.execute("DELETE FROM traces_trace WHERE project_id = %s", [PROJECT])
-            cursor.execute("DELETE FROM facts_conflictmember m USING facts_conflictset c"
-                           " WHERE m.conflict_set_id = c.id AND c.project_id = %s", [PROJECT])
-            cursor.execute("DELETE FROM facts_conflictset WHERE project_id = %s", [PROJECT])
-            cursor.execute("DELETE FROM facts_fact WHERE project_id = %s", [PROJECT])
-            cursor.execute("DELETE FROM facts_event WHERE project_id = %s", [PROJECT])
+            # The previous run's rows, with the traces of its context calls on these facts.
+            project_erase(project_id=PROJECT)
         # Frees the deleted rows' space for the COPY, and their entries in the hnsw graphs, which a COPY into
         # a kept index would otherwise grow around. A few seconds even for 200k deleted rows.
         cursor.execute("VACUUM facts_fact, facts_event")

@@ -31,6 +31,7 @@ setup()
 from django.db import connection  # noqa: E402
 from django.utils import timezone  # noqa: E402
 
+from facts.services import project_erase  # noqa: E402
 from stats import selectors  # noqa: E402
 
 PROJECT = "stats-bench"
@@ -114,15 +115,6 @@ LOAD_SQL = [
      """),
 ]
 
-CLEANUP_SQL = [
-    "DELETE FROM traces_decision d USING traces_trace t WHERE d.trace_id = t.id AND t.project_id = %(project)s",
-    "DELETE FROM traces_trace WHERE project_id = %(project)s",
-    "DELETE FROM facts_conflictmember m USING facts_conflictset s WHERE m.conflict_set_id = s.id AND s.project_id = %(project)s",
-    "DELETE FROM facts_conflictset WHERE project_id = %(project)s",
-    "DELETE FROM facts_fact WHERE project_id = %(project)s",
-    "DELETE FROM facts_event WHERE project_id = %(project)s",
-]
-
 QUERIES = {  # everything the overview and the /stats/ page run
     "overview: trace totals": selectors.TRACE_TOTALS_SQL,
     "overview: decisions by reason code": selectors.DECISIONS_BY_REASON_SQL,
@@ -149,8 +141,7 @@ def p50(run, runs: int) -> float:
 
 
 def cleanup() -> None:
-    for sql in CLEANUP_SQL:
-        execute(sql, {"project": PROJECT})
+    project_erase(project_id=PROJECT)
 
 
 def load(traces: int) -> None:

@@ -1,8 +1,8 @@
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from facts.apis import query_params, validated
 from hakimem.auth import require_project
+from hakimem.serializers import query_params, validated
 from stats.selectors import stats_overview
 from stats.serializers import OverviewQuerySerializer, overview_out
 

@@ -10,16 +10,15 @@ scripts/bench_stats.py times them on 100k traces and 1M decisions in one project
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 from datetime import timezone as dt_timezone
 
-from django.db import connection
 from django.utils import timezone
 
-from facts.models import ConflictSet
+from facts.models import ConflictSet, Fact
 from facts.selectors import conflict_list
+from hakimem.db import fetch_dicts, with_tables
 from hakimem.models import ApiKey
 from traces.models import EmptyReason, ReasonCode
 
@@ -38,24 +37,25 @@ class Period:
     until: datetime
 
 
+PERIOD_REVERSED, PERIOD_TOO_LONG = "reversed", "too_long"
+
+
+def period_problem(period: Period) -> str | None:
+    """Why a period someone asked for cannot be shown: PERIOD_REVERSED (it does not start before it ends) or
+    PERIOD_TOO_LONG (over MAX_PERIOD); None when it can. The API and the pages each say it in their words."""
+    if period.since >= period.until:
+        return PERIOD_REVERSED
+    if period.until - period.since > MAX_PERIOD:
+        return PERIOD_TOO_LONG
+    return None
+
+
 def days_period(first: date, last: date) -> Period:
     """Whole UTC days, `last` included: what the pages' date pickers mean."""
     return Period(
         since=datetime.combine(first, time.min, tzinfo=dt_timezone.utc),
         until=datetime.combine(last + timedelta(days=1), time.min, tzinfo=dt_timezone.utc),
     )
-
-
-def _rows(sql: str, params: dict) -> list[dict]:
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        names = [c.name for c in cursor.description]
-        return [dict(zip(names, row)) for row in cursor.fetchall()]
-
-
-def _json(value):
-    # Django's psycopg setup hands jsonb over as text (JSONField decodes it itself).
-    return json.loads(value) if isinstance(value, str) else value
 
 
 # --- the overview -------------------------------------------------------------------------------------
@@ -93,13 +93,13 @@ SELECT d.reason_code, count(*) AS n
 
 # -- uses: facts_fact_scope_status and facts_conflict_scope_status (project_id leads both).
 # The store as it is now, whatever the period: what a curator has to act on today.
-STORE_SQL = """
-SELECT (SELECT count(*) FROM facts_fact WHERE project_id = %(project_id)s AND status = 'active') AS active_facts,
+STORE_SQL = with_tables("""
+SELECT (SELECT count(*) FROM {fact} WHERE project_id = %(project_id)s AND status = 'active') AS active_facts,
        count(*) AS open_conflicts,
        min(opened_at) AS oldest_open_conflict_at
-  FROM facts_conflictset
+  FROM {conflict_set}
  WHERE project_id = %(project_id)s AND status = 'open'
-"""
+""", fact=Fact, conflict_set=ConflictSet)
 
 # Facts never served: active now, recorded before the period ended (a fact recorded later could not have been
 # served in it), and no `included` decision in a trace of the period. The count and the page's list share it.
@@ -107,8 +107,8 @@ SELECT (SELECT count(*) FROM facts_fact WHERE project_id = %(project_id)s AND st
 #    (fact_id, decision) and traces_trace_pkey, or else a hash anti-join against the period's included
 #    decisions. Probes grow with the store, the hash join with the period's traffic: NOT EXISTS leaves the
 #    choice to the planner, so neither grows unbounded.
-_NEVER_SERVED_FROM = """
-  FROM facts_fact f
+_NEVER_SERVED_FROM = with_tables("""
+  FROM {fact} f
  WHERE f.project_id = %(project_id)s AND f.status = 'active' AND f.recorded_from < %(until)s
    AND NOT EXISTS (
        SELECT 1
@@ -116,7 +116,7 @@ _NEVER_SERVED_FROM = """
          JOIN traces_trace t ON t.id = d.trace_id
         WHERE d.fact_id = f.id AND d.decision = 'included'
           AND t.created_at >= %(since)s AND t.created_at < %(until)s)
-"""
+""", fact=Fact)
 NEVER_SERVED_COUNT_SQL = "SELECT count(*) AS n" + _NEVER_SERVED_FROM
 NEVER_SERVED_SQL = (
     "SELECT f.id, f.subject_id, f.text, f.category, f.recorded_from"
@@ -154,11 +154,11 @@ class Overview:
 
 def stats_overview(*, project_id: str, period: Period) -> Overview:
     params = {"project_id": project_id, "since": period.since, "until": period.until}
-    totals = _rows(TRACE_TOTALS_SQL, params)[0]
-    by_reason = {row["reason_code"]: row["n"] for row in _rows(DECISIONS_BY_REASON_SQL, params)}
-    store = _rows(STORE_SQL, params)[0]
-    never_served = _rows(NEVER_SERVED_COUNT_SQL, params)[0]["n"]
-    empty = _json(totals["empty_reasons"])
+    totals = fetch_dicts(TRACE_TOTALS_SQL, params, json_columns=["empty_reasons"])[0]
+    by_reason = {row["reason_code"]: row["n"] for row in fetch_dicts(DECISIONS_BY_REASON_SQL, params)}
+    store = fetch_dicts(STORE_SQL, params)[0]
+    never_served = fetch_dicts(NEVER_SERVED_COUNT_SQL, params)[0]["n"]
+    empty = totals["empty_reasons"]
     oldest = store["oldest_open_conflict_at"]
     return Overview(
         project_id=project_id,
@@ -227,7 +227,7 @@ class Day:
 
 
 def calls_per_day(*, project_id: str, period: Period) -> list[Day]:
-    rows = _rows(CALLS_PER_DAY_SQL, {"project_id": project_id, "since": period.since, "until": period.until})
+    rows = fetch_dicts(CALLS_PER_DAY_SQL, {"project_id": project_id, "since": period.since, "until": period.until})
     return [
         Day(
             day=row["day"].astimezone(dt_timezone.utc).date(),
@@ -242,7 +242,7 @@ def calls_per_day(*, project_id: str, period: Period) -> list[Day]:
 
 def subjects_by_calls(*, project_id: str, period: Period, limit: int = TOP_SUBJECTS) -> list[dict]:
     """The subjects with the most context calls: subject_id, context_calls, injection_rate."""
-    return _rows(
+    return fetch_dicts(
         SUBJECTS_BY_CALLS_SQL,
         {"project_id": project_id, "since": period.since, "until": period.until, "limit": limit},
     )
@@ -251,7 +251,7 @@ def subjects_by_calls(*, project_id: str, period: Period, limit: int = TOP_SUBJE
 def facts_never_served(*, project_id: str, period: Period, limit: int = NEVER_SERVED_SHOWN) -> list[dict]:
     """The oldest active facts no context call of the period served: id, subject_id, text, category,
     recorded_from. stats_overview counts them all."""
-    return _rows(
+    return fetch_dicts(
         NEVER_SERVED_SQL,
         {"project_id": project_id, "since": period.since, "until": period.until, "limit": limit},
     )

@@ -3,9 +3,17 @@ from __future__ import annotations
 from django.utils import timezone
 from rest_framework import serializers
 
-from facts.serializers import StrictSerializer, iso
 from hakimem.fields import AwareDateTimeField, ScopeIdField
-from stats.selectors import DEFAULT_PERIOD, MAX_PERIOD, Overview, Period
+from hakimem.serializers import StrictSerializer, iso
+from stats.selectors import (
+    DEFAULT_PERIOD,
+    MAX_PERIOD,
+    PERIOD_REVERSED,
+    PERIOD_TOO_LONG,
+    Overview,
+    Period,
+    period_problem,
+)
 
 
 class OverviewQuerySerializer(StrictSerializer):
@@ -19,9 +27,10 @@ class OverviewQuerySerializer(StrictSerializer):
     def validate(self, attrs):
         until = attrs.get("until") or timezone.now()
         period = Period(since=attrs.get("since") or until - DEFAULT_PERIOD, until=until)
-        if period.since >= period.until:
+        problem = period_problem(period)
+        if problem == PERIOD_REVERSED:
             raise serializers.ValidationError({"since": ["must be before until"]})
-        if period.until - period.since > MAX_PERIOD:
+        if problem == PERIOD_TOO_LONG:
             raise serializers.ValidationError({"until": [f"the period may span at most {MAX_PERIOD.days} days"]})
         return {"project_id": attrs["project_id"], "period": period}
 

@@ -12,7 +12,7 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.utils import timezone
 
-from facts.serializers import iso
+from hakimem.serializers import iso
 from stats import charts, selectors
 from stats.services import PRODUCT_OWNERS
 from traces.models import DECISION_OF_REASON
@@ -37,9 +37,10 @@ class PeriodForm(forms.Form):
         cleaned = super().clean()
         since, until = cleaned.get("since"), cleaned.get("until")
         if since and until:
-            if since > until:
+            problem = selectors.period_problem(selectors.days_period(since, until))
+            if problem == selectors.PERIOD_REVERSED:
                 self.add_error("since", "The first day must not be after the last.")
-            elif (until - since).days + 1 > selectors.MAX_PERIOD.days:
+            elif problem == selectors.PERIOD_TOO_LONG:
                 self.add_error("until", f"Show at most {selectors.MAX_PERIOD.days} days.")
         return cleaned
 

@@ -9,9 +9,10 @@ from datetime import timezone as dt_timezone
 from django.contrib import admin
 from django.contrib.admin.options import IncorrectLookupParameters, ShowFacets
 from django.contrib.admin.utils import unquote
+from django.utils.text import Truncator
 
-from facts.admin_filters import InputFilter, ProjectFilter, SubjectFilter
 from facts.models import Fact
+from hakimem.admin_filters import InputFilter, ProjectFilter, SubjectFilter
 from traces.models import Decision, DecisionKind, ReasonCode, Trace
 from traces.selectors import trace_decisions
 
@@ -117,7 +118,7 @@ class TraceAdmin(admin.ModelAdmin):
 
     @admin.display(description="query")
     def query_text(self, obj):
-        return obj.query if len(obj.query) <= 80 else obj.query[:79] + "…"
+        return Truncator(obj.query).chars(80)
 
     @admin.display(description="served")
     def served(self, obj):

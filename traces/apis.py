@@ -1,8 +1,8 @@
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from facts.serializers import iso
 from hakimem.errors import ApiError, ErrorCode
+from hakimem.serializers import iso
 from traces.selectors import trace_decisions, trace_get
 
 

@@ -6,7 +6,11 @@ class TracesConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self):
+        # facts sits below traces and never imports it: traces hands it what it needs to know about traces.
+        from facts.admin import register_decision_counts
         from facts.services import register_eraser
+        from traces.selectors import fact_decision_counts
         from traces.services import traces_erase
 
         register_eraser("traces", traces_erase)
+        register_decision_counts(fact_decision_counts)

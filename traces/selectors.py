@@ -3,9 +3,10 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
-from django.db import connection
 from django.db.models import Count
 
+from facts.models import Event, Fact
+from hakimem.db import fetch_dicts, with_tables
 from traces.models import Decision, DecisionKind, Trace
 
 
@@ -13,24 +14,26 @@ def trace_get(*, project_id: str, trace_id) -> Trace | None:
     return Trace.objects.filter(project_id=project_id, id=trace_id).first()
 
 
+# The item's text is in the facts app's tables, named from its models.
+TRACE_DECISIONS_SQL = with_tables(
+    """
+    SELECT d.item_type, coalesce(d.fact_id, d.event_id) AS item_id, d.decision, d.reason_code, d.rank,
+           d.score, d.similarity, d.cosine_distance, d.text_rank, d.recency, d.tokens, d.entity,
+           coalesce(f.text, e.text) AS text
+      FROM traces_decision d
+      LEFT JOIN {fact} f ON f.id = d.fact_id
+      LEFT JOIN {event} e ON e.id = d.event_id
+     WHERE d.trace_id = %(trace_id)s
+     ORDER BY d.item_type DESC, d.rank
+    """,
+    fact=Fact,
+    event=Event,
+)
+
+
 def trace_decisions(*, trace: Trace) -> list[dict]:
     """Every decision of the trace with the item's text, facts first then episodes, each by rank."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            """
-            SELECT d.item_type, coalesce(d.fact_id, d.event_id) AS item_id, d.decision, d.reason_code, d.rank,
-                   d.score, d.similarity, d.cosine_distance, d.text_rank, d.recency, d.tokens, d.entity,
-                   coalesce(f.text, e.text) AS text
-              FROM traces_decision d
-              LEFT JOIN facts_fact f ON f.id = d.fact_id
-              LEFT JOIN facts_event e ON e.id = d.event_id
-             WHERE d.trace_id = %(trace_id)s
-             ORDER BY d.item_type DESC, d.rank
-            """,
-            {"trace_id": trace.id},
-        )
-        names = [c.name for c in cursor.description]
-        return [dict(zip(names, row)) for row in cursor.fetchall()]
+    return fetch_dicts(TRACE_DECISIONS_SQL, {"trace_id": trace.id})
 
 
 @dataclass(frozen=True)

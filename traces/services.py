@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from django.db import connection
 
+from facts.services import erase_condition
 from traces.models import DECISION_OF_REASON
 
 
@@ -85,16 +86,16 @@ def trace_record(*, trace: dict, decisions: list[DecisionRow]) -> uuid.UUID:
     return trace_id
 
 
-def traces_erase(project_id: str, subject_id: str) -> dict[str, int]:
-    """Registered with facts.services.subject_erase: a trace holds the subject's query text and ids."""
+def traces_erase(project_id: str, subject_id: str | None) -> dict[str, int]:
+    """Registered with facts.services' erasure: a trace holds the subject's query text and ids."""
     with connection.cursor() as cursor:
         cursor.execute(
-            "DELETE FROM traces_decision d USING traces_trace t"
-            " WHERE d.trace_id = t.id AND t.project_id = %(p)s AND t.subject_id = %(s)s",
+            "DELETE FROM traces_decision d USING traces_trace t WHERE d.trace_id = t.id AND "
+            + erase_condition(subject_id, "t"),
             {"p": project_id, "s": subject_id},
         )
         decisions = cursor.rowcount
         cursor.execute(
-            "DELETE FROM traces_trace WHERE project_id = %(p)s AND subject_id = %(s)s", {"p": project_id, "s": subject_id}
+            "DELETE FROM traces_trace t WHERE " + erase_condition(subject_id, "t"), {"p": project_id, "s": subject_id}
         )
         return {"decisions": decisions, "traces": cursor.rowcount}

@@ -1,40 +1,34 @@
 """Phase 1 really runs on its indexes at a realistic size: EXPLAIN (ANALYZE) of the retrieval query on
 30,000 facts, where one scope holds 18,000 and small ones ~45."""
 import pytest
+from django.core.management import call_command
 from django.db import connection
 from django.utils import timezone
 
 from context import retrieval
 from facts.selectors import volatility_cutoffs
-from hakimem.embeddings import get_embedder, vector_literal
 from scripts import bench_data
+from tests.context.plans import explain, load_30k
 
-pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture
-def loaded(tmp_path):
-    bench_data.load(30_000, "hashing", tmp_path)
-    sizes = dict(bench_data.subject_sizes(30_000))
-    small = min((s for s in sizes if s.startswith("s-")), key=lambda s: abs(sizes[s] - 45))
-    return sizes, small
+pytestmark = pytest.mark.django_db
 
 
-def _plan(subject: str, query: str, sql: str = retrieval.HYBRID_CANDIDATES_SQL) -> str:
-    now = timezone.now()
-    lookup = retrieval.lookup_for(project_id=bench_data.PROJECT, subject_id=subject, query=query, now=now,
-                                  cutoffs=volatility_cutoffs(now))
-    params = {**lookup.params(lookup.fact_text), "qvec": vector_literal(get_embedder().embed_query(query))}
-    with connection.cursor() as cursor:
-        retrieval._settings_for_hnsw(cursor)
-        cursor.execute("EXPLAIN (ANALYZE, COSTS OFF) " + sql, params)
-        return "\n".join(row[0] for row in cursor.fetchall())
+@pytest.fixture(scope="module")
+def loaded(django_db_setup, django_db_blocker, tmp_path_factory):
+    """The 30k facts, loaded once for this module (a load takes seconds): its tests only read them (EXPLAIN,
+    table statistics), each in a transaction rolled back. Emptied after, as a transactional test leaves the
+    tables."""
+    with django_db_blocker.unblock():
+        data = load_30k(tmp_path_factory.mktemp("bench-cache"))
+    yield data
+    with django_db_blocker.unblock():
+        call_command("flush", verbosity=0, interactive=False)
 
 
 def test_large_scope_uses_hnsw_and_gin(loaded):
     sizes, _ = loaded
     assert sizes["big"] == 18_000
-    plan = _plan("big", bench_data.generate_queries(1, subject_id="big")[0])
+    plan = explain("big", bench_data.generate_queries(1, subject_id="big")[0])
     assert "Index Scan using facts_fact_embedding_hnsw" in plan, plan
     assert "facts_fact_search_gin" in plan, plan
     assert "Seq Scan on facts_fact" not in plan, plan
@@ -43,14 +37,14 @@ def test_large_scope_uses_hnsw_and_gin(loaded):
 def test_small_scope_sorts_its_few_rows_exactly(loaded):
     _, small = loaded
     assert retrieval.table_stats().dense_exact(bench_data.PROJECT, small)
-    plan = _plan(small, bench_data.generate_queries(1, subject_id=small)[0], retrieval.HYBRID_EXACT_CANDIDATES_SQL)
+    plan = explain(small, bench_data.generate_queries(1, subject_id=small)[0], retrieval.HYBRID_EXACT_CANDIDATES_SQL)
     assert "facts_fact_embedding_hnsw" not in plan, plan  # the graph would be walked for a handful of matches
     assert "Index Only Scan using facts_fact_scope_vectors" in plan, plan
     assert "Seq Scan on facts_fact" not in plan, plan
 
 
 def test_exact_dense_leg_reads_vectors_from_the_covering_index_not_the_heap(loaded):
-    plan = _plan("big", bench_data.generate_queries(1, subject_id="big")[0], retrieval.HYBRID_EXACT_CANDIDATES_SQL)
+    plan = explain("big", bench_data.generate_queries(1, subject_id="big")[0], retrieval.HYBRID_EXACT_CANDIDATES_SQL)
     assert "Index Only Scan using facts_fact_scope_vectors" in plan, plan
     assert "facts_fact_embedding_hnsw" not in plan, plan
 
@@ -86,25 +80,3 @@ def test_multi_hop_plans_each_name_with_its_own_frequency(loaded):
     assert len(branches) == 2, plan
     assert "facts_fact_search_gin" in branches[0] and "facts_fact_scope_recorded" not in branches[0], plan
     assert "Index Scan using facts_fact_scope_recorded" in branches[1], plan
-
-
-def test_a_large_scope_can_get_its_own_graph(loaded):
-    from django.core.management import call_command
-
-    from facts.services import scope_graph_name
-
-    name = scope_graph_name(bench_data.PROJECT, "mid-0")
-    call_command("scope_graph", "create", "--project", bench_data.PROJECT, "--subject", "mid-0")
-    try:
-        retrieval._table_stats["at"] = -1e9
-        stats = retrieval.table_stats()
-        assert name in stats.scope_graphs
-        assert not stats.dense_exact(bench_data.PROJECT, "mid-0")
-        assert stats.dense_exact(bench_data.PROJECT + "-other", "mid-0")  # the graph is that project's only
-        plan = _plan("mid-0", bench_data.generate_queries(1, subject_id="mid-0")[0])
-        assert f"Index Scan using {name}" in plan, plan
-    finally:
-        call_command("scope_graph", "drop", "--project", bench_data.PROJECT, "--subject", "mid-0")
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT to_regclass(%s)", [name])
-        assert cursor.fetchone()[0] is None

@@ -1,7 +1,7 @@
 import factory
 from django.utils import timezone
 
-from facts.models import Event, Fact
+from facts.models import ConflictMember, ConflictSet, Event, Fact
 from facts.text import text_hash
 from hakimem.embeddings import get_embedder
 from tests.conftest import PROJECT
@@ -29,3 +29,28 @@ class EventFactory(factory.django.DjangoModelFactory):
     text = factory.Sequence(lambda n: f"Alice went to event number {n}.")
     occurred_at = factory.LazyFunction(timezone.now)
     embedding = factory.LazyAttribute(lambda o: get_embedder().embed([o.text])[0])
+
+
+class ConflictSetFactory(factory.django.DjangoModelFactory):
+    """An open conflict set. Its members: the facts passed as `members`, else two new facts of its scope."""
+
+    class Meta:
+        model = ConflictSet
+        skip_postgeneration_save = True
+
+    project_id = PROJECT
+    subject_id = "alice"
+    signal = "negation"
+    similarity = 0.9
+    opened_at = factory.LazyFunction(timezone.now)
+
+    @factory.post_generation
+    def members(self, create, extracted, **kwargs):
+        if not create:
+            return
+        facts = extracted if extracted is not None else FactFactory.create_batch(
+            2, project_id=self.project_id, subject_id=self.subject_id
+        )
+        ConflictMember.objects.bulk_create(
+            [ConflictMember(conflict_set=self, fact=fact, added_at=self.opened_at) for fact in facts]
+        )

@@ -109,13 +109,16 @@ def test_anonymous_visitors_are_sent_to_the_admin_login(client):
     assert response["Location"] == "/admin/login/?next=/stats/%3Fproject%3Dx"
 
 
-def test_a_logged_in_user_without_the_role_gets_403(client, plain_user):
-    page(client, plain_user, expect=403)
+def test_a_logged_in_user_without_the_role_gets_403(client, plain_user, week):
+    html = page(client, plain_user, expect=403, **WEEK)
+    assert 'id="context-calls"' not in html
 
 
-def test_the_product_owners_group_is_enough_without_staff(client, roles):
-    page(client, make_user("olga", staff=False, groups=["product-owners"]))
+def test_the_product_owners_group_is_enough_without_staff(client, roles, week):
+    html = page(client, make_user("olga", staff=False, groups=["product-owners"]), **WEEK)
+    assert text_of(html, "context-calls") == "4"
 
 
-def test_staff_may_read_the_pages(client, curator):
-    page(client, curator)
+def test_staff_may_read_the_pages(client, curator, week):
+    html = page(client, curator, **WEEK)
+    assert text_of(html, "context-calls") == "4"

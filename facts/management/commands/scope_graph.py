@@ -10,7 +10,7 @@ measurements); the context path picks the graph up within TABLE_STATS_TTL_SECOND
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connection
 
-from facts.services import SCOPE_GRAPH_PREFIX, scope_graph_create, scope_graph_drop
+from facts.scope_graphs import SCOPE_GRAPH_PREFIX, scope_graph_create, scope_graph_drop
 
 
 class Command(BaseCommand):

@@ -1,0 +1,29 @@
+"""EXPLAIN of the retrieval queries on the benchmark's dataset, for the plan tests."""
+from django.db import connection
+from django.utils import timezone
+
+from context import retrieval
+from facts.selectors import volatility_cutoffs
+from hakimem.embeddings import get_embedder, vector_literal
+from scripts import bench_data
+
+TOTAL = 30_000
+
+
+def load_30k(cache_dir) -> tuple[dict, str]:
+    """Load 30k facts (one scope of 18,000, small ones ~45); returns the scope sizes and a ~45-fact scope."""
+    bench_data.load(TOTAL, "hashing", cache_dir)
+    sizes = dict(bench_data.subject_sizes(TOTAL))
+    small = min((s for s in sizes if s.startswith("s-")), key=lambda s: abs(sizes[s] - 45))
+    return sizes, small
+
+
+def explain(subject: str, query: str, sql: str = retrieval.HYBRID_CANDIDATES_SQL) -> str:
+    now = timezone.now()
+    lookup = retrieval.lookup_for(project_id=bench_data.PROJECT, subject_id=subject, query=query, now=now,
+                                  cutoffs=volatility_cutoffs(now))
+    params = {**lookup.params(lookup.fact_text), "qvec": vector_literal(get_embedder().embed_query(query))}
+    with connection.cursor() as cursor:
+        retrieval._settings_for_hnsw(cursor)
+        cursor.execute("EXPLAIN (ANALYZE, COSTS OFF) " + sql, params)
+        return "\n".join(row[0] for row in cursor.fetchall())
