@@ -18,11 +18,12 @@ def load_30k(cache_dir) -> tuple[dict, str]:
     return sizes, small
 
 
-def explain(subject: str, query: str, sql: str = retrieval.HYBRID_CANDIDATES_SQL) -> str:
+def explain(subject: str, query: str, sql: str = retrieval.HYBRID_CANDIDATES_SQL, table: str = retrieval.FACTS) -> str:
     now = timezone.now()
     lookup = retrieval.lookup_for(project_id=bench_data.PROJECT, subject_id=subject, query=query, now=now,
                                   cutoffs=volatility_cutoffs(now))
-    params = {**lookup.params(lookup.fact_text), "qvec": vector_literal(get_embedder().embed_query(query))}
+    text = lookup.fact_text if table == retrieval.FACTS else lookup.event_text
+    params = {**lookup.params(text), "qvec": vector_literal(get_embedder().embed_query(query))}
     with connection.cursor() as cursor:
         retrieval._settings_for_hnsw(cursor)
         cursor.execute("EXPLAIN (ANALYZE, COSTS OFF) " + sql, params)
