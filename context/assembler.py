@@ -229,21 +229,8 @@ def context_assemble(*, project_id: str, subject_id: str, query: str, budget_tok
     rendered = render_packet(facts_out, episodes_out)
     timer.lap("render")
 
-    trace_id = uuid.uuid4()
-    timings = dict(timer.marks)
-    trace_record(
-        trace={
-            "id": trace_id, "project_id": project_id, "subject_id": subject_id, "query": query,
-            "budget_tokens": budget_tokens, "used_tokens": used_tokens, "status": status,
-            "empty_reason": empty_reason, "warnings": warnings, "rendered": rendered,
-            "facts_served": len(facts_out), "episodes_served": len(episodes_out), "candidates": len(decided),
-            "embedder": settings.HAKI_EMBED_PROVIDER, "timings": timings, "latency_ms": timer.total(),
-            "created_at": now,
-        },
-        decisions=_decision_rows(decided),
-    )
-    return {
-        "trace_id": str(trace_id),
+    packet = {
+        "trace_id": str(uuid.uuid4()),
         "status": str(status),
         "facts": facts_out,
         "episodes": episodes_out,
@@ -253,3 +240,20 @@ def context_assemble(*, project_id: str, subject_id: str, query: str, budget_tok
         "used_tokens": used_tokens,
         "rendered": rendered,
     }
+    _record(packet, decided, timer, project_id=project_id, subject_id=subject_id, query=query, now=now)
+    return packet
+
+
+def _record(packet: dict, decided: list[Decided], timer: _Timer, *, project_id, subject_id, query, now) -> None:
+    """The trace of the call and one decision row per candidate, in one statement."""
+    trace_record(
+        trace={
+            "id": packet["trace_id"], "project_id": project_id, "subject_id": subject_id, "query": query,
+            "budget_tokens": packet["budget_tokens"], "used_tokens": packet["used_tokens"], "status": packet["status"],
+            "empty_reason": packet["empty_reason"], "warnings": packet["warnings"], "rendered": packet["rendered"],
+            "facts_served": len(packet["facts"]), "episodes_served": len(packet["episodes"]), "candidates": len(decided),
+            "embedder": settings.HAKI_EMBED_PROVIDER, "timings": dict(timer.marks), "latency_ms": timer.total(),
+            "created_at": now,
+        },
+        decisions=_decision_rows(decided),
+    )

@@ -306,16 +306,9 @@ def summarise(records: list[dict]) -> dict:
 
 
 def _default_client_factory(project_id: str):
-    """A client with a fresh key of its own; returns (client, cleanup)."""
-    from rest_framework.test import APIClient
+    from scripts._django import throwaway_client
 
-    from hakimem.models import ApiKey
-    from hakimem.services import api_key_create
-
-    key, raw = api_key_create(project_id=project_id, label="eval_locomo (deleted when the run ends)")
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Bearer {raw}")
-    return client, lambda: ApiKey.objects.filter(id=key.id).delete()
+    return throwaway_client(project_id, "eval_locomo")
 
 
 def run(*, data: Path = DEFAULT_DATA, modes=tuple(MODES), budget: int = DEFAULT_BUDGET, embedder: str | None = None,
