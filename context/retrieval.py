@@ -3,12 +3,13 @@
 Invariants (each query below keeps all of them; tests/context/test_retrieval_plans.py checks the plans):
 1. Scope first: every query filters the exact scope `project_id = %(project_id)s AND subject_id = %(subject_id)s`.
 2. Hard filters before any score: `status = 'active'` and `valid_to IS NULL OR valid_to > %(now)s` sit in the
-   WHERE clause of each leg, so a retracted, superseded or no-longer-valid fact is never scored.
+   WHERE clause of each fact leg, so a retracted, superseded or no-longer-valid fact is never scored (events
+   have no status or validity: the scope is their only filter).
    Facts blocked by an open conflict set or by expired volatility are *not* filtered here: they are
    returned flagged (`in_open_conflict`, `expired`) so the trace can say why they were not served.
 3. Each phase-1 leg takes its top K first and only then scores those rows (at most DENSE_TOP_K +
    LEXICAL_TOP_K in all); the statement returns the CANDIDATE_LIMIT best by hybrid score, with only what
-   packing needs: never the embedding.
+   packing needs: never the embedding. Facts and events take the same path, one statement each (_hybrid_sql).
 4. Parameters go through the driver; nothing is formatted into SQL text. The connection never uses
    server-side prepared statements (see hakimem/dbserver.py): generic plans lose the hnsw index.
 """
