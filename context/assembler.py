@@ -204,7 +204,7 @@ def context_assemble(*, project_id: str, subject_id: str, query: str, budget_tok
     timer.lap("episodes")
 
     packable, floor_hits = block(decided, settings.HAKI_RECALL_MAX_DISTANCE)
-    # Facts and episodes compete on one score for one budget. The seed packs facts first and gives episodes
+    # Facts and episodes compete on one score for one budget. The specification packs facts first and gives episodes
     # only what is left; on the quality harness that served no episode at all once a scope held ~900
     # tokens of facts (evidence recall of "when" questions: 0.00), see docs/quality.md.
     # A share of the budget waits for multi-hop: filled greedily, the first pass always spent it all and the

@@ -323,10 +323,19 @@ _HARD_FILTERS = """f.project_id = %(project_id)s AND f.subject_id = %(subject_id
                    AND (f.valid_to IS NULL OR f.valid_to > %(now)s)"""
 
 
+# ts_rank_cd's normalisation 32 maps a rank r to r / (r + 1), bounded in [0, 1). It orders the lexical legs'
+# matches (cheap, no subquery per row); the score uses text_rank_sql below.
+TS_RANK_NORMALISATION = 32
+
+
+def lexical_order_sql(alias: str, tsq_param: str) -> str:
+    return f"ts_rank_cd({alias}.search_vector, websearch_to_tsquery('simple', %({tsq_param})s), {TS_RANK_NORMALISATION})"
+
+
 def text_rank_sql(alias: str) -> str:
     """The share of the query's information a row holds: the weights (TextQuery.weights, log inverse row
     share, summing to 1) of the query words it contains. In [0, 1] like the similarity, and a rare word counts
-    for more than a common one. ts_rank_cd, the seed's rank, ignores how rare a word is and stays near 0.1
+    for more than a common one. ts_rank_cd, the rank the specification names, ignores how rare a word is and stays near 0.1
     for a row matching one word of an ORed query, so that with W_TEXT 0.25 the words moved almost nothing
     (LoCoMo turns as events 0.661 -> 0.709 with this rank; docs/quality.md). The lexical leg still picks its
     rows by ts_rank_cd: ordering it by this rank cost a subquery per matching row for no steady gain."""
@@ -339,7 +348,7 @@ def text_rank_sql(alias: str) -> str:
 # and the path falls back to recency). -- uses: facts_fact_search_gin
 _LEXICAL_LEG = f"""    SELECT f.id FROM facts_fact f
      WHERE {_HARD_FILTERS} AND %(tsq)s <> '' AND f.search_vector @@ websearch_to_tsquery('simple', %(tsq)s)
-     ORDER BY ts_rank_cd(f.search_vector, websearch_to_tsquery('simple', %(tsq)s), 32) DESC, f.recorded_from DESC
+     ORDER BY {lexical_order_sql("f", "tsq")} DESC, f.recorded_from DESC
      LIMIT %(top_k)s"""
 
 
@@ -425,8 +434,7 @@ WITH q AS MATERIALIZED (SELECT %(qvec)s::halfvec AS v), {dense}, lexical AS (
              WHERE {src.filters} AND %(leg_tsq)s <> ''
                AND {a}.search_vector @@ websearch_to_tsquery('simple', %(leg_tsq)s)
                AND {a}.id NOT IN (SELECT id FROM dense)
-             ORDER BY ts_rank_cd({a}.search_vector, websearch_to_tsquery('simple', %(leg_tsq)s), 32) DESC,
-                      {src.time} DESC
+             ORDER BY {lexical_order_sql(a, "leg_tsq")} DESC, {src.time} DESC
              LIMIT %(top_k)s) {a}
 )
 SELECT *, 1 - distance AS similarity FROM (SELECT * FROM dense UNION ALL SELECT * FROM lexical) pool{_BY_HYBRID_SCORE}

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 # Tuned on the quality harness's dev split (docs/quality.md): recency 0.15 -> 0.05 lifted evidence recall at
 # a 300-token budget from 0.854 to 0.887 (temporal questions 0.824 -> 0.971: an event that happened a year
-# ago lost to any fact written today). Similarity and text kept their seed values.
+# ago lost to any fact written today). Similarity and text kept the specification's values.
 W_SIMILARITY = 0.60
 W_TEXT = 0.25
 W_RECENCY = 0.05
