@@ -20,7 +20,18 @@ from django.utils import timezone
 from psycopg import sql
 
 from facts import selectors
-from facts.models import ConflictMember, ConflictSet, ConflictStatus, Event, Fact, FactKind, FactStatus, Volatility
+from facts.models import (
+    RESOLVED_BY_MAX,
+    SIGNAL_DETAIL_MAX,
+    ConflictMember,
+    ConflictSet,
+    ConflictStatus,
+    Event,
+    Fact,
+    FactKind,
+    FactStatus,
+    Volatility,
+)
 from facts.text import Signal, adds_information, contradiction_signal, text_hash
 from hakimem.embeddings import get_embedder
 
@@ -323,7 +334,7 @@ def _record_conflict(fact: Fact, conflicts, *, actor: str, now) -> ConflictSet:
     if settings.HAKI_CONFLICT_POLICY == "newest_wins":
         conflict_set = ConflictSet.objects.create(
             project_id=fact.project_id, subject_id=fact.subject_id, status=ConflictStatus.RESOLVED,
-            signal=signal.rule, signal_detail=signal.detail[:500], similarity=similarity, opened_at=now,
+            signal=signal.rule, signal_detail=signal.detail[:SIGNAL_DETAIL_MAX], similarity=similarity, opened_at=now,
             resolved_at=now, resolved_by="system:newest_wins", note="Newest fact kept by HAKI_CONFLICT_POLICY.",
         )
         ConflictMember.objects.bulk_create(
@@ -350,7 +361,7 @@ def _record_conflict(fact: Fact, conflicts, *, actor: str, now) -> ConflictSet:
     if not open_sets:
         open_sets = [ConflictSet.objects.create(
             project_id=fact.project_id, subject_id=fact.subject_id, signal=signal.rule,
-            signal_detail=signal.detail[:500], similarity=similarity, opened_at=now,
+            signal_detail=signal.detail[:SIGNAL_DETAIL_MAX], similarity=similarity, opened_at=now,
         )]
     members = [ConflictMember(conflict_set=s, fact=fact, added_at=now) for s in open_sets]
     members += [ConflictMember(conflict_set=open_sets[0], fact_id=f, added_at=now) for f in loose]
@@ -482,7 +493,7 @@ def conflict_resolve(
             conflict_set.members.filter(fact_id__in=others).update(kept=False)
             conflict_set.status = ConflictStatus.RESOLVED
         conflict_set.resolved_at = now
-        conflict_set.resolved_by = actor[:200]
+        conflict_set.resolved_by = actor[:RESOLVED_BY_MAX]
         conflict_set.note = note
         conflict_set.save(update_fields=["status", "resolved_at", "resolved_by", "note"])
     return conflict_set
