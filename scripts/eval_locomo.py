@@ -47,6 +47,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from scripts.harness_client import client_with_own_key  # noqa: E402
 from scripts.quality_baselines import BM25, bm25_tokens, order_by_score, rrf  # noqa: E402
 
 DEFAULT_DATA = Path(os.environ.get("HAKI_LOCOMO_DATA", ROOT.parent / "shared" / "data" / "locomo-dev" / "locomo-dev.json"))
@@ -307,15 +308,7 @@ def summarise(records: list[dict]) -> dict:
 
 def _default_client_factory(project_id: str):
     """A client with a fresh key of its own; returns (client, cleanup)."""
-    from rest_framework.test import APIClient
-
-    from hakimem.models import ApiKey
-    from hakimem.services import api_key_create
-
-    key, raw = api_key_create(project_id=project_id, label="eval_locomo (deleted when the run ends)")
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Bearer {raw}")
-    return client, lambda: ApiKey.objects.filter(id=key.id).delete()
+    return client_with_own_key(project_id, label="eval_locomo (deleted when the run ends)")
 
 
 def run(*, data: Path = DEFAULT_DATA, modes=tuple(MODES), budget: int = DEFAULT_BUDGET, embedder: str | None = None,

@@ -45,6 +45,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from scripts.harness_client import client_with_own_key  # noqa: E402
 from scripts.quality_baselines import BM25, BM25_B, BM25_K1, RRF_K, bm25_tokens, order_by_score, pack, rrf  # noqa: E402
 from scripts.quality_report import (  # noqa: E402
     DIAGNOSTIC,
@@ -307,15 +308,7 @@ def ask_baselines(index: ScopeIndex, qvec, question: dict, gold_ids: list, budge
 
 def _default_client_factory(project_id: str):
     """A client with a fresh key of its own; returns (client, cleanup)."""
-    from rest_framework.test import APIClient
-
-    from hakimem.models import ApiKey
-    from hakimem.services import api_key_create
-
-    key, raw = api_key_create(project_id=project_id, label="eval_recall (deleted when the run ends)")
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Bearer {raw}")
-    return client, lambda: ApiKey.objects.filter(id=key.id).delete()
+    return client_with_own_key(project_id, label="eval_recall (deleted when the run ends)")
 
 
 def run(
