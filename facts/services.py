@@ -173,7 +173,8 @@ class _Stored:
 
 
 def _lookup_stored(batch: _Batch, *, exclude_ids: list) -> _Stored:
-    """Per scope, two round trips: the active facts with an item's text, then the neighbours of the others."""
+    """Per scope, one query for the active facts with an item's text, then one k-NN probe for the neighbours of
+    all the other items."""
     hashes, vectors = batch.hashes, batch.vectors
     stored = _Stored(by_hash={}, neighbours={})
     for (project_id, subject_id), indexes in batch.by_scope.items():
