@@ -27,7 +27,7 @@ from django.utils import timezone
 from django.utils.text import Truncator
 
 from facts import selectors, services
-from facts.models import ConflictMember, ConflictSet, ConflictStatus, Event, Fact, FactStatus
+from facts.models import CONFLICT_NOTE_MAX, ConflictMember, ConflictSet, ConflictStatus, Event, Fact, FactStatus
 from hakimem.admin_filters import ProjectFilter, SubjectFilter
 
 NO_SAVE_BUTTONS = {"show_save": False, "show_save_and_continue": False, "show_save_and_add_another": False}
@@ -233,7 +233,7 @@ class ConflictResolveForm(forms.Form):
     }
     action = forms.ChoiceField(choices=list(ACTIONS.items()))
     keep = forms.MultipleChoiceField(required=False)  # in the members' order: the first kept one supersedes
-    note = forms.CharField(required=False, max_length=2000, widget=forms.Textarea(attrs={"rows": 3, "cols": 60}))
+    note = forms.CharField(required=False, max_length=CONFLICT_NOTE_MAX, widget=forms.Textarea(attrs={"rows": 3, "cols": 60}))
 
     def __init__(self, data, *, members: list[dict]):
         super().__init__(data)

@@ -17,7 +17,7 @@ from django.db.models.functions import Length
 from django.db.models.lookups import Exact, GreaterThanOrEqual, LessThanOrEqual
 from pgvector.django import HalfVectorField, HnswIndex
 
-from hakimem.validators import validate_scope_id
+from hakimem.validators import SCOPE_ID_MAX, validate_scope_id
 
 EMBED_DIM = 384  # the vector columns' size; HAKI_EMBED_DIM must equal it (checked on every embedding)
 # Embeddings are stored as halfvec (16-bit floats): half the heap and half the hnsw index of vector(384),
@@ -26,6 +26,13 @@ EMBED_DIM = 384  # the vector columns' size; HAKI_EMBED_DIM must equal it (check
 FACT_TEXT_MAX = 8000
 EVENT_TEXT_MAX = 8000
 CATEGORY_MAX = 64
+SIGNAL_DETAIL_MAX = 500
+RESOLVED_BY_MAX = 200
+CONFLICT_NOTE_MAX = 2000  # a curator's note on a resolution, capped where it is typed (API and admin form)
+# Build parameters of every hnsw graph on the vector columns, the shared ones below and each scope's own
+# (facts.scope_graphs): pgvector's defaults.
+HNSW_M = 16
+HNSW_EF_CONSTRUCTION = 64
 
 
 class FactStatus(models.TextChoices):
@@ -70,8 +77,8 @@ def _search_vector(field: str):
 
 
 class ScopedModel(models.Model):
-    project_id = models.CharField(max_length=128, validators=[validate_scope_id])
-    subject_id = models.CharField(max_length=128, validators=[validate_scope_id])
+    project_id = models.CharField(max_length=SCOPE_ID_MAX, validators=[validate_scope_id])
+    subject_id = models.CharField(max_length=SCOPE_ID_MAX, validators=[validate_scope_id])
 
     class Meta:
         abstract = True
@@ -94,7 +101,7 @@ class Event(ScopedModel):
         indexes = [
             HnswIndex(
                 name="facts_event_embedding_hnsw", fields=["embedding"], opclasses=["halfvec_cosine_ops"],
-                m=16, ef_construction=64,
+                m=HNSW_M, ef_construction=HNSW_EF_CONSTRUCTION,
             ),
             GinIndex(name="facts_event_search_gin", fields=["search_vector"]),
             models.Index(name="facts_event_scope_time", fields=["project_id", "subject_id", "-occurred_at", "-id"]),
@@ -144,7 +151,7 @@ class Fact(ScopedModel):
             # scope filter applied after the hnsw scan discards fewer rows.
             HnswIndex(
                 name="facts_fact_embedding_hnsw", fields=["embedding"], opclasses=["halfvec_cosine_ops"],
-                m=16, ef_construction=64, condition=Q(status="active"),
+                m=HNSW_M, ef_construction=HNSW_EF_CONSTRUCTION, condition=Q(status="active"),
             ),
             GinIndex(name="facts_fact_search_gin", fields=["search_vector"], condition=Q(status="active")),
             models.Index(name="facts_fact_scope_status", fields=["project_id", "subject_id", "status"]),
@@ -196,11 +203,11 @@ class ConflictSet(ScopedModel):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     status = models.CharField(max_length=16, choices=ConflictStatus.choices, default=ConflictStatus.OPEN)
     signal = models.CharField(max_length=32, help_text="The contradiction rule that opened the set.")
-    signal_detail = models.CharField(max_length=500, blank=True, default="")
+    signal_detail = models.CharField(max_length=SIGNAL_DETAIL_MAX, blank=True, default="")
     similarity = models.FloatField(help_text="Cosine similarity of the pair that opened the set.")
     opened_at = models.DateTimeField()
     resolved_at = models.DateTimeField(null=True, blank=True)
-    resolved_by = models.CharField(max_length=200, blank=True, default="")
+    resolved_by = models.CharField(max_length=RESOLVED_BY_MAX, blank=True, default="")
     note = models.TextField(blank=True, default="")
     facts = models.ManyToManyField(Fact, through="ConflictMember", related_name="conflict_sets")
 

@@ -11,6 +11,8 @@ import hashlib
 from django.db import connection
 from psycopg import sql
 
+from facts.models import HNSW_EF_CONSTRUCTION, HNSW_M
+
 SCOPE_GRAPH_PREFIX = "facts_fact_scope_hnsw_"
 
 
@@ -28,9 +30,12 @@ def scope_graph_create(*, project_id: str, subject_id: str) -> str:
     name = scope_graph_name(project_id, subject_id)
     statement = sql.SQL(
         "CREATE INDEX CONCURRENTLY IF NOT EXISTS {name} ON facts_fact USING hnsw (embedding halfvec_cosine_ops)"
-        " WITH (m = 16, ef_construction = 64)"
+        " WITH (m = {m}, ef_construction = {ef_construction})"
         " WHERE project_id = {project} AND subject_id = {subject} AND status = 'active'"
-    ).format(name=sql.Identifier(name), project=sql.Literal(project_id), subject=sql.Literal(subject_id))
+    ).format(
+        name=sql.Identifier(name), project=sql.Literal(project_id), subject=sql.Literal(subject_id),
+        m=sql.Literal(HNSW_M), ef_construction=sql.Literal(HNSW_EF_CONSTRUCTION),
+    )
     with connection.cursor() as cursor:
         cursor.execute("SET maintenance_work_mem = '1GB'")
         cursor.execute(statement.as_string(connection.connection))

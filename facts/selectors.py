@@ -17,6 +17,7 @@ from hakimem.db import fetch_dicts
 from hakimem.embeddings import vector_literal
 
 NEIGHBOURS_PER_FACT = 8
+NEIGHBOURS_EF_SEARCH = 100  # hnsw.ef_search of the write-time probe (the context path sets its own)
 
 
 class InvalidCursor(ValueError):
@@ -189,7 +190,7 @@ def fact_neighbours(*, project_id: str, subject_id: str, vectors: list, exclude_
         return []
     with connection.cursor() as cursor:
         cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-        cursor.execute("SET LOCAL hnsw.ef_search = 100")
+        cursor.execute("SELECT set_config('hnsw.ef_search', %s, true)", [str(NEIGHBOURS_EF_SEARCH)])  # SET LOCAL
         cursor.execute(
             """
             SELECT q.idx, n.id, n.text, n.similarity

@@ -2,7 +2,16 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from facts.models import CATEGORY_MAX, EVENT_TEXT_MAX, FACT_TEXT_MAX, ConflictStatus, FactKind, FactStatus, Volatility
+from facts.models import (
+    CATEGORY_MAX,
+    CONFLICT_NOTE_MAX,
+    EVENT_TEXT_MAX,
+    FACT_TEXT_MAX,
+    ConflictStatus,
+    FactKind,
+    FactStatus,
+    Volatility,
+)
 from hakimem.fields import AwareDateTimeField, JsonObjectField, ScopeIdField, StrictCharField, StrictFloatField
 from hakimem.serializers import StrictSerializer, iso
 
@@ -104,7 +113,7 @@ class ConflictListQuerySerializer(PageQuerySerializer):
 class ConflictResolveSerializer(StrictSerializer):
     keep = serializers.ListField(child=serializers.UUIDField(), required=False, min_length=1, max_length=100)
     dismiss = serializers.BooleanField(required=False, default=False)
-    note = StrictCharField(required=False, allow_blank=True, max_length=2000, default="")
+    note = StrictCharField(required=False, allow_blank=True, max_length=CONFLICT_NOTE_MAX, default="")
 
     def validate(self, attrs):
         if bool(attrs.get("keep")) == bool(attrs.get("dismiss")):

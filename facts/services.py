@@ -20,7 +20,18 @@ from django.utils import timezone
 from psycopg import sql
 
 from facts import selectors
-from facts.models import ConflictMember, ConflictSet, ConflictStatus, Event, Fact, FactKind, FactStatus, Volatility
+from facts.models import (
+    RESOLVED_BY_MAX,
+    SIGNAL_DETAIL_MAX,
+    ConflictMember,
+    ConflictSet,
+    ConflictStatus,
+    Event,
+    Fact,
+    FactKind,
+    FactStatus,
+    Volatility,
+)
 from facts.text import Signal, adds_information, contradiction_signal, text_hash
 from hakimem.embeddings import get_embedder
 
@@ -125,102 +136,195 @@ def pair_verdict(new_text: str, old_text: str, similarity: float) -> tuple[str, 
     return DISTINCT, None
 
 
-@dataclass
-class _Pending:
-    fact: Fact
-    vector: np.ndarray
-    conflicts: list[tuple[object, float, Signal]] = field(default_factory=list)  # (fact id, similarity, signal)
+Scope = tuple[str, str]  # (project_id, subject_id)
+Candidate = tuple[object, str, float]  # (fact id, text, similarity)
 
 
 def _store_facts(items, vectors, *, actor: str, exclude_ids: list) -> list[FactWriteResult]:
+    """Look up what the scopes already hold, classify each item against it and against the batch's earlier
+    items, then write: the new facts, the re-confirmations, the conflict sets."""
     now = timezone.now()
-    min_sim = settings.HAKI_CONFLICT_MIN_SIMILARITY
-    hashes = [text_hash(item.text) for item in items]
+    batch = _Batch.of(items, vectors)
+    plan = _classify(batch, _lookup_stored(batch, exclude_ids=exclude_ids), now=now)
+    return _persist(plan, actor=actor, now=now)
 
-    by_scope: dict[tuple, list[int]] = defaultdict(list)
-    for i, item in enumerate(items):
-        by_scope[(item.project_id, item.subject_id)].append(i)
 
-    existing_by_hash: dict[tuple, Fact] = {}
-    neighbours: dict[int, list[tuple]] = {}
-    for (project_id, subject_id), indexes in by_scope.items():
+@dataclass(frozen=True)
+class _Batch:
+    items: list[FactInput]
+    vectors: np.ndarray
+    hashes: list[str]
+    by_scope: dict[Scope, list[int]]  # item indexes per scope, in item order
+
+    @classmethod
+    def of(cls, items: list[FactInput], vectors: np.ndarray) -> _Batch:
+        by_scope: dict[Scope, list[int]] = defaultdict(list)
+        for i, item in enumerate(items):
+            by_scope[(item.project_id, item.subject_id)].append(i)
+        return cls(items, vectors, [text_hash(item.text) for item in items], dict(by_scope))
+
+
+# --- lookup: what the scopes already hold -----------------------------------------------------------------
+
+@dataclass
+class _Stored:
+    by_hash: dict[tuple, Fact]  # (project_id, subject_id, text_hash) -> the scope's active fact with that text
+    neighbours: dict[int, list[Candidate]]  # item index -> nearest active facts (items without a same-text fact)
+
+
+def _lookup_stored(batch: _Batch, *, exclude_ids: list) -> _Stored:
+    """Per scope, one query for the active facts with an item's text, then one k-NN probe for the neighbours of
+    all the other items."""
+    hashes, vectors = batch.hashes, batch.vectors
+    stored = _Stored(by_hash={}, neighbours={})
+    for (project_id, subject_id), indexes in batch.by_scope.items():
         for fact in Fact.objects.filter(
             project_id=project_id, subject_id=subject_id, status=FactStatus.ACTIVE,
             text_hash__in={hashes[i] for i in indexes},
         ).exclude(id__in=exclude_ids).defer("embedding", "search_vector"):
-            existing_by_hash[(project_id, subject_id, fact.text_hash)] = fact
-        probe = [i for i in indexes if (project_id, subject_id, hashes[i]) not in existing_by_hash]
+            stored.by_hash[(project_id, subject_id, fact.text_hash)] = fact
+        probe = [i for i in indexes if (project_id, subject_id, hashes[i]) not in stored.by_hash]
         found = selectors.fact_neighbours(
             project_id=project_id, subject_id=subject_id, vectors=[vectors[i] for i in probe], exclude_ids=exclude_ids
         )
-        neighbours.update(zip(probe, found))
+        stored.neighbours.update(zip(probe, found))
+    return stored
 
-    results: list[FactWriteResult | None] = [None] * len(items)
-    pending: list[_Pending] = []
-    pending_by_hash: dict[tuple, _Pending] = {}
-    reconfirm: dict[object, Fact] = {}
-    near_duplicate_of: dict[int, object] = {}  # item index -> id of an existing or pending fact
 
-    for i, item in enumerate(items):
-        key = (item.project_id, item.subject_id, hashes[i])
-        if key in existing_by_hash:
-            fact = existing_by_hash[key]
-            reconfirm[fact.id] = fact
-            results[i] = FactWriteResult(fact=fact, deduplicated=True)
+# --- classify: duplicate, conflict or distinct, item by item ----------------------------------------------
+
+@dataclass
+class _NewFact:
+    fact: Fact
+    conflicts: list[tuple[object, float, Signal]] = field(default_factory=list)  # (fact id, similarity, signal)
+
+
+@dataclass
+class _Plan:
+    """The batch classified. `results[i]` is None for an item answered by a fact that `duplicate_of[i]` names
+    (one stored, or one of `new`), filled in once the new facts are written."""
+    results: list[FactWriteResult | None]
+    new: list[_NewFact] = field(default_factory=list)  # in item order
+    duplicate_of: dict[int, object] = field(default_factory=dict)
+    reconfirm: dict[object, Fact] = field(default_factory=dict)  # stored facts an item repeats
+
+
+class _EarlierFacts:
+    """The new facts classified so far, per scope, and the similarity of every pair of the batch's items in a
+    scope: one matrix product per scope instead of one dot product per pair."""
+
+    def __init__(self, vectors: np.ndarray, by_scope: dict[Scope, list[int]]):
+        self.similarity: dict[Scope, np.ndarray] = {}
+        self.rows: dict[Scope, np.ndarray] = {}  # rows of the scope's new facts, in item order (the first `len(facts)`)
+        self.facts: dict[Scope, list[Fact]] = {}
+        for scope, indexes in by_scope.items():
+            block = vectors[indexes]
+            self.similarity[scope] = block @ block.T
+            self.rows[scope] = np.empty(len(indexes), dtype=np.intp)
+            self.facts[scope] = []
+        self.row = {i: row for indexes in by_scope.values() for row, i in enumerate(indexes)}  # item -> its row
+
+    def add(self, scope: Scope, i: int, fact: Fact) -> None:
+        facts = self.facts[scope]
+        self.rows[scope][len(facts)] = self.row[i]
+        facts.append(fact)
+
+    def similar(self, scope: Scope, i: int, min_similarity: float) -> list[Candidate]:
+        """The scope's new facts at least `min_similarity` similar to item i, in the order they were added."""
+        facts = self.facts[scope]
+        if not facts:
+            return []
+        similarities = self.similarity[scope][self.row[i], self.rows[scope][: len(facts)]]
+        return [(facts[k].id, facts[k].text, float(similarities[k])) for k in np.flatnonzero(similarities >= min_similarity)]
+
+
+def _compare(text: str, candidates: list[Candidate]) -> tuple[list, object | None]:
+    """The facts `text` contradicts as (id, similarity, signal); when it contradicts none, the id of the most
+    similar fact it duplicates, if any."""
+    conflicts, near_duplicates = [], []
+    for fact_id, other, similarity in candidates:
+        verdict, signal = pair_verdict(text, other, similarity)
+        if verdict == CONFLICT:
+            conflicts.append((fact_id, similarity, signal))
+        elif verdict == DUPLICATE:
+            near_duplicates.append((similarity, fact_id))
+    if near_duplicates and not conflicts:
+        return [], max(near_duplicates, key=lambda pair: pair[0])[1]
+    return conflicts, None
+
+
+def _classify(batch: _Batch, stored: _Stored, *, now) -> _Plan:
+    """In item order: an item with a stored fact's text repeats it; one with an earlier item's text, or that
+    duplicates a stored or earlier fact without contradicting any, is answered by that fact; any other is a
+    new fact, with the stored and earlier facts it contradicts."""
+    min_similarity = settings.HAKI_CONFLICT_MIN_SIMILARITY
+    plan = _Plan(results=[None] * len(batch.items))
+    earlier = _EarlierFacts(batch.vectors, batch.by_scope)
+    new_by_hash: dict[tuple, Fact] = {}
+    for i, item in enumerate(batch.items):
+        scope = (item.project_id, item.subject_id)
+        key = (*scope, batch.hashes[i])
+        if key in stored.by_hash:
+            fact = stored.by_hash[key]
+            plan.reconfirm[fact.id] = fact
+            plan.results[i] = FactWriteResult(fact=fact, deduplicated=True)
             continue
-        if key in pending_by_hash:
-            near_duplicate_of[i] = pending_by_hash[key].fact.id
+        if key in new_by_hash:
+            plan.duplicate_of[i] = new_by_hash[key].id
             continue
-        candidates = [(fid, text, sim) for fid, text, sim in neighbours.get(i, []) if sim >= min_sim]
-        for other in pending:
-            if (other.fact.project_id, other.fact.subject_id) == (item.project_id, item.subject_id):
-                sim = float(np.dot(other.vector, vectors[i]))
-                if sim >= min_sim:
-                    candidates.append((other.fact.id, other.fact.text, sim))
-        conflicts, near_dups = [], []
-        for fid, text, sim in candidates:
-            verdict, signal = pair_verdict(item.text, text, sim)
-            if verdict == CONFLICT:
-                conflicts.append((fid, sim, signal))
-            elif verdict == DUPLICATE:
-                near_dups.append((sim, fid))
-        if near_dups and not conflicts:
-            near_duplicate_of[i] = max(near_dups, key=lambda pair: pair[0])[1]
+        candidates = [c for c in stored.neighbours.get(i, []) if c[2] >= min_similarity]
+        conflicts, duplicate_of = _compare(item.text, candidates + earlier.similar(scope, i, min_similarity))
+        if duplicate_of is not None:
+            plan.duplicate_of[i] = duplicate_of
             continue
-        fact = Fact(
-            project_id=item.project_id, subject_id=item.subject_id, text=item.text, text_hash=hashes[i],
-            embedding=vectors[i], category=item.category, kind=item.kind, importance=item.importance,
-            volatility=item.volatility, valid_from=item.valid_from, valid_to=item.valid_to,
-            recorded_from=now, last_confirmed_at=now, source_event_id=item.source_event_id, metadata=item.metadata,
-        )
-        entry = _Pending(fact=fact, vector=vectors[i], conflicts=conflicts)
-        pending.append(entry)
-        pending_by_hash[key] = entry
-        results[i] = FactWriteResult(fact=fact)
+        fact = _new_fact(item, batch.hashes[i], batch.vectors[i], now=now)
+        plan.new.append(_NewFact(fact=fact, conflicts=conflicts))
+        earlier.add(scope, i, fact)
+        new_by_hash[key] = fact
+        plan.results[i] = FactWriteResult(fact=fact)
+    return plan
 
-    Fact.objects.bulk_create([p.fact for p in pending])
 
-    # Near-duplicates of facts already stored or just stored: the stored one answers, re-confirmed.
-    pending_by_id = {p.fact.id: p.fact for p in pending}
-    missing = {fid for fid in near_duplicate_of.values() if fid not in pending_by_id}
-    stored = {f.id: f for f in Fact.objects.filter(id__in=missing).defer("embedding", "search_vector")}
-    for i, fid in near_duplicate_of.items():
-        fact = pending_by_id.get(fid) or stored[fid]
-        if fact.id not in pending_by_id:
-            reconfirm[fact.id] = fact
-        results[i] = FactWriteResult(fact=fact, deduplicated=True)
-    if reconfirm:
-        Fact.objects.filter(id__in=list(reconfirm)).update(last_confirmed_at=now)
-        for fact in reconfirm.values():
+def _new_fact(item: FactInput, digest: str, vector, *, now) -> Fact:
+    return Fact(
+        project_id=item.project_id, subject_id=item.subject_id, text=item.text, text_hash=digest,
+        embedding=vector, category=item.category, kind=item.kind, importance=item.importance,
+        volatility=item.volatility, valid_from=item.valid_from, valid_to=item.valid_to,
+        recorded_from=now, last_confirmed_at=now, source_event_id=item.source_event_id, metadata=item.metadata,
+    )
+
+
+# --- persist ----------------------------------------------------------------------------------------------
+
+def _persist(plan: _Plan, *, actor: str, now) -> list[FactWriteResult]:
+    Fact.objects.bulk_create([n.fact for n in plan.new])
+    _answer_duplicates(plan)
+    if plan.reconfirm:
+        Fact.objects.filter(id__in=list(plan.reconfirm)).update(last_confirmed_at=now)
+        for fact in plan.reconfirm.values():
             fact.last_confirmed_at = now
+    # A new fact's conflict set is reported by its own result and by each item it answers as a duplicate.
+    results_of: dict[object, list[FactWriteResult]] = defaultdict(list)
+    for result in plan.results:
+        results_of[result.fact.id].append(result)
+    for new in plan.new:
+        if new.conflicts:
+            conflict_set = _record_conflict(new.fact, new.conflicts, actor=actor, now=now)
+            for result in results_of[new.fact.id]:
+                result.conflict_set = conflict_set
+    return plan.results
 
-    for entry in pending:
-        if entry.conflicts:
-            conflict_set = _record_conflict(entry.fact, entry.conflicts, actor=actor, now=now)
-            for result in results:
-                if result is not None and result.fact.id == entry.fact.id:
-                    result.conflict_set = conflict_set
-    return [r for r in results if r is not None]
+
+def _answer_duplicates(plan: _Plan) -> None:
+    """Near-duplicates of facts already stored or just stored: the stored one answers, re-confirmed."""
+    new_by_id = {n.fact.id: n.fact for n in plan.new}
+    missing = {fact_id for fact_id in plan.duplicate_of.values() if fact_id not in new_by_id}
+    stored = {f.id: f for f in Fact.objects.filter(id__in=missing).defer("embedding", "search_vector")}
+    for i, fact_id in plan.duplicate_of.items():
+        fact = new_by_id.get(fact_id) or stored[fact_id]
+        if fact.id not in new_by_id:
+            plan.reconfirm[fact.id] = fact
+        plan.results[i] = FactWriteResult(fact=fact, deduplicated=True)
 
 
 def _record_conflict(fact: Fact, conflicts, *, actor: str, now) -> ConflictSet:
@@ -231,7 +335,7 @@ def _record_conflict(fact: Fact, conflicts, *, actor: str, now) -> ConflictSet:
     if settings.HAKI_CONFLICT_POLICY == "newest_wins":
         conflict_set = ConflictSet.objects.create(
             project_id=fact.project_id, subject_id=fact.subject_id, status=ConflictStatus.RESOLVED,
-            signal=signal.rule, signal_detail=signal.detail[:500], similarity=similarity, opened_at=now,
+            signal=signal.rule, signal_detail=signal.detail[:SIGNAL_DETAIL_MAX], similarity=similarity, opened_at=now,
             resolved_at=now, resolved_by="system:newest_wins", note="Newest fact kept by HAKI_CONFLICT_POLICY.",
         )
         ConflictMember.objects.bulk_create(
@@ -258,7 +362,7 @@ def _record_conflict(fact: Fact, conflicts, *, actor: str, now) -> ConflictSet:
     if not open_sets:
         open_sets = [ConflictSet.objects.create(
             project_id=fact.project_id, subject_id=fact.subject_id, signal=signal.rule,
-            signal_detail=signal.detail[:500], similarity=similarity, opened_at=now,
+            signal_detail=signal.detail[:SIGNAL_DETAIL_MAX], similarity=similarity, opened_at=now,
         )]
     members = [ConflictMember(conflict_set=s, fact=fact, added_at=now) for s in open_sets]
     members += [ConflictMember(conflict_set=open_sets[0], fact_id=f, added_at=now) for f in loose]
@@ -390,7 +494,7 @@ def conflict_resolve(
             conflict_set.members.filter(fact_id__in=others).update(kept=False)
             conflict_set.status = ConflictStatus.RESOLVED
         conflict_set.resolved_at = now
-        conflict_set.resolved_by = actor[:200]
+        conflict_set.resolved_by = actor[:RESOLVED_BY_MAX]
         conflict_set.note = note
         conflict_set.save(update_fields=["status", "resolved_at", "resolved_by", "note"])
     return conflict_set

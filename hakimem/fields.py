@@ -9,12 +9,12 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 from rest_framework import serializers
 
-from hakimem.validators import SCOPE_ID_HELP, SCOPE_ID_RE
+from hakimem.validators import SCOPE_ID_HELP, SCOPE_ID_MAX, SCOPE_ID_RE
 
 
 class ScopeIdField(serializers.CharField):
     def __init__(self, **kwargs):
-        kwargs.setdefault("max_length", 128)
+        kwargs.setdefault("max_length", SCOPE_ID_MAX)
         kwargs.setdefault("trim_whitespace", False)
         super().__init__(**kwargs)
 

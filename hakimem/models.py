@@ -5,7 +5,7 @@ import secrets
 
 from django.db import models
 
-from hakimem.validators import validate_scope_id
+from hakimem.validators import SCOPE_ID_MAX, validate_scope_id
 
 
 def hash_key(raw_key: str) -> str:
@@ -16,7 +16,7 @@ def hash_key(raw_key: str) -> str:
 class ApiKey(models.Model):
     """A bearer key for one project. Only its hash is stored; the key itself is shown once at creation."""
 
-    project_id = models.CharField(max_length=128, validators=[validate_scope_id])
+    project_id = models.CharField(max_length=SCOPE_ID_MAX, validators=[validate_scope_id])
     label = models.CharField(max_length=200, blank=True, default="")
     prefix = models.CharField(max_length=16, help_text="The key's first characters, to recognise it in lists.")
     key_hash = models.CharField(max_length=64, unique=True)

@@ -77,7 +77,7 @@ def _loaded(total: int, seed: int) -> bool:
     return found == expected
 
 
-# The seed's full scan: every active fact of the scope scored in SQL with the assembler's own formula (no
+# The naive full scan: every active fact of the scope scored in SQL with the assembler's own formula (no
 # index can order a sum); {text_rank} is the assembler's text rank (context.retrieval._text_rank).
 NAIVE_SQL = """
 SELECT f.id,
@@ -93,7 +93,7 @@ SELECT f.id,
 
 
 def naive_top(subject: str, query: str, qvec, now) -> list:
-    """The seed's full scan: every active fact of the scope scored in SQL (no index can order a sum)."""
+    """The naive full scan: every active fact of the scope scored in SQL (no index can order a sum)."""
     from django.db import connection
 
     from context import retrieval

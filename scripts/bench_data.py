@@ -17,8 +17,9 @@ of "big" in a 200,000 run. That keeps the embedding cache valid across totals.
 
 Texts are English with some French (the share varies per subject), about a protagonist and a cast of 8-20
 people (each with a relation, a city and a job) and 5-11 places, reused across the subject's facts, so names
-overlap and facts link (sister -> lives in -> city). Timestamps are relative to `now` (default: today,
-midnight UTC) so volatile facts stay mostly unexpired whatever the day; the texts never depend on it.
+overlap and facts link (sister -> lives in -> city). The words and templates are in scripts/bench_vocabulary.py.
+Timestamps are relative to `now` (default: today, midnight UTC) so volatile facts stay mostly unexpired whatever
+the day; the texts never depend on it.
 """
 from __future__ import annotations
 
@@ -47,6 +48,41 @@ from django.db import connection, transaction  # noqa: E402
 
 from facts.text import normalise_text, text_hash  # noqa: E402
 from hakimem.embeddings import _build  # noqa: E402
+from scripts.bench_vocabulary import (  # noqa: E402
+    ALLERGENS,
+    ANIMALS,
+    COMPANIES,
+    CONDITIONS,
+    CUISINES,
+    DEPARTMENTS,
+    EN_EVENTS,
+    EN_FACTS,
+    EN_QUERIES,
+    FEMALE_NAMES,
+    FILM_GENRES,
+    FOODS,
+    FR_EVENTS,
+    FR_FACTS,
+    FR_QUERIES,
+    HOBBIES,
+    LANGUAGES,
+    MALE_NAMES,
+    MEDICATIONS,
+    MONTHS,
+    MUSIC,
+    OBJECTS,
+    OCCUPATIONS,
+    PET_NAMES,
+    PET_TREATS,
+    PLACES,
+    RELATIONS,
+    SEASONS,
+    SPORTS,
+    STREETS,
+    STUDIES,
+    SURNAMES,
+    WEEKDAYS,
+)
 
 PROJECT = "bench"
 EMBED_DIM = 384  # facts.models.EMBED_DIM, which cannot be imported before django.setup() (main runs it)
@@ -67,218 +103,6 @@ REDRAWS = 8  # fresh draws before a text already held gets a dated variant
 
 def _log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
-
-
-def _pairs(items: list[str]) -> list[tuple[str, str]]:
-    """'english|français' entries; one without '|' reads the same in both languages."""
-    return [tuple(item.split("|")) if "|" in item else (item, item) for item in items]
-
-
-# --- vocabulary -----------------------------------------------------------------------------------------
-
-FEMALE_NAMES = """Camille Léa Chloé Manon Inès Sarah Emma Jade Louise Alice Lina Zoé Juliette Anna Rose Mila Clara
-Eva Julia Nina Margaux Mathilde Pauline Élise Aurélie Céline Sophie Marie Claire Isabelle Nathalie Hélène Amélie
-Valérie Agathe Coralie Bérénice Laure Océane Solène Gaëlle Olivia Sophia Charlotte Amelia Harper Evelyn Abigail
-Emily Grace Hannah Lily Ava Mia Ruby Ivy Nora Giulia Chiara Francesca Lucía Carmen Elena Sofía Beatriz Ingrid
-Astrid Freya Lena Greta Anouk Olga Natasha Yuki Aiko Mei Priya Ananya Leila Amira Yasmine Ama Zainab Larissa Samira
-Elif Eleni Ioana Zofia Rania Margot Capucine Apolline Salomé""".split()
-MALE_NAMES = """Hugo Lucas Louis Gabriel Jules Arthur Nathan Raphaël Adam Paul Tom Théo Maël Noah Ethan Victor Sacha
-Martin Léon Antoine Baptiste Quentin Romain Julien Nicolas Thomas Pierre Olivier François Philippe Mathieu Benoît
-Yann Rémi Guillaume Cédric Damien Fabien Loïc James William Benjamin Daniel Henry Jack Samuel David Joseph Michael
-Owen Ryan Isaac Leo Aaron Oscar Felix Luca Marco Matteo Diego Javier Pablo Miguel João Tiago Lars Sven Anders Jonas
-Klaus Pieter Dmitri Aleksandr Kenji Hiroshi Wei Jun Arjun Ravi Omar Youssef Karim Kofi Tunde Mateus Tariq Emre Nikos
-Bogdan Tomasz Malik Bastien Gaspard Timothée""".split()
-SURNAMES = """Martin Bernard Dubois Thomas Robert Richard Petit Durand Leroy Moreau Simon Laurent Lefebvre Michel
-Garcia Bertrand Roux Vincent Fournier Morel Girard André Mercier Dupont Lambert Bonnet Legrand Garnier Faure
-Rousseau Blanc Guérin Muller Roussel Perrin Morin Clément Gauthier Dumont Lopez Fontaine Chevalier Robin Smith
-Johnson Williams Brown Jones Miller Davis Wilson Anderson Taylor Moore Jackson White Harris Clark Lewis Walker Young
-King Wright Scott Green Baker Adams Nelson Hill Campbell Mitchell Carter Evans Turner Rossi Russo Ferrari Esposito
-Bianchi Romano Silva Santos Oliveira Pereira Costa Fernández González Rodríguez Sánchez Novak Kowalski Nowak Jansen
-Schmidt Schneider Fischer Weber Wagner Becker Hoffmann Nakamura Tanaka Sato Kim Park Chen Wang Zhang Patel Sharma
-Singh Khan Haddad Mansour Okafor Mensah Diallo Traoré Nguyen Tran Ivanov Petrov Andersen Larsen Nielsen Eriksson
-Johansson Yilmaz Kaya Papadopoulos""".split()
-PLACES = _pairs([
-    "Paris", "Lyon", "Marseille", "Toulouse", "Nice", "Nantes", "Strasbourg", "Montpellier", "Bordeaux", "Lille",
-    "Rennes", "Reims", "Grenoble", "Dijon", "Angers", "Nîmes", "Annecy", "Brest", "Tours", "Amiens", "Limoges",
-    "Perpignan", "Metz", "Besançon", "Orléans", "Rouen", "Caen", "Nancy", "Avignon", "Poitiers", "La Rochelle",
-    "Biarritz", "Saint-Malo", "Chamonix", "Ajaccio", "Bastia", "Colmar", "Arles", "Aix-en-Provence", "Cannes",
-    "Le Havre", "Clermont-Ferrand", "Bayonne", "Pau", "Vannes", "Quimper", "Lorient", "Troyes", "Chartres",
-    "Versailles", "Brussels|Bruxelles", "Antwerp|Anvers", "Ghent|Gand", "Bruges", "Liège", "Geneva|Genève",
-    "Lausanne", "Zurich", "Basel|Bâle", "Bern|Berne", "Luxembourg", "Montreal|Montréal", "Quebec City|Québec",
-    "Toronto", "Vancouver", "London|Londres", "Edinburgh|Édimbourg", "Manchester", "Dublin", "Cork",
-    "Lisbon|Lisbonne", "Porto", "Madrid", "Barcelona|Barcelone", "Seville|Séville", "Valencia|Valence", "Bilbao",
-    "Granada|Grenade", "Rome", "Milan", "Florence", "Venice|Venise", "Naples", "Turin", "Bologna|Bologne",
-    "Berlin", "Munich", "Hamburg|Hambourg", "Cologne", "Frankfurt|Francfort", "Vienna|Vienne",
-    "Salzburg|Salzbourg", "Prague", "Budapest", "Warsaw|Varsovie", "Krakow|Cracovie", "Amsterdam", "Rotterdam",
-    "Utrecht", "Copenhagen|Copenhague", "Stockholm", "Oslo", "Helsinki", "Reykjavik", "Athens|Athènes",
-    "Thessaloniki|Thessalonique", "Istanbul", "Marrakesh|Marrakech", "Casablanca", "Tunis", "Dakar",
-    "Cairo|Le Caire", "Cape Town|Le Cap", "Nairobi", "New York", "Boston", "Chicago", "San Francisco",
-    "Los Angeles", "Seattle", "New Orleans|La Nouvelle-Orléans", "Mexico City|Mexico", "Buenos Aires",
-    "Rio de Janeiro", "Lima", "Santiago", "Tokyo", "Kyoto", "Osaka", "Seoul|Séoul", "Beijing|Pékin", "Shanghai",
-    "Hong Kong", "Singapore|Singapour", "Bangkok", "Hanoi|Hanoï", "Mumbai|Bombay", "Delhi", "Sydney",
-    "Melbourne", "Auckland",
-])
-# French forms with '/' are masculine/feminine; the others are the same for both.
-OCCUPATIONS = _pairs([
-    "nurse|infirmier/infirmière", "architect|architecte", "dentist|dentiste", "journalist|journaliste",
-    "photographer|photographe", "bookseller|libraire", "accountant|comptable", "lawyer|avocat/avocate",
-    "paediatrician|pédiatre", "physiotherapist|kinésithérapeute", "psychologist|psychologue",
-    "cardiologist|cardiologue", "veterinarian|vétérinaire", "florist|fleuriste", "airline pilot|pilote de ligne",
-    "project manager|cheffe de projet", "data scientist|data scientist", "graphic designer|graphiste",
-    "interpreter|interprète", "tour guide|guide touristique", "librarian|bibliothécaire",
-    "urban planner|urbaniste", "geologist|géologue", "biologist|biologiste", "notary|notaire",
-    "diplomat|diplomate", "midwife|sage-femme", "software engineer|ingénieur logiciel/ingénieure logicielle",
-    "teacher|professeur/professeure", "baker|boulanger/boulangère", "chef|chef cuisinier/cheffe cuisinière",
-    "electrician|électricien/électricienne", "plumber|plombier/plombière", "carpenter|menuisier/menuisière",
-    "firefighter|pompier/pompière", "police officer|policier/policière", "pharmacist|pharmacien/pharmacienne",
-    "surgeon|chirurgien/chirurgienne", "researcher|chercheur/chercheuse", "translator|traducteur/traductrice",
-    "farmer|agriculteur/agricultrice", "winemaker|vigneron/vigneronne", "sommelier|sommelier/sommelière",
-    "mechanic|mécanicien/mécanicienne", "taxi driver|chauffeur de taxi/chauffeuse de taxi",
-    "flight attendant|steward/hôtesse de l'air", "web developer|développeur web/développeuse web",
-    "product manager|chef de produit/cheffe de produit", "sales manager|responsable commercial/responsable commerciale",
-    "HR manager|responsable RH", "civil servant|fonctionnaire", "social worker|assistant social/assistante sociale",
-    "estate agent|agent immobilier/agente immobilière", "economist|économiste", "musician|musicien/musicienne",
-    "actor|comédien/comédienne", "dancer|danseur/danseuse", "painter|peintre", "sculptor|sculpteur/sculptrice",
-    "gardener|jardinier/jardinière", "hairdresser|coiffeur/coiffeuse", "optician|opticien/opticienne",
-    "radiologist|radiologue", "dietitian|diététicien/diététicienne", "sports coach|coach sportif/coach sportive",
-    "school principal|directeur d'école/directrice d'école", "PhD student|doctorant/doctorante",
-    "consultant|consultant/consultante", "lecturer|maître de conférences", "data analyst|analyste de données",
-])
-COMPANIES = """Airbus Decathlon Michelin Ubisoft Doctolib Capgemini Thales Danone Renault Accor Criteo Qonto Ledger
-Deezer Spotify Siemens Nestlé Philips IKEA Novartis Google Zalando Booking.com Alstom Schneider_Electric
-Atelier_Moreau Studio_Nuances Cabinet_Lefèvre Clinique_du_Parc Librairie_Mollat Brasserie_Lipp""".split()
-COMPANIES = [name.replace("_", " ") for name in COMPANIES]  # '_' joins multi-word names in the list above
-# French forms carry their article, so the templates can contract "à les" into "aux" and "de le" into "du".
-FOODS = _pairs([
-    "sushi|les sushis", "ramen|les ramens", "couscous|le couscous", "paella|la paella",
-    "ratatouille|la ratatouille", "croissants|les croissants", "dark chocolate|le chocolat noir",
-    "goat cheese|le fromage de chèvre", "oysters|les huîtres", "mussels and fries|les moules-frites",
-    "crêpes|les crêpes", "Thai curry|le curry thaï", "pho|le pho", "tacos|les tacos", "lasagna|les lasagnes",
-    "risotto|le risotto", "pizza margherita|la pizza margherita", "tiramisu|le tiramisu",
-    "lemon tart|la tarte au citron", "green tea|le thé vert", "espresso|l'expresso", "red wine|le vin rouge",
-    "craft beer|la bière artisanale", "falafel|les falafels", "hummus|le houmous",
-    "bouillabaisse|la bouillabaisse", "quiche lorraine|la quiche lorraine", "raclette|la raclette",
-    "cheese fondue|la fondue savoyarde", "tagine|le tajine", "dumplings|les raviolis chinois", "kimchi|le kimchi",
-    "ceviche|le ceviche", "gazpacho|le gazpacho", "apple pie|la tarte aux pommes", "macarons|les macarons",
-    "pancakes|les pancakes", "avocado toast|les tartines à l'avocat", "strawberries|les fraises",
-    "mango|la mangue", "olives|les olives", "Comté cheese|le comté", "smoked salmon|le saumon fumé",
-])
-HOBBIES = _pairs([
-    "rock climbing|l'escalade", "hiking|la randonnée", "sailing|la voile", "surfing|le surf",
-    "cycling|le vélo", "trail running|le trail", "swimming|la natation", "yoga|le yoga", "chess|les échecs",
-    "photography|la photographie", "watercolour painting|l'aquarelle", "pottery|la poterie",
-    "knitting|le tricot", "gardening|le jardinage", "baking|la pâtisserie",
-    "birdwatching|l'observation des oiseaux", "playing the piano|le piano", "playing the guitar|la guitare",
-    "singing in a choir|le chant choral", "board games|les jeux de société", "video games|les jeux vidéo",
-    "skiing|le ski", "scuba diving|la plongée sous-marine", "fishing|la pêche", "calligraphy|la calligraphie",
-    "woodworking|la menuiserie", "astronomy|l'astronomie", "reading crime novels|les romans policiers",
-    "salsa dancing|la salsa", "tango|le tango", "judo|le judo", "fencing|l'escrime", "archery|le tir à l'arc",
-    "origami|l'origami", "bouldering|le bloc", "crossword puzzles|les mots croisés",
-    "amateur theatre|le théâtre amateur", "cooking Indian food|la cuisine indienne", "kayaking|le kayak",
-    "stand-up paddling|le paddle",
-])
-SPORTS = _pairs([
-    "tennis|au tennis", "badminton|au badminton", "squash|au squash", "football|au foot",
-    "basketball|au basket", "volleyball|au volley", "padel|au padel", "golf|au golf",
-    "table tennis|au ping-pong", "chess|aux échecs", "bridge|au bridge", "pétanque|à la pétanque",
-])
-OBJECTS = _pairs([
-    "a red bicycle|un vélo rouge", "an old film camera|un vieil appareil photo argentique",
-    "a vintage watch|une montre ancienne", "an e-reader|une liseuse", "a cast-iron pan|une poêle en fonte",
-    "a wooden chess set|un jeu d'échecs en bois", "a blue wool scarf|une écharpe bleue en laine",
-    "a leather notebook|un carnet en cuir", "a telescope|un télescope", "a sewing machine|une machine à coudre",
-    "a ukulele|un ukulélé", "an electric scooter|une trottinette électrique", "a record player|une platine vinyle",
-    "a coffee grinder|un moulin à café", "a hiking backpack|un sac de randonnée", "a drone|un drone",
-    "a two-person tent|une tente deux places", "a sea kayak|un kayak de mer", "a gold necklace|un collier en or",
-    "a laptop|un ordinateur portable", "a tablet|une tablette", "noise-cancelling headphones|un casque antibruit",
-    "a fountain pen|un stylo plume", "a folding umbrella|un parapluie pliant", "an acoustic guitar|une guitare acoustique",
-    "a painting by a local artist|un tableau d'un artiste local", "a bonsai tree|un bonsaï",
-    "an espresso machine|une machine à expresso", "a snowboard|un snowboard", "a sourdough starter|un levain",
-    "a mechanical keyboard|un clavier mécanique", "a pair of running shoes|une paire de chaussures de course",
-])
-ANIMALS = _pairs([
-    "dog|un chien", "cat|un chat", "rabbit|un lapin", "parrot|un perroquet", "hamster|un hamster",
-    "tortoise|une tortue", "horse|un cheval", "goldfish|un poisson rouge", "ferret|un furet", "canary|un canari",
-    "guinea pig|un cochon d'Inde", "border collie|un border collie", "Maine Coon cat|un chat maine coon",
-    "labrador|un labrador",
-])
-PET_NAMES = """Pixel Biscuit Moka Filou Caramel Luna Max Oslo Pistache Noisette Rocky Simba Chipie Gribouille Tofu
-Pepper Olive Mango Ziggy Bandit Praline Sushi Nala Gaston Réglisse""".split()
-PET_TREATS = ["carrots", "chicken treats", "tennis balls", "sunflower seeds", "long walks on the beach",
-              "sleeping on the sofa", "cheese rinds", "catnip", "chasing pigeons", "car rides"]
-ALLERGENS = _pairs([
-    "peanuts|les arachides", "penicillin|la pénicilline", "cats|les chats", "pollen|le pollen",
-    "shellfish|les fruits de mer", "bee stings|les piqûres d'abeille", "latex|le latex", "gluten|le gluten",
-    "dust mites|les acariens", "kiwi|le kiwi", "sesame|le sésame", "eggs|les œufs",
-])
-CONDITIONS = _pairs([  # French form reads after "a": "Léa a des migraines"
-    "back pain|mal au dos", "migraines|des migraines", "a sprained ankle|une entorse à la cheville",
-    "hay fever|le rhume des foins", "asthma|de l'asthme", "insomnia|des insomnies",
-    "high blood pressure|de l'hypertension", "a broken wrist|un poignet cassé", "tendinitis|une tendinite",
-    "type 1 diabetes|un diabète de type 1", "eczema|de l'eczéma", "a knee injury|une blessure au genou",
-    "anaemia|de l'anémie", "sciatica|une sciatique",
-])
-MEDICATIONS = ["vitamin D", "iron supplements", "an antihistamine", "a low dose of aspirin", "magnesium",
-               "omega-3 capsules", "levothyroxine", "insulin", "melatonin", "a beta blocker"]
-LANGUAGES = _pairs([
-    "Spanish|l'espagnol", "German|l'allemand", "Italian|l'italien", "Japanese|le japonais",
-    "Portuguese|le portugais", "Arabic|l'arabe", "Mandarin|le mandarin", "Dutch|le néerlandais",
-    "Russian|le russe", "Korean|le coréen", "Swedish|le suédois", "Greek|le grec", "Polish|le polonais",
-    "Turkish|le turc", "English|l'anglais",
-])
-STUDIES = ["law", "medicine", "architecture", "mathematics", "history", "economics", "biology",
-           "computer science", "philosophy", "chemistry", "political science", "fine arts",
-           "mechanical engineering", "literature", "psychology"]
-DEPARTMENTS = _pairs(["marketing", "finance", "sales|commerciale", "research|recherche", "logistics|logistique",
-                      "IT|informatique", "legal|juridique", "customer support|support client", "design",
-                      "HR|RH"])
-MUSIC = ["jazz", "classical music", "techno", "French rap", "bossa nova", "history podcasts", "lo-fi playlists",
-         "opera", "K-pop", "indie rock", "film soundtracks"]
-CUISINES = _pairs(["Italian|italien", "Japanese|japonais", "Lebanese|libanais", "Vietnamese|vietnamien",
-                   "Ethiopian|éthiopien", "Peruvian|péruvien", "Korean|coréen", "Indian|indien", "Greek|grec",
-                   "Mexican|mexicain", "Moroccan|marocain", "vegan|végan"])
-FILM_GENRES = ["horror", "science-fiction", "documentary", "romantic comedy", "thriller", "animated", "western"]
-STREETS = ["rue des Lilas", "rue Victor Hugo", "avenue Jean Jaurès", "boulevard Voltaire", "rue de la République",
-           "Baker Street", "Elm Street", "Main Street", "Canal Street", "rue du Marché", "place Bellecour",
-           "rue Mouffetard", "rue Oberkampf", "Calle Mayor", "Via Roma", "Kingsland Road", "rue Sainte-Catherine",
-           "cours Julien", "rue Pasteur", "quai de la Fosse"]
-SEASONS = ["spring", "summer", "autumn", "winter"]
-MONTHS = _pairs(["January|janvier", "February|février", "March|mars", "April|avril", "May|mai", "June|juin",
-                 "July|juillet", "August|août", "September|septembre", "October|octobre",
-                 "November|novembre", "December|décembre"])
-WEEKDAYS = _pairs(["Monday|lundi", "Tuesday|mardi", "Wednesday|mercredi", "Thursday|jeudi", "Friday|vendredi",
-                   "Saturday|samedi", "Sunday|dimanche"])
-
-
-class Relation(NamedTuple):
-    en: str
-    fr: str  # with its article; "masculine/feminine" when it depends on the person
-    gender: str  # "f", "m", or "n" (either)
-    family: bool  # shares the protagonist's surname
-
-
-RELATIONS = [
-    Relation("sister", "la sœur", "f", True), Relation("brother", "le frère", "m", True),
-    Relation("mother", "la mère", "f", True), Relation("father", "le père", "m", True),
-    Relation("daughter", "la fille", "f", True), Relation("son", "le fils", "m", True),
-    Relation("cousin", "le cousin/la cousine", "n", False), Relation("aunt", "la tante", "f", False),
-    Relation("uncle", "l'oncle", "m", False), Relation("grandmother", "la grand-mère", "f", True),
-    Relation("grandfather", "le grand-père", "m", True), Relation("wife", "la femme", "f", False),
-    Relation("husband", "le mari", "m", False), Relation("partner", "le compagnon/la compagne", "n", False),
-    Relation("best friend", "le meilleur ami/la meilleure amie", "n", False),
-    Relation("colleague", "le collègue/la collègue", "n", False),
-    Relation("neighbour", "le voisin/la voisine", "n", False),
-    Relation("flatmate", "le colocataire/la colocataire", "n", False),
-    Relation("doctor", "le médecin/la médecin", "n", False),
-    Relation("childhood friend", "l'ami d'enfance/l'amie d'enfance", "n", False),
-    Relation("godmother", "la marraine", "f", False), Relation("godfather", "le parrain", "m", False),
-    Relation("niece", "la nièce", "f", False), Relation("nephew", "le neveu", "m", False),
-    Relation("mentor", "le mentor/la mentore", "n", False),
-    Relation("piano teacher", "le professeur de piano/la professeure de piano", "n", False),
-    Relation("landlord", "le propriétaire/la propriétaire", "n", False),
-    Relation("running coach", "le coach de course/la coach de course", "n", False),
-    Relation("sister-in-law", "la belle-sœur", "f", False), Relation("brother-in-law", "le beau-frère", "m", False),
-]
 
 
 def _gendered(text: str, gender: str) -> str:
@@ -507,141 +331,6 @@ _SLOT_MAKERS = {
     "salary": lambda s: s.rng.randrange(1800, 6500, 50),
 }
 
-
-# --- templates ------------------------------------------------------------------------------------------
-# (category, kind, template). Volatility is drawn per category (VOLATILITY below).
-
-EN_FACTS = [
-    ("family", "fact", "{p} is {me}'s {rel}."),
-    ("family", "fact", "{me}'s {rel} {p} lives in {pcity}."),
-    ("family", "fact", "{p} was born on {day} {month} {year_birth} in {city}."),
-    ("family", "fact", "{p}'s birthday is on {month} {day}."),
-    ("family", "fact", "{p} and {q} got married in {city} in {year}."),
-    ("family", "fact", "{p} has {n_kids} children and lives near {city}."),
-    ("relationships", "fact", "{p} introduced {me} to {q} at a party in {city}."),
-    ("relationships", "fact", "{me} has known {p_full} since {year_past}, when they met in {city}."),
-    ("relationships", "fact", "{p} and {q} have not spoken to each other since {month} {year}."),
-    ("work", "fact", "{p} works as {a_pjob} at {company}."),
-    ("work", "fact", "{me} started a new job as {a_job} at {company} in {month} {year}."),
-    ("work", "fact", "{p} used to work at {company} before moving to {city}."),
-    ("work", "fact", "{me} works from home on {weekday}s."),
-    ("work", "fact", "{me}'s manager at {company} is {p_full}."),
-    ("work", "fact", "{p} is training to become {a_job}."),
-    ("work", "fact", "{me} earns about {salary} euros a month at {company}."),
-    ("work", "fact", "{p} was promoted to head of the {dept} team at {company} in {year}."),
-    ("place", "fact", "{me} lives in {home} with {p}."),
-    ("place", "fact", "{me} moved from {city} to {city2} in {year}."),
-    ("place", "fact", "{p} rents a small flat on {street} in {pcity}."),
-    ("place", "fact", "{me}'s favourite café in {home} is on {street}."),
-    ("place", "fact", "{p} owns a holiday house near {city}."),
-    ("preference", "preference", "{me} loves {food}."),
-    ("preference", "preference", "{p} does not like {food}."),
-    ("preference", "preference", "{me} prefers {food} to {food2}."),
-    ("preference", "preference", "{p}'s favourite hobby is {hobby}."),
-    ("preference", "preference", "{me} would like to try {hobby} this {season}."),
-    ("preference", "preference", "{me} prefers meetings before {hour} in the morning."),
-    ("preference", "preference", "{p} hates {food} but loves {food2}."),
-    ("preference", "preference", "{me} always orders {food} at restaurants in {city}."),
-    ("preference", "preference", "{p} listens to {music} while working."),
-    ("preference", "preference", "{me} would love {obj} as a birthday present."),
-    ("health", "fact", "{me} is allergic to {allergen}."),
-    ("health", "fact", "{p} has {cond} and sees Dr {doctor} every {n_months} months."),
-    ("health", "fact", "{me} saw Dr {doctor} about {cond} on {day} {month} {year}."),
-    ("health", "fact", "{p} has been running {km} km every week since {month}."),
-    ("health", "fact", "{me} stopped drinking coffee in {year} because of {cond}."),
-    ("health", "fact", "{p} takes {med} every morning."),
-    ("pet", "fact", "{me} has a {pet_animal} called {pet}."),
-    ("pet", "fact", "{pet} the {pet_animal} is {pet_age} years old and loves {pet_treat}."),
-    ("pet", "fact", "{p} looks after {pet} when {me} travels."),
-    ("pet", "fact", "{pet} had a check-up at the vet in {home} on {day} {month} {year}."),
-    ("travel", "fact", "{me} visited {city} with {p} in {month} {year}."),
-    ("travel", "fact", "{p} is planning a trip to {city} in {month}."),
-    ("travel", "fact", "{me} has never been to {city} but would like to go."),
-    ("travel", "fact", "{p} spent {n_days} days in {city} and loved the {food} there."),
-    ("travel", "fact", "{me} flies to {city} every {month} for work at {company}."),
-    ("education", "fact", "{p} studied {study} at university in {city}."),
-    ("education", "fact", "{me} is learning {lang} and practises with {p} on {weekday}s."),
-    ("education", "fact", "{p} speaks fluent {lang} and some {lang2}."),
-    ("schedule", "fact", "{me} plays {sport} with {p} every {weekday} at {hour}."),
-    ("schedule", "fact", "{p}'s wedding is planned for {day} {month} {year_future} in {city}."),
-    ("schedule", "fact", "{me} has a dentist appointment on {weekday} at {hour}."),
-    ("possession", "fact", "{me} bought {obj} in {city} for {price} euros."),
-    ("possession", "fact", "{p} lent {me} {obj} in {month}."),
-    ("finance", "fact", "{me} owes {p} {price} euros for the trip to {city}."),
-    ("finance", "fact", "{me} is saving to buy a flat in {city} by {year_future}."),
-]
-FR_FACTS = [
-    ("family", "fact", "{p} est {rel_fr} {de_me}."),
-    ("family", "fact", "{p} habite {a_pcity_fr} depuis {year}."),
-    ("family", "fact", "L'anniversaire {de_p} est le {day} {month_fr}."),
-    ("work", "fact", "{p} travaille comme {pjob_fr} chez {company}."),
-    ("work", "fact", "{me} a commencé un nouveau poste {de_job_fr} chez {company} en {month_fr} {year}."),
-    ("work", "fact", "{p} a pris la tête de l'équipe {dept_fr} chez {company} en {year}."),
-    ("preference", "preference", "{me} adore {food_fr}."),
-    ("preference", "preference", "{p} n'aime pas du tout {food_fr}."),
-    ("preference", "preference", "{me} préfère {food_fr} {a_food2_fr}."),
-    ("preference", "preference", "Le loisir préféré {de_p} est {hobby_fr}."),
-    ("preference", "preference", "{me} voudrait essayer {hobby_fr} cet été."),
-    ("travel", "fact", "{me} a visité {city_fr} avec {p} en {month_fr} {year}."),
-    ("travel", "fact", "{p} part {a_city_fr} en {month_fr} pour {n_days} jours."),
-    ("travel", "fact", "{me} n'a jamais visité {city_fr} mais aimerait y aller."),
-    ("health", "fact", "{me} est allergique {a_allergen_fr}."),
-    ("health", "fact", "{p} a rendez-vous chez le docteur {doctor} le {day} {month_fr} à {hour_fr}."),
-    ("health", "fact", "{me} a {cond_fr} depuis {year}."),
-    ("pet", "fact", "{me} a {pet_animal_fr} qui s'appelle {pet}."),
-    ("pet", "fact", "{p} garde {pet} quand {me} part en voyage."),
-    ("education", "fact", "{p} parle couramment {lang_fr}."),
-    ("schedule", "fact", "{me} joue {sport_fr} avec {p} tous les {weekday_fr}s à {hour_fr}."),
-    ("place", "fact", "{me} a déménagé {de_city_fr} {a_city2_fr} en {year}."),
-    ("possession", "fact", "{me} a acheté {obj_fr} {a_city_fr} pour {price} euros."),
-    ("relationships", "fact", "{me} connaît {p_full} depuis {year_past}."),
-]
-EN_EVENTS = [
-    "{me} went hiking with {p} near {city}.",
-    "{me} had dinner with {p} and {q} at {a_cuisine} restaurant in {city}.",
-    "{p} called {me} to say they got a new job at {company}.",
-    "{me} visited {p} in {pcity} for the weekend.",
-    "{me} saw Dr {doctor} about {cond}.",
-    "{p} and {q} got engaged during a trip to {city}.",
-    "{me} lost {obj} on the train to {city}.",
-    "{me} celebrated {p}'s birthday with {a_cuisine} dinner.",
-    "{pet} escaped from the garden and {p} found them on {street}.",
-    "{me} took {pet} to the vet in {home} because of a limp.",
-    "{me} gave a presentation at {company} about the {dept} budget.",
-    "{me} and {p} watched a {genre} film in {city}.",
-    "{p} helped {me} move furniture into the new flat.",
-    "{me} missed the flight to {city} and took the next one.",
-    "{me} ran the {city} half-marathon with {p}.",
-    "{me} cooked {food} for {p} and {q}.",
-    "{me} argued with {p} about the holidays in {city}.",
-    "{p}'s baby was born at the hospital in {pcity}.",
-]
-FR_EVENTS = [
-    "{me} a fait une randonnée avec {p} près {de_city_fr}.",
-    "{me} a dîné avec {p} dans un restaurant {cuisine_fr} {a_city_fr}.",
-    "{p} a appelé {me} pour annoncer son nouveau poste chez {company}.",
-    "{me} a rendu visite à {p} {a_pcity_fr} le temps d'un week-end.",
-    "{me} a perdu {obj_fr} dans le train pour {city_fr}.",
-    "{me} a fêté l'anniversaire {de_p} autour d'un bon repas.",
-    "{me} a emmené {pet} chez le vétérinaire.",
-    "{p} et {q} se sont fiancés pendant un voyage {a_city_fr}.",
-]
-EN_QUERIES = [
-    "Where does {p} work now?", "Where does {p} live?", "What is {p}'s job?", "Who is {p}?",
-    "What does {me} like to eat?", "When did {me} visit {city}?", "Is {me} allergic to anything?",
-    "What is the name of {me}'s {pet_animal}?", "Which languages does {p} speak?", "When is {p}'s birthday?",
-    "Who looks after {pet} when {me} travels?", "What did {me} buy in {city}?", "How much does {me} owe {p}?",
-    "Where did {p} and {q} get married?", "What hobby does {p} enjoy?", "Who is {me}'s manager?",
-    "Where does {me}'s {rel} live?", "What does {me}'s {rel} do for a living?", "When did {me} move to {city}?",
-    "Does {p} like {food}?", "What health problems does {p} have?", "When is {me}'s next dentist appointment?",
-    "Who does {me} play {sport} with?", "What did {me} do with {p} last weekend?",
-]
-FR_QUERIES = [
-    "Quand est-ce {que_p} a visité {city_fr} ?", "Où travaille {p} maintenant ?", "Où habite {p} ?",
-    "Qu'est-ce {que_me} aime manger ?", "Quel est le loisir préféré {de_p} ?", "Qui est {rel_fr} {de_me} ?",
-    "Quelles langues parle {p} ?", "Comment s'appelle l'animal {de_me} ?", "Quand est l'anniversaire {de_p} ?",
-    "Est-ce {que_me} est allergique à quelque chose ?", "Qu'est-ce {que_me} a acheté {a_city_fr} ?",
-]
 
 # (permanent, stable, volatile) weights: plans and schedules change, family and health facts stay.
 VOLATILITY = {"schedule": (40, 20, 40), "travel": (60, 25, 15), "work": (70, 30, 0), "place": (70, 30, 0),

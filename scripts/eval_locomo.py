@@ -47,6 +47,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from scripts.harness_client import client_with_own_key  # noqa: E402
 from scripts.quality_baselines import BM25, bm25_tokens, order_by_score, rrf  # noqa: E402
 
 DEFAULT_DATA = Path(os.environ.get("HAKI_LOCOMO_DATA", ROOT.parent / "shared" / "data" / "locomo-dev" / "locomo-dev.json"))
@@ -306,9 +307,8 @@ def summarise(records: list[dict]) -> dict:
 
 
 def _default_client_factory(project_id: str):
-    from scripts._django import throwaway_client
-
-    return throwaway_client(project_id, "eval_locomo")
+    """A client with a fresh key of its own; returns (client, cleanup)."""
+    return client_with_own_key(project_id, label="eval_locomo (deleted when the run ends)")
 
 
 def run(*, data: Path = DEFAULT_DATA, modes=tuple(MODES), budget: int = DEFAULT_BUDGET, embedder: str | None = None,

@@ -9,6 +9,7 @@ from django.db import models
 from django.db.models import Q
 
 from facts.models import Event, Fact
+from hakimem.validators import SCOPE_ID_MAX
 
 
 class TraceStatus(models.TextChoices):
@@ -52,8 +53,8 @@ class ItemType(models.TextChoices):
 
 class Trace(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    project_id = models.CharField(max_length=128)
-    subject_id = models.CharField(max_length=128)
+    project_id = models.CharField(max_length=SCOPE_ID_MAX)
+    subject_id = models.CharField(max_length=SCOPE_ID_MAX)
     query = models.TextField()
     budget_tokens = models.PositiveIntegerField()
     used_tokens = models.PositiveIntegerField()

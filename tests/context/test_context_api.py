@@ -334,7 +334,7 @@ def test_lexical_leg_ors_meaningful_words_where_websearch_alone_ands_them():
     question = "who is the dentist she sees on Thursdays"
     with connection.cursor() as cursor:
         cursor.execute("SELECT count(*) FROM facts_fact WHERE search_vector @@ websearch_to_tsquery('simple', %s)", [question])
-        assert cursor.fetchone()[0] == 0  # the seed's literal query: every word must match
+        assert cursor.fetchone()[0] == 0  # the whole question as the specification queries it: every word must match
         cursor.execute("SELECT count(*) FROM facts_fact WHERE search_vector @@ websearch_to_tsquery('simple', %s)", [or_query(lexical_terms(question))])
         assert cursor.fetchone()[0] == 1
     assert lexical_terms(question) == ["dentist", "sees", "thursdays"]

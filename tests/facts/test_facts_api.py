@@ -184,6 +184,24 @@ def test_a_third_contradiction_joins_the_open_set(api):
     assert ConflictSet.objects.get().members.count() == 3
 
 
+def test_a_batch_is_checked_against_itself_within_each_scope(api):
+    # given one batch: a fact, one contradicting it, a repeat of the second, and the second in another subject
+    body = {"facts": [fact(NANTES), fact(BORDEAUX), fact(BORDEAUX.upper()), fact(BORDEAUX, subject="bob")]}
+    # when
+    response = api.post("/v1/facts", body, format="json")
+    # then the second opens a set with the first; the repeat answers with the second and reports its set
+    assert response.status_code == 201
+    nantes, bordeaux, repeat, other_subject = response.json()["facts"]
+    assert nantes["conflict_set_id"] is None and not nantes["deduplicated"]
+    assert bordeaux["conflict_set_id"] and not bordeaux["deduplicated"]
+    assert repeat["deduplicated"] and repeat["id"] == bordeaux["id"] and repeat["conflict_set_id"] == bordeaux["conflict_set_id"]
+    assert set(ConflictSet.objects.get().members.values_list("fact_id", flat=True)) == {
+        Fact.objects.get(text=NANTES).id, Fact.objects.get(text=BORDEAUX, subject_id="alice").id
+    }
+    # and the other subject's fact was compared with nothing of alice's
+    assert not other_subject["deduplicated"] and other_subject["conflict_set_id"] is None
+
+
 def test_a_fact_contradicting_members_of_two_open_sets_joins_both_and_merges_neither(db):
     """Pairwise membership: a set holds facts that each contradict one of its members. A fact that
     contradicts one member of each of two sets joins both; the two sets' other members, which contradict

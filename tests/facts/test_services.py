@@ -3,6 +3,8 @@ import pytest
 from django.utils import timezone
 
 from facts import services
+from facts.services import FactInput
+from hakimem.embeddings import get_embedder
 from facts.models import ConflictSet, Event, Fact
 from tests.conftest import PROJECT
 from tests.facts.factories import ConflictSetFactory, EventFactory, FactFactory
@@ -30,3 +32,24 @@ def test_erasing_a_project_takes_all_its_subjects_and_their_traces_and_nothing_e
     assert list(Fact.objects.values_list("id", flat=True)) == [kept.id]
     assert not Event.objects.exists() and not ConflictSet.objects.exists()
     assert list(Trace.objects.values_list("project_id", flat=True)) == [PROJECT]
+
+
+def test_classifying_a_batch_compares_each_item_with_the_earlier_new_facts_of_its_scope():
+    # given a scope that holds nothing yet, and a batch: a fact, its near-duplicate, a contradiction of it, a
+    # repeat of that contradiction's text, and the contradiction again in another subject
+    nantes = "Paul lives in Nantes with his wife and their two children."
+    bordeaux = nantes.replace("Nantes", "Bordeaux")
+    items = [FactInput(project_id=PROJECT, subject_id=subject, text=text) for subject, text in (
+        ("alice", nantes), ("alice", nantes.replace("Paul lives", "Paul now lives")), ("alice", bordeaux),
+        ("alice", bordeaux.lower()), ("bob", bordeaux),
+    )]
+    batch = services._Batch.of(items, get_embedder().embed([item.text for item in items]))
+    # when
+    plan = services._classify(batch, services._Stored(by_hash={}, neighbours={}), now=timezone.now())
+    # then three new facts; the near-duplicate and the repeat are answered by the earlier ones
+    first, contradiction, other_subject = (new.fact for new in plan.new)
+    assert [f.text for f in (first, contradiction, other_subject)] == [nantes, bordeaux, bordeaux]
+    assert plan.duplicate_of == {1: first.id, 3: contradiction.id}
+    assert [(fact_id, signal.rule) for fact_id, _, signal in plan.new[1].conflicts] == [(first.id, "different_name")]
+    assert plan.new[0].conflicts == plan.new[2].conflicts == []
+    assert plan.reconfirm == {}
