@@ -91,13 +91,26 @@ TEMPLATES = [
     },
 ]
 
+# Each process holds a bounded pool: at most HAKI_DB_POOL_MAX connections (0 = no pool), of which
+# HAKI_DB_POOL_MIN stay open; a connection idle for HAKI_DB_POOL_MAX_IDLE seconds beyond those is closed, and
+# a request waits at most HAKI_DB_POOL_TIMEOUT seconds for one. The production server gives each worker as
+# many as it has threads (hakimem/gunicorn_conf.py).
+HAKI_DB_POOL_MAX = env_int("HAKI_DB_POOL_MAX", 4)
+_pool = {
+    "min_size": min(env_int("HAKI_DB_POOL_MIN", 1), HAKI_DB_POOL_MAX),
+    "max_size": HAKI_DB_POOL_MAX,
+    "max_idle": env_float("HAKI_DB_POOL_MAX_IDLE", 60.0),
+    "timeout": env_float("HAKI_DB_POOL_TIMEOUT", 10.0),
+} if HAKI_DB_POOL_MAX > 0 else None
+
 if os.environ.get("DATABASE_URL"):
-    DATABASES = {"default": database_settings(os.environ["DATABASE_URL"])}
+    DATABASES = {"default": database_settings(os.environ["DATABASE_URL"], pool=_pool)}
 else:
     _pgdata = Path(os.environ.get("HAKI_PGDATA", VAR_DIR / "pgdata"))
     # HAKI_PGDATA_CLEANUP=delete gives a throw-away server (the test command uses it); unset keeps it
     # running for the next process.
-    DATABASES = {"default": database_settings(start_embedded(_pgdata, cleanup=os.environ.get("HAKI_PGDATA_CLEANUP") or None))}
+    DATABASES = {"default": database_settings(start_embedded(_pgdata, cleanup=os.environ.get("HAKI_PGDATA_CLEANUP") or None),
+                                              pool=_pool)}
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 LANGUAGE_CODE = "en-us"
