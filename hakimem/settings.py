@@ -120,7 +120,7 @@ TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True
 STATIC_URL = "static/"
-STATIC_ROOT = VAR_DIR / "static"
+STATIC_ROOT = Path(os.environ.get("HAKI_STATIC_ROOT") or VAR_DIR / "static")  # collectstatic fills it at `make run`
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     # Compressed copies made by collectstatic; no manifest, so templates render before (and without) it.

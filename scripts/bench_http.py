@@ -55,9 +55,10 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def database_url(settings_dict: dict) -> str:
-    """A postgresql:// URL for a Django DATABASES entry (host may be a socket folder)."""
-    from urllib.parse import quote
+def database_url(settings_dict: dict, **params: str) -> str:
+    """A postgresql:// URL for a Django DATABASES entry (host may be a socket folder); `params` are added
+    to its query (application_name=...)."""
+    from urllib.parse import quote, urlencode
 
     user = quote(settings_dict["USER"] or "")
     password = f":{quote(settings_dict['PASSWORD'])}" if settings_dict["PASSWORD"] else ""
@@ -66,6 +67,8 @@ def database_url(settings_dict: dict) -> str:
         netloc, query = f"{user}{password}@" if user else "", f"?host={quote(host)}"
     else:
         netloc, query = f"{user}{password}@{host}" + (f":{settings_dict['PORT']}" if settings_dict["PORT"] else ""), ""
+    if params:
+        query += ("&" if query else "?") + urlencode(params)
     return f"postgresql://{netloc}/{quote(settings_dict['NAME'])}{query}"
 
 
