@@ -21,6 +21,7 @@ import math
 import os
 import re
 import threading
+import time
 import unicodedata
 import urllib.error
 import urllib.request
@@ -31,6 +32,8 @@ from pathlib import Path
 
 import numpy as np
 from django.conf import settings
+
+from hakimem import observability
 
 logger = logging.getLogger("hakimem.embeddings")
 
@@ -58,12 +61,14 @@ class Embedder:
         """Vectors for `texts`, shape (len(texts), dim), float32, each of unit length (zero stays zero)."""
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
+        started = time.perf_counter()
         try:
             vectors = np.asarray(self._encode(list(texts)), dtype=np.float32)
         except EmbedderUnavailable:
             raise
         except Exception as exc:  # a provider failing in any way is "unavailable" to our callers
             raise EmbedderUnavailable(f"{self.name} embedder failed: {exc.__class__.__name__}") from exc
+        observability.embedded(self.name, len(texts), time.perf_counter() - started)
         if vectors.ndim != 2 or vectors.shape[0] != len(texts):
             raise EmbedderUnavailable(f"{self.name} embedder returned {vectors.shape} for {len(texts)} texts")
         if vectors.shape[1] != self.dim:
@@ -80,7 +85,9 @@ class Embedder:
             hit = self._query_cache.get(text)
             if hit is not None:
                 self._query_cache.move_to_end(text)
-                return hit
+        observability.query_cache(hit is not None)
+        if hit is not None:
+            return hit
         vector = self.embed([text])[0]
         with self._cache_lock:
             self._query_cache[text] = vector

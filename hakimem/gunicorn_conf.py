@@ -106,8 +106,11 @@ def post_worker_init(worker) -> None:
 
         from hakimem.embeddings import get_embedder
 
+        from hakimem.observability import pool_gauges
+
         connection.ensure_connection()
         connection.close()  # back to the pool
+        pool_gauges()
         get_embedder().embed(["warm up"])
     except Exception as exc:  # noqa: BLE001 - the worker still serves; readiness says what is wrong
         worker.log.warning("worker warm-up failed: %s", exc)

@@ -6,6 +6,7 @@ import time
 
 import psycopg
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.db import connection
@@ -64,9 +65,17 @@ def test_the_production_server_serves_the_api_and_the_pages(served):
                              {"project_id": PROJECT, "subject_id": "alice", "query": "What is Alice allergic to?"}, key)
     assert status == 200 and [f["text"] for f in packet["facts"]] == ["Alice is allergic to peanuts."]
     assert request(served.url, "POST", "/v1/context", {"project_id": PROJECT}, key)[0] == 400
+    # and /metrics adds up what the workers saw, whichever worker answers
+    conn = http.client.HTTPConnection("127.0.0.1", served.port, timeout=30)
+    conn.request("GET", "/metrics")
+    metrics = {(s.name, tuple(sorted(s.labels.items()))): s.value
+               for family in text_string_to_metric_families(conn.getresponse().read().decode()) for s in family.samples}
+    assert metrics[("hakimem_context_phase_seconds_count", (("phase", "embed"),))] == 1
+    assert metrics[("hakimem_http_request_duration_seconds_count",
+                    (("endpoint", "v1/context"), ("method", "POST"), ("status", "400")))] == 1
+    assert metrics[("hakimem_db_pool_max", ())] == WORKERS * THREADS
 
     # and the admin's pages come with their CSS (whitenoise), the stats pages render for a staff user
-    conn = http.client.HTTPConnection("127.0.0.1", served.port, timeout=30)
     conn.request("GET", "/admin/login/")
     login = conn.getresponse()
     assert login.status == 200 and "/static/admin/css/base.css" in login.read().decode()
