@@ -248,6 +248,24 @@ def settle(timeout: float = 120.0) -> dict:
     return {"seconds": round(time.perf_counter() - began, 1), "autovacuum_workers_left": running}
 
 
+def _embedded_with(embedder: str, seed: int) -> bool:
+    """Whether the loaded facts were embedded by `embedder` (a load by another one holds the same rows)."""
+    import numpy as np
+    from django.db import connection
+
+    from hakimem.embeddings import get_embedder
+    from scripts import bench_data
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT text, embedding::text FROM facts_fact WHERE project_id = %s ORDER BY recorded_from LIMIT 1",
+                       [bench_data.PROJECT])
+        row = cursor.fetchone()
+    if row is None:
+        return False
+    stored = np.array(json.loads(row[1]), dtype=np.float32)
+    return float(stored @ get_embedder().embed([row[0]])[0]) > 0.99
+
+
 def in_process_assembler(project: str, subject: str, queries: list[str]) -> dict:
     """scripts/bench.py's figure (b): the assembler in this process, the query vector already computed."""
     from context.assembler import context_assemble
@@ -293,7 +311,7 @@ def run(*, total: int, embedder: str, queries: int, clients: int, duration: floa
     settings.HAKI_EMBED_PROVIDER = embedder
     report = {"total": total, "embedder": embedder, "server": server_kind, "cores": os.cpu_count(),
               "load_avg_1m_at_start": round(os.getloadavg()[0], 2)}
-    if reload or not bench._loaded(total, seed):
+    if reload or not bench._loaded(total, seed) or not _embedded_with(embedder, seed):
         report["load"] = bench_data.load(total, embedder, cache_dir, seed)
     _, bench_key = api_key_create(project_id=bench_data.PROJECT, label="bench_http")
     _, ingest_key = api_key_create(project_id=INGEST_PROJECT, label="bench_http")
