@@ -175,6 +175,13 @@ class _OnnxMiniLM:
         onnx_file = _export_onnx(model_path, model_dir)
         options = onnxruntime.SessionOptions()
         options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
+        # onnxruntime's threads spin while they wait for work, by default: beside PostgreSQL and the other
+        # server workers on the same cores, that spinning is CPU taken from them. Measured on 2 cores under
+        # load (docs/performance.md): one query p50 19-25 ms spinning, 8-19 ms not; with three processes
+        # embedding at once, 48-75 ms against 16-26 ms.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        if settings.HAKI_EMBED_THREADS:
+            options.intra_op_num_threads = settings.HAKI_EMBED_THREADS
         self.session = onnxruntime.InferenceSession(str(onnx_file), options, providers=["CPUExecutionProvider"])
         self.inputs = [i.name for i in self.session.get_inputs()]
         self.dim = self.session.get_outputs()[0].shape[-1]  # the hidden size, fixed in the exported graph

@@ -150,6 +150,7 @@ LOGGING = {
 HAKI_EMBED_PROVIDER = os.environ.get("HAKI_EMBED_PROVIDER", "sentence-transformers")
 HAKI_EMBED_DIM = env_int("HAKI_EMBED_DIM", 384)
 HAKI_EMBED_RUNTIME = os.environ.get("HAKI_EMBED_RUNTIME", "onnx")  # onnx | torch (sentence-transformers only)
+HAKI_EMBED_THREADS = env_int("HAKI_EMBED_THREADS", 0)  # onnxruntime's threads per process; 0: one per core
 HAKI_MODEL_DIR = os.environ.get("HAKI_MODEL_DIR", str(BASE_DIR / "var" / "models"))  # the exported ONNX model
 HAKI_EMBED_URL = os.environ.get("HAKI_EMBED_URL", "")
 HAKI_EMBED_MODEL = os.environ.get("HAKI_EMBED_MODEL", "")
