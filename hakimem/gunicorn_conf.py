@@ -37,7 +37,10 @@ def _cores() -> int:
 
 
 # A context call is CPU work shared between the worker (Python, the embedding model) and PostgreSQL on the
-# same cores. Measured on 2 cores (docs/performance.md): ... TODO
+# same cores: one worker per core keeps them busy while the others wait on the database, one more covers the
+# wait. Measured on 2 cores shared with other jobs (docs/performance.md, scripts/bench_http.py, 8 clients):
+# 2, 3 or 4 sync workers and 2 workers x 2 threads all served 33-53 calls/s on a 50-fact scope and 17-33 on a
+# 10k one, within the noise of the machine's load; none was better enough to leave the plain sync worker.
 workers = _int("HAKI_WORKERS", _cores() + 1)
 threads = _int("HAKI_THREADS", 1)
 worker_class = "gthread" if threads > 1 else "sync"
