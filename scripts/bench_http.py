@@ -131,6 +131,10 @@ class Server:
 # --- the clients ----------------------------------------------------------------------------------------
 
 _local = threading.local()
+# Clients keep their connection open between requests, as an HTTP client library does. Django's development
+# server then answers every request ~40 ms late (it writes headers and body apart: Nagle's algorithm waits for
+# the client's delayed ACK); --no-keepalive sends `Connection: close` to measure it without that.
+KEEPALIVE = True
 
 
 def request(base: str, method: str, path: str, body=None, key: str | None = None, timeout: float = 60.0):
@@ -142,6 +146,8 @@ def request(base: str, method: str, path: str, body=None, key: str | None = None
     if conn is None:
         conn = connections[base] = http.client.HTTPConnection(parsed.hostname, parsed.port, timeout=timeout)
     headers = {"Accept": "application/json"}
+    if not KEEPALIVE:
+        headers["Connection"] = "close"
     payload = None
     if body is not None:
         payload = json.dumps(body).encode()
@@ -152,6 +158,8 @@ def request(base: str, method: str, path: str, body=None, key: str | None = None
         conn.request(method, path, body=payload, headers=headers)
         response = conn.getresponse()
         data = response.read()
+        if not KEEPALIVE:
+            conn.close()
     except (http.client.HTTPException, OSError):
         conn.close()
         connections.pop(base, None)
@@ -309,7 +317,7 @@ def run(*, total: int, embedder: str, queries: int, clients: int, duration: floa
     from scripts import bench, bench_data
 
     settings.HAKI_EMBED_PROVIDER = embedder
-    report = {"total": total, "embedder": embedder, "server": server_kind, "cores": os.cpu_count(),
+    report = {"total": total, "embedder": embedder, "server": server_kind, "keepalive": KEEPALIVE, "cores": os.cpu_count(),
               "load_avg_1m_at_start": round(os.getloadavg()[0], 2)}
     if reload or not bench._loaded(total, seed) or not _embedded_with(embedder, seed):
         report["load"] = bench_data.load(total, embedder, cache_dir, seed)
@@ -366,7 +374,8 @@ def print_scope(label: str, s: dict) -> None:
 
 
 def print_report(report: dict) -> None:
-    print(f"\nhakimem over HTTP: {report['server']} ({report['workers']} workers) on {report['cores']} cores, "
+    print(f"\nhakimem over HTTP: {report['server']} ({report['workers']} workers"
+          f"{'' if report['keepalive'] else ', a connection per request'}) on {report['cores']} cores, "
           f"{report['total']} facts in the table, embedder {report['embedder']}, load average "
           f"{report['load_avg_1m_at_start']} at start, {report['load_avg_1m_at_end']} at end")
     print(f"{'scope':>7} {'facts':>6} | {'1 client p50':>12} {'p95':>6} {'p99':>6} {'/s':>6} {'err':>4} | "
@@ -396,11 +405,14 @@ def main(argv=None) -> int:
     parser.add_argument("--server", choices=["gunicorn", "runserver"], default="gunicorn")
     parser.add_argument("--workers", type=int, help="HAKI_WORKERS (default: hakimem/gunicorn_conf.py's)")
     parser.add_argument("--threads", type=int, help="HAKI_THREADS (default: hakimem/gunicorn_conf.py's)")
+    parser.add_argument("--no-keepalive", action="store_true", help="a new connection for every request")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--reload", action="store_true", help="reload the dataset even if it is there")
     parser.add_argument("--out", type=Path, default=ROOT / "bench-output" / "bench_http.json")
     args = parser.parse_args(argv)
 
+    global KEEPALIVE
+    KEEPALIVE = not args.no_keepalive
     if not os.environ.get("DATABASE_URL"):
         os.environ.setdefault("HAKI_PGDATA", str(ROOT / "var" / "pgdata-bench-http"))
     from scripts._django import setup
