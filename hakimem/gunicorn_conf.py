@@ -1,0 +1,132 @@
+"""The production server's configuration: `gunicorn -c python:hakimem.gunicorn_conf hakimem.wsgi` (`make run`).
+
+Read by gunicorn's master before any worker exists, so:
+- the embedded PostgreSQL (when DATABASE_URL is unset) is started here, once, and handed to the workers as
+  DATABASE_URL: they never touch pgserver (each would otherwise take its lock and check the server in turn);
+- each worker gets a connection pool of one connection per thread (HAKI_DB_POOL_MAX), so a request never
+  waits for a connection and none idles; the master refuses to start when workers x pool would not fit in
+  the server's max_connections with room to spare for migrations, shells and the admin's own scripts.
+The application is not preloaded in the master: onnxruntime's thread pools do not survive a fork, so each
+worker loads Django and the embedding model itself, before it takes its first request (post_worker_init).
+
+HAKI_BIND (default 127.0.0.1:$HAKI_PORT, port 8000), HAKI_WORKERS, HAKI_THREADS and HAKI_ACCESS_LOG ("-" for
+stdout, the default; "" for none) override the defaults below.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+VAR_DIR = ROOT / "var"
+SPARE_CONNECTIONS = 10  # kept free beside the workers' pools: migrate, bootstrap, a shell, a benchmark
+
+
+def _int(name: str, default: int) -> int:
+    value = os.environ.get(name)
+    return default if value in (None, "") else int(value)
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+# A context call is CPU work shared between the worker (Python, the embedding model) and PostgreSQL on the
+# same cores: one worker per core keeps them busy while the others wait on the database, one more covers the
+# wait. Measured on 2 cores shared with other jobs (docs/performance.md, scripts/bench_http.py, 8 clients):
+# 2, 3 or 4 sync workers and 2 workers x 2 threads all served 33-53 calls/s on a 50-fact scope and 17-33 on a
+# 10k one, within the noise of the machine's load; none was better enough to leave the plain sync worker.
+workers = _int("HAKI_WORKERS", _cores() + 1)
+threads = _int("HAKI_THREADS", 1)
+worker_class = "gthread" if threads > 1 else "sync"
+bind = os.environ.get("HAKI_BIND") or f"127.0.0.1:{_int('HAKI_PORT', 8000)}"
+timeout = 60  # a worker silent this long is killed and replaced (a batch of 500 facts takes a few seconds)
+graceful_timeout = 20
+keepalive = 5
+accesslog = os.environ.get("HAKI_ACCESS_LOG", "-") or None
+wsgi_app = "hakimem.wsgi:application"
+# gunicorn 24+ opens a control socket at one fixed path per user: a second server (the benchmark's, the
+# tests') would take it over from the first. Nothing here uses it.
+control_socket_disable = True
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "hakimem.settings")
+os.environ.setdefault("HAKI_DB_POOL_MAX", str(threads))
+os.environ.setdefault("HAKI_DB_POOL_MIN", "1")
+
+
+def on_starting(server) -> None:
+    """In the master, once: the database, and the check that the workers' pools fit in it."""
+    if not os.environ.get("DATABASE_URL"):
+        from hakimem.dbserver import start_embedded
+
+        pgdata = Path(os.environ.get("HAKI_PGDATA") or VAR_DIR / "pgdata")
+        os.environ["DATABASE_URL"] = start_embedded(pgdata, cleanup=os.environ.get("HAKI_PGDATA_CLEANUP") or None)
+    _check_connection_budget(server)
+    _metrics_folder()
+
+
+def _check_connection_budget(server) -> None:
+    import psycopg
+
+    pool_max = int(os.environ["HAKI_DB_POOL_MAX"])
+    with psycopg.connect(os.environ["DATABASE_URL"], autocommit=True) as conn:
+        limit, reserved = conn.execute(
+            "SELECT current_setting('max_connections')::int,"
+            " current_setting('superuser_reserved_connections')::int + current_setting('reserved_connections')::int"
+        ).fetchone()
+    needed = server.cfg.workers * max(pool_max, 1)
+    if needed + SPARE_CONNECTIONS > limit - reserved:
+        server.log.error(
+            "%d workers x %d pooled connections (+%d spare) exceed the database's %d connections (%d reserved): "
+            "lower HAKI_WORKERS or HAKI_DB_POOL_MAX, or raise max_connections",
+            server.cfg.workers, pool_max, SPARE_CONNECTIONS, limit, reserved,
+        )
+        sys.exit(1)
+    server.log.info("database: %d workers x %d pooled connections of %d", server.cfg.workers, pool_max, limit)
+
+
+def _metrics_folder() -> None:
+    """prometheus-client's multiprocess mode: every worker writes its series to files in one folder, which
+    /metrics reads whichever worker answers. A fresh folder per master: old workers' files would add up."""
+    given = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+    folder = Path(given or VAR_DIR / "prometheus" / str(os.getpid()))
+    folder.mkdir(parents=True, exist_ok=True)
+    for stale in folder.glob("*.db"):
+        stale.unlink()
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(folder)
+
+
+def post_worker_init(worker) -> None:
+    """Before the first request: open the database pool and load the embedding model (a second or two for
+    MiniLM), so no client pays for them. A failure is left to /v1/health/ready to report."""
+    try:
+        from django.db import connection
+
+        from hakimem.embeddings import get_embedder
+
+        from hakimem.observability import pool_gauges
+
+        connection.ensure_connection()
+        connection.close()  # back to the pool
+        pool_gauges()
+        get_embedder().embed(["warm up"])
+    except Exception as exc:  # noqa: BLE001 - the worker still serves; readiness says what is wrong
+        worker.log.warning("worker warm-up failed: %s", exc)
+
+
+def child_exit(server, worker) -> None:
+    """A worker's gauges die with it (its counters and histograms stay in the totals)."""
+    from prometheus_client import multiprocess
+
+    multiprocess.mark_process_dead(worker.pid)
+
+
+def on_exit(server) -> None:
+    folder = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+    if folder and Path(folder).parent == VAR_DIR / "prometheus":
+        shutil.rmtree(folder, ignore_errors=True)

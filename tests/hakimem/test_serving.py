@@ -1,0 +1,130 @@
+"""The production server of `make run` (gunicorn with hakimem/gunicorn_conf.py) serves the app: started in a
+subprocess on a free loopback port, against the test database, with the hashing embedder."""
+import http.client
+import threading
+import time
+
+import psycopg
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+from django.contrib.auth.models import User
+from django.core.management import call_command
+from django.db import connection
+from django.test import Client
+
+from hakimem.services import api_key_create
+from scripts.bench_http import Server, database_url, request
+from tests.conftest import PROJECT
+
+WORKERS, THREADS = 2, 2
+APP_NAME = "hakimem-served-test"
+
+
+@pytest.fixture
+def served(transactional_db, tmp_path, settings):
+    """gunicorn on the test database; its connections carry APP_NAME, and idle ones beyond the pool's
+    minimum are closed after a second."""
+    settings.STATIC_ROOT = tmp_path / "static"
+    call_command("collectstatic", "--noinput", verbosity=0)  # what `make run` does before starting gunicorn
+    env = {
+        "DATABASE_URL": database_url(connection.settings_dict, application_name=APP_NAME),
+        "HAKI_EMBED_PROVIDER": "hashing",
+        "HAKI_WORKERS": str(WORKERS), "HAKI_THREADS": str(THREADS),
+        "HAKI_DB_POOL_MAX_IDLE": "1", "HAKI_ACCESS_LOG": "",
+        "HAKI_STATIC_ROOT": str(settings.STATIC_ROOT),
+        "PROMETHEUS_MULTIPROC_DIR": str(tmp_path / "metrics"),
+    }
+    with Server(env=env, log=tmp_path / "server.log") as server:
+        yield server
+
+
+def _server_connections() -> list[str]:
+    """The states of the server's connections to the database, seen from outside it."""
+    with psycopg.connect(database_url(connection.settings_dict), autocommit=True) as conn:
+        rows = conn.execute("SELECT state FROM pg_stat_activity WHERE application_name = %s", [APP_NAME]).fetchall()
+    return [state for (state,) in rows]
+
+
+def test_the_production_server_serves_the_api_and_the_pages(served):
+    # given a key and a staff user's session
+    _, key = api_key_create(project_id=PROJECT, label="served")
+    staff = User.objects.create_user("sam", password="pw-sam", is_staff=True, is_superuser=True)
+    browser = Client()
+    browser.force_login(staff)
+    session = browser.cookies["sessionid"].value
+
+    # then the probes answer
+    assert request(served.url, "GET", "/v1/health")[0] == 200
+    assert request(served.url, "GET", "/v1/health/live") == (200, {"status": "ok"})
+    assert request(served.url, "GET", "/v1/health/ready")[1]["status"] == "ready"
+    # and a fact written over HTTP is served by a context call
+    status, _ = request(served.url, "POST", "/v1/facts",
+                        {"project_id": PROJECT, "subject_id": "alice", "text": "Alice is allergic to peanuts."}, key)
+    assert status == 201
+    status, packet = request(served.url, "POST", "/v1/context",
+                             {"project_id": PROJECT, "subject_id": "alice", "query": "What is Alice allergic to?"}, key)
+    assert status == 200 and [f["text"] for f in packet["facts"]] == ["Alice is allergic to peanuts."]
+    assert request(served.url, "POST", "/v1/context", {"project_id": PROJECT}, key)[0] == 400
+    # and /metrics adds up what the workers saw, whichever worker answers
+    conn = http.client.HTTPConnection("127.0.0.1", served.port, timeout=30)
+    conn.request("GET", "/metrics")
+    metrics = {(s.name, tuple(sorted(s.labels.items()))): s.value
+               for family in text_string_to_metric_families(conn.getresponse().read().decode()) for s in family.samples}
+    assert metrics[("hakimem_context_phase_seconds_count", (("phase", "embed"),))] == 1
+    assert metrics[("hakimem_http_request_duration_seconds_count",
+                    (("endpoint", "v1/context"), ("method", "POST"), ("status", "400")))] == 1
+    assert metrics[("hakimem_db_pool_max", ())] == WORKERS * THREADS
+
+    # and the admin's pages come with their CSS (whitenoise), the stats pages render for a staff user
+    conn.request("GET", "/admin/login/")
+    login = conn.getresponse()
+    assert login.status == 200 and "/static/admin/css/base.css" in login.read().decode()
+    conn.request("GET", "/static/admin/css/base.css", headers={"Accept-Encoding": "gzip"})
+    css = conn.getresponse()
+    assert css.status == 200 and css.getheader("Content-Type").startswith("text/css")
+    assert css.getheader("Content-Encoding") == "gzip"
+    css.read()
+    conn.request("GET", f"/stats/?project={PROJECT}", headers={"Cookie": f"sessionid={session}"})
+    page = conn.getresponse()
+    assert page.status == 200 and "<style>" in page.read().decode()
+    conn.close()
+
+
+def test_the_pool_bounds_the_connections_under_load_and_gives_idle_ones_back(served):
+    # given more concurrent clients than the server has threads
+    _, key = api_key_create(project_id=PROJECT, label="served")
+    for i in range(20):
+        request(served.url, "POST", "/v1/facts",
+                {"project_id": PROJECT, "subject_id": "bob", "text": f"Bob visited city number {i} in spring."}, key)
+    clients, calls_each = 12, 4
+    statuses, seen, done = [], [], threading.Event()
+
+    def watch():
+        while not done.is_set():
+            seen.append(len(_server_connections()))
+            time.sleep(0.005)
+
+    def client(n):
+        for i in range(calls_each):
+            statuses.append(request(served.url, "POST", "/v1/context",
+                                    {"project_id": PROJECT, "subject_id": "bob", "query": f"Where did Bob go? {n}-{i}"},
+                                    key)[0])
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    threads = [threading.Thread(target=client, args=(n,)) for n in range(clients)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    done.set()
+    watcher.join()
+
+    # then every call was answered, and the server never held more than workers x threads connections
+    assert statuses == [200] * clients * calls_each
+    assert max(seen) <= WORKERS * THREADS, seen
+    # and once the load is gone, the connections are back in the pools, idle, shrinking to one per worker
+    deadline = time.monotonic() + 20
+    while len(states := _server_connections()) > WORKERS and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert len(states) <= WORKERS and set(states) <= {"idle"}, states
