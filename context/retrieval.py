@@ -318,6 +318,7 @@ _BLOCK_FLAGS = f"""
        {_EXPIRED} AS expired"""
 
 _RECENCY = "exp(-greatest(extract(epoch FROM (%(now)s - coalesce(f.valid_from, f.recorded_from))), 0) / %(tau_seconds)s)"
+_EVENT_RECENCY = "exp(-greatest(extract(epoch FROM (%(now)s - e.occurred_at)), 0) / %(tau_seconds)s)"
 
 _HARD_FILTERS = """f.project_id = %(project_id)s AND f.subject_id = %(subject_id)s AND f.status = 'active'
                    AND (f.valid_to IS NULL OR f.valid_to > %(now)s)"""
@@ -383,7 +384,7 @@ _EVENTS = _Source(
        e.id, e.text, e.occurred_at, e.metadata,
        e.embedding <=> (SELECT v FROM q) AS distance,
        {text_rank_sql("e")} AS text_rank,
-       exp(-greatest(extract(epoch FROM (%(now)s - e.occurred_at)), 0) / %(tau_seconds)s) AS recency""",
+       {_EVENT_RECENCY} AS recency""",
 )
 
 # The SQL twin of context.scoring.hybrid_score (weights passed from there), used only to keep the best
@@ -475,7 +476,7 @@ SELECT {_FACT_COLUMNS},
 # -- uses: facts_event_search_gin, facts_event_scope_time
 EPISODES_LEXICAL_SQL = f"""
 SELECT e.id, e.text, e.occurred_at, e.metadata,
-       exp(-greatest(extract(epoch FROM (%(now)s - e.occurred_at)), 0) / %(tau_seconds)s) AS recency,
+       {_EVENT_RECENCY} AS recency,
        NULL::float8 AS similarity, NULL::float8 AS distance,
        {text_rank_sql("e")} AS text_rank
   FROM facts_event e
