@@ -308,8 +308,12 @@ _FACT_COLUMNS = """
        f.id, f.text, f.category, f.kind, f.metadata, f.valid_from, f.recorded_from"""
 
 # Why a fact `f` is blocked: the ranked queries return both as flags, multi-hop filters them out.
+# The scope columns are redundant (a set holds facts of one scope) but bound every plan to the scope: with
+# `status = 'open'` alone, a planner that trusts small statistics walks every open set of every project
+# through facts_conflict_scope_status, once per candidate (tests/context/test_cross_tenant_plans.py).
 _IN_OPEN_CONFLICT = """EXISTS (SELECT 1 FROM facts_conflictmember m JOIN facts_conflictset s ON s.id = m.conflict_set_id
-                WHERE m.fact_id = f.id AND s.status = 'open')"""
+                WHERE m.fact_id = f.id AND s.project_id = f.project_id AND s.subject_id = f.subject_id
+                  AND s.status = 'open')"""
 _EXPIRED = """((f.volatility = 'stable' AND f.last_confirmed_at < %(stable_cutoff)s)
          OR (f.volatility = 'volatile' AND f.last_confirmed_at < %(volatile_cutoff)s))"""
 

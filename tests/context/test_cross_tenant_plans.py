@@ -1,0 +1,167 @@
+"""A context call costs the same whatever other tenants hold.
+
+Given a small scope (~50 facts, a few episodes, open conflict sets) in one project, every read statement a
+context call runs is measured (EXPLAIN ANALYZE, BUFFERS) before and after another project receives 100,000
+facts, ~10,000 events and 10,000 members of open conflict sets. A statement that scans the other tenant's
+rows (a hash join over every open conflict member, an index walked on `status` alone, a table-wide sequential
+scan) reads thousands of rows and pages more; one bounded by the scope reads the same, give or take an index
+level.
+"""
+import json
+
+import pytest
+from django.core.management import call_command
+from django.db import connection
+from django.test import override_settings
+
+from context import retrieval
+from facts.services import EventInput, FactInput, event_create_batch, fact_create_batch
+from scripts import bench_data
+from tests.conftest import make_client
+
+TENANT = "tenant-a"
+SUBJECT = "alice"
+OTHER_FACTS = 100_000
+OTHER_CONFLICT_MEMBERS = 10_000
+QUERIES = 5
+# Slack for what legitimately moves when a table grows: an index gains a level, the planner swaps a scan of
+# a tiny table for an index probe per row. A scan of the other tenant reads thousands.
+MAX_EXTRA_PAGES = 100
+MAX_EXTRA_ROWS = 200
+pytestmark = pytest.mark.django_db
+
+SCOPED_TABLES = {"facts_fact", "facts_event", "facts_conflictset", "facts_conflictmember"}
+
+
+def _write_small_scope() -> int:
+    """The ~50 facts and the episodes of one generated small subject, plus a contradiction that opens a set."""
+    sizes = dict(bench_data.subject_sizes(2_000, 11))
+    source = min((s for s in sizes if s.startswith("s-")), key=lambda s: abs(sizes[s] - 50))
+    facts = [f for f in bench_data.generate_facts(2_000, 11) if f["subject_id"] == source]
+    events = [e for e in bench_data.generate_events(2_000, 11) if e["subject_id"] == source]
+    fact_create_batch(actor="test", items=[
+        *(FactInput(project_id=TENANT, subject_id=SUBJECT, text=f["text"], category=f["category"]) for f in facts),
+        FactInput(project_id=TENANT, subject_id=SUBJECT, text="Alice lives in Paris"),
+        FactInput(project_id=TENANT, subject_id=SUBJECT, text="Alice does not live in Paris"),
+    ])
+    event_create_batch(items=[EventInput(project_id=TENANT, subject_id=SUBJECT, text=e["text"],
+                                         occurred_at=e["occurred_at"]) for e in events])
+    return len(facts) + 2 + len(events)
+
+
+def _open_conflicts_elsewhere(members: int) -> None:
+    """Open sets of four members each over the other project's facts, as a busy curator queue would hold."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """WITH f AS (SELECT id, subject_id, row_number() OVER (ORDER BY id) - 1 AS n FROM facts_fact
+                           WHERE project_id = %(p)s AND status = 'active' LIMIT %(members)s),
+                    sets AS (INSERT INTO facts_conflictset (id, project_id, subject_id, status, signal, signal_detail,
+                                                            similarity, opened_at, resolved_by, note)
+                             SELECT gen_random_uuid(), %(p)s, min(subject_id), 'open', 'negation', '', 0.9, now(), '', ''
+                             FROM f GROUP BY n / 4 RETURNING id),
+                    numbered AS (SELECT id, row_number() OVER (ORDER BY id) - 1 AS k FROM sets)
+               INSERT INTO facts_conflictmember (conflict_set_id, fact_id, added_at)
+               SELECT numbered.id, f.id, now() FROM f JOIN numbered ON numbered.k = f.n / 4""",
+            {"p": bench_data.PROJECT, "members": members},
+        )
+        cursor.execute("SELECT count(*) FROM facts_conflictmember")
+        assert cursor.fetchone()[0] >= members
+        cursor.execute("VACUUM (ANALYZE) facts_conflictset, facts_conflictmember")
+
+
+def _reads_of_context_calls(client, queries: list[str]) -> list[tuple[str, object]]:
+    """Every read statement (SQL, parameters) the context calls ran, in order."""
+    seen: list[tuple[str, object]] = []
+
+    def capture(execute, sql, params, many, context):
+        seen.append((sql, params))
+        return execute(sql, params, many, context)
+
+    retrieval._table_stats["at"] = -1e9  # read the statistics again, as a process does every few minutes
+    with connection.execute_wrapper(capture):
+        for query in queries:
+            response = client.post("/v1/context", {"project_id": TENANT, "subject_id": SUBJECT, "query": query},
+                                   format="json")
+            assert response.status_code == 200, response.content
+    writes = ("INSERT ", "UPDATE ", "DELETE ")
+    return [(sql, params) for sql, params in seen
+            if sql.lstrip().split(None, 1)[0].upper() in ("SELECT", "WITH") and not any(w in sql.upper() for w in writes)]
+
+
+def _scan_cost(node: dict, totals: dict) -> None:
+    """Rows examined (kept or filtered out) by the plan's scans of the memory tables."""
+    if node.get("Relation Name") in SCOPED_TABLES:
+        totals["scans"] += 1
+        examined = node["Actual Rows"] + node.get("Rows Removed by Filter", 0) + node.get("Rows Removed by Index Recheck", 0)
+        totals["rows"] += examined * node["Actual Loops"]
+    for child in node.get("Plans", []):
+        _scan_cost(child, totals)
+
+
+def _costs(client, queries: list[str]) -> dict[str, dict]:
+    """Per distinct statement that reads the memory tables: the most pages and rows any of its executions
+    needed, and one plan. The catalogue reads (the word statistics of context.retrieval.table_stats, once
+    per process every few minutes, and the API key lookup) are not per-scope work and are left out."""
+    costs: dict[str, dict] = {}
+    for sql, params in _reads_of_context_calls(client, queries):
+        with connection.cursor() as cursor:
+            cursor.execute("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + sql, params)
+            document = cursor.fetchone()[0]
+        plan = (json.loads(document) if isinstance(document, str) else document)[0]
+        root = plan["Plan"]
+        totals = {"rows": 0, "scans": 0}
+        _scan_cost(root, totals)
+        if not totals["scans"]:
+            continue
+        pages = root["Shared Hit Blocks"] + root["Shared Read Blocks"]
+        entry = costs.setdefault(sql, {"pages": 0, "rows": 0, "plan": plan})
+        if pages >= entry["pages"]:
+            entry.update(pages=pages, plan=plan)
+        entry["rows"] = max(entry["rows"], totals["rows"])
+    return costs
+
+
+@pytest.fixture(scope="module")
+def measured(django_db_setup, django_db_blocker, tmp_path_factory):
+    """The small scope's statement costs before and after the other tenant's load (about a minute, once)."""
+    with django_db_blocker.unblock(), override_settings(HAKI_EMBED_PROVIDER="hashing", HAKI_CONFLICT_POLICY="curator"):
+        scope_items = _write_small_scope()
+        client = make_client(TENANT)
+        queries = [q.replace("Aurélie", "Alice") for q in bench_data.generate_queries(QUERIES, 11, subject_id="s-0007")]
+        before = _costs(client, queries)
+        bench_data.load(OTHER_FACTS, "hashing", tmp_path_factory.mktemp("bench-cache"))
+        _open_conflicts_elsewhere(OTHER_CONFLICT_MEMBERS)
+        after = _costs(client, queries)
+    yield {"before": before, "after": after, "scope_items": scope_items}
+    with django_db_blocker.unblock():
+        call_command("flush", verbosity=0, interactive=False)
+
+
+def _name(sql: str) -> str:
+    return " ".join(sql.split())[:120]
+
+
+def test_the_calls_run_the_same_statements_whatever_other_tenants_hold(measured):
+    # A statement that appears only once another project holds data is itself a cost other tenants impose.
+    new = [_name(sql) for sql in measured["after"] if sql not in measured["before"]]
+    assert not new, new
+    assert len(measured["before"]) >= 2  # the facts and the episodes at least
+
+
+def test_no_statement_reads_more_pages_when_another_tenant_holds_100k_facts(measured):
+    for sql, after in measured["after"].items():
+        before = measured["before"][sql]
+        assert after["pages"] <= before["pages"] + MAX_EXTRA_PAGES, (
+            f"{_name(sql)}: {before['pages']} -> {after['pages']} pages\n{json.dumps(after['plan'], indent=1)[:6000]}")
+
+
+def test_no_statement_examines_another_tenants_rows(measured):
+    for sql, after in measured["after"].items():
+        before = measured["before"][sql]
+        assert after["rows"] <= before["rows"] + MAX_EXTRA_ROWS, (
+            f"{_name(sql)}: {before['rows']:.0f} -> {after['rows']:.0f} rows examined\n{json.dumps(after['plan'], indent=1)[:6000]}")
+
+
+def test_the_scope_itself_was_served(measured):
+    # The measure means something only if the calls read the scope: its rows were examined.
+    assert max(c["rows"] for c in measured["before"].values()) >= measured["scope_items"]
