@@ -9,7 +9,8 @@ It runs against its own embedded server (var/pgdata-bench, or HAKI_PGDATA / DATA
 replaces project "bench" and locks the tables while the hnsw indexes are rebuilt, so never point it at a
 database in use. The dataset is loaded only when the database does not already hold it (--reload forces).
 
-Measured, for the 100k-fact subject, a 10k one and a ~50-fact one, each over --queries distinct questions:
+Measured, for the 100k-fact subject, a 10k one, a ~50-fact one and the ~1k-fact subject that (e) ingests
+(10 batches of 100), each over --queries distinct questions:
  (a) POST /v1/context end to end through Django (auth, validation, embedding, assembly, trace write);
  (b) the assembler alone, its query vector already computed (the embedding cache is warmed first);
  (c) the naive baseline in the same process: one SQL query scoring every active fact of the scope, and
@@ -182,13 +183,17 @@ def bench_subject(label, subject, queries, client, auth) -> dict:
     }
 
 
-def bench_ingest(client, auth, batches: int, seed: int) -> dict:
-    """(e) POST /v1/facts in batches of 100 into a fresh subject, then erase it."""
+def bench_ingest(client, auth, batches: int, seed: int, queries: int) -> tuple[dict, dict | None]:
+    """(e) POST /v1/facts in batches of 100 into a fresh subject; then, while it is there, the context call
+    measured on it as on the others (with 10 batches: the ~1k-fact scope, most users' size), then erase it.
+    Returns the ingest figures and that scope's (None for fewer than 2 batches)."""
+    from django.db import connection
+
     from scripts import bench_data
 
     subject = f"ingest-{os.getpid()}"
     texts = [f["text"] for f in bench_data.generate_facts(120_000, seed + 1) if f["subject_id"] == "big"][: batches * 100]
-    timings = []
+    timings, scope = [], None
     try:
         for i in range(batches):
             body = {"facts": [{"project_id": bench_data.PROJECT, "subject_id": subject, "text": t} for t in texts[i * 100 : (i + 1) * 100]]}
@@ -196,10 +201,17 @@ def bench_ingest(client, auth, batches: int, seed: int) -> dict:
             response = client.post("/v1/facts", data=json.dumps(body), content_type="application/json", HTTP_AUTHORIZATION=auth)
             timings.append(time.perf_counter() - started)
             assert response.status_code == 201, response.content
+        if batches >= 2:
+            with connection.cursor() as cursor:  # the planner's statistics, as autovacuum would leave them
+                cursor.execute("ANALYZE facts_fact")
+            # the ingested texts are the first facts of "big" drawn with seed + 1: its cast, its questions
+            scope = bench_subject("1k", subject, bench_data.generate_queries(queries, seed + 1, subject_id="big"),
+                                  client, auth)
+            scope["facts_in_scope"] = batches * 100
     finally:
         client.delete(f"/v1/subjects/{subject}?project_id={bench_data.PROJECT}", HTTP_AUTHORIZATION=auth)
-    return {"batches": batches, "batch_size": 100, "facts_per_s": round(batches * 100 / sum(timings), 1),
-            "batch_ms": _percentiles([t * 1000 for t in timings])}
+    return ({"batches": batches, "batch_size": 100, "facts_per_s": round(batches * 100 / sum(timings), 1),
+             "batch_ms": _percentiles([t * 1000 for t in timings])}, scope)
 
 
 def run(*, total: int, embedder: str, queries: int, ingest_batches: int, seed: int = 7, reload: bool = False,
@@ -237,7 +249,9 @@ def run(*, total: int, embedder: str, queries: int, ingest_batches: int, seed: i
         result = bench_subject(label, subject, qs, client, auth)
         result["facts_in_scope"] = sizes[subject]
         report["subjects"][label] = result
-    report["ingest"] = bench_ingest(client, auth, ingest_batches, seed)
+    report["ingest"], ingested = bench_ingest(client, auth, ingest_batches, seed, queries)
+    if ingested:
+        report["subjects"]["1k"] = ingested
     report["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
     return report
 

@@ -9,10 +9,11 @@ from scripts import bench, bench_data
 
 @pytest.mark.django_db(transaction=True)
 def test_benchmark_smoke_run(tmp_path, capsys):
-    report = bench.run(total=3000, embedder="hashing", queries=8, ingest_batches=1, cache_dir=tmp_path)
+    report = bench.run(total=3000, embedder="hashing", queries=8, ingest_batches=2, cache_dir=tmp_path)
     with capsys.disabled():
         bench.print_report(report)
-    assert set(report["subjects"]) == {"big", "mid", "small"}
+    assert set(report["subjects"]) == {"big", "mid", "small", "1k"}  # "1k": the ingested subject (200 facts here)
+    assert report["subjects"]["1k"]["facts_in_scope"] == 200
     for result in report["subjects"].values():
         assert result["end_to_end_ms"]["n"] == result["assembler_ms"]["n"] == result["naive_full_scan_ms"]["n"] == 8
         assert 0 < result["trace_share_of_assembler"] < 1
@@ -20,6 +21,6 @@ def test_benchmark_smoke_run(tmp_path, capsys):
         assert result["phase1_recall_top20"] >= 0.4
     assert report["subjects"]["small"]["phase1_recall_top20"] == 1.0  # a 50-fact scope is all candidates
     # every ingest batch was stored (bench_ingest asserts each 201), then its subject erased
-    assert report["ingest"]["batch_ms"]["n"] == report["ingest"]["batches"] == 1
+    assert report["ingest"]["batch_ms"]["n"] == report["ingest"]["batches"] == 2
     assert not Fact.objects.filter(project_id=bench_data.PROJECT, subject_id__startswith="ingest-").exists()
     assert report["load"]["facts"] == 3000
