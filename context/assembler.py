@@ -8,7 +8,8 @@ Pipeline (each step is named in the trace's timings):
                the SQL.
  3. episodes   the same two phases over the scope's events; facts and episodes are then ranked together and
                the CANDIDATE_LIMIT best of both are the call's candidates.
- 4. pack       blocked facts out (open conflict, expired volatility), the relevance floor out, then the rest in
+ 4. pack       blocked facts out (no consent to their category, open conflict, expired volatility), the
+               relevance floor out, then the rest in
                descending score while they fit the token budget, a share held back for multi-hop.
  5. multi_hop  if budget remains: facts sharing an entity with the facts served, by full text, one hop; then
                what it left goes back to the ranking.
@@ -29,7 +30,7 @@ from context.entities import extract_entities
 from context.render import render_packet
 from context.scoring import estimate_tokens, hybrid_score
 from context.serializers import packet_episode, packet_fact
-from facts.selectors import volatility_cutoffs
+from facts.selectors import consent_gate, volatility_cutoffs
 from hakimem.embeddings import EmbedderUnavailable, get_embedder, is_degenerate
 from traces.models import EmptyReason, ItemType, ReasonCode, TraceStatus
 from traces.services import DecisionRow, trace_record
@@ -45,7 +46,7 @@ MULTI_HOP_BUDGET_SHARE = 0.2  # see docs/quality.md for the measurement behind i
 MULTI_HOP_MAX_ENTITY_FREQUENCY = retrieval.LEXICAL_MAX_TERM_FREQUENCY
 
 # Decisions a multi-hop pass never revisits: already served, or blocked.
-_SETTLED = (ReasonCode.INCLUDED, ReasonCode.CONFLICT_OPEN, ReasonCode.VOLATILITY_EXPIRED)
+_SETTLED = (ReasonCode.INCLUDED, ReasonCode.CONFLICT_OPEN, ReasonCode.VOLATILITY_EXPIRED, ReasonCode.CONSENT_MISSING)
 _SERVED = (ReasonCode.INCLUDED, ReasonCode.MULTI_HOP_EXPANSION)
 
 
@@ -106,13 +107,21 @@ def rank_candidates(facts: list, episodes: list) -> list[Decided]:
     ]
 
 
-def block(ranked: list[Decided], max_distance: float) -> tuple[list[Decided], int]:
-    """Decide the candidates that may not be served (open conflict, expired volatility, beyond the relevance
-    floor); returns the others in rank order and how many the floor held back."""
+def _without_consent(item, consented: frozenset[str] | None) -> bool:
+    """A fact whose category its subject does not consent to, in a project that requires consent. Episodes
+    carry no category and are not gated."""
+    return consented is not None and isinstance(item, retrieval.Candidate) and item.category not in consented
+
+
+def block(ranked: list[Decided], max_distance: float, consented: frozenset[str] | None = None) -> tuple[list[Decided], int]:
+    """Decide the candidates that may not be served (no consent, open conflict, expired volatility, beyond the
+    relevance floor); returns the others in rank order and how many the floor held back."""
     packable, floor_hits = [], 0
     for d in ranked:
         item = d.item
-        if getattr(item, "in_open_conflict", False):
+        if _without_consent(item, consented):
+            d.reason = ReasonCode.CONSENT_MISSING
+        elif getattr(item, "in_open_conflict", False):
             d.reason = ReasonCode.CONFLICT_OPEN
         elif getattr(item, "expired", False):
             d.reason = ReasonCode.VOLATILITY_EXPIRED
@@ -136,7 +145,8 @@ def pack(items: list[Decided], budget_left: int, fits_reason: str) -> int:
     return budget_left
 
 
-def multi_hop(lookup: retrieval.Lookup, query: str, decided: list[Decided], budget_left: int) -> int:
+def multi_hop(lookup: retrieval.Lookup, query: str, decided: list[Decided], budget_left: int,
+              consented: frozenset[str] | None = None) -> int:
     """One hop from the facts served to facts that share a name with them, within what budget is left;
     never subject to the relevance floor (its purpose is to bring back evidence far from the query). New
     items are appended to `decided`. Returns the budget left."""
@@ -151,6 +161,14 @@ def multi_hop(lookup: retrieval.Lookup, query: str, decided: list[Decided], budg
     by_id = {d.item.id: d for d in facts}
     hop_decided = []
     for entity, c in retrieval.multi_hop_candidates(lookup, entities=entities, exclude_ids=settled):
+        if _without_consent(c, consented):
+            if c.id not in by_id:  # traced like a first-pass candidate, never served
+                d = Decided(item=c, item_type=ItemType.FACT, rank=len(decided) + 1, tokens=estimate_tokens(c.text),
+                            reason=ReasonCode.CONSENT_MISSING, entity=entity)
+                c.score = hybrid_score(None, 0.0, c.recency)
+                decided.append(d)
+                by_id[c.id] = d
+            continue
         if c.id in by_id:  # already a candidate (over budget or under the floor): decided again here
             d = by_id[c.id]
             if d.entity:  # named by both entities: one decision
@@ -166,9 +184,12 @@ def multi_hop(lookup: retrieval.Lookup, query: str, decided: list[Decided], budg
 
 
 def _warnings_for_blocked(decided: list[Decided]) -> list[str]:
+    withheld = sum(1 for d in decided if d.reason == ReasonCode.CONSENT_MISSING)
     conflicts = sum(1 for d in decided if d.reason == ReasonCode.CONFLICT_OPEN)
     expired = sum(1 for d in decided if d.reason == ReasonCode.VOLATILITY_EXPIRED)
     warnings = []
+    if withheld:
+        warnings.append(f"consent_missing: {withheld} fact(s) withheld without the subject's consent to their category")
     if conflicts:
         warnings.append(f"open_conflict: {conflicts} fact(s) hidden pending conflict resolution")
     if expired:
@@ -197,13 +218,14 @@ def context_assemble(*, project_id: str, subject_id: str, query: str, budget_tok
 
     lookup = retrieval.lookup_for(project_id=project_id, subject_id=subject_id, query=query, now=now,
                                   cutoffs=volatility_cutoffs(now))
+    consented = consent_gate(project_id=project_id, subject_id=subject_id)
     facts = retrieval.fact_candidates(lookup, qvec=qvec)
     timer.lap("retrieve")
     episodes = retrieval.episode_candidates(lookup, qvec=qvec)
     decided = rank_candidates(facts, episodes)
     timer.lap("episodes")
 
-    packable, floor_hits = block(decided, settings.HAKI_RECALL_MAX_DISTANCE)
+    packable, floor_hits = block(decided, settings.HAKI_RECALL_MAX_DISTANCE, consented)
     # Facts and episodes compete on one score for one budget. The specification packs facts first and gives episodes
     # only what is left; on the quality harness that served no episode at all once a scope held ~900
     # tokens of facts (evidence recall of "when" questions: 0.00), see docs/quality.md.
@@ -213,7 +235,7 @@ def context_assemble(*, project_id: str, subject_id: str, query: str, budget_tok
     budget_left = pack(packable, budget_tokens - reserve, ReasonCode.INCLUDED) + reserve
     timer.lap("pack")
 
-    budget_left = multi_hop(lookup, query, decided, budget_left)
+    budget_left = multi_hop(lookup, query, decided, budget_left, consented)
     leftovers = [d for d in packable if d.reason == ReasonCode.OVER_BUDGET]
     budget_left = pack(leftovers, budget_left, ReasonCode.INCLUDED)
     timer.lap("multi_hop")

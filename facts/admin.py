@@ -27,7 +27,17 @@ from django.utils import timezone
 from django.utils.text import Truncator
 
 from facts import selectors, services
-from facts.models import CONFLICT_NOTE_MAX, ConflictMember, ConflictSet, ConflictStatus, Event, Fact, FactStatus
+from facts.models import (
+    CONFLICT_NOTE_MAX,
+    ConflictMember,
+    ConflictSet,
+    ConflictStatus,
+    Consent,
+    Event,
+    Fact,
+    FactStatus,
+    Project,
+)
 from hakimem.admin_filters import ProjectFilter, SubjectFilter
 
 NO_SAVE_BUTTONS = {"show_save": False, "show_save_and_continue": False, "show_save_and_add_another": False}
@@ -359,3 +369,28 @@ class ConflictSetAdmin(ReadOnlyAdmin):
             "superseded": [m for m in members if m not in kept and m["status"] == FactStatus.ACTIVE],
         }
         return TemplateResponse(request, "admin/facts/conflictset/resolve.html", context)
+
+
+@admin.register(Project)
+class ProjectAdmin(admin.ModelAdmin):
+    """A project's settings; saved through services.project_update, as PATCH /v1/project does."""
+
+    list_display = ("project_id", "consent_required", "consent_write_policy", "conflict_policy", "updated_at")
+    fields = ("project_id", "consent_required", "consent_write_policy", "categories", "conflict_policy")
+
+    def get_readonly_fields(self, request, obj=None):
+        return ("project_id",) if obj else ()
+
+    def save_model(self, request, obj, form, change):
+        changes = {name: form.cleaned_data[name] for name in self.fields if name != "project_id"}
+        services.project_update(project_id=obj.project_id, changes=changes)
+
+
+@admin.register(Consent)
+class ConsentAdmin(ReadOnlyAdmin):
+    """Grants and revocations as subjects made them through the API: read only here."""
+
+    list_display = ("subject_id", "project_id", "category", "granted_at", "revoked_at")
+    list_filter = (ProjectFilter, "category")
+    search_fields = ("subject_id",)
+    fields = ("project_id", "subject_id", "category", "granted_at", "granted_by", "revoked_at", "revoked_by")

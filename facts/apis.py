@@ -9,15 +9,20 @@ from facts import selectors, services
 from facts.serializers import (
     ConflictListQuerySerializer,
     ConflictResolveSerializer,
+    ConsentGrantSerializer,
+    ConsentRevokeQuerySerializer,
     EventInSerializer,
     EventListQuerySerializer,
     FactInSerializer,
     FactListQuerySerializer,
     FactPatchSerializer,
+    ProjectPatchSerializer,
     ScopeQuerySerializer,
     conflict_out,
+    consent_out,
     event_out,
     fact_out,
+    project_out,
 )
 from hakimem.auth import require_project
 from hakimem.errors import ApiError, ErrorCode, invalid
@@ -73,6 +78,9 @@ def keyset(queryset, time_field, params):
 
 
 def service_errors(exc: services.ServiceValidationError) -> ApiError:
+    if isinstance(exc, services.ConsentMissing):
+        return ApiError(ErrorCode.CONSENT_MISSING, "The subject has not consented to these categories; nothing was written.",
+                        status_code=403, details={"errors": exc.errors})
     return invalid(exc.errors)
 
 
@@ -120,7 +128,9 @@ class FactDetailApi(APIView):
         try:
             result = services.fact_update(fact=fact, changes=changes, actor=actor_of(request))
         except services.ServiceValidationError as exc:
-            raise ApiError(ErrorCode.FACT_NOT_ACTIVE, str(exc), status_code=409) from exc
+            if any(e["field"] == "status" for e in exc.errors):  # retracted or superseded meanwhile
+                raise ApiError(ErrorCode.FACT_NOT_ACTIVE, str(exc), status_code=409) from exc
+            raise service_errors(exc) from exc
         return Response(
             fact_out(result.fact, deduplicated=result.deduplicated,
                      conflict_set_id=result.conflict_set.id if result.conflict_set else None, with_write_flags=True)
@@ -190,11 +200,66 @@ class ConflictResolveApi(APIView):
         return Response(conflict_out(conflict_set, selectors.conflict_members(conflict_set=conflict_set)))
 
 
+def _subject_in_path(subject_id: str) -> None:
+    if not SCOPE_ID_RE.match(subject_id):
+        raise invalid([{"index": None, "field": "subject_id", "message": f"must be {SCOPE_ID_HELP}"}])
+
+
 class SubjectEraseApi(APIView):
     def delete(self, request, subject_id):
         params = validated(ScopeQuerySerializer, query_params(request))
-        if not SCOPE_ID_RE.match(subject_id):
-            raise invalid([{"index": None, "field": "subject_id", "message": f"must be {SCOPE_ID_HELP}"}])
+        _subject_in_path(subject_id)
         require_project(request, params["project_id"])
         counts = services.subject_erase(project_id=params["project_id"], subject_id=subject_id)
         return Response({"project_id": params["project_id"], "subject_id": subject_id, "deleted": counts})
+
+
+class ProjectApi(APIView):
+    """GET / PATCH /v1/project: the settings of the key's project."""
+
+    def get(self, request):
+        return Response(project_out(selectors.project_settings(request.user.project_id)))
+
+    def patch(self, request):
+        changes = validated(ProjectPatchSerializer, request.data)
+        services.project_update(project_id=request.user.project_id, changes=dict(changes))
+        return Response(project_out(selectors.project_settings(request.user.project_id)))
+
+
+class SubjectConsentsApi(APIView):
+    """GET: the categories the subject consents to now, and every grant and revocation. POST: grant one."""
+
+    def get(self, request, subject_id):
+        params = validated(ScopeQuerySerializer, query_params(request))
+        _subject_in_path(subject_id)
+        require_project(request, params["project_id"])
+        history = list(selectors.consent_history(project_id=params["project_id"], subject_id=subject_id))
+        return Response({
+            "project_id": params["project_id"], "subject_id": subject_id,
+            "consented": sorted({c.category for c in history if c.revoked_at is None}),
+            "history": [consent_out(c) for c in history],
+        })
+
+    def post(self, request, subject_id):
+        params = validated(ConsentGrantSerializer, request.data)
+        _subject_in_path(subject_id)
+        require_project(request, params["project_id"])
+        consent, created = services.consent_grant(project_id=params["project_id"], subject_id=subject_id,
+                                                  category=params["category"], actor=actor_of(request))
+        return Response(consent_out(consent), status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
+
+
+class SubjectConsentDetailApi(APIView):
+    """DELETE: revoke a category from the next context call on; with erase=true, also erase its facts."""
+
+    def delete(self, request, subject_id, category):
+        params = validated(ConsentRevokeQuerySerializer, query_params(request))
+        _subject_in_path(subject_id)
+        require_project(request, params["project_id"])
+        try:
+            consent, receipt = services.consent_revoke(
+                project_id=params["project_id"], subject_id=subject_id, category=category, actor=actor_of(request),
+                erase=params["erase"] == "true")
+        except services.ConsentNotFound as exc:
+            raise ApiError(ErrorCode.NOT_FOUND, f"No current consent to this category ({exc}).", status_code=404) from exc
+        return Response({"consent": consent_out(consent) if consent else None, "erased": receipt})

@@ -76,6 +76,43 @@ def _search_vector(field: str):
     return SearchVector(field, config="simple")
 
 
+class ConflictPolicy(models.TextChoices):
+    CURATOR = "curator"  # open a conflict set; a curator resolves it
+    NEWEST_WINS = "newest_wins"  # the newer fact supersedes the older at once
+
+
+class ConsentWritePolicy(models.TextChoices):
+    REFUSE = "refuse"  # a write of a category the subject has not consented to answers 403 consent_missing
+    STORE = "store"  # it is stored, and never served until consent is given
+
+
+class Project(models.Model):
+    """A project's own settings. A project without a row behaves by the environment's defaults
+    (HAKI_CONFLICT_POLICY, no consent required, any category): nothing changes for projects that never set one."""
+
+    project_id = models.CharField(primary_key=True, max_length=SCOPE_ID_MAX, validators=[validate_scope_id])
+    consent_required = models.BooleanField(
+        default=False, help_text="Serve a fact only while its subject consents to the fact's category.")
+    consent_write_policy = models.CharField(max_length=16, choices=ConsentWritePolicy.choices,
+                                            default=ConsentWritePolicy.REFUSE)
+    categories = models.JSONField(default=list, blank=True,
+                                  help_text="The project's fact categories; empty: any category is accepted.")
+    conflict_policy = models.CharField(max_length=16, choices=ConflictPolicy.choices, blank=True, default="",
+                                       help_text="Empty: HAKI_CONFLICT_POLICY.")
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(name="project_write_policy_valid",
+                                   condition=Q(consent_write_policy__in=ConsentWritePolicy.values)),
+            models.CheckConstraint(name="project_conflict_policy_valid",
+                                   condition=Q(conflict_policy__in=["", *ConflictPolicy.values])),
+        ]
+
+    def __str__(self) -> str:
+        return self.project_id
+
+
 class ScopedModel(models.Model):
     project_id = models.CharField(max_length=SCOPE_ID_MAX, validators=[validate_scope_id])
     subject_id = models.CharField(max_length=SCOPE_ID_MAX, validators=[validate_scope_id])
@@ -234,3 +271,28 @@ class ConflictMember(models.Model):
     class Meta:
         constraints = [models.UniqueConstraint(name="conflict_member_unique", fields=["conflict_set", "fact"])]
         indexes = [models.Index(name="facts_conflictmember_fact", fields=["fact"])]
+
+
+class Consent(ScopedModel):
+    """A subject's consent to one category of facts. Never deleted by a revocation: the row gets revoked_at,
+    and a new grant is a new row, so the history of grants and revocations stays (erasure of the subject
+    deletes it with everything else)."""
+
+    category = models.CharField(max_length=CATEGORY_MAX)
+    granted_at = models.DateTimeField()
+    granted_by = models.CharField(max_length=RESOLVED_BY_MAX)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    revoked_by = models.CharField(max_length=RESOLVED_BY_MAX, blank=True, default="")
+
+    class Meta:
+        indexes = [models.Index(name="facts_consent_scope", fields=["project_id", "subject_id", "category"])]
+        constraints = [
+            # At most one current consent per category, even under concurrent grants.
+            models.UniqueConstraint(name="consent_one_active_per_category", fields=["project_id", "subject_id", "category"],
+                                    condition=Q(revoked_at__isnull=True)),
+            models.CheckConstraint(name="consent_revoked_after_granted",
+                                   condition=Q(revoked_at__isnull=True) | Q(revoked_at__gte=F("granted_at"))),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.category} ({'revoked' if self.revoked_at else 'granted'})"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+from dataclasses import dataclass
 from datetime import datetime
 
 from django.conf import settings
@@ -12,12 +13,79 @@ from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
-from facts.models import ConflictMember, ConflictSet, ConflictStatus, Event, Fact, Volatility
+from facts.models import (
+    ConflictMember,
+    ConflictSet,
+    ConflictStatus,
+    Consent,
+    ConsentWritePolicy,
+    Event,
+    Fact,
+    Project,
+    Volatility,
+)
 from hakimem.db import fetch_dicts
 from hakimem.embeddings import vector_literal
 
 NEIGHBOURS_PER_FACT = 8
 NEIGHBOURS_EF_SEARCH = 100  # hnsw.ef_search of the write-time probe (the context path sets its own)
+
+
+@dataclass(frozen=True)
+class ProjectSettings:
+    """A project's settings in effect: its row's, or the environment's defaults when it has none."""
+
+    project_id: str
+    consent_required: bool = False
+    consent_write_policy: str = ConsentWritePolicy.REFUSE
+    categories: tuple[str, ...] = ()
+    conflict_policy: str = ""  # effective value: the row's, else HAKI_CONFLICT_POLICY
+    stored: bool = False
+
+
+def project_settings(project_id: str) -> ProjectSettings:
+    project = Project.objects.filter(project_id=project_id).first()
+    if project is None:
+        return ProjectSettings(project_id=project_id, conflict_policy=settings.HAKI_CONFLICT_POLICY)
+    return ProjectSettings(
+        project_id=project_id, consent_required=project.consent_required,
+        consent_write_policy=project.consent_write_policy, categories=tuple(project.categories),
+        conflict_policy=project.conflict_policy or settings.HAKI_CONFLICT_POLICY, stored=True,
+    )
+
+
+def consented_categories(scopes) -> dict[tuple[str, str], set[str]]:
+    """The categories each (project_id, subject_id) currently consents to."""
+    scopes = set(scopes)
+    found: dict[tuple[str, str], set[str]] = {scope: set() for scope in scopes}
+    condition = Q()
+    for project_id, subject_id in scopes:
+        condition |= Q(project_id=project_id, subject_id=subject_id)
+    for project_id, subject_id, category in Consent.objects.filter(condition, revoked_at__isnull=True).values_list(
+            "project_id", "subject_id", "category"):
+        found[(project_id, subject_id)].add(category)
+    return found
+
+
+# On every context call: one round trip, and none of the consents' rows unless the project requires consent.
+_CONSENT_GATE_SQL = """
+SELECT ARRAY(SELECT c.category FROM facts_consent c
+              WHERE c.project_id = p.project_id AND c.subject_id = %(s)s AND c.revoked_at IS NULL)
+  FROM facts_project p
+ WHERE p.project_id = %(p)s AND p.consent_required"""
+
+
+def consent_gate(*, project_id: str, subject_id: str) -> frozenset[str] | None:
+    """None when the project does not require consent; else the categories the subject consents to now
+    (read on every call: a revocation holds from the very next one)."""
+    with connection.cursor() as cursor:
+        cursor.execute(_CONSENT_GATE_SQL, {"p": project_id, "s": subject_id})
+        row = cursor.fetchone()
+    return None if row is None else frozenset(row[0])
+
+
+def consent_history(*, project_id: str, subject_id: str) -> QuerySet:
+    return Consent.objects.filter(project_id=project_id, subject_id=subject_id).order_by("granted_at", "id")
 
 
 class InvalidCursor(ValueError):

@@ -4,6 +4,8 @@ from rest_framework import serializers
 
 from facts.models import (
     CATEGORY_MAX,
+    ConflictPolicy,
+    ConsentWritePolicy,
     CONFLICT_NOTE_MAX,
     EVENT_TEXT_MAX,
     FACT_TEXT_MAX,
@@ -194,3 +196,65 @@ def conflict_out(conflict_set, members: list[dict] | None = None) -> dict:
             for m in members
         ]
     return out
+
+
+PROJECT_CATEGORIES_MAX = 100
+
+
+class StrictBooleanField(serializers.BooleanField):
+    """true or false only: "yes", 1 and "false" (a string) are refused rather than guessed."""
+
+    def to_internal_value(self, data):
+        if not isinstance(data, bool):
+            raise serializers.ValidationError("must be true or false")
+        return data
+
+
+class ProjectPatchSerializer(StrictSerializer):
+    consent_required = StrictBooleanField(required=False)
+    consent_write_policy = serializers.ChoiceField(choices=ConsentWritePolicy.choices, required=False)
+    categories = serializers.ListField(child=StrictCharField(max_length=CATEGORY_MAX, allow_blank=False),
+                                       required=False, max_length=PROJECT_CATEGORIES_MAX)
+    conflict_policy = serializers.ChoiceField(choices=[("", "environment default"), *ConflictPolicy.choices],
+                                              required=False)
+
+    def validate_categories(self, value):
+        if len(set(value)) != len(value):
+            raise serializers.ValidationError("must not repeat a category")
+        return value
+
+    def validate(self, attrs):
+        if not attrs:
+            raise serializers.ValidationError({"non_field_errors": ["send at least one setting to change"]})
+        return attrs
+
+
+def project_out(project) -> dict:
+    """A ProjectSettings (facts.selectors) or a Project row after a change."""
+    return {
+        "project_id": project.project_id,
+        "consent_required": project.consent_required,
+        "consent_write_policy": project.consent_write_policy,
+        "categories": list(project.categories),
+        "conflict_policy": project.conflict_policy,
+    }
+
+
+class ConsentGrantSerializer(StrictSerializer):
+    project_id = ScopeIdField()
+    category = StrictCharField(max_length=CATEGORY_MAX, allow_blank=False)
+
+
+class ConsentRevokeQuerySerializer(StrictSerializer):
+    project_id = ScopeIdField()
+    erase = serializers.ChoiceField(choices=["true", "false"], required=False, default="false")
+
+
+def consent_out(consent) -> dict:
+    return {
+        "category": consent.category,
+        "granted_at": iso(consent.granted_at),
+        "granted_by": consent.granted_by,
+        "revoked_at": iso(consent.revoked_at),
+        "revoked_by": consent.revoked_by,
+    }

@@ -16,6 +16,7 @@ from typing import Callable
 import numpy as np
 from django.conf import settings
 from django.db import connection, transaction
+from django.db.models import Q
 from django.utils import timezone
 from psycopg import sql
 
@@ -24,12 +25,16 @@ from facts.models import (
     RESOLVED_BY_MAX,
     SIGNAL_DETAIL_MAX,
     ConflictMember,
+    ConflictPolicy,
     ConflictSet,
     ConflictStatus,
+    Consent,
+    ConsentWritePolicy,
     Event,
     Fact,
     FactKind,
     FactStatus,
+    Project,
     Volatility,
 )
 from facts.text import Signal, adds_information, contradiction_signal, text_hash
@@ -49,6 +54,14 @@ class ServiceValidationError(Exception):
 
 
 class ConflictNotOpen(Exception):
+    pass
+
+
+class ConsentMissing(ServiceValidationError):
+    """Facts of a category their subject has not consented to, in a project that refuses such writes."""
+
+
+class ConsentNotFound(Exception):
     pass
 
 
@@ -140,13 +153,43 @@ Scope = tuple[str, str]  # (project_id, subject_id)
 Candidate = tuple[object, str, float]  # (fact id, text, similarity)
 
 
+def _check_categories(items: list[FactInput]) -> dict[str, selectors.ProjectSettings]:
+    """A project's category list and consent rules, checked under the scopes' locks (a revocation takes them
+    too, so no write slips in between a revocation and its erasure): a category outside the project's list
+    is refused; with consent required, a fact needs a category, and under the `refuse` write policy one its
+    subject consents to now."""
+    projects = {p: selectors.project_settings(p) for p in {i.project_id for i in items}}
+    gated = [i for i in items if projects[i.project_id].consent_required]
+    consents = selectors.consented_categories((i.project_id, i.subject_id) for i in gated) if gated else {}
+    errors, missing = [], []
+    for n, item in enumerate(items):
+        project = projects[item.project_id]
+        if project.categories and item.category not in project.categories:
+            errors.append({"index": n, "field": "category",
+                           "message": f"not one of the project's categories ({', '.join(project.categories)})"})
+        elif project.consent_required and not item.category:
+            errors.append({"index": n, "field": "category",
+                           "message": "required: this project serves facts by the categories its subjects consent to"})
+        elif (project.consent_required and project.consent_write_policy == ConsentWritePolicy.REFUSE
+              and item.category not in consents[(item.project_id, item.subject_id)]):
+            missing.append({"index": n, "field": "category",
+                            "message": f"the subject has not consented to the category {item.category!r}"})
+    if errors:
+        raise ServiceValidationError(errors)
+    if missing:
+        raise ConsentMissing(missing)
+    return projects
+
+
 def _store_facts(items, vectors, *, actor: str, exclude_ids: list) -> list[FactWriteResult]:
-    """Look up what the scopes already hold, classify each item against it and against the batch's earlier
-    items, then write: the new facts, the re-confirmations, the conflict sets."""
+    """Check the projects' category and consent rules, look up what the scopes already hold, classify each
+    item against it and against the batch's earlier items, then write: the new facts, the re-confirmations,
+    the conflict sets."""
+    projects = _check_categories(items)
     now = timezone.now()
     batch = _Batch.of(items, vectors)
     plan = _classify(batch, _lookup_stored(batch, exclude_ids=exclude_ids), now=now)
-    return _persist(plan, actor=actor, now=now)
+    return _persist(plan, actor=actor, now=now, projects=projects)
 
 
 @dataclass(frozen=True)
@@ -296,7 +339,7 @@ def _new_fact(item: FactInput, digest: str, vector, *, now) -> Fact:
 
 # --- persist ----------------------------------------------------------------------------------------------
 
-def _persist(plan: _Plan, *, actor: str, now) -> list[FactWriteResult]:
+def _persist(plan: _Plan, *, actor: str, now, projects: dict[str, selectors.ProjectSettings]) -> list[FactWriteResult]:
     Fact.objects.bulk_create([n.fact for n in plan.new])
     _answer_duplicates(plan)
     if plan.reconfirm:
@@ -309,7 +352,8 @@ def _persist(plan: _Plan, *, actor: str, now) -> list[FactWriteResult]:
         results_of[result.fact.id].append(result)
     for new in plan.new:
         if new.conflicts:
-            conflict_set = _record_conflict(new.fact, new.conflicts, actor=actor, now=now)
+            policy = projects[new.fact.project_id].conflict_policy
+            conflict_set = _record_conflict(new.fact, new.conflicts, actor=actor, now=now, policy=policy)
             for result in results_of[new.fact.id]:
                 result.conflict_set = conflict_set
     return plan.results
@@ -327,16 +371,16 @@ def _answer_duplicates(plan: _Plan) -> None:
         plan.results[i] = FactWriteResult(fact=fact, deduplicated=True)
 
 
-def _record_conflict(fact: Fact, conflicts, *, actor: str, now) -> ConflictSet:
+def _record_conflict(fact: Fact, conflicts, *, actor: str, now, policy: str) -> ConflictSet:
     """Open (or join) a conflict set for `fact` and the facts it contradicts; under the newest_wins policy,
     supersede the older ones at once and record the set as resolved by the system."""
     other_ids = [fid for fid, _, _ in conflicts]
     fid, similarity, signal = max(conflicts, key=lambda c: c[1])
-    if settings.HAKI_CONFLICT_POLICY == "newest_wins":
+    if policy == ConflictPolicy.NEWEST_WINS:
         conflict_set = ConflictSet.objects.create(
             project_id=fact.project_id, subject_id=fact.subject_id, status=ConflictStatus.RESOLVED,
             signal=signal.rule, signal_detail=signal.detail[:SIGNAL_DETAIL_MAX], similarity=similarity, opened_at=now,
-            resolved_at=now, resolved_by="system:newest_wins", note="Newest fact kept by HAKI_CONFLICT_POLICY.",
+            resolved_at=now, resolved_by="system:newest_wins", note="Newest fact kept by the project's conflict policy.",
         )
         ConflictMember.objects.bulk_create(
             [ConflictMember(conflict_set=conflict_set, fact=fact, added_at=now, kept=True)]
@@ -392,6 +436,9 @@ def fact_update(*, fact: Fact, changes: dict, actor: str) -> FactWriteResult:
             fact = Fact.objects.select_for_update().get(id=fact.id)
             if fact.status != FactStatus.ACTIVE:
                 raise ServiceValidationError([{"index": None, "field": "status", "message": f"the fact is {fact.status}"}])
+            if "category" in changes:
+                _check_categories([FactInput(project_id=fact.project_id, subject_id=fact.subject_id, text=fact.text,
+                                             category=changes["category"])])
             fields = [name for name in IN_PLACE_FIELDS if name in changes]
             for name in fields:
                 setattr(fact, name, changes[name])
@@ -527,6 +574,7 @@ def _erase(project_id: str, subject_id: str | None) -> dict[str, int]:
     # References inside the scope (superseded_by, source_event) disappear together; Django's foreign keys are
     # checked at commit.
     statements = [
+        ("consents", "DELETE FROM facts_consent c WHERE " + erase_condition(subject_id, "c")),
         ("conflict_members", "DELETE FROM facts_conflictmember m USING facts_conflictset c"
          " WHERE m.conflict_set_id = c.id AND " + erase_condition(subject_id, "c")),
         ("conflict_sets", "DELETE FROM facts_conflictset c WHERE " + erase_condition(subject_id, "c")),
@@ -538,6 +586,94 @@ def _erase(project_id: str, subject_id: str | None) -> dict[str, int]:
             cursor.execute(statement, {"p": project_id, "s": subject_id})
             counts[name] = cursor.rowcount
     return counts
+
+
+# Erasing some facts of a scope (a revoked category) reaches the rows other apps hold about those facts: the
+# traces whose decisions name them (their rendered text may quote them). Registered like the erasers above.
+FactEraser = Callable[[str, str, list], dict[str, int]]
+_FACT_ERASERS: list[tuple[str, FactEraser]] = []
+
+
+def register_fact_eraser(name: str, eraser: FactEraser) -> None:
+    if name not in {n for n, _ in _FACT_ERASERS}:
+        _FACT_ERASERS.append((name, eraser))
+
+
+def _erase_category(project_id: str, subject_id: str, category: str) -> dict[str, int]:
+    """Delete every version of the scope's facts of `category`, what names them elsewhere, and every conflict
+    set that held one (its signal detail may quote the text: the set goes whole, and its other members are no
+    longer blocked by it). A fact of another category that one of them superseded loses its successor: it is
+    marked retracted instead. Runs under the scope's lock."""
+    from django.contrib.admin.models import LogEntry
+    from django.contrib.contenttypes.models import ContentType
+
+    fact_ids = list(Fact.objects.filter(project_id=project_id, subject_id=subject_id, category=category)
+                    .values_list("id", flat=True))
+    counts = {"facts": 0, "conflict_sets": 0, "conflict_members": 0, "successors_lost": 0, "admin_log": 0}
+    if not fact_ids:
+        return counts
+    for _, eraser in _FACT_ERASERS:
+        counts.update(eraser(project_id, subject_id, fact_ids))
+    set_ids = list(ConflictMember.objects.filter(fact_id__in=fact_ids).values_list("conflict_set_id", flat=True).distinct())
+    counts["conflict_members"], _ = ConflictMember.objects.filter(conflict_set_id__in=set_ids).delete()
+    counts["conflict_sets"], _ = ConflictSet.objects.filter(id__in=set_ids).delete()
+    counts["successors_lost"] = (Fact.objects.filter(superseded_by_id__in=fact_ids).exclude(id__in=fact_ids)
+                                 .update(status=FactStatus.RETRACTED, superseded_by=None))
+    with connection.cursor() as cursor:  # one statement: versions point at each other (superseded_by)
+        cursor.execute("DELETE FROM facts_fact WHERE id = ANY(%s)", [fact_ids])
+        counts["facts"] = cursor.rowcount
+    # The admin's history of these facts and sets holds their text (object_repr, change messages).
+    types = ContentType.objects.get_for_models(Fact, ConflictSet)
+    counts["admin_log"], _ = LogEntry.objects.filter(
+        Q(content_type=types[Fact], object_id__in=[str(i) for i in fact_ids])
+        | Q(content_type=types[ConflictSet], object_id__in=[str(i) for i in set_ids])).delete()
+    return counts
+
+
+def project_update(*, project_id: str, changes: dict) -> Project:
+    """Create the project's row on its first change; `changes` holds validated fields of Project."""
+    with transaction.atomic():
+        project, _ = Project.objects.select_for_update().get_or_create(project_id=project_id)
+        for name, value in changes.items():
+            setattr(project, name, value)
+        project.full_clean()
+        project.save()
+    return project
+
+
+def consent_grant(*, project_id: str, subject_id: str, category: str, actor: str) -> tuple[Consent, bool]:
+    """Grant a category; granting one already granted returns the current consent (created False)."""
+    with transaction.atomic():
+        _lock_scopes([(project_id, subject_id)])
+        current = Consent.objects.filter(project_id=project_id, subject_id=subject_id, category=category,
+                                         revoked_at__isnull=True).first()
+        if current is not None:
+            return current, False
+        consent = Consent(project_id=project_id, subject_id=subject_id, category=category, granted_at=timezone.now(),
+                          granted_by=actor[:RESOLVED_BY_MAX])
+        consent.full_clean()
+        consent.save()
+        return consent, True
+
+
+def consent_revoke(*, project_id: str, subject_id: str, category: str, actor: str,
+                   erase: bool = False) -> tuple[Consent | None, dict[str, int] | None]:
+    """Revoke a category from now on (the next context call already withholds it); with `erase`, also delete
+    the category's facts and what names them, in the same transaction. Returns the revoked consent (None when
+    there was none and erase was asked) and the erasure's receipt (None without erase)."""
+    with transaction.atomic():
+        _lock_scopes([(project_id, subject_id)])
+        current = (Consent.objects.select_for_update()
+                   .filter(project_id=project_id, subject_id=subject_id, category=category, revoked_at__isnull=True)
+                   .first())
+        if current is None and not erase:
+            raise ConsentNotFound(f"no current consent to {category!r}")
+        if current is not None:
+            current.revoked_at = timezone.now()
+            current.revoked_by = actor[:RESOLVED_BY_MAX]
+            current.save(update_fields=["revoked_at", "revoked_by"])
+        receipt = _erase_category(project_id, subject_id, category) if erase else None
+    return current, receipt
 
 
 @transaction.atomic

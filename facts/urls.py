@@ -11,4 +11,8 @@ urlpatterns = [
     path("conflicts/<uuid:conflict_id>", apis.ConflictDetailApi.as_view(), name="conflict-detail"),
     path("conflicts/<uuid:conflict_id>/resolve", apis.ConflictResolveApi.as_view(), name="conflict-resolve"),
     path("subjects/<str:subject_id>", apis.SubjectEraseApi.as_view(), name="subject-erase"),
+    path("subjects/<str:subject_id>/consents", apis.SubjectConsentsApi.as_view(), name="subject-consents"),
+    path("subjects/<str:subject_id>/consents/<str:category>", apis.SubjectConsentDetailApi.as_view(),
+         name="subject-consent"),
+    path("project", apis.ProjectApi.as_view(), name="project"),
 ]

@@ -30,6 +30,7 @@ class ErrorCode(str, enum.Enum):
     EMBEDDER_UNAVAILABLE = "embedder_unavailable"
     CONFLICT_NOT_OPEN = "conflict_not_open"
     FACT_NOT_ACTIVE = "fact_not_active"
+    CONSENT_MISSING = "consent_missing"
     INTERNAL_ERROR = "internal_error"
 
 

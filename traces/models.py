@@ -34,6 +34,7 @@ class ReasonCode(models.TextChoices):
     BELOW_RELEVANCE_FLOOR = "below_relevance_floor"
     CONFLICT_OPEN = "conflict_open"
     VOLATILITY_EXPIRED = "volatility_expired"
+    CONSENT_MISSING = "consent_missing"
 
 
 DECISION_OF_REASON = {
@@ -43,6 +44,7 @@ DECISION_OF_REASON = {
     ReasonCode.BELOW_RELEVANCE_FLOOR: DecisionKind.EXCLUDED,
     ReasonCode.CONFLICT_OPEN: DecisionKind.BLOCKED,
     ReasonCode.VOLATILITY_EXPIRED: DecisionKind.BLOCKED,
+    ReasonCode.CONSENT_MISSING: DecisionKind.BLOCKED,
 }
 
 

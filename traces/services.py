@@ -104,3 +104,19 @@ def traces_erase(project_id: str, subject_id: str | None) -> dict[str, int]:
             "DELETE FROM traces_trace t WHERE " + erase_condition(subject_id, "t"), {"p": project_id, "s": subject_id}
         )
         return {"decisions": decisions, "traces": cursor.rowcount}
+
+
+def traces_erase_naming(project_id: str, subject_id: str, fact_ids: list) -> dict[str, int]:
+    """Registered with facts.services' erasure of a category: the scope's traces whose decisions name one of
+    `fact_ids` go whole (their rendered text may quote the fact), with all their decisions."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT DISTINCT d.trace_id FROM traces_decision d JOIN traces_trace t ON t.id = d.trace_id"
+            " WHERE d.fact_id = ANY(%(ids)s) AND t.project_id = %(p)s AND t.subject_id = %(s)s",
+            {"ids": fact_ids, "p": project_id, "s": subject_id},
+        )
+        trace_ids = [row[0] for row in cursor.fetchall()]
+        cursor.execute("DELETE FROM traces_decision WHERE trace_id = ANY(%s)", [trace_ids])
+        decisions = cursor.rowcount
+        cursor.execute("DELETE FROM traces_trace WHERE id = ANY(%s)", [trace_ids])
+        return {"decisions": decisions, "traces": cursor.rowcount}

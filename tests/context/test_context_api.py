@@ -449,6 +449,7 @@ def test_one_context_call_is_a_fixed_number_of_queries(api, django_assert_num_qu
         FactFactory(text=f"Marie's friend number {i} is called Julien.")
     EventFactory(text="Marie met Julien.")
     ask(api, "Who are Marie's friends?")  # warms the connection (its hnsw settings are set once)
-    # key lookup, hybrid candidates, multi-hop, episodes, trace + decisions
-    with django_assert_num_queries(5):
+    # key lookup, the consent gate (the project's flag; no consent row unless it requires them), hybrid
+    # candidates, multi-hop, episodes, trace + decisions
+    with django_assert_num_queries(6):
         ask(api, "Who are Marie's friends?")

@@ -211,11 +211,11 @@ def test_a_fact_contradicting_members_of_two_open_sets_joins_both_and_merges_nei
     a, b, c, d, bridge, loose = (FactFactory(text=f"Paul fact {n}.") for n in "abcdef")
     now = timezone.now()
     signal = Signal("different_name", "test")
-    first = services._record_conflict(b, [(a.id, 0.9, signal)], actor="test", now=now)
-    second = services._record_conflict(d, [(c.id, 0.9, signal)], actor="test", now=now + timezone.timedelta(seconds=1))
+    first = services._record_conflict(b, [(a.id, 0.9, signal)], actor="test", policy="curator", now=now)
+    second = services._record_conflict(d, [(c.id, 0.9, signal)], actor="test", policy="curator", now=now + timezone.timedelta(seconds=1))
     assert first.id != second.id
     joined = services._record_conflict(bridge, [(a.id, 0.9, signal), (c.id, 0.9, signal), (loose.id, 0.8, signal)],
-                                       actor="test", now=now + timezone.timedelta(seconds=2))
+                                       actor="test", policy="curator", now=now + timezone.timedelta(seconds=2))
     assert joined.id == first.id  # the oldest set is the one the write reports
     assert ConflictSet.objects.filter(status="open").count() == 2
     assert set(first.members.values_list("fact_id", flat=True)) == {a.id, b.id, bridge.id, loose.id}
@@ -399,7 +399,7 @@ def test_erasing_a_subject_leaves_nothing(api):
     response = api.delete(f"/v1/subjects/zoe-42?project_id={PROJECT}")
     assert response.status_code == 200
     deleted = response.json()["deleted"]
-    assert deleted == {"decisions": decisions, "traces": 1, "conflict_members": 2, "conflict_sets": 1, "facts": 2, "events": 1}
+    assert deleted == {"decisions": decisions, "traces": 1, "conflict_members": 2, "conflict_sets": 1, "facts": 2, "events": 1, "consents": 0}
     for needle in ["zoe-42", "Zoe's secret party", "Bordeaux", *ids]:
         assert _rows_mentioning(needle) == {}, needle
     assert Fact.objects.filter(subject_id="bob").count() == 1
@@ -459,9 +459,9 @@ def test_storing_facts_is_a_fixed_number_of_queries_whatever_the_batch(api, djan
     FactFactory.create_batch(5)
     # facts unlike each other and the stored ones: no duplicate, no conflict (each of those costs its own writes)
     items = [fact(" ".join(f"word{n}x{k}" for k in range(3)) + ".") for n in range(batch)]
-    # the API key, a savepoint, the scope's lock, the same-text lookup, two SET LOCALs and the neighbours of
-    # the whole batch, one INSERT, the savepoint's release
-    with django_assert_num_queries(9):
+    # the API key, a savepoint, the scope's lock, the project's settings, the same-text lookup, two SET LOCALs
+    # and the neighbours of the whole batch, one INSERT, the savepoint's release
+    with django_assert_num_queries(10):
         response = api.post("/v1/facts", {"facts": items}, format="json")
     assert response.status_code == 201
     assert not any(f["deduplicated"] or f["conflict_set_id"] for f in response.json()["facts"])
