@@ -38,7 +38,7 @@ from facts.models import (
     Volatility,
 )
 from facts.text import Signal, adds_information, contradiction_signal, text_hash
-from hakimem.embeddings import get_embedder
+from hakimem.embeddings import get_embedder, is_degenerate
 
 logger = logging.getLogger("hakimem.facts")
 
@@ -227,6 +227,12 @@ def _lookup_stored(batch: _Batch, *, exclude_ids: list) -> _Stored:
         ).exclude(id__in=exclude_ids).defer("embedding", "search_vector"):
             stored.by_hash[(project_id, subject_id, fact.text_hash)] = fact
         probe = [i for i in indexes if (project_id, subject_id, hashes[i]) not in stored.by_hash]
+        # A vector cosine cannot rank by (all zeros, NaN) has no neighbours: its distances are NaN, and a NaN
+        # similarity passes no threshold test the way a number would. Exact repeats were found above by text.
+        degenerate = [i for i in probe if is_degenerate(vectors[i])]
+        if degenerate:
+            logger.warning("facts: %d item(s) with a degenerate vector, compared by text only", len(degenerate))
+            probe = [i for i in probe if i not in set(degenerate)]
         found = selectors.fact_neighbours(
             project_id=project_id, subject_id=subject_id, vectors=[vectors[i] for i in probe], exclude_ids=exclude_ids
         )

@@ -465,3 +465,15 @@ def test_storing_facts_is_a_fixed_number_of_queries_whatever_the_batch(api, djan
         response = api.post("/v1/facts", {"facts": items}, format="json")
     assert response.status_code == 201
     assert not any(f["deduplicated"] or f["conflict_set_id"] for f in response.json()["facts"])
+
+
+def test_facts_whose_vector_cosine_cannot_rank_are_compared_by_text_only(api, caplog):
+    # the hashing embedder gives punctuation and emoji no token: an all-zero vector, whose cosine distance to
+    # anything is NaN
+    first = post_fact(api, "!!! ???")
+    second = post_fact(api, "🙂🙂")
+    repeat = post_fact(api, "!!! ???")
+    assert first["id"] != second["id"] and not second["deduplicated"] and second["conflict_set_id"] is None
+    assert repeat["deduplicated"] and repeat["id"] == first["id"]
+    assert not ConflictSet.objects.exists()
+    assert "degenerate vector" in caplog.text
