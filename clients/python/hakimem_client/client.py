@@ -242,11 +242,14 @@ class Client(_Common):
                  transport: httpx.BaseTransport | None = None, http_client: httpx.Client | None = None):
         super().__init__(base_url, api_key, project_id=project_id, max_retries=max_retries, backoff=backoff,
                          max_backoff=max_backoff)
-        self._http = http_client or httpx.Client(base_url=self._base_url, timeout=timeout, transport=transport)
+        # An httpx client of the caller's own (proxies, event hooks, certificates) stays the caller's to close.
+        self._owns_http = http_client is None
+        self._http = http_client or httpx.Client(timeout=timeout, transport=transport)
         self._sleep: Callable[[float], None] = time.sleep
 
     def close(self) -> None:
-        self._http.close()
+        if self._owns_http:
+            self._http.close()
 
     def __enter__(self) -> Client:
         return self
@@ -258,7 +261,7 @@ class Client(_Common):
         attempt = 0
         while True:
             try:
-                response = self._http.request(call.method, call.path, params=call.params, json=call.json,
+                response = self._http.request(call.method, self._base_url + call.path, params=call.params, json=call.json,
                                               headers=self._headers)
             except httpx.TransportError as exc:
                 delay = self._retry.delay_for_error(attempt, exc, call)
@@ -373,11 +376,13 @@ class AsyncClient(_Common):
                  transport: httpx.AsyncBaseTransport | None = None, http_client: httpx.AsyncClient | None = None):
         super().__init__(base_url, api_key, project_id=project_id, max_retries=max_retries, backoff=backoff,
                          max_backoff=max_backoff)
-        self._http = http_client or httpx.AsyncClient(base_url=self._base_url, timeout=timeout, transport=transport)
+        self._owns_http = http_client is None
+        self._http = http_client or httpx.AsyncClient(timeout=timeout, transport=transport)
         self._sleep: Callable[[float], Any] = asyncio.sleep
 
     async def aclose(self) -> None:
-        await self._http.aclose()
+        if self._owns_http:
+            await self._http.aclose()
 
     async def __aenter__(self) -> AsyncClient:
         return self
@@ -389,7 +394,7 @@ class AsyncClient(_Common):
         attempt = 0
         while True:
             try:
-                response = await self._http.request(call.method, call.path, params=call.params, json=call.json,
+                response = await self._http.request(call.method, self._base_url + call.path, params=call.params, json=call.json,
                                                     headers=self._headers)
             except httpx.TransportError as exc:
                 delay = self._retry.delay_for_error(attempt, exc, call)
