@@ -18,6 +18,15 @@ class ApiClient:
     is_authenticated: bool = True
 
 
+def api_key_lookup(raw: str) -> ApiKey | None:
+    """The live (not revoked) key behind a raw secret, or None. The REST API and the MCP server both ask it."""
+    return (
+        ApiKey.objects.filter(key_hash=hash_key(raw.strip()), revoked_at__isnull=True)
+        .only("id", "project_id")
+        .first()
+    )
+
+
 class ApiKeyAuthentication(authentication.BaseAuthentication):
     keyword = "Bearer"
 
@@ -28,11 +37,7 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
         scheme, _, raw = header.partition(" ")
         if scheme != self.keyword or not raw.strip():
             raise exceptions.AuthenticationFailed("Use 'Authorization: Bearer <key>'.")
-        key = (
-            ApiKey.objects.filter(key_hash=hash_key(raw.strip()), revoked_at__isnull=True)
-            .only("id", "project_id")
-            .first()
-        )
+        key = api_key_lookup(raw)
         if key is None:
             raise exceptions.AuthenticationFailed("Unknown or revoked API key.")
         return ApiClient(key_id=key.id, project_id=key.project_id), key

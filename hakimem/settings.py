@@ -61,6 +61,7 @@ INSTALLED_APPS = [
     "traces",
     "context",
     "stats",
+    "integrations",
 ]
 
 MIDDLEWARE = [

@@ -42,6 +42,19 @@ def other_api(db) -> APIClient:
 
 
 @pytest.fixture
+def api_key(transactional_db) -> str:
+    """A committed key for PROJECT, for callers on their own connections: a live server's thread, a subprocess."""
+    _, raw = api_key_create(project_id=PROJECT, label="test")
+    return raw
+
+
+@pytest.fixture
+def other_key(transactional_db) -> str:
+    _, raw = api_key_create(project_id=OTHER_PROJECT, label="test")
+    return raw
+
+
+@pytest.fixture
 def embed():
     def _embed(text: str):
         return get_embedder().embed([text])[0]

@@ -2,8 +2,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from hakimem.errors import ApiError, ErrorCode
-from hakimem.serializers import iso
-from traces.selectors import trace_decisions, trace_get
+from traces.selectors import trace_get, trace_inspect
 
 
 class InspectApi(APIView):
@@ -14,49 +13,4 @@ class InspectApi(APIView):
         trace = trace_get(project_id=request.user.project_id, trace_id=trace_id)
         if trace is None:
             raise ApiError(ErrorCode.NOT_FOUND, "No such trace.", status_code=404)
-        decisions = trace_decisions(trace=trace)
-        return Response(
-            {
-                "trace_id": str(trace.id),
-                "created_at": iso(trace.created_at),
-                "request": {
-                    "project_id": trace.project_id,
-                    "subject_id": trace.subject_id,
-                    "query": trace.query,
-                    "budget_tokens": trace.budget_tokens,
-                },
-                "packet": {
-                    "status": trace.status,
-                    "empty_reason": trace.empty_reason,
-                    "warnings": trace.warnings,
-                    "used_tokens": trace.used_tokens,
-                    "facts_served": trace.facts_served,
-                    "episodes_served": trace.episodes_served,
-                    "candidates": trace.candidates,
-                    "rendered": trace.rendered,
-                },
-                "embedder": trace.embedder,
-                "timings_ms": trace.timings,
-                "latency_ms": trace.latency_ms,
-                "decisions": [
-                    {
-                        "item_type": d["item_type"],
-                        "item_id": str(d["item_id"]),
-                        "text": d["text"],
-                        "decision": d["decision"],
-                        "reason_code": d["reason_code"],
-                        "rank": d["rank"],
-                        "score": d["score"],
-                        "score_parts": {
-                            "similarity": d["similarity"],
-                            "cosine_distance": d["cosine_distance"],
-                            "text_rank": d["text_rank"],
-                            "recency": d["recency"],
-                        },
-                        "tokens": d["tokens"],
-                        "entity": d["entity"] or None,
-                    }
-                    for d in decisions
-                ],
-            }
-        )
+        return Response(trace_inspect(trace=trace))

@@ -7,6 +7,7 @@ from django.db.models import Count
 
 from facts.models import Event, Fact
 from hakimem.db import fetch_dicts, with_tables
+from hakimem.serializers import iso
 from traces.models import Decision, DecisionKind, Trace
 
 
@@ -34,6 +35,55 @@ TRACE_DECISIONS_SQL = with_tables(
 def trace_decisions(*, trace: Trace) -> list[dict]:
     """Every decision of the trace with the item's text, facts first then episodes, each by rank."""
     return fetch_dicts(TRACE_DECISIONS_SQL, {"trace_id": trace.id})
+
+
+def trace_inspect(*, trace: Trace) -> dict:
+    """Everything GET /v1/inspect shows of a trace (the MCP server's `inspect` tool shows the same): the
+    request, the packet, timings and every decision with its score parts."""
+    decisions = trace_decisions(trace=trace)
+    return {
+        "trace_id": str(trace.id),
+        "created_at": iso(trace.created_at),
+        "request": {
+            "project_id": trace.project_id,
+            "subject_id": trace.subject_id,
+            "query": trace.query,
+            "budget_tokens": trace.budget_tokens,
+        },
+        "packet": {
+            "status": trace.status,
+            "empty_reason": trace.empty_reason,
+            "warnings": trace.warnings,
+            "used_tokens": trace.used_tokens,
+            "facts_served": trace.facts_served,
+            "episodes_served": trace.episodes_served,
+            "candidates": trace.candidates,
+            "rendered": trace.rendered,
+        },
+        "embedder": trace.embedder,
+        "timings_ms": trace.timings,
+        "latency_ms": trace.latency_ms,
+        "decisions": [
+            {
+                "item_type": d["item_type"],
+                "item_id": str(d["item_id"]),
+                "text": d["text"],
+                "decision": d["decision"],
+                "reason_code": d["reason_code"],
+                "rank": d["rank"],
+                "score": d["score"],
+                "score_parts": {
+                    "similarity": d["similarity"],
+                    "cosine_distance": d["cosine_distance"],
+                    "text_rank": d["text_rank"],
+                    "recency": d["recency"],
+                },
+                "tokens": d["tokens"],
+                "entity": d["entity"] or None,
+            }
+            for d in decisions
+        ],
+    }
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,488 @@
+"""`Client` (sync) and `AsyncClient` on httpx. Both build the same requests (`_Endpoints`) and share one retry
+policy (`_RetryPolicy`); only the sending differs.
+
+Retries: an answer 429 or 503 is retried after the server's `Retry-After` (seconds or an HTTP date), or else
+after an exponential backoff with jitter, at most `max_retries` times; a `Retry-After` longer than
+`max_backoff` is not waited for (the error is raised at once, carrying `retry_after`). Both statuses mean the
+server did nothing (throttled before the view; a 503 write answers "nothing was written"), so every call may
+be retried on them. A connection that could not be opened is retried for every call too (the request never
+left); a connection lost after the request was sent only for calls that are safe to repeat (reads, deletes,
+context), since a write may have been applied.
+"""
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from email.utils import parsedate_to_datetime
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+from hakimem_client.errors import HakimemError, UnavailableError, error_from_response
+from hakimem_client.models import (
+    ConflictSet,
+    ContextPacket,
+    EraseResult,
+    Event,
+    Fact,
+    NewEvent,
+    NewFact,
+    Page,
+    Trace,
+    body_of,
+)
+
+__version__ = "0.1.0"
+MAX_BATCH = 500  # the server's largest batch (all-or-nothing per request)
+RETRY_STATUSES = frozenset({429, 503})
+
+
+@dataclass(frozen=True)
+class _Call:
+    method: str
+    path: str
+    parse: Callable[[Any], Any]
+    params: dict[str, Any] | None = None
+    json: Any = None
+    idempotent: bool = False
+
+
+def _iso(value: datetime | str | None) -> str | None:
+    return value.isoformat() if isinstance(value, datetime) else value
+
+
+def _params(**kwargs: Any) -> dict[str, Any]:
+    return {k: _iso(v) if isinstance(v, datetime) else v for k, v in kwargs.items() if v is not None}
+
+
+def _chunks(items: list[Any], size: int) -> Iterator[list[Any]]:
+    for start in range(0, len(items), size):
+        yield items[start:start + size]
+
+
+def parse_retry_after(value: str | None) -> float | None:
+    """Seconds to wait from a Retry-After header: a number of seconds, or an HTTP date."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    return max(0.0, (when - datetime.now(timezone.utc)).total_seconds())
+
+
+class _RetryPolicy:
+    def __init__(self, max_retries: int, backoff: float, max_backoff: float):
+        self.max_retries = max(0, max_retries)
+        self.backoff = backoff
+        self.max_backoff = max_backoff
+
+    def _backoff(self, attempt: int) -> float:
+        ceiling = min(self.max_backoff, self.backoff * (2 ** attempt))
+        return ceiling / 2 + random.uniform(0, ceiling / 2)
+
+    def delay_for_response(self, attempt: int, response: httpx.Response) -> float | None:
+        """Seconds to wait before the next attempt, or None to give up and raise."""
+        if response.status_code not in RETRY_STATUSES or attempt >= self.max_retries:
+            return None
+        retry_after = parse_retry_after(response.headers.get("Retry-After"))
+        if retry_after is None:
+            return self._backoff(attempt)
+        return retry_after if retry_after <= self.max_backoff else None
+
+    def delay_for_error(self, attempt: int, exc: httpx.TransportError, call: _Call) -> float | None:
+        if attempt >= self.max_retries:
+            return None
+        never_sent = isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout | httpx.PoolTimeout)
+        return self._backoff(attempt) if never_sent or call.idempotent else None
+
+
+def _result(call: _Call, response: httpx.Response) -> Any:
+    try:
+        body = response.json()
+    except ValueError:
+        body = None
+    if response.is_success:
+        return call.parse(body)
+    raise error_from_response(
+        response.status_code, body, retry_after=parse_retry_after(response.headers.get("Retry-After"))
+    )
+
+
+def _connection_error(exc: httpx.TransportError) -> HakimemError:
+    return UnavailableError("connection_error", f"{type(exc).__name__}: {exc}", status=None)
+
+
+class _Endpoints:
+    """One method per endpoint, each returning the request to send and how to read its answer."""
+
+    def __init__(self, project_id: str | None):
+        self.project_id = project_id
+
+    def _project(self, project_id: str | None) -> str:
+        project = project_id or self.project_id
+        if not project:
+            raise ValueError("project_id is required: give it to the client or to the call")
+        return project
+
+    # --- facts -----------------------------------------------------------------------------------------
+    def write_facts(self, facts: list[NewFact | dict[str, Any]], project_id: str | None) -> _Call:
+        project = self._project(project_id)
+        items = [body_of(f, project) if isinstance(f, NewFact) else {"project_id": project, **f} for f in facts]
+        return _Call("POST", "/v1/facts", lambda b: [Fact.from_dict(f) for f in b["facts"]], json={"facts": items})
+
+    def list_facts(self, subject_id: str, project_id: str | None, **filters: Any) -> _Call:
+        params = _params(project_id=self._project(project_id), subject_id=subject_id, **filters)
+        return _Call("GET", "/v1/facts", lambda b: Page([Fact.from_dict(f) for f in b["facts"]], b["next_cursor"]),
+                     params=params, idempotent=True)
+
+    def get_fact(self, fact_id: str) -> _Call:
+        return _Call("GET", f"/v1/facts/{quote(str(fact_id), safe='')}", Fact.from_dict, idempotent=True)
+
+    def update_fact(self, fact_id: str, changes: dict[str, Any]) -> _Call:
+        body = {k: _iso(v) if isinstance(v, datetime) else v for k, v in changes.items()}
+        return _Call("PATCH", f"/v1/facts/{quote(str(fact_id), safe='')}", Fact.from_dict, json=body)
+
+    def retract_fact(self, fact_id: str) -> _Call:
+        # Retracting twice is harmless on the server: safe to repeat.
+        return _Call("DELETE", f"/v1/facts/{quote(str(fact_id), safe='')}", Fact.from_dict, idempotent=True)
+
+    def fact_history(self, fact_id: str) -> _Call:
+        return _Call("GET", f"/v1/facts/{quote(str(fact_id), safe='')}/history",
+                     lambda b: [Fact.from_dict(f) for f in b["versions"]], idempotent=True)
+
+    # --- events ----------------------------------------------------------------------------------------
+    def write_events(self, events: list[NewEvent | dict[str, Any]], project_id: str | None) -> _Call:
+        project = self._project(project_id)
+        items = [body_of(e, project) if isinstance(e, NewEvent) else {"project_id": project, **e} for e in events]
+        items = [{**i, "occurred_at": _iso(i.get("occurred_at"))} for i in items]
+        return _Call("POST", "/v1/events", lambda b: [Event.from_dict(e) for e in b["events"]], json={"events": items})
+
+    def list_events(self, subject_id: str, project_id: str | None, **filters: Any) -> _Call:
+        params = _params(project_id=self._project(project_id), subject_id=subject_id, **filters)
+        return _Call("GET", "/v1/events", lambda b: Page([Event.from_dict(e) for e in b["events"]], b["next_cursor"]),
+                     params=params, idempotent=True)
+
+    # --- context and traces ----------------------------------------------------------------------------
+    def context(self, subject_id: str, query: str, budget_tokens: int | None, project_id: str | None) -> _Call:
+        body: dict[str, Any] = {"project_id": self._project(project_id), "subject_id": subject_id, "query": query}
+        if budget_tokens is not None:
+            body["budget_tokens"] = budget_tokens
+        # It only reads memory and writes its own trace: repeating it is safe.
+        return _Call("POST", "/v1/context", ContextPacket.from_dict, json=body, idempotent=True)
+
+    def inspect(self, trace_id: str) -> _Call:
+        return _Call("GET", f"/v1/inspect/{quote(str(trace_id), safe='')}", Trace.from_dict, idempotent=True)
+
+    # --- conflicts and erasure -------------------------------------------------------------------------
+    def list_conflicts(self, project_id: str | None, **filters: Any) -> _Call:
+        params = _params(project_id=self._project(project_id), **filters)
+        return _Call("GET", "/v1/conflicts",
+                     lambda b: Page([ConflictSet.from_dict(c) for c in b["conflicts"]], b["next_cursor"]),
+                     params=params, idempotent=True)
+
+    def get_conflict(self, conflict_id: str) -> _Call:
+        return _Call("GET", f"/v1/conflicts/{quote(str(conflict_id), safe='')}", ConflictSet.from_dict, idempotent=True)
+
+    def resolve_conflict(self, conflict_id: str, keep: list[str] | None, dismiss: bool, note: str) -> _Call:
+        body: dict[str, Any] = {"note": note}
+        if keep is not None:
+            body["keep"] = [str(k) for k in keep]
+        if dismiss:
+            body["dismiss"] = True
+        return _Call("POST", f"/v1/conflicts/{quote(str(conflict_id), safe='')}/resolve", ConflictSet.from_dict, json=body)
+
+    def erase_subject(self, subject_id: str, project_id: str | None) -> _Call:
+        return _Call("DELETE", f"/v1/subjects/{quote(subject_id, safe='')}", EraseResult.from_dict,
+                     params={"project_id": self._project(project_id)}, idempotent=True)
+
+    def health(self) -> _Call:
+        return _Call("GET", "/v1/health", lambda b: b, idempotent=True)
+
+
+def _fact_body(subject_id: str, text: str, options: dict[str, Any]) -> NewFact:
+    return NewFact(subject_id=subject_id, text=text, **options)
+
+
+class _Common:
+    def __init__(self, base_url: str, api_key: str, *, project_id: str | None, max_retries: int, backoff: float,
+                 max_backoff: float):
+        self._endpoints = _Endpoints(project_id)
+        self._retry = _RetryPolicy(max_retries, backoff, max_backoff)
+        self._base_url = base_url.rstrip("/")
+        self._headers = {"Authorization": f"Bearer {api_key}", "User-Agent": f"hakimem-client/{__version__}",
+                         "Accept": "application/json"}
+
+    @property
+    def project_id(self) -> str | None:
+        return self._endpoints.project_id
+
+
+class Client(_Common):
+    """The sync client. `project_id` is the default scope of every call (a key belongs to one project).
+
+        with Client("http://127.0.0.1:8000", api_key=KEY, project_id="demo") as haki:
+            packet = haki.context("alice", "What should Alice avoid eating?")
+    """
+
+    def __init__(self, base_url: str, api_key: str, *, project_id: str | None = None, timeout: float = 30.0,
+                 max_retries: int = 3, backoff: float = 0.5, max_backoff: float = 30.0,
+                 transport: httpx.BaseTransport | None = None, http_client: httpx.Client | None = None):
+        super().__init__(base_url, api_key, project_id=project_id, max_retries=max_retries, backoff=backoff,
+                         max_backoff=max_backoff)
+        # An httpx client of the caller's own (proxies, event hooks, certificates) stays the caller's to close.
+        self._owns_http = http_client is None
+        self._http = http_client or httpx.Client(timeout=timeout, transport=transport)
+        self._sleep: Callable[[float], None] = time.sleep
+
+    def close(self) -> None:
+        if self._owns_http:
+            self._http.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _send(self, call: _Call) -> Any:
+        attempt = 0
+        while True:
+            try:
+                response = self._http.request(call.method, self._base_url + call.path, params=call.params, json=call.json,
+                                              headers=self._headers)
+            except httpx.TransportError as exc:
+                delay = self._retry.delay_for_error(attempt, exc, call)
+                if delay is None:
+                    raise _connection_error(exc) from exc
+            else:
+                delay = self._retry.delay_for_response(attempt, response)
+                if delay is None:
+                    return _result(call, response)
+            self._sleep(delay)
+            attempt += 1
+
+    # --- facts -----------------------------------------------------------------------------------------
+    def write_fact(self, subject_id: str, text: str, *, project_id: str | None = None, **options: Any) -> Fact:
+        """One fact; options: category, kind, importance, volatility, valid_from, valid_to, source_event_id,
+        metadata. The answer says whether it was a duplicate (`deduplicated`) or opened a conflict set."""
+        return self.write_facts([_fact_body(subject_id, text, options)], project_id=project_id)[0]
+
+    def write_facts(self, facts: Iterable[NewFact | dict[str, Any]], *, project_id: str | None = None,
+                    batch_size: int = MAX_BATCH) -> list[Fact]:
+        """Many facts, in requests of up to `batch_size` (at most 500); each request is all-or-nothing, so
+        on an error the batches before it are written and the rest are not."""
+        written: list[Fact] = []
+        for chunk in _chunks(list(facts), min(batch_size, MAX_BATCH)):
+            written += self._send(self._endpoints.write_facts(chunk, project_id))
+        return written
+
+    def list_facts(self, subject_id: str, *, project_id: str | None = None, **filters: Any) -> Page[Fact]:
+        """Filters: status, category, kind, recorded_after, recorded_before, limit (1-200), cursor."""
+        return self._send(self._endpoints.list_facts(subject_id, project_id, **filters))
+
+    def iter_facts(self, subject_id: str, *, project_id: str | None = None, **filters: Any) -> Iterator[Fact]:
+        """Every fact matching the filters, following the pages."""
+        cursor = filters.pop("cursor", None)
+        while True:
+            page = self.list_facts(subject_id, project_id=project_id, cursor=cursor, **filters)
+            yield from page.items
+            if not page.next_cursor:
+                return
+            cursor = page.next_cursor
+
+    def get_fact(self, fact_id: str) -> Fact:
+        return self._send(self._endpoints.get_fact(fact_id))
+
+    def update_fact(self, fact_id: str, **changes: Any) -> Fact:
+        """Changes: text (makes a new version, the old one superseded), category, importance, volatility,
+        valid_to, metadata (edited in place). Returns the fact as it now stands (the new version for text)."""
+        return self._send(self._endpoints.update_fact(fact_id, changes))
+
+    def retract_fact(self, fact_id: str) -> Fact:
+        return self._send(self._endpoints.retract_fact(fact_id))
+
+    def fact_history(self, fact_id: str) -> list[Fact]:
+        return self._send(self._endpoints.fact_history(fact_id))
+
+    # --- events ----------------------------------------------------------------------------------------
+    def write_event(self, subject_id: str, text: str, occurred_at: datetime | str, *,
+                    metadata: dict[str, Any] | None = None, project_id: str | None = None) -> Event:
+        return self.write_events([NewEvent(subject_id, text, occurred_at, metadata)], project_id=project_id)[0]
+
+    def write_events(self, events: Iterable[NewEvent | dict[str, Any]], *, project_id: str | None = None,
+                     batch_size: int = MAX_BATCH) -> list[Event]:
+        written: list[Event] = []
+        for chunk in _chunks(list(events), min(batch_size, MAX_BATCH)):
+            written += self._send(self._endpoints.write_events(chunk, project_id))
+        return written
+
+    def list_events(self, subject_id: str, *, project_id: str | None = None, **filters: Any) -> Page[Event]:
+        """Newest first. Filters: occurred_after, occurred_before, limit, cursor."""
+        return self._send(self._endpoints.list_events(subject_id, project_id, **filters))
+
+    # --- context and traces ----------------------------------------------------------------------------
+    def context(self, subject_id: str, query: str, *, budget_tokens: int | None = None,
+                project_id: str | None = None) -> ContextPacket:
+        return self._send(self._endpoints.context(subject_id, query, budget_tokens, project_id))
+
+    def inspect(self, trace_id: str) -> Trace:
+        return self._send(self._endpoints.inspect(trace_id))
+
+    # --- conflicts and erasure -------------------------------------------------------------------------
+    def list_conflicts(self, *, subject_id: str | None = None, status: str | None = None,
+                       project_id: str | None = None, limit: int | None = None,
+                       cursor: str | None = None) -> Page[ConflictSet]:
+        return self._send(self._endpoints.list_conflicts(project_id, subject_id=subject_id, status=status,
+                                                         limit=limit, cursor=cursor))
+
+    def get_conflict(self, conflict_id: str) -> ConflictSet:
+        return self._send(self._endpoints.get_conflict(conflict_id))
+
+    def resolve_conflict(self, conflict_id: str, *, keep: list[str] | None = None, dismiss: bool = False,
+                         note: str = "") -> ConflictSet:
+        """Keep some facts (the others are superseded by the first kept), or dismiss the set (all stay)."""
+        return self._send(self._endpoints.resolve_conflict(conflict_id, keep, dismiss, note))
+
+    def erase_subject(self, subject_id: str, *, project_id: str | None = None) -> EraseResult:
+        """Deletes the whole scope: facts, events, conflict sets, traces."""
+        return self._send(self._endpoints.erase_subject(subject_id, project_id))
+
+    def health(self) -> dict[str, Any]:
+        return self._send(self._endpoints.health())
+
+
+class AsyncClient(_Common):
+    """The async client: the same methods as `Client`, awaited.
+
+        async with AsyncClient("http://127.0.0.1:8000", api_key=KEY, project_id="demo") as haki:
+            packet = await haki.context("alice", "What should Alice avoid eating?")
+    """
+
+    def __init__(self, base_url: str, api_key: str, *, project_id: str | None = None, timeout: float = 30.0,
+                 max_retries: int = 3, backoff: float = 0.5, max_backoff: float = 30.0,
+                 transport: httpx.AsyncBaseTransport | None = None, http_client: httpx.AsyncClient | None = None):
+        super().__init__(base_url, api_key, project_id=project_id, max_retries=max_retries, backoff=backoff,
+                         max_backoff=max_backoff)
+        self._owns_http = http_client is None
+        self._http = http_client or httpx.AsyncClient(timeout=timeout, transport=transport)
+        self._sleep: Callable[[float], Any] = asyncio.sleep
+
+    async def aclose(self) -> None:
+        if self._owns_http:
+            await self._http.aclose()
+
+    async def __aenter__(self) -> AsyncClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def _send(self, call: _Call) -> Any:
+        attempt = 0
+        while True:
+            try:
+                response = await self._http.request(call.method, self._base_url + call.path, params=call.params, json=call.json,
+                                                    headers=self._headers)
+            except httpx.TransportError as exc:
+                delay = self._retry.delay_for_error(attempt, exc, call)
+                if delay is None:
+                    raise _connection_error(exc) from exc
+            else:
+                delay = self._retry.delay_for_response(attempt, response)
+                if delay is None:
+                    return _result(call, response)
+            await self._sleep(delay)
+            attempt += 1
+
+    # --- facts -----------------------------------------------------------------------------------------
+    async def write_fact(self, subject_id: str, text: str, *, project_id: str | None = None, **options: Any) -> Fact:
+        return (await self.write_facts([_fact_body(subject_id, text, options)], project_id=project_id))[0]
+
+    async def write_facts(self, facts: Iterable[NewFact | dict[str, Any]], *, project_id: str | None = None,
+                          batch_size: int = MAX_BATCH) -> list[Fact]:
+        written: list[Fact] = []
+        for chunk in _chunks(list(facts), min(batch_size, MAX_BATCH)):
+            written += await self._send(self._endpoints.write_facts(chunk, project_id))
+        return written
+
+    async def list_facts(self, subject_id: str, *, project_id: str | None = None, **filters: Any) -> Page[Fact]:
+        return await self._send(self._endpoints.list_facts(subject_id, project_id, **filters))
+
+    async def iter_facts(self, subject_id: str, *, project_id: str | None = None,
+                         **filters: Any) -> AsyncIterator[Fact]:
+        cursor = filters.pop("cursor", None)
+        while True:
+            page = await self.list_facts(subject_id, project_id=project_id, cursor=cursor, **filters)
+            for fact in page.items:
+                yield fact
+            if not page.next_cursor:
+                return
+            cursor = page.next_cursor
+
+    async def get_fact(self, fact_id: str) -> Fact:
+        return await self._send(self._endpoints.get_fact(fact_id))
+
+    async def update_fact(self, fact_id: str, **changes: Any) -> Fact:
+        return await self._send(self._endpoints.update_fact(fact_id, changes))
+
+    async def retract_fact(self, fact_id: str) -> Fact:
+        return await self._send(self._endpoints.retract_fact(fact_id))
+
+    async def fact_history(self, fact_id: str) -> list[Fact]:
+        return await self._send(self._endpoints.fact_history(fact_id))
+
+    # --- events ----------------------------------------------------------------------------------------
+    async def write_event(self, subject_id: str, text: str, occurred_at: datetime | str, *,
+                          metadata: dict[str, Any] | None = None, project_id: str | None = None) -> Event:
+        return (await self.write_events([NewEvent(subject_id, text, occurred_at, metadata)], project_id=project_id))[0]
+
+    async def write_events(self, events: Iterable[NewEvent | dict[str, Any]], *, project_id: str | None = None,
+                           batch_size: int = MAX_BATCH) -> list[Event]:
+        written: list[Event] = []
+        for chunk in _chunks(list(events), min(batch_size, MAX_BATCH)):
+            written += await self._send(self._endpoints.write_events(chunk, project_id))
+        return written
+
+    async def list_events(self, subject_id: str, *, project_id: str | None = None, **filters: Any) -> Page[Event]:
+        return await self._send(self._endpoints.list_events(subject_id, project_id, **filters))
+
+    # --- context and traces ----------------------------------------------------------------------------
+    async def context(self, subject_id: str, query: str, *, budget_tokens: int | None = None,
+                      project_id: str | None = None) -> ContextPacket:
+        return await self._send(self._endpoints.context(subject_id, query, budget_tokens, project_id))
+
+    async def inspect(self, trace_id: str) -> Trace:
+        return await self._send(self._endpoints.inspect(trace_id))
+
+    # --- conflicts and erasure -------------------------------------------------------------------------
+    async def list_conflicts(self, *, subject_id: str | None = None, status: str | None = None,
+                             project_id: str | None = None, limit: int | None = None,
+                             cursor: str | None = None) -> Page[ConflictSet]:
+        return await self._send(self._endpoints.list_conflicts(project_id, subject_id=subject_id, status=status,
+                                                               limit=limit, cursor=cursor))
+
+    async def get_conflict(self, conflict_id: str) -> ConflictSet:
+        return await self._send(self._endpoints.get_conflict(conflict_id))
+
+    async def resolve_conflict(self, conflict_id: str, *, keep: list[str] | None = None, dismiss: bool = False,
+                               note: str = "") -> ConflictSet:
+        return await self._send(self._endpoints.resolve_conflict(conflict_id, keep, dismiss, note))
+
+    async def erase_subject(self, subject_id: str, *, project_id: str | None = None) -> EraseResult:
+        return await self._send(self._endpoints.erase_subject(subject_id, project_id))
+
+    async def health(self) -> dict[str, Any]:
+        return await self._send(self._endpoints.health())

@@ -1,0 +1,338 @@
+"""Typed views of the server's answers. Each is built by `from_dict` from the JSON the server sent; fields the
+client does not know yet are ignored (a newer server stays readable), and the whole answer is kept in `raw`.
+Moments are timezone-aware datetimes (the server writes them in UTC)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from datetime import datetime
+from typing import Any, Generic, TypeVar
+
+T = TypeVar("T")
+
+
+def _dt(value: str | None) -> datetime | None:
+    return datetime.fromisoformat(value) if value else None
+
+
+@dataclass(frozen=True)
+class Fact:
+    id: str
+    project_id: str
+    subject_id: str
+    text: str
+    status: str  # active | superseded | retracted
+    category: str
+    kind: str  # fact | preference
+    importance: float
+    volatility: str  # permanent | stable | volatile
+    valid_from: datetime | None
+    valid_to: datetime | None
+    recorded_from: datetime | None
+    recorded_to: datetime | None
+    last_confirmed_at: datetime | None
+    superseded_by: str | None
+    source_event_id: str | None
+    metadata: dict[str, Any]
+    # Only on answers to a write: whether the fact was an existing one, and the conflict set it opened or joined.
+    deduplicated: bool | None = None
+    conflict_set_id: str | None = None
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Fact:
+        return cls(
+            id=d["id"], project_id=d["project_id"], subject_id=d["subject_id"], text=d["text"], status=d["status"],
+            category=d.get("category", ""), kind=d.get("kind", "fact"), importance=d.get("importance", 0.5),
+            volatility=d.get("volatility", "permanent"), valid_from=_dt(d.get("valid_from")),
+            valid_to=_dt(d.get("valid_to")), recorded_from=_dt(d.get("recorded_from")),
+            recorded_to=_dt(d.get("recorded_to")), last_confirmed_at=_dt(d.get("last_confirmed_at")),
+            superseded_by=d.get("superseded_by"), source_event_id=d.get("source_event_id"),
+            metadata=d.get("metadata") or {}, deduplicated=d.get("deduplicated"),
+            conflict_set_id=d.get("conflict_set_id"), raw=d,
+        )
+
+
+@dataclass(frozen=True)
+class Event:
+    """An episode: something that happened at a moment."""
+
+    id: str
+    project_id: str
+    subject_id: str
+    text: str
+    occurred_at: datetime
+    recorded_at: datetime | None
+    metadata: dict[str, Any]
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Event:
+        return cls(
+            id=d["id"], project_id=d["project_id"], subject_id=d["subject_id"], text=d["text"],
+            occurred_at=_dt(d["occurred_at"]), recorded_at=_dt(d.get("recorded_at")),
+            metadata=d.get("metadata") or {}, raw=d,
+        )
+
+
+@dataclass(frozen=True)
+class NewFact:
+    """A fact to write (`Client.write_facts`). None leaves a field to the server's default."""
+
+    subject_id: str
+    text: str
+    category: str | None = None
+    kind: str | None = None
+    importance: float | None = None
+    volatility: str | None = None
+    valid_from: datetime | str | None = None
+    valid_to: datetime | str | None = None
+    source_event_id: str | None = None
+    metadata: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class NewEvent:
+    """An event to write (`Client.write_events`); `occurred_at` must carry a timezone."""
+
+    subject_id: str
+    text: str
+    occurred_at: datetime | str
+    metadata: dict[str, Any] | None = None
+
+
+def body_of(item: NewFact | NewEvent, project_id: str) -> dict[str, Any]:
+    body: dict[str, Any] = {"project_id": project_id}
+    for f in fields(item):
+        value = getattr(item, f.name)
+        if value is not None:
+            body[f.name] = value.isoformat() if isinstance(value, datetime) else value
+    return body
+
+
+@dataclass(frozen=True)
+class ConflictMember:
+    fact_id: str
+    text: str
+    category: str
+    status: str
+    recorded_from: datetime | None
+    valid_from: datetime | None
+    valid_to: datetime | None
+    source_event_id: str | None
+    kept: bool | None
+    similarity_to: dict[str, float]
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> ConflictMember:
+        return cls(
+            fact_id=d["fact_id"], text=d["text"], category=d.get("category", ""), status=d["status"],
+            recorded_from=_dt(d.get("recorded_from")), valid_from=_dt(d.get("valid_from")),
+            valid_to=_dt(d.get("valid_to")), source_event_id=d.get("source_event_id"), kept=d.get("kept"),
+            similarity_to=d.get("similarity_to") or {},
+        )
+
+
+@dataclass(frozen=True)
+class ConflictSet:
+    """Facts of one scope that cannot all hold; open ones keep their facts out of every packet until resolved.
+    `members` is filled by `get_conflict` and `resolve_conflict`, None on list pages."""
+
+    id: str
+    project_id: str
+    subject_id: str
+    status: str  # open | resolved | dismissed
+    signal: str
+    signal_detail: str
+    similarity: float
+    opened_at: datetime | None
+    resolved_at: datetime | None
+    resolved_by: str | None
+    note: str
+    members: list[ConflictMember] | None = None
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> ConflictSet:
+        members = d.get("members")
+        return cls(
+            id=d["id"], project_id=d["project_id"], subject_id=d["subject_id"], status=d["status"],
+            signal=d.get("signal", ""), signal_detail=d.get("signal_detail", ""), similarity=d.get("similarity", 0.0),
+            opened_at=_dt(d.get("opened_at")), resolved_at=_dt(d.get("resolved_at")),
+            resolved_by=d.get("resolved_by"), note=d.get("note", ""),
+            members=None if members is None else [ConflictMember.from_dict(m) for m in members], raw=d,
+        )
+
+
+@dataclass(frozen=True)
+class PacketFact:
+    id: str
+    text: str
+    category: str
+    kind: str
+    score: float
+    tokens: int
+    reason_code: str
+    valid_from: datetime | None
+    recorded_from: datetime | None
+    metadata: dict[str, Any]
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> PacketFact:
+        return cls(
+            id=d["id"], text=d["text"], category=d.get("category", ""), kind=d.get("kind", "fact"),
+            score=d.get("score", 0.0), tokens=d.get("tokens", 0), reason_code=d.get("reason_code", ""),
+            valid_from=_dt(d.get("valid_from")), recorded_from=_dt(d.get("recorded_from")),
+            metadata=d.get("metadata") or {},
+        )
+
+
+@dataclass(frozen=True)
+class PacketEpisode:
+    id: str
+    text: str
+    occurred_at: datetime
+    score: float
+    tokens: int
+    metadata: dict[str, Any]
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> PacketEpisode:
+        return cls(
+            id=d["id"], text=d["text"], occurred_at=_dt(d["occurred_at"]), score=d.get("score", 0.0),
+            tokens=d.get("tokens", 0), metadata=d.get("metadata") or {},
+        )
+
+
+OPEN_TAG, CLOSE_TAG = "<haki_memory>", "</haki_memory>"
+
+
+def _clean(text: str) -> str:
+    # As the server does: a stored text must not be able to close the block early and speak outside it.
+    return " ".join(text.replace("haki_memory", "haki memory").split())
+
+
+@dataclass(frozen=True)
+class ContextPacket:
+    """What `POST /v1/context` served for one LLM turn. `render()` is the prompt block; `rendered` is the
+    server's own rendering of it (the two are the same text)."""
+
+    trace_id: str
+    status: str
+    facts: list[PacketFact]
+    episodes: list[PacketEpisode]
+    warnings: list[Any]
+    empty_reason: str | None
+    budget_tokens: int
+    used_tokens: int
+    rendered: str
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> ContextPacket:
+        return cls(
+            trace_id=d["trace_id"], status=d["status"], facts=[PacketFact.from_dict(f) for f in d.get("facts", [])],
+            episodes=[PacketEpisode.from_dict(e) for e in d.get("episodes", [])], warnings=d.get("warnings", []),
+            empty_reason=d.get("empty_reason"), budget_tokens=d.get("budget_tokens", 0),
+            used_tokens=d.get("used_tokens", 0), rendered=d.get("rendered", ""), raw=d,
+        )
+
+    @property
+    def is_empty(self) -> bool:
+        return not self.facts and not self.episodes
+
+    def render(self) -> str:
+        """The packet as a prompt block: `<haki_memory>` with preferences, then facts, then dated episodes;
+        the empty string for an empty packet (a block saying nothing was found would only distract the model)."""
+        if self.is_empty:
+            return ""
+        preferences = [f for f in self.facts if f.kind == "preference"]
+        plain = [f for f in self.facts if f.kind != "preference"]
+        lines = [OPEN_TAG]
+        if preferences:
+            lines.append("Preferences:")
+            lines += [f"- {_clean(f.text)}" for f in preferences]
+        if plain:
+            lines.append("Facts:")
+            for f in plain:
+                since = f" (since {f.valid_from.date().isoformat()})" if f.valid_from else ""
+                lines.append(f"- {_clean(f.text)}{since}")
+        if self.episodes:
+            lines.append("Episodes:")
+            lines += [f"- {e.occurred_at.date().isoformat()}: {_clean(e.text)}" for e in self.episodes]
+        lines.append(CLOSE_TAG)
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.render()
+
+
+@dataclass(frozen=True)
+class Decision:
+    """One candidate a context call considered: included, excluded or blocked, and why."""
+
+    item_type: str  # fact | episode
+    item_id: str
+    text: str
+    decision: str  # included | excluded | blocked
+    reason_code: str
+    rank: int | None
+    score: float | None
+    score_parts: dict[str, float | None]
+    tokens: int | None
+    entity: str | None
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Decision:
+        return cls(
+            item_type=d["item_type"], item_id=d["item_id"], text=d.get("text", ""), decision=d["decision"],
+            reason_code=d["reason_code"], rank=d.get("rank"), score=d.get("score"),
+            score_parts=d.get("score_parts") or {}, tokens=d.get("tokens"), entity=d.get("entity"),
+        )
+
+
+@dataclass(frozen=True)
+class Trace:
+    """`GET /v1/inspect/{trace_id}`: what a context call was asked, what it served, and every decision."""
+
+    trace_id: str
+    created_at: datetime | None
+    request: dict[str, Any]  # project_id, subject_id, query, budget_tokens
+    packet: dict[str, Any]  # status, empty_reason, warnings, used_tokens, facts_served, ..., rendered
+    embedder: Any
+    timings_ms: dict[str, float]
+    latency_ms: float | None
+    decisions: list[Decision]
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Trace:
+        return cls(
+            trace_id=d["trace_id"], created_at=_dt(d.get("created_at")), request=d.get("request") or {},
+            packet=d.get("packet") or {}, embedder=d.get("embedder"), timings_ms=d.get("timings_ms") or {},
+            latency_ms=d.get("latency_ms"), decisions=[Decision.from_dict(x) for x in d.get("decisions", [])], raw=d,
+        )
+
+
+@dataclass(frozen=True)
+class Page(Generic[T]):
+    """One keyset page of a list; pass `next_cursor` back as `cursor` for the next (None: this was the last)."""
+
+    items: list[T]
+    next_cursor: str | None
+
+    def __iter__(self):
+        return iter(self.items)
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+
+@dataclass(frozen=True)
+class EraseResult:
+    project_id: str
+    subject_id: str
+    deleted: dict[str, int]  # rows deleted per table
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> EraseResult:
+        return cls(project_id=d["project_id"], subject_id=d["subject_id"], deleted=d.get("deleted") or {})
