@@ -15,6 +15,8 @@ from typing import Callable
 
 import numpy as np
 from django.conf import settings
+from django.contrib.admin.models import LogEntry
+from django.contrib.contenttypes.models import ContentType
 from django.db import connection, transaction
 from django.utils import timezone
 from psycopg import sql
@@ -32,6 +34,7 @@ from facts.models import (
     FactStatus,
     Volatility,
 )
+from facts.scope_graphs import scope_graph_drop
 from facts.text import Signal, adds_information, contradiction_signal, text_hash
 from hakimem.embeddings import get_embedder
 
@@ -521,12 +524,26 @@ def erase_condition(subject_id: str | None, alias: str) -> str:
 
 def _erase(project_id: str, subject_id: str | None) -> dict[str, int]:
     counts: dict[str, int] = {}
-    for _, eraser in _ERASERS:  # rows that point at facts go first
+    for _, eraser in _ERASERS:  # rows that point at facts go first; the traces' eraser locks out trace writes
         counts.update(eraser(project_id, subject_id))
+    content_types = ContentType.objects.get_for_models(Fact, ConflictSet, Event)
+    params = {
+        "p": project_id, "s": subject_id, "ct_fact": content_types[Fact].id,
+        "ct_conflict_set": content_types[ConflictSet].id, "ct_event": content_types[Event].id,
+    }
     # Plain DELETEs rather than the ORM's collector: it would load every row to emulate ON DELETE in Python.
     # References inside the scope (superseded_by, source_event) disappear together; Django's foreign keys are
-    # checked at commit.
+    # checked at commit. The admin's log names the rows it is about by id, without a foreign key, and holds their
+    # text (object_repr: a fact's first 80 characters) and the curators' notes (change_message of a resolved
+    # conflict set): its entries about the scope's rows go first, while those rows still say which they are.
     statements = [
+        ("admin_log_entries", f"DELETE FROM {LogEntry._meta.db_table} l WHERE"
+         " (l.content_type_id = %(ct_fact)s AND l.object_id IN (SELECT f.id::text FROM facts_fact f WHERE "
+         + erase_condition(subject_id, "f") + "))"
+         " OR (l.content_type_id = %(ct_conflict_set)s AND l.object_id IN (SELECT c.id::text FROM facts_conflictset c"
+         " WHERE " + erase_condition(subject_id, "c") + "))"
+         " OR (l.content_type_id = %(ct_event)s AND l.object_id IN (SELECT e.id::text FROM facts_event e WHERE "
+         + erase_condition(subject_id, "e") + "))"),
         ("conflict_members", "DELETE FROM facts_conflictmember m USING facts_conflictset c"
          " WHERE m.conflict_set_id = c.id AND " + erase_condition(subject_id, "c")),
         ("conflict_sets", "DELETE FROM facts_conflictset c WHERE " + erase_condition(subject_id, "c")),
@@ -535,16 +552,28 @@ def _erase(project_id: str, subject_id: str | None) -> dict[str, int]:
     ]
     with connection.cursor() as cursor:
         for name, statement in statements:
-            cursor.execute(statement, {"p": project_id, "s": subject_id})
+            cursor.execute(statement, params)
             counts[name] = cursor.rowcount
     return counts
 
 
-@transaction.atomic
 def subject_erase(*, project_id: str, subject_id: str) -> dict[str, int]:
-    """Delete every row of the scope, everywhere, in one transaction; returns the count per table."""
-    _lock_scopes([(project_id, subject_id)])
-    return _erase(project_id, subject_id)
+    """Delete every row of the scope, everywhere, in one transaction, and its dedicated hnsw graph; returns the
+    count per table (and of graphs dropped), the erasure's receipt.
+
+    The transaction holds the scope's writers' lock (no fact or event of the scope is written meanwhile) and,
+    through the traces' eraser, its trace lock: a context call's trace either commits before the erasure, which
+    then deletes it, or is written after it and names none of the erased rows (traces.services.trace_record).
+
+    The graph goes first, on its own: its definition holds the subject id, and a DROP INDEX inside the erasure's
+    transaction would lock the whole facts table until it commits, so it is dropped CONCURRENTLY, which no
+    transaction may hold. Should the erasure then fail, the scope has lost a speed-up, not a row."""
+    graphs = int(scope_graph_drop(project_id=project_id, subject_id=subject_id))
+    with transaction.atomic():
+        _lock_scopes([(project_id, subject_id)])
+        counts = _erase(project_id, subject_id)
+    counts["scope_graphs"] = graphs
+    return counts
 
 
 @transaction.atomic

@@ -1,15 +1,20 @@
 from __future__ import annotations
 
 import json
+import logging
 import time
 import uuid
 from dataclasses import dataclass
 
 from django.db import connection
 
+from facts.models import Event, Fact
 from facts.services import erase_condition
 from hakimem import observability
+from hakimem.db import with_tables
 from traces.models import DECISION_OF_REASON
+
+logger = logging.getLogger("hakimem.traces")
 
 
 @dataclass
@@ -27,28 +32,54 @@ class DecisionRow:
     entity: str = ""
 
 
-# The trace and all its decisions in one round trip: the INSERT of the trace is a data-modifying CTE and
-# the decisions arrive as one JSON array, expanded server-side by jsonb_to_recordset. (Measured for 136
-# decisions: executemany 6.3 ms; one INSERT ... SELECT unnest of 13 parallel arrays ~2 ms, of which ~0.9 ms
-# adapting the arrays in Python; as one json.dumps string, see docs/performance.md.)
-TRACE_INSERT_SQL = """
-WITH t AS (
+# The scope's trace lock: every trace write shares it, erasure (traces_erase, inside subject_erase's
+# transaction) takes it exclusively until it commits. So no trace of a scope commits between the eraser's
+# statements (a trace committed between its DELETE of decisions and its DELETE of traces failed the erasure
+# at commit, issue 13), and a trace write that waited for an erasure sees it. Its own key (seed 1), not the
+# writers' lock of facts.services._lock_scopes (seed 0): context calls must not queue behind a scope's fact
+# writes, which hold that lock for as long as a batch takes.
+TRACE_LOCK_KEY = "hashtextextended(%(project_id)s || chr(31) || %(subject_id)s, 1)"
+
+# The trace and all its decisions in one round trip, and in one transaction with the lock: two statements
+# sent as one (client-side binding, the simple query protocol runs them as one implicit transaction; inside
+# an atomic block, the lock lasts until that block commits). The INSERT is the second statement, so its
+# snapshot is taken once the lock is held: a context call that read the scope's facts before an erasure and
+# writes after it sees them gone, and writes nothing. Facts and events are deleted only by erasure, which
+# takes a whole scope: a named item that no longer exists means the scope was erased after the call read it,
+# and the trace (its `rendered` holds the erased texts, its decisions name deleted rows) must not be written.
+# The INSERT of the trace is a data-modifying CTE and the decisions arrive as one JSON array, expanded
+# server-side by jsonb_to_recordset. (Measured for 136 decisions: executemany 6.3 ms; one INSERT ... SELECT
+# unnest of 13 parallel arrays ~2 ms, of which ~0.9 ms adapting the arrays in Python; as one json.dumps
+# string, see docs/performance.md.)
+TRACE_INSERT_SQL = with_tables(
+    """
+SELECT pg_advisory_xact_lock_shared(""" + TRACE_LOCK_KEY + """);
+WITH d AS MATERIALIZED (
+    SELECT * FROM jsonb_to_recordset(%(decisions)s::jsonb)
+        AS d(item_type text, fact_id uuid, event_id uuid, decision text, reason_code text, rank int, score float8,
+             similarity float8, cosine_distance float8, text_rank float8, recency float8, tokens int, entity text)
+), t AS (
     INSERT INTO traces_trace (id, project_id, subject_id, query, budget_tokens, used_tokens, status, empty_reason,
                               warnings, rendered, facts_served, episodes_served, candidates, embedder, timings,
                               latency_ms, created_at)
-    VALUES (%(id)s, %(project_id)s, %(subject_id)s, %(query)s, %(budget_tokens)s, %(used_tokens)s, %(status)s,
-            %(empty_reason)s, %(warnings)s::jsonb, %(rendered)s, %(facts_served)s, %(episodes_served)s,
-            %(candidates)s, %(embedder)s, %(timings)s::jsonb, %(latency_ms)s, %(created_at)s)
+    SELECT %(id)s::uuid, %(project_id)s, %(subject_id)s, %(query)s, %(budget_tokens)s, %(used_tokens)s, %(status)s,
+           %(empty_reason)s, %(warnings)s::jsonb, %(rendered)s, %(facts_served)s, %(episodes_served)s,
+           %(candidates)s, %(embedder)s, %(timings)s::jsonb, %(latency_ms)s, %(created_at)s::timestamptz
+     WHERE NOT EXISTS (SELECT FROM d WHERE d.fact_id IS NOT NULL
+                                       AND NOT EXISTS (SELECT FROM {fact} f WHERE f.id = d.fact_id))
+       AND NOT EXISTS (SELECT FROM d WHERE d.event_id IS NOT NULL
+                                       AND NOT EXISTS (SELECT FROM {event} e WHERE e.id = d.event_id))
     RETURNING id
 )
 INSERT INTO traces_decision (trace_id, item_type, fact_id, event_id, decision, reason_code, rank, score,
                              similarity, cosine_distance, text_rank, recency, tokens, entity)
 SELECT t.id, d.item_type, d.fact_id, d.event_id, d.decision, d.reason_code, d.rank, d.score, d.similarity,
        d.cosine_distance, d.text_rank, d.recency, d.tokens, d.entity
-  FROM t, jsonb_to_recordset(%(decisions)s::jsonb)
-       AS d(item_type text, fact_id uuid, event_id uuid, decision text, reason_code text, rank int, score float8,
-            similarity float8, cosine_distance float8, text_rank float8, recency float8, tokens int, entity text)
-"""
+  FROM t, d
+""",
+    fact=Fact,
+    event=Event,
+)
 
 
 def _r(value):
@@ -56,7 +87,8 @@ def _r(value):
 
 
 def trace_record(*, trace: dict, decisions: list[DecisionRow]) -> uuid.UUID:
-    """Persist one context call's trace and its decisions (one statement, so never half-written)."""
+    """Persist one context call's trace and its decisions (one transaction, so never half-written), unless
+    the scope was erased since the call read the items it names: then nothing is written."""
     started = time.perf_counter()
     trace_id = trace.get("id") or uuid.uuid4()
     rows = [
@@ -86,14 +118,27 @@ def trace_record(*, trace: dict, decisions: list[DecisionRow]) -> uuid.UUID:
     }
     with connection.cursor() as cursor:
         cursor.execute(TRACE_INSERT_SQL, params)
+        cursor.nextset()  # the INSERT's result, after the lock's
+        written = cursor.rowcount
+    if rows and not written:
+        logger.warning("trace %s not written: its scope was erased while the context call ran", trace_id)
     observability.context_call_observed(trace={**trace, "id": trace_id}, reason_codes=[r["reason_code"] for r in rows],
                                         write_seconds=time.perf_counter() - started)
     return trace_id
 
 
 def traces_erase(project_id: str, subject_id: str | None) -> dict[str, int]:
-    """Registered with facts.services' erasure: a trace holds the subject's query text and ids."""
+    """Registered with facts.services' erasure: a trace holds the subject's query text and ids. For one
+    subject, first takes the scope's trace lock exclusively, held until the erasure commits: trace writes
+    already holding it are waited for (their traces are deleted below), later ones wait and then find the
+    scope's items gone (TRACE_INSERT_SQL). A whole project (subject_id None) is erased without it: only the
+    benchmarks' own projects are, which nothing else writes meanwhile."""
+    if not connection.in_atomic_block:
+        raise RuntimeError("traces_erase runs inside the erasure's transaction (facts.services.subject_erase)")
     with connection.cursor() as cursor:
+        if subject_id is not None:
+            cursor.execute("SELECT pg_advisory_xact_lock(" + TRACE_LOCK_KEY + ")",
+                           {"project_id": project_id, "subject_id": subject_id})
         cursor.execute(
             "DELETE FROM traces_decision d USING traces_trace t WHERE d.trace_id = t.id AND "
             + erase_condition(subject_id, "t"),
