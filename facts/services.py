@@ -426,8 +426,14 @@ def fact_update(*, fact: Fact, changes: dict, actor: str) -> FactWriteResult:
 
 
 def fact_retract(*, fact: Fact) -> Fact:
-    """Retracted facts are never served again. Retracting twice is harmless."""
+    """Retracted facts are never served again. Retracting twice is harmless. Raises Fact.DoesNotExist when the
+    fact's subject was erased meanwhile.
+
+    Under the scope's writers' lock, which erasure holds too: a caller that records something about the fact in
+    the same transaction (the admin's log entry) has it committed before an erasure starts, which then deletes
+    it, or finds the fact gone."""
     with transaction.atomic():
+        _lock_scopes([(fact.project_id, fact.subject_id)])
         fact = Fact.objects.select_for_update().get(id=fact.id)
         if fact.status != FactStatus.RETRACTED:
             fact.status = FactStatus.RETRACTED
@@ -464,10 +470,13 @@ def conflict_resolve(
     retract_all: bool = False, note: str = "",
 ) -> ConflictSet:
     """Close an open set. keep=[ids]: those stay, every other active member is superseded by the first kept
-    one. dismiss: all members stay active and are no longer blocked. retract_all: every member is retracted."""
+    one. dismiss: all members stay active and are no longer blocked. retract_all: every member is retracted.
+    Under the scope's writers' lock, as fact_retract is; raises ConflictSet.DoesNotExist when the subject was
+    erased meanwhile."""
     if sum([bool(keep), dismiss, retract_all]) != 1:
         raise ServiceValidationError([{"index": None, "field": "keep", "message": "give exactly one of keep, dismiss, retract_all"}])
     with transaction.atomic():
+        _lock_scopes([(conflict_set.project_id, conflict_set.subject_id)])
         conflict_set = ConflictSet.objects.select_for_update().get(id=conflict_set.id)
         if conflict_set.status != ConflictStatus.OPEN:
             raise ConflictNotOpen(f"conflict set is {conflict_set.status}")

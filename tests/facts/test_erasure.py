@@ -12,7 +12,7 @@ import context.assembler
 from facts import services
 from facts.models import ConflictSet, Fact
 from facts.scope_graphs import scope_graph_create, scope_graph_drop, scope_graph_name
-from tests.conftest import PROJECT, make_client
+from tests.conftest import PROJECT, error_code, make_client
 from traces.models import Decision, Trace
 
 NANTES = "{subject}'s friend Paul lives in Nantes with his wife and their two children."
@@ -252,6 +252,44 @@ def test_a_context_call_that_read_before_the_erasure_writes_no_trace_after_it(mo
     assert api.get(f"/v1/inspect/{response.json()['trace_id']}").status_code == 404
     assert_erased("zoe", stored)
     assert not Trace.objects.filter(subject_id="zoe").exists()
+    connections.close_all()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_retraction_during_an_erasure_waits_for_it_and_leaves_no_log_entry(monkeypatch, client, curator):
+    # given an erasure paused after it deleted the scope's traces, and a curator and an application each
+    # retracting one of the subject's facts meanwhile
+    api = make_client(PROJECT)
+    stored = fill_scope(api, "zoe")
+    by_curator, by_api = Fact.objects.filter(subject_id="zoe")[:2]
+    client.force_login(curator)
+    paused, resume = threading.Event(), threading.Event()
+
+    def pause(project_id, subject_id):
+        paused.set()
+        resume.wait(timeout=10)
+        return {}
+
+    monkeypatch.setattr(services, "_ERASERS", [*services._ERASERS, ("pause", pause)])
+    eraser, erased = _in_thread(lambda: api.delete(f"/v1/subjects/zoe?project_id={PROJECT}"))
+    assert paused.wait(timeout=10)
+    curating, curated = _in_thread(lambda: client.post(f"/admin/facts/fact/{by_curator.pk}/retract/"))
+    retracting, retracted = _in_thread(lambda: make_client(PROJECT).delete(f"/v1/facts/{by_api.pk}"))
+
+    # when both wait for the scope's lock, and the erasure then commits
+    assert _wait_for(lambda: _lock_waiters() >= 2 or curated or retracted)
+    answered_during_erasure = bool(curated or retracted)
+    resume.set()
+    for thread in (eraser, curating, retracting):
+        thread.join(timeout=30)
+
+    # then they were answered after it, finding the facts gone, and the admin logged nothing about them
+    assert not answered_during_erasure
+    assert erased[0].status_code == 200
+    assert curated[0].status_code == 302 and curated[0].url == "/admin/facts/fact/"
+    assert retracted[0].status_code == 404 and error_code(retracted[0]) == "not_found"
+    assert not LogEntry.objects.exists()
+    assert_erased("zoe", stored)
     connections.close_all()
 
 
