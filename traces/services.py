@@ -5,6 +5,7 @@ import logging
 import time
 import uuid
 from dataclasses import dataclass
+from datetime import datetime
 
 from django.db import connection
 
@@ -149,3 +150,70 @@ def traces_erase(project_id: str, subject_id: str | None) -> dict[str, int]:
             "DELETE FROM traces_trace t WHERE " + erase_condition(subject_id, "t"), {"p": project_id, "s": subject_id}
         )
         return {"decisions": decisions, "traces": cursor.rowcount}
+
+
+# The projects that have traces, one index probe each (a loose scan of traces_trace_project_time): the prune
+# then walks each project's traces oldest first on that index, with no index of its own on created_at (which
+# every trace write would pay for).
+TRACE_PROJECTS_SQL = """
+WITH RECURSIVE p AS (
+    (SELECT project_id FROM traces_trace ORDER BY project_id LIMIT 1)
+    UNION ALL
+    SELECT (SELECT t.project_id FROM traces_trace t WHERE t.project_id > p.project_id ORDER BY t.project_id LIMIT 1)
+      FROM p WHERE p.project_id IS NOT NULL
+)
+SELECT project_id FROM p WHERE project_id IS NOT NULL
+"""
+
+# One batch: the project's oldest traces before the cutoff and their decisions, in one statement (one
+# transaction). Rows an erasure is deleting are skipped, not waited for.
+# -- uses: traces_trace_project_time (project_id, created_at), traces_decision_trace_rank (trace_id, ...)
+PRUNE_BATCH_SQL = """
+WITH batch AS (
+    SELECT id FROM traces_trace
+     WHERE project_id = %(project_id)s AND created_at < %(before)s
+     ORDER BY created_at
+     LIMIT %(limit)s
+       FOR UPDATE SKIP LOCKED
+), d AS (
+    DELETE FROM traces_decision x USING batch WHERE x.trace_id = batch.id RETURNING 1
+), t AS (
+    DELETE FROM traces_trace x USING batch WHERE x.id = batch.id RETURNING 1
+)
+SELECT (SELECT count(*) FROM t), (SELECT count(*) FROM d)
+"""
+
+PRUNE_COUNT_SQL = """
+SELECT count(*), coalesce(sum((SELECT count(*) FROM traces_decision d WHERE d.trace_id = t.id)), 0)
+  FROM traces_trace t WHERE t.created_at < %(before)s
+"""
+
+PRUNE_BATCH_SIZE = 1000
+
+
+def traces_prune(*, before: datetime, batch_size: int = PRUNE_BATCH_SIZE, dry_run: bool = False) -> dict[str, int]:
+    """Delete the traces recorded before `before` and their decisions, `batch_size` traces per transaction, so
+    that no lock is held for long (a batch of 1,000 calls is ~150k decision rows); returns the counts. With
+    dry_run, counts what would go and deletes nothing."""
+    if batch_size < 1:
+        raise ValueError("batch_size must be at least 1")
+    with connection.cursor() as cursor:
+        if dry_run:
+            cursor.execute(PRUNE_COUNT_SQL, {"before": before})
+            traces, decisions = cursor.fetchone()
+            return {"traces": traces, "decisions": int(decisions), "batches": 0}
+        cursor.execute(TRACE_PROJECTS_SQL)
+        projects = [row[0] for row in cursor.fetchall()]
+        counts = {"traces": 0, "decisions": 0, "batches": 0}
+        for project_id in projects:
+            while True:
+                cursor.execute(PRUNE_BATCH_SQL, {"project_id": project_id, "before": before, "limit": batch_size})
+                traces, decisions = cursor.fetchone()
+                if not traces:
+                    break
+                counts["traces"] += traces
+                counts["decisions"] += decisions
+                counts["batches"] += 1
+                if traces < batch_size:
+                    break
+    return counts
