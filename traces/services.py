@@ -55,9 +55,9 @@ _DECISION_OF_REASON_SQL = "CASE d.reason_code {} END".format(
 # and the trace (its `rendered` holds the erased texts, its decisions name deleted rows) must not be written.
 #
 # The INSERT of the trace is a data-modifying CTE; the decisions arrive as one text, a line per decision and
-# tab-separated fields (_decision_lines), split by the server. Cost for 150 decisions, CPU of client + server
-# measured together in one process (docs/performance.md): dicts through json.dumps and jsonb_to_recordset
-# 6.4-6.6 ms; these lines 4.6-4.8 ms, with the lock and the existence check (~0.4 ms of it) included.
+# tab-separated fields (_decision_lines), split by the server. Cost for 150 decisions, CPU of client + backend
+# in one process (docs/performance.md): a dict per decision through json.dumps and jsonb_to_recordset 6.9 ms
+# (7.4 with the lock and the existence check); these lines 6.1 ms, 5.2 without the foreign key on the trace.
 # Earlier: executemany 6.3 ms; 13 parallel arrays through unnest ~2 ms, ~0.9 ms of it adapting the arrays.
 TRACE_INSERT_SQL = with_tables(
     """
