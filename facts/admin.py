@@ -18,6 +18,7 @@ from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.utils import flatten_fieldsets, unquote
 from django.core.exceptions import PermissionDenied
+from django.db import transaction
 from django.db.models import BooleanField, Case, Exists, ExpressionWrapper, OuterRef, Prefetch, Value, When
 from django.http import HttpResponseNotAllowed
 from django.shortcuts import redirect
@@ -84,6 +85,10 @@ class ReadOnlyAdmin(admin.ModelAdmin):
         if not self.has_change_permission(request, obj):
             raise PermissionDenied
         return obj, None
+
+    def _erased(self, request):
+        messages.error(request, f"This {self.opts.verbose_name} no longer exists: its subject was erased.")
+        return redirect(reverse(f"admin:{self.opts.app_label}_{self.opts.model_name}_changelist"))
 
     def _change_url(self, obj) -> str:
         return reverse(f"admin:{self.opts.app_label}_{self.opts.model_name}_change", args=[obj.pk])
@@ -184,8 +189,14 @@ class FactAdmin(ReadOnlyAdmin):
             return missing
         if request.method == "POST":
             if fact.status == FactStatus.ACTIVE:
-                services.fact_retract(fact=fact)
-                self.log_change(request, fact, "Retracted.")
+                try:
+                    # The log entry (it holds the fact's text) commits with the retraction, under the scope's lock:
+                    # before an erasure, which deletes it, or not at all.
+                    with transaction.atomic():
+                        services.fact_retract(fact=fact)
+                        self.log_change(request, fact, "Retracted.")
+                except Fact.DoesNotExist:
+                    return self._erased(request)
                 messages.success(request, "The fact is retracted: it will not be served again.")
             return redirect(self._change_url(fact))
         context = {**self.admin_site.each_context(request), "opts": self.opts, "original": fact,
@@ -343,17 +354,20 @@ class ConflictSetAdmin(ReadOnlyAdmin):
         action, keep = form.cleaned_data["action"], form.cleaned_data["keep"]
         if request.method == "POST":
             try:
-                services.conflict_resolve(
-                    conflict_set=conflict_set, actor=f"user:{request.user.get_username()}", keep=keep or None,
-                    dismiss=action == "dismiss", retract_all=action == "retract_all", note=form.cleaned_data["note"],
-                )
+                with transaction.atomic():  # the note is in the log entry: it commits with the resolution, as above
+                    services.conflict_resolve(
+                        conflict_set=conflict_set, actor=f"user:{request.user.get_username()}", keep=keep or None,
+                        dismiss=action == "dismiss", retract_all=action == "retract_all", note=form.cleaned_data["note"],
+                    )
+                    self.log_change(request, conflict_set, f"{form.ACTIONS[action]}. {form.cleaned_data['note']}".strip())
+            except ConflictSet.DoesNotExist:
+                return self._erased(request)
             except services.ConflictNotOpen:
                 messages.error(request, "Someone resolved this conflict set meanwhile; nothing was changed.")
                 return back
             except services.ServiceValidationError as exc:
                 messages.error(request, str(exc))
                 return back
-            self.log_change(request, conflict_set, f"{form.ACTIONS[action]}. {form.cleaned_data['note']}".strip())
             messages.success(request, form.DONE[action])
             return back
         kept = [m for m in members if str(m["id"]) in keep]

@@ -6,6 +6,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from facts import selectors, services
+from facts.models import ConflictSet, Fact
 from facts.serializers import (
     ConflictListQuerySerializer,
     ConflictResolveSerializer,
@@ -137,7 +138,10 @@ class FactDetailApi(APIView):
         )
 
     def delete(self, request, fact_id):
-        fact = services.fact_retract(fact=_fact_or_404(request, fact_id))
+        try:
+            fact = services.fact_retract(fact=_fact_or_404(request, fact_id))
+        except Fact.DoesNotExist as exc:  # its subject was erased since it was looked up
+            raise ApiError(ErrorCode.NOT_FOUND, "No such fact.", status_code=404) from exc
         return Response(fact_out(fact))
 
 
@@ -193,6 +197,8 @@ class ConflictResolveApi(APIView):
                 conflict_set=conflict_set, actor=actor_of(request), keep=params.get("keep"),
                 dismiss=params.get("dismiss", False), note=params.get("note", ""),
             )
+        except ConflictSet.DoesNotExist as exc:  # its subject was erased since it was looked up
+            raise ApiError(ErrorCode.NOT_FOUND, "No such conflict set.", status_code=404) from exc
         except services.ConflictNotOpen as exc:
             raise ApiError(ErrorCode.CONFLICT_NOT_OPEN, f"This conflict set is not open ({exc}).", status_code=409) from exc
         except services.ServiceValidationError as exc:

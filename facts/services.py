@@ -15,6 +15,8 @@ from typing import Callable
 
 import numpy as np
 from django.conf import settings
+from django.contrib.admin.models import LogEntry
+from django.contrib.contenttypes.models import ContentType
 from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
@@ -37,6 +39,7 @@ from facts.models import (
     Project,
     Volatility,
 )
+from facts.scope_graphs import scope_graph_drop
 from facts.text import Signal, adds_information, contradiction_signal, text_hash
 from hakimem.embeddings import get_embedder, is_degenerate
 
@@ -476,8 +479,14 @@ def fact_update(*, fact: Fact, changes: dict, actor: str) -> FactWriteResult:
 
 
 def fact_retract(*, fact: Fact) -> Fact:
-    """Retracted facts are never served again. Retracting twice is harmless."""
+    """Retracted facts are never served again. Retracting twice is harmless. Raises Fact.DoesNotExist when the
+    fact's subject was erased meanwhile.
+
+    Under the scope's writers' lock, which erasure holds too: a caller that records something about the fact in
+    the same transaction (the admin's log entry) has it committed before an erasure starts, which then deletes
+    it, or finds the fact gone."""
     with transaction.atomic():
+        _lock_scopes([(fact.project_id, fact.subject_id)])
         fact = Fact.objects.select_for_update().get(id=fact.id)
         if fact.status != FactStatus.RETRACTED:
             fact.status = FactStatus.RETRACTED
@@ -514,10 +523,13 @@ def conflict_resolve(
     retract_all: bool = False, note: str = "",
 ) -> ConflictSet:
     """Close an open set. keep=[ids]: those stay, every other active member is superseded by the first kept
-    one. dismiss: all members stay active and are no longer blocked. retract_all: every member is retracted."""
+    one. dismiss: all members stay active and are no longer blocked. retract_all: every member is retracted.
+    Under the scope's writers' lock, as fact_retract is; raises ConflictSet.DoesNotExist when the subject was
+    erased meanwhile."""
     if sum([bool(keep), dismiss, retract_all]) != 1:
         raise ServiceValidationError([{"index": None, "field": "keep", "message": "give exactly one of keep, dismiss, retract_all"}])
     with transaction.atomic():
+        _lock_scopes([(conflict_set.project_id, conflict_set.subject_id)])
         conflict_set = ConflictSet.objects.select_for_update().get(id=conflict_set.id)
         if conflict_set.status != ConflictStatus.OPEN:
             raise ConflictNotOpen(f"conflict set is {conflict_set.status}")
@@ -574,13 +586,27 @@ def erase_condition(subject_id: str | None, alias: str) -> str:
 
 def _erase(project_id: str, subject_id: str | None) -> dict[str, int]:
     counts: dict[str, int] = {}
-    for _, eraser in _ERASERS:  # rows that point at facts go first
+    for _, eraser in _ERASERS:  # rows that point at facts go first; the traces' eraser locks out trace writes
         counts.update(eraser(project_id, subject_id))
+    content_types = ContentType.objects.get_for_models(Fact, ConflictSet, Event)
+    params = {
+        "p": project_id, "s": subject_id, "ct_fact": content_types[Fact].id,
+        "ct_conflict_set": content_types[ConflictSet].id, "ct_event": content_types[Event].id,
+    }
     # Plain DELETEs rather than the ORM's collector: it would load every row to emulate ON DELETE in Python.
     # References inside the scope (superseded_by, source_event) disappear together; Django's foreign keys are
-    # checked at commit.
+    # checked at commit. The admin's log names the rows it is about by id, without a foreign key, and holds their
+    # text (object_repr: a fact's first 80 characters) and the curators' notes (change_message of a resolved
+    # conflict set): its entries about the scope's rows go first, while those rows still say which they are.
     statements = [
         ("consents", "DELETE FROM facts_consent c WHERE " + erase_condition(subject_id, "c")),
+        ("admin_log_entries", f"DELETE FROM {LogEntry._meta.db_table} l WHERE"
+         " (l.content_type_id = %(ct_fact)s AND l.object_id IN (SELECT f.id::text FROM facts_fact f WHERE "
+         + erase_condition(subject_id, "f") + "))"
+         " OR (l.content_type_id = %(ct_conflict_set)s AND l.object_id IN (SELECT c.id::text FROM facts_conflictset c"
+         " WHERE " + erase_condition(subject_id, "c") + "))"
+         " OR (l.content_type_id = %(ct_event)s AND l.object_id IN (SELECT e.id::text FROM facts_event e WHERE "
+         + erase_condition(subject_id, "e") + "))"),
         ("conflict_members", "DELETE FROM facts_conflictmember m USING facts_conflictset c"
          " WHERE m.conflict_set_id = c.id AND " + erase_condition(subject_id, "c")),
         ("conflict_sets", "DELETE FROM facts_conflictset c WHERE " + erase_condition(subject_id, "c")),
@@ -589,7 +615,7 @@ def _erase(project_id: str, subject_id: str | None) -> dict[str, int]:
     ]
     with connection.cursor() as cursor:
         for name, statement in statements:
-            cursor.execute(statement, {"p": project_id, "s": subject_id})
+            cursor.execute(statement, params)
             counts[name] = cursor.rowcount
     return counts
 
@@ -610,12 +636,9 @@ def _erase_category(project_id: str, subject_id: str, category: str) -> dict[str
     set that held one (its signal detail may quote the text: the set goes whole, and its other members are no
     longer blocked by it). A fact of another category that one of them superseded loses its successor: it is
     marked retracted instead. Runs under the scope's lock."""
-    from django.contrib.admin.models import LogEntry
-    from django.contrib.contenttypes.models import ContentType
-
     fact_ids = list(Fact.objects.filter(project_id=project_id, subject_id=subject_id, category=category)
                     .values_list("id", flat=True))
-    counts = {"facts": 0, "conflict_sets": 0, "conflict_members": 0, "successors_lost": 0, "admin_log": 0}
+    counts = {"facts": 0, "conflict_sets": 0, "conflict_members": 0, "successors_lost": 0, "admin_log_entries": 0}
     if not fact_ids:
         return counts
     for _, eraser in _FACT_ERASERS:
@@ -630,7 +653,7 @@ def _erase_category(project_id: str, subject_id: str, category: str) -> dict[str
         counts["facts"] = cursor.rowcount
     # The admin's history of these facts and sets holds their text (object_repr, change messages).
     types = ContentType.objects.get_for_models(Fact, ConflictSet)
-    counts["admin_log"], _ = LogEntry.objects.filter(
+    counts["admin_log_entries"], _ = LogEntry.objects.filter(
         Q(content_type=types[Fact], object_id__in=[str(i) for i in fact_ids])
         | Q(content_type=types[ConflictSet], object_id__in=[str(i) for i in set_ids])).delete()
     return counts
@@ -682,11 +705,23 @@ def consent_revoke(*, project_id: str, subject_id: str, category: str, actor: st
     return current, receipt
 
 
-@transaction.atomic
 def subject_erase(*, project_id: str, subject_id: str) -> dict[str, int]:
-    """Delete every row of the scope, everywhere, in one transaction; returns the count per table."""
-    _lock_scopes([(project_id, subject_id)])
-    return _erase(project_id, subject_id)
+    """Delete every row of the scope, everywhere, in one transaction, and its dedicated hnsw graph; returns the
+    count per table (and of graphs dropped), the erasure's receipt.
+
+    The transaction holds the scope's writers' lock (no fact or event of the scope is written meanwhile) and,
+    through the traces' eraser, its trace lock: a context call's trace either commits before the erasure, which
+    then deletes it, or is written after it and names none of the erased rows (traces.services.trace_record).
+
+    The graph goes first, on its own: its definition holds the subject id, and a DROP INDEX inside the erasure's
+    transaction would lock the whole facts table until it commits, so it is dropped CONCURRENTLY, which no
+    transaction may hold. Should the erasure then fail, the scope has lost a speed-up, not a row."""
+    graphs = int(scope_graph_drop(project_id=project_id, subject_id=subject_id))
+    with transaction.atomic():
+        _lock_scopes([(project_id, subject_id)])
+        counts = _erase(project_id, subject_id)
+    counts["scope_graphs"] = graphs
+    return counts
 
 
 @transaction.atomic

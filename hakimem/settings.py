@@ -181,3 +181,9 @@ HAKI_VOLATILITY_TTL_DAYS = _ttl_days(os.environ.get("HAKI_VOLATILITY_TTL_DAYS", 
 HAKI_MAX_BUDGET_TOKENS = env_int("HAKI_MAX_BUDGET_TOKENS", 32000)
 HAKI_DEFAULT_BUDGET_TOKENS = 900
 HAKI_RECALL_MAX_DISTANCE = env_float("HAKI_RECALL_MAX_DISTANCE", 0.0)
+
+# Days a trace (and its decisions) is kept; `manage.py prune_traces` deletes older ones. 0, the default, keeps
+# them forever: deleting history is the operator's decision, and the stats read up to 366 days back.
+HAKI_TRACE_RETENTION_DAYS = env_int("HAKI_TRACE_RETENTION_DAYS", 0)
+if HAKI_TRACE_RETENTION_DAYS < 0:
+    raise ValueError("HAKI_TRACE_RETENTION_DAYS: expected a number of days, or 0 to keep traces forever")

@@ -89,12 +89,18 @@ class Trace(models.Model):
 class Decision(models.Model):
     # db_index=False on the three foreign keys: the indexes in Meta serve their lookups, and each redundant
     # index cost every context call ~130 more index inserts (trace write of 136 rows: 5.3 -> 3.5 ms).
-    trace = models.ForeignKey(Trace, on_delete=models.CASCADE, related_name="decisions", db_index=False)
+    # No database constraint on the trace either: PostgreSQL checks it once per decision row, ~150 trigger
+    # calls per context call (~1 ms of server CPU, docs/performance.md), for rows that are only ever written
+    # with their trace in one statement (traces.services.trace_record) and deleted with it (traces_erase,
+    # traces_prune); the ORM still deletes a trace's decisions with it (on_delete).
+    trace = models.ForeignKey(Trace, on_delete=models.CASCADE, related_name="decisions", db_index=False,
+                              db_constraint=False)
     item_type = models.CharField(max_length=8, choices=ItemType.choices)
     # No database constraint on these two: PostgreSQL checks a foreign key by taking FOR KEY SHARE on the
     # referenced row, so every context call would lock (and dirty the pages of) the ~130 facts it merely
     # considered, contending with writers. Facts and events are only ever deleted by subject erasure,
-    # which deletes the decisions first (facts.services.subject_erase, traces.services.traces_erase).
+    # which deletes the decisions first (facts.services.subject_erase, traces.services.traces_erase), and
+    # no decision naming an erased row is written after it (traces.services.TRACE_INSERT_SQL).
     fact = models.ForeignKey(
         Fact, null=True, blank=True, on_delete=models.DO_NOTHING, db_constraint=False, db_index=False,
         related_name="decisions",

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('traces', '0003_decision_indexes_without_duplicates'),
+        ('traces', '0004_decision_trace_without_constraint'),
     ]
 
     operations = [

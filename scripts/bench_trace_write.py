@@ -1,0 +1,117 @@
+"""The trace write alone: traces.services.trace_record with 150 decisions (140 facts, 10 episodes), as a context
+call makes it, in one process against its own embedded server (var/pgdata-bench-tw, or HAKI_PGDATA).
+
+    .venv/bin/python scripts/bench_trace_write.py [--writes 500] [--decisions 150]
+
+Prints the wall time per write (p50, p95) and the CPU it costs, split between this process (building the
+statement) and the database backend (read from /proc, so the server must run on this machine). On a machine
+shared with other work the wall time mostly measures the wait for a core; the CPU figures hold up better and
+are what to compare between two versions of the writer.
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import random
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+os.environ.setdefault("HAKI_PGDATA", str(ROOT / "var" / "pgdata-bench-tw"))
+os.environ.setdefault("HAKI_EMBED_PROVIDER", "hashing")
+sys.path.insert(0, str(ROOT))
+
+from scripts import _django  # noqa: E402
+
+_django.setup()
+
+import numpy as np  # noqa: E402
+from django.core.management import call_command  # noqa: E402
+from django.db import connection  # noqa: E402
+from django.utils import timezone  # noqa: E402
+
+from facts.models import Event, Fact  # noqa: E402
+from facts.services import project_erase  # noqa: E402
+from facts.text import text_hash  # noqa: E402
+from traces.services import DecisionRow, trace_record  # noqa: E402
+
+PROJECT, SUBJECT = "bench-trace-write", "alice"
+REASONS = ["included"] * 12 + ["multi_hop_expansion"] * 3 + ["conflict_open"] * 3 + ["below_relevance_floor"] * 2
+
+
+def _scope(facts: int, events: int) -> tuple[list, list]:
+    rng = np.random.default_rng(7)
+    now = timezone.now()
+
+    def vector():
+        v = rng.standard_normal(384).astype(np.float32)
+        return v / np.linalg.norm(v)
+
+    texts = [f"Alice noted thing {i} in her diary." for i in range(facts)]
+    Fact.objects.bulk_create([Fact(project_id=PROJECT, subject_id=SUBJECT, text=t, text_hash=text_hash(t), embedding=vector(),
+                                   recorded_from=now, last_confirmed_at=now) for t in texts])
+    Event.objects.bulk_create([Event(project_id=PROJECT, subject_id=SUBJECT, text=f"Alice went out ({i}).", occurred_at=now,
+                                     embedding=vector()) for i in range(events)])
+    return (list(Fact.objects.filter(project_id=PROJECT).values_list("id", flat=True)),
+            list(Event.objects.filter(project_id=PROJECT).values_list("id", flat=True)))
+
+
+def _call(fact_ids, event_ids, decisions: int) -> tuple[dict, list[DecisionRow]]:
+    episodes = max(1, decisions // 15)
+    items = [("fact", i) for i in random.sample(fact_ids, decisions - episodes)] + [("episode", i) for i in random.sample(event_ids, episodes)]
+    random.shuffle(items)
+    rows = [
+        DecisionRow(item_type=kind, item_id=item_id, reason_code=REASONS[rank - 1] if rank <= len(REASONS) else "over_budget",
+                    rank=rank, score=random.random(), similarity=random.random(), cosine_distance=random.random(),
+                    text_rank=random.random(), recency=random.random(), tokens=random.randint(5, 40),
+                    entity="Lisbon" if rank in (13, 14, 15) else "")
+        for rank, (kind, item_id) in enumerate(items, start=1)
+    ]
+    trace = {"project_id": PROJECT, "subject_id": SUBJECT, "query": "What does Alice like to do on Sundays?",
+             "budget_tokens": 900, "used_tokens": 620, "status": "ok", "empty_reason": None, "warnings": [],
+             "rendered": "<haki_memory>" + "x" * 2400 + "</haki_memory>", "facts_served": 14, "episodes_served": 1,
+             "candidates": decisions, "embedder": "hashing",
+             "timings": {"embed": 1.0, "retrieve": 6.0, "episodes": 2.0, "pack": 0.1, "multi_hop": 1.5, "render": 0.4},
+             "latency_ms": 11.0, "created_at": timezone.now()}
+    return trace, rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--writes", type=int, default=500)
+    parser.add_argument("--decisions", type=int, default=150)
+    args = parser.parse_args()
+    logging.getLogger("hakimem.context").setLevel(logging.WARNING)  # one log line per write is not the point here
+    call_command("migrate", verbosity=0)
+    random.seed(11)
+    project_erase(project_id=PROJECT)
+    fact_ids, event_ids = _scope(max(300, args.decisions * 2), 40)
+    calls = [_call(fact_ids, event_ids, args.decisions) for _ in range(args.writes)]
+    for trace, rows in calls[:20]:  # warm the connection and the caches
+        trace_record(trace=dict(trace), decisions=rows)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        stat = Path(f"/proc/{cursor.fetchone()[0]}/stat")
+
+    def backend_cpu() -> float:
+        fields = stat.read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    walls = []
+    client0, server0 = time.process_time(), backend_cpu()
+    for trace, rows in calls:
+        started = time.perf_counter()
+        trace_record(trace=dict(trace), decisions=rows)
+        walls.append((time.perf_counter() - started) * 1000)
+    client, server = (time.process_time() - client0) * 1000 / args.writes, (backend_cpu() - server0) * 1000 / args.writes
+    walls.sort()
+    print(f"trace write, {args.decisions} decisions, {args.writes} writes: wall p50 {walls[len(walls) // 2]:.2f} ms, "
+          f"p95 {walls[int(len(walls) * 0.95)]:.2f} ms; CPU per write {client + server:.2f} ms "
+          f"(this process {client:.2f}, database backend {server:.2f})")
+    project_erase(project_id=PROJECT)
+
+
+if __name__ == "__main__":
+    main()
