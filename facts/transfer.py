@@ -457,6 +457,7 @@ def _lines(path, progress) -> tuple[dict, Iterator[Line]]:
 _KIND_ORDER = {"event": 0, "fact": 1, "conflict_set": 2}
 _TABLE = {"event": Event, "fact": Fact, "conflict_set": ConflictSet}
 _COUNT_KEY = {"event": "events", "fact": "facts", "conflict_set": "conflict_sets"}
+_A = {"event": "an event", "fact": "a fact", "conflict_set": "a conflict set"}
 
 
 @dataclass
@@ -507,10 +508,10 @@ def _check_chunk(chunk: list[Line], *, skip_existing: bool) -> set[int]:
             if scope is None:
                 continue
             if not skip_existing:
-                raise ImportRefused(f"a {kind} with id {line.record['id']} exists already (--skip-existing skips it)",
+                raise ImportRefused(f"{_A[kind]} with id {line.record['id']} exists already (--skip-existing skips it)",
                                     line=line.number, field="id")
             if scope != line.scope:
-                raise ImportRefused(f"a {kind} with id {line.record['id']} exists already in another scope "
+                raise ImportRefused(f"{_A[kind]} with id {line.record['id']} exists already in another scope "
                                     f"({scope[0]}/{scope[1]})", line=line.number, field="id")
             skip.add(line.number)
     taken = _taken_texts([line for line in chunk if line.number not in skip])

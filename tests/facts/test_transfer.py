@@ -320,7 +320,7 @@ def test_existing_ids_are_refused_unless_skipped(tmp_path):
     edited = Fact.objects.filter(subject_id="alice", status=FactStatus.ACTIVE).first()
     Fact.objects.filter(id=edited.id).update(category="edited-here")
     # when the file is imported: refused at alice's first event, which exists
-    with pytest.raises(CommandError, match=r"line 2 field 'id': a event with id .* exists already \(--skip-existing"):
+    with pytest.raises(CommandError, match=r"line 2 field 'id': an event with id .* exists already \(--skip-existing"):
         import_file(path)
     assert not Fact.objects.filter(subject_id="bob").exists()
     # when imported with --skip-existing
