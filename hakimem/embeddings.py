@@ -48,6 +48,7 @@ class EmbeddingDimensionError(EmbedderUnavailable):
 
 class Embedder:
     name = "base"
+    model = ""  # what, within the provider, makes the vectors: two embedders agree only if provider and model do
 
     def __init__(self, dim: int):
         self.dim = dim
@@ -95,6 +96,10 @@ class Embedder:
                 self._query_cache.popitem(last=False)
         return vector
 
+    def identity(self) -> dict:
+        """Which vectors this embedder makes, as export headers and reembed runs record it."""
+        return {"provider": self.name, "model": self.model, "dimension": self.dim}
+
 
 def normalise(vectors: np.ndarray) -> np.ndarray:
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
@@ -123,6 +128,7 @@ class SentenceTransformerEmbedder(Embedder):
     """
 
     name = "sentence-transformers"
+    model = "all-MiniLM-L6-v2"  # both runtimes: the same weights, the same vectors
     # Texts are sorted by length and padded per batch: short facts padded to a long one's length cost more
     # than larger matrix products save (100 facts: 309 ms in batches of 64, 244 ms in batches of 16).
     batch_size = 16
@@ -253,6 +259,7 @@ class HashingEmbedder(Embedder):
     """Signed feature hashing of words (weight 1) and character trigrams within words (weight 0.5)."""
 
     name = "hashing"
+    model = "words+trigrams/crc32"
 
     def _encode(self, texts):
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
@@ -314,10 +321,11 @@ def _build(provider: str, dim: int, url: str, model: str, api_key: str, timeout:
     raise EmbedderUnavailable(f"unknown HAKI_EMBED_PROVIDER {provider!r}")
 
 
-def get_embedder() -> Embedder:
-    """The configured embedder, one instance per configuration per process (the model loads lazily)."""
+def get_embedder(provider: str | None = None) -> Embedder:
+    """The configured embedder, one instance per configuration per process (the model loads lazily).
+    `provider` overrides HAKI_EMBED_PROVIDER (manage.py reembed --provider); the rest of the settings apply."""
     return _build(
-        settings.HAKI_EMBED_PROVIDER,
+        provider or settings.HAKI_EMBED_PROVIDER,
         settings.HAKI_EMBED_DIM,
         settings.HAKI_EMBED_URL,
         settings.HAKI_EMBED_MODEL,

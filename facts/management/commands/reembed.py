@@ -1,0 +1,58 @@
+"""Recompute every fact's and event's embedding with the configured embedder, or the one given.
+
+    python manage.py reembed [--provider hashing|sentence-transformers|openai] [--batch-size 256] [--restart]
+
+Resumable: an interrupted run continues where it stopped when run again with the same embedder, and a
+finished one is not redone (--restart forces a new pass). How and why: facts/reembed.py.
+"""
+from django.core.management.base import BaseCommand, CommandError
+from tqdm import tqdm
+
+from facts.reembed import (
+    DEFAULT_BATCH_SIZE,
+    ReembedRefused,
+    check_dimension,
+    reembed_batches,
+    reembed_remaining,
+    reembed_start,
+    single_run,
+)
+from hakimem.embeddings import EmbedderUnavailable, get_embedder
+
+
+class Command(BaseCommand):
+    help = "Re-embed every fact and event in batches (resumable), e.g. after switching embedders"
+
+    def add_arguments(self, parser):
+        parser.add_argument("--provider", choices=["sentence-transformers", "hashing", "openai"],
+                            help="default: HAKI_EMBED_PROVIDER; the provider's other settings come from the environment")
+        parser.add_argument("--batch-size", type=int, default=DEFAULT_BATCH_SIZE)
+        parser.add_argument("--restart", action="store_true", help="start a new pass even if one with this embedder finished")
+
+    def handle(self, *args, provider, batch_size, restart, **options):
+        if not 1 <= batch_size <= 10_000:
+            raise CommandError("--batch-size must be between 1 and 10000")
+        err = self.stderr._out
+        try:
+            embedder = get_embedder(provider)
+            check_dimension(embedder)
+            with single_run():
+                run, resumed = reembed_start(embedder=embedder, restart=restart)
+                with_what = f"{run.provider} ({run.model})" if run.model else run.provider
+                if run.finished_at is not None:
+                    self.stdout.write(f"nothing to do: run {run.pk} re-embedded every fact and event with {with_what} "
+                                      f"at {run.finished_at:%Y-%m-%d %H:%M}Z (--restart to do it again)")
+                    return
+                if resumed:
+                    self.stderr.write(f"resuming run {run.pk}: {run.facts_embedded} facts and "
+                                      f"{run.events_embedded} events already done")
+                with tqdm(total=reembed_remaining(run), unit="row", desc="reembed", file=err,
+                          disable=not err.isatty()) as bar:
+                    for done in reembed_batches(run=run, embedder=embedder, batch_size=batch_size):
+                        bar.update(done)
+        except ReembedRefused as exc:
+            raise CommandError(str(exc)) from exc
+        except EmbedderUnavailable as exc:
+            raise CommandError(f"{exc}; rerun the same command to continue where it stopped") from exc
+        self.stdout.write(f"run {run.pk}: re-embedded {run.facts_embedded} facts and {run.events_embedded} events "
+                          f"with {with_what}")
