@@ -23,7 +23,7 @@ from hakimem.auth import require_project
 from hakimem.errors import ApiError, ErrorCode, invalid
 from hakimem.fields import flatten_errors
 from hakimem.serializers import query_params, validated
-from hakimem.validators import SCOPE_ID_HELP, SCOPE_ID_RE
+from hakimem.validators import SCOPE_ID_HELP, is_scope_id
 
 
 def actor_of(request) -> str:
@@ -193,7 +193,7 @@ class ConflictResolveApi(APIView):
 class SubjectEraseApi(APIView):
     def delete(self, request, subject_id):
         params = validated(ScopeQuerySerializer, query_params(request))
-        if not SCOPE_ID_RE.match(subject_id):
+        if not is_scope_id(subject_id):
             raise invalid([{"index": None, "field": "subject_id", "message": f"must be {SCOPE_ID_HELP}"}])
         require_project(request, params["project_id"])
         counts = services.subject_erase(project_id=params["project_id"], subject_id=subject_id)

@@ -129,11 +129,18 @@ STORAGES = {
 }
 LOGIN_URL = "/admin/login/"
 
+# The largest request body, in bytes; larger ones answer 413 payload_too_large (hakimem/parsers.py reads at most
+# this much). It must admit the largest documented write: a batch of 500 facts (facts.services.MAX_BATCH) of 8,000
+# characters (FACT_TEXT_MAX) with 16 KiB of metadata (hakimem.fields.METADATA_MAX_BYTES) and ~1 KiB of other
+# fields each, whether the text is sent as UTF-8 (up to 4 bytes a character: 24.7 MB) or with non-ASCII escaped
+# as \uXXXX (6 bytes a character: 32.7 MB). tests/hakimem/test_bad_input.py sends that batch.
+DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("HAKI_MAX_BODY_BYTES", 32 * 1024 * 1024)
+
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["hakimem.auth.ApiKeyAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["hakimem.parsers.StrictJSONParser"],
     "EXCEPTION_HANDLER": "hakimem.errors.exception_handler",
     "UNAUTHENTICATED_USER": None,
 }

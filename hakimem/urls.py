@@ -24,3 +24,6 @@ urlpatterns = [
 ]
 
 handler404 = "hakimem.errors.not_found_view"
+handler400 = "hakimem.errors.bad_request_view"
+handler403 = "hakimem.errors.permission_denied_view"
+handler500 = "hakimem.errors.server_error_view"
