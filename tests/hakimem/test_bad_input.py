@@ -7,7 +7,6 @@ import json
 import uuid
 
 import pytest
-from django.db import connection
 
 from facts.models import ConflictSet, Event, Fact
 from tests.conftest import PROJECT, error_code
