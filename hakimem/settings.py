@@ -56,6 +56,8 @@ INSTALLED_APPS = [
     "django.contrib.postgres",
     "rest_framework",
     "django_filters",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI's files, served locally for /docs
     "hakimem",
     "facts",
     "traces",
@@ -143,6 +145,24 @@ REST_FRAMEWORK = {
     "DEFAULT_PARSER_CLASSES": ["hakimem.parsers.StrictJSONParser"],
     "EXCEPTION_HANDLER": "hakimem.errors.exception_handler",
     "UNAUTHENTICATED_USER": None,
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+}
+
+SPECTACULAR_SETTINGS = {
+    "TITLE": "hakimem",
+    "DESCRIPTION": "Long-term memory and context assembly for LLM applications. Every error answers "
+                   '{"error": {"code", "message", "details"}} (hakimem/errors.py).',
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
+    "SERVE_AUTHENTICATION": [],
+    "COMPONENT_SPLIT_REQUEST": True,
+    "SCHEMA_PATH_PREFIX": "/v1",
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "ENUM_NAME_OVERRIDES": {"FactStatusEnum": "facts.models.FactStatus",
+                            "ConflictStatusEnum": "facts.models.ConflictStatus"},
 }
 
 LOGGING = {
