@@ -247,3 +247,25 @@ def test_a_body_over_the_limit_answers_413_and_writes_nothing(api, settings):
     error = refused(response, 413, "payload_too_large")
     assert error["details"]["max_bytes"] == 100_000
     assert Fact.objects.count() == 0
+
+
+# --- texts the embedder finds nothing in ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("text", ["!!!", "…", "🙂"])
+def test_a_fact_with_nothing_to_embed_does_not_break_the_scopes_context_calls(api, text):
+    # given a fact whose vector is all zeros (the hashing embedder finds no word in it): cosine distance NaN,
+    # which sorted first and then failed the trace write (found by the property tests: a 500 on every call)
+    assert api.post("/v1/facts", fact(text), format="json").status_code == 201
+    assert api.post("/v1/facts", fact("Alice plays the cello."), format="json").status_code == 201
+    # when the scope is asked for context
+    response = api.post("/v1/context", {"project_id": PROJECT, "subject_id": "alice", "query": "cello"}, format="json")
+    # then the call is served, the real match first
+    assert response.status_code == 200, response.content
+    assert response.json()["facts"][0]["text"] == "Alice plays the cello."
+
+
+def test_metadata_32_deep_reads_back_as_written(api):
+    metadata = nested(32)
+    created = api.post("/v1/facts", fact(metadata=metadata), format="json").json()
+    assert Fact.objects.get(id=created["id"]).metadata == metadata
+    assert api.get(f"/v1/facts/{created['id']}").json()["metadata"] == metadata
