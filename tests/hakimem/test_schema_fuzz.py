@@ -124,3 +124,8 @@ def test_schemathesis_finds_no_5xx_and_every_answer_in_the_contract(label, mode)
     run()
     assert statuses and max(statuses) < 500
     print(f"{label} {mode.value}: {len(statuses)} requests, statuses {dict(sorted(Counter(statuses).items()))}")
+
+
+def test_the_schema_is_served_as_json_on_request(client):
+    response = client.get("/v1/schema?format=json")
+    assert response.status_code == 200 and response.json()["info"]["title"] == "hakimem"
