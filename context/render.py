@@ -3,12 +3,25 @@ facts, then dated episodes); an empty packet renders as the empty string, never 
 nothing was found (that block would itself be a distractor in the prompt)."""
 from __future__ import annotations
 
+import re
+import unicodedata
+
 OPEN_TAG, CLOSE_TAG = "<haki_memory>", "</haki_memory>"
+
+# A stored text must not be able to close the block early and speak outside it: the block's name is taken out
+# of it in any case ("</HAKI_MEMORY>"), width (full-width letters, folded by NFKC), and with anything between
+# its letters that a reader would skip (zero-width characters), and any spaces or punctuation between its two
+# words ("</ haki - memory >").
+_INVISIBLE = "\u00ad\u034f\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\ufeff"
+_GAP = f"[{_INVISIBLE}]*"
+_NAME_RE = re.compile(
+    _GAP.join("haki") + f"[\\s\\W_{_INVISIBLE}]*" + _GAP.join("memory"), re.IGNORECASE
+)
 
 
 def _clean(text: str) -> str:
-    # A stored text must not be able to close the block early and speak outside it.
-    return " ".join(text.replace("haki_memory", "haki memory").split())
+    text = unicodedata.normalize("NFKC", text)
+    return " ".join(_NAME_RE.sub("haki memory", text).split())
 
 
 def render_packet(facts: list[dict], episodes: list[dict]) -> str:

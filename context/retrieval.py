@@ -363,6 +363,14 @@ _SCORED_POOL = f"""       {text_rank_sql("f")} AS text_rank,
        {_BLOCK_FLAGS}"""
 
 
+def _distance(a: str) -> str:
+    """The cosine distance of `a`'s row to the query. A stored vector of zeros (a text the embedder found nothing
+    in, such as "!!!" for the hashing embedder) has no direction: pgvector answers NaN, which PostgreSQL sorts
+    above every score (served first) and which the trace's JSON cannot hold (the call failed with a 500). It
+    counts as unrelated: distance 1."""
+    return f"COALESCE(NULLIF({a}.embedding <=> (SELECT v FROM q), 'NaN'::float8), 1.0)"
+
+
 @dataclass(frozen=True)
 class _Source:
     """One table as the two-phase path sees it, under the alias `a`: which rows may be scored at all (the hard
@@ -378,7 +386,7 @@ class _Source:
 _FACTS = _Source(
     table=FACTS, a="f", filters=_HARD_FILTERS, time="f.recorded_from",
     row=f"""{_FACT_COLUMNS},
-       f.embedding <=> (SELECT v FROM q) AS distance,
+       {_distance("f")} AS distance,
 {_SCORED_POOL}""",
 )
 # Episodes have no status, validity or conflicts: the scope is their only hard filter.
@@ -386,7 +394,7 @@ _EVENTS = _Source(
     table=EVENTS, a="e", filters="e.project_id = %(project_id)s AND e.subject_id = %(subject_id)s", time="e.occurred_at",
     row=f"""
        e.id, e.text, e.occurred_at, e.metadata,
-       e.embedding <=> (SELECT v FROM q) AS distance,
+       {_distance("e")} AS distance,
        {text_rank_sql("e")} AS text_rank,
        {_EVENT_RECENCY} AS recency""",
 )

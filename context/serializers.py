@@ -63,3 +63,45 @@ def packet_episode(decided) -> dict:
         "tokens": decided.tokens,
         "metadata": item.metadata,
     }
+
+
+# --- the response, as the OpenAPI schema describes it --------------------------------------------------------
+
+class PacketFactSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    text = serializers.CharField()
+    category = serializers.CharField(allow_blank=True)
+    kind = serializers.CharField()
+    score = serializers.FloatField()
+    tokens = serializers.IntegerField()
+    reason_code = serializers.CharField()
+    valid_from = serializers.DateTimeField(allow_null=True)
+    recorded_from = serializers.DateTimeField()
+    metadata = serializers.DictField()
+
+
+class PacketEpisodeSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    text = serializers.CharField()
+    occurred_at = serializers.DateTimeField()
+    score = serializers.FloatField()
+    tokens = serializers.IntegerField()
+    metadata = serializers.DictField()
+
+
+class ContextPacketSerializer(serializers.Serializer):
+    trace_id = serializers.UUIDField()
+    status = serializers.CharField()
+    facts = PacketFactSerializer(many=True)
+    episodes = PacketEpisodeSerializer(many=True)
+    warnings = serializers.ListField(child=serializers.CharField())
+    empty_reason = serializers.CharField(allow_null=True)
+    budget_tokens = serializers.IntegerField()
+    used_tokens = serializers.IntegerField()
+    rendered = serializers.CharField(allow_blank=True, help_text='the packet as a prompt block, "" when empty')
+
+
+class ContextRequestSchema(ContextRequestSerializer):
+    """ContextRequestSerializer as documented: budget_tokens is checked apart (validate_budget)."""
+
+    budget_tokens = serializers.IntegerField(required=False, min_value=1, help_text="default 900, at most HAKI_MAX_BUDGET_TOKENS")

@@ -1,6 +1,7 @@
 """Thin views over facts.services and facts.selectors: validate, check the key's project, call, serialize."""
 from __future__ import annotations
 
+from drf_spectacular.utils import OpenApiParameter, PolymorphicProxySerializer, extend_schema
 from rest_framework import status
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -8,16 +9,29 @@ from rest_framework.views import APIView
 from facts import selectors, services
 from facts.models import ConflictSet, Fact
 from facts.serializers import (
+    ConflictDetailSerializer,
     ConflictListQuerySerializer,
+    ConflictPageSerializer,
     ConflictResolveSerializer,
     ConsentGrantSerializer,
     ConsentRevokeQuerySerializer,
+    ErasedSerializer,
+    EventBatchInSerializer,
+    EventBatchOutSerializer,
     EventInSerializer,
     EventListQuerySerializer,
+    EventOutSerializer,
+    EventPageSerializer,
+    FactBatchInSerializer,
+    FactBatchOutSerializer,
+    FactHistorySerializer,
     FactInSerializer,
     FactListQuerySerializer,
+    FactOutSerializer,
+    FactPageSerializer,
     FactPatchSerializer,
     ProjectPatchSerializer,
+    FactWrittenSerializer,
     ScopeQuerySerializer,
     conflict_out,
     consent_out,
@@ -28,8 +42,9 @@ from facts.serializers import (
 from hakimem.auth import require_project
 from hakimem.errors import ApiError, ErrorCode, invalid
 from hakimem.fields import flatten_errors
+from hakimem.schema import errors
 from hakimem.serializers import query_params, validated
-from hakimem.validators import SCOPE_ID_HELP, SCOPE_ID_RE
+from hakimem.validators import SCOPE_ID_HELP, is_scope_id
 
 
 def actor_of(request) -> str:
@@ -85,7 +100,13 @@ def service_errors(exc: services.ServiceValidationError) -> ApiError:
     return invalid(exc.errors)
 
 
+def _one_or_batch(name: str, one, batch):
+    return PolymorphicProxySerializer(component_name=name, serializers=[one, batch], resource_type_field_name=None)
+
+
 class FactsApi(APIView):
+    @extend_schema(operation_id="facts_list", summary="A scope's facts, newest first", parameters=[FactListQuerySerializer],
+                   responses={200: FactPageSerializer, **errors(400, 404)})
     def get(self, request):
         params = validated(FactListQuerySerializer, query_params(request))
         require_project(request, params["project_id"])
@@ -93,6 +114,10 @@ class FactsApi(APIView):
         rows, next_cursor = keyset(qs, "recorded_from", params)
         return page_response(rows, next_cursor, fact_out, "facts")
 
+    @extend_schema(summary="Write one fact, or a batch of up to 500 (all-or-nothing)",
+                   request=_one_or_batch("FactWrite", FactInSerializer, FactBatchInSerializer),
+                   responses={201: _one_or_batch("FactWriteAnswer", FactWrittenSerializer, FactBatchOutSerializer),
+                              **errors(400, 404, 413, 415)})
     def post(self, request):
         items, is_batch = validate_batch(request, FactInSerializer, "facts")
         try:
@@ -116,9 +141,12 @@ def _fact_or_404(request, fact_id):
 
 
 class FactDetailApi(APIView):
+    @extend_schema(summary="One fact", responses={200: FactOutSerializer, **errors(404)})
     def get(self, request, fact_id):
         return Response(fact_out(_fact_or_404(request, fact_id)))
 
+    @extend_schema(summary="Edit a fact: a new text makes a new version, other fields change in place",
+                   request=FactPatchSerializer, responses={200: FactWrittenSerializer, **errors(400, 404, 409, 413, 415)})
     def patch(self, request, fact_id):
         fact = _fact_or_404(request, fact_id)
         changes = validated(FactPatchSerializer, request.data)
@@ -137,6 +165,7 @@ class FactDetailApi(APIView):
                      conflict_set_id=result.conflict_set.id if result.conflict_set else None, with_write_flags=True)
         )
 
+    @extend_schema(summary="Retract a fact (never served again)", responses={200: FactOutSerializer, **errors(404)})
     def delete(self, request, fact_id):
         try:
             fact = services.fact_retract(fact=_fact_or_404(request, fact_id))
@@ -146,12 +175,15 @@ class FactDetailApi(APIView):
 
 
 class FactHistoryApi(APIView):
+    @extend_schema(summary="A fact's version chain, oldest first", responses={200: FactHistorySerializer, **errors(404)})
     def get(self, request, fact_id):
         chain = selectors.fact_history(fact=_fact_or_404(request, fact_id))
         return Response({"versions": [fact_out(f) for f in chain]})
 
 
 class EventsApi(APIView):
+    @extend_schema(operation_id="events_list", summary="A scope's events (episodes), newest first", parameters=[EventListQuerySerializer],
+                   responses={200: EventPageSerializer, **errors(400, 404)})
     def get(self, request):
         params = validated(EventListQuerySerializer, query_params(request))
         require_project(request, params["project_id"])
@@ -159,6 +191,10 @@ class EventsApi(APIView):
         rows, next_cursor = keyset(qs, "occurred_at", params)
         return page_response(rows, next_cursor, event_out, "events")
 
+    @extend_schema(summary="Write one event, or a batch of up to 500 (all-or-nothing)",
+                   request=_one_or_batch("EventWrite", EventInSerializer, EventBatchInSerializer),
+                   responses={201: _one_or_batch("EventWriteAnswer", EventOutSerializer, EventBatchOutSerializer),
+                              **errors(400, 404, 413, 415)})
     def post(self, request):
         items, is_batch = validate_batch(request, EventInSerializer, "events")
         events = services.event_create_batch(items=[services.EventInput(**item) for item in items])
@@ -167,6 +203,8 @@ class EventsApi(APIView):
 
 
 class ConflictsApi(APIView):
+    @extend_schema(operation_id="conflicts_list", summary="A project's (or a subject's) conflict sets", parameters=[ConflictListQuerySerializer],
+                   responses={200: ConflictPageSerializer, **errors(400, 404)})
     def get(self, request):
         params = validated(ConflictListQuerySerializer, query_params(request))
         require_project(request, params["project_id"])
@@ -183,12 +221,15 @@ def _conflict_or_404(request, conflict_id):
 
 
 class ConflictDetailApi(APIView):
+    @extend_schema(summary="A conflict set and its members", responses={200: ConflictDetailSerializer, **errors(404)})
     def get(self, request, conflict_id):
         conflict_set = _conflict_or_404(request, conflict_id)
         return Response(conflict_out(conflict_set, selectors.conflict_members(conflict_set=conflict_set)))
 
 
 class ConflictResolveApi(APIView):
+    @extend_schema(summary="Close an open conflict set: keep some facts, or dismiss it", request=ConflictResolveSerializer,
+                   responses={200: ConflictDetailSerializer, **errors(400, 404, 409, 413, 415)})
     def post(self, request, conflict_id):
         conflict_set = _conflict_or_404(request, conflict_id)
         params = validated(ConflictResolveSerializer, request.data)
@@ -207,11 +248,14 @@ class ConflictResolveApi(APIView):
 
 
 def _subject_in_path(subject_id: str) -> None:
-    if not SCOPE_ID_RE.match(subject_id):
+    if not is_scope_id(subject_id):
         raise invalid([{"index": None, "field": "subject_id", "message": f"must be {SCOPE_ID_HELP}"}])
 
 
 class SubjectEraseApi(APIView):
+    @extend_schema(summary="Erase a subject's whole scope, everywhere", parameters=[
+        ScopeQuerySerializer, OpenApiParameter("subject_id", str, OpenApiParameter.PATH, pattern=r"^[A-Za-z0-9._:@-]{1,128}$")],
+        responses={200: ErasedSerializer, **errors(400, 404)})
     def delete(self, request, subject_id):
         params = validated(ScopeQuerySerializer, query_params(request))
         _subject_in_path(subject_id)

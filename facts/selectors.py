@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import base64
 import json
+import uuid
 from dataclasses import dataclass
 from datetime import datetime
+from datetime import timezone as dt_timezone
 
 from django.conf import settings
 from django.db import connection
@@ -104,8 +106,10 @@ def decode_cursor(cursor: str) -> tuple[datetime, str]:
         moment = datetime.fromisoformat(moment_text)
         if timezone.is_naive(moment):
             raise ValueError
-        return moment, str(pk)
-    except (ValueError, TypeError, json.JSONDecodeError) as exc:
+        # A cursor is data the client holds: an id that is no UUID, or a moment beyond year 9999 in UTC, is
+        # refused here rather than failing in the database.
+        return moment.astimezone(dt_timezone.utc), str(uuid.UUID(pk))
+    except (ValueError, TypeError, OverflowError, AttributeError, json.JSONDecodeError) as exc:
         raise InvalidCursor("cursor is not one this API issued") from exc
 
 

@@ -198,6 +198,115 @@ def conflict_out(conflict_set, members: list[dict] | None = None) -> dict:
     return out
 
 
+# --- the responses, as the OpenAPI schema describes them (the views answer fact_out & co. above) -----------
+
+class FactOutSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    project_id = serializers.CharField()
+    subject_id = serializers.CharField()
+    text = serializers.CharField()
+    status = serializers.ChoiceField(choices=FactStatus.choices)
+    category = serializers.CharField(allow_blank=True)
+    kind = serializers.ChoiceField(choices=FactKind.choices)
+    importance = serializers.FloatField()
+    volatility = serializers.ChoiceField(choices=Volatility.choices)
+    valid_from = serializers.DateTimeField(allow_null=True)
+    valid_to = serializers.DateTimeField(allow_null=True)
+    recorded_from = serializers.DateTimeField()
+    recorded_to = serializers.DateTimeField(allow_null=True)
+    last_confirmed_at = serializers.DateTimeField()
+    superseded_by = serializers.UUIDField(allow_null=True)
+    source_event_id = serializers.UUIDField(allow_null=True)
+    metadata = serializers.DictField()
+
+
+class FactWrittenSerializer(FactOutSerializer):
+    deduplicated = serializers.BooleanField(help_text="an active fact of the scope already said this: it answers, re-confirmed")
+    conflict_set_id = serializers.UUIDField(allow_null=True, help_text="the open conflict set the fact joined, if any")
+
+
+class FactBatchInSerializer(serializers.Serializer):
+    facts = FactInSerializer(many=True, help_text="1 to 500 facts, all-or-nothing")
+
+
+class FactBatchOutSerializer(serializers.Serializer):
+    facts = FactWrittenSerializer(many=True)
+
+
+class FactPageSerializer(serializers.Serializer):
+    facts = FactOutSerializer(many=True)
+    next_cursor = serializers.CharField(allow_null=True)
+
+
+class FactHistorySerializer(serializers.Serializer):
+    versions = FactOutSerializer(many=True)
+
+
+class EventOutSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    project_id = serializers.CharField()
+    subject_id = serializers.CharField()
+    text = serializers.CharField()
+    occurred_at = serializers.DateTimeField()
+    recorded_at = serializers.DateTimeField()
+    metadata = serializers.DictField()
+
+
+class EventBatchInSerializer(serializers.Serializer):
+    events = EventInSerializer(many=True, help_text="1 to 500 events, all-or-nothing")
+
+
+class EventBatchOutSerializer(serializers.Serializer):
+    events = EventOutSerializer(many=True)
+
+
+class EventPageSerializer(serializers.Serializer):
+    events = EventOutSerializer(many=True)
+    next_cursor = serializers.CharField(allow_null=True)
+
+
+class ConflictOutSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    project_id = serializers.CharField()
+    subject_id = serializers.CharField()
+    status = serializers.ChoiceField(choices=ConflictStatus.choices)
+    signal = serializers.CharField()
+    signal_detail = serializers.CharField(allow_blank=True)
+    similarity = serializers.FloatField()
+    opened_at = serializers.DateTimeField()
+    resolved_at = serializers.DateTimeField(allow_null=True)
+    resolved_by = serializers.CharField(allow_null=True)
+    note = serializers.CharField(allow_blank=True)
+
+
+class ConflictMemberOutSerializer(serializers.Serializer):
+    fact_id = serializers.UUIDField()
+    text = serializers.CharField()
+    category = serializers.CharField(allow_blank=True)
+    status = serializers.ChoiceField(choices=FactStatus.choices)
+    recorded_from = serializers.DateTimeField()
+    valid_from = serializers.DateTimeField(allow_null=True)
+    valid_to = serializers.DateTimeField(allow_null=True)
+    source_event_id = serializers.UUIDField(allow_null=True)
+    kept = serializers.BooleanField(allow_null=True)
+    similarity_to = serializers.DictField(child=serializers.FloatField(), help_text="fact id -> cosine similarity")
+
+
+class ConflictDetailSerializer(ConflictOutSerializer):
+    members = ConflictMemberOutSerializer(many=True)
+
+
+class ConflictPageSerializer(serializers.Serializer):
+    conflicts = ConflictOutSerializer(many=True)
+    next_cursor = serializers.CharField(allow_null=True)
+
+
+class ErasedSerializer(serializers.Serializer):
+    project_id = serializers.CharField()
+    subject_id = serializers.CharField()
+    deleted = serializers.DictField(child=serializers.IntegerField(), help_text="rows deleted, per table")
+
+
 PROJECT_CATEGORIES_MAX = 100
 
 

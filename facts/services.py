@@ -40,7 +40,7 @@ from facts.models import (
     Volatility,
 )
 from facts.scope_graphs import scope_graph_drop
-from facts.text import Signal, adds_information, contradiction_signal, text_hash
+from facts.text import Signal, Statement, adds_information, analyse, contradiction_signal, text_hash
 from hakimem.embeddings import get_embedder, is_degenerate
 
 logger = logging.getLogger("hakimem.facts")
@@ -136,7 +136,7 @@ def fact_create(*, actor: str, **fields) -> FactWriteResult:
 CONFLICT, DUPLICATE, DISTINCT = "conflict", "duplicate", "distinct"
 
 
-def pair_verdict(new_text: str, old_text: str, similarity: float) -> tuple[str, Signal | None]:
+def pair_verdict(new_text: str | Statement, old_text: str | Statement, similarity: float) -> tuple[str, Signal | None]:
     """How a new fact relates to a stored one of the same scope:
     - conflict: similar enough to be about the same thing (>= HAKI_CONFLICT_MIN_SIMILARITY) and a
       contradiction rule fires;
@@ -261,6 +261,13 @@ class _Plan:
     reconfirm: dict[object, Fact] = field(default_factory=dict)  # stored facts an item repeats
 
 
+# A new fact is compared with at most this many of the batch's earlier facts, the most similar ones above the
+# conflict threshold, as with the facts already stored (NEIGHBOURS_PER_FACT nearest). Compared with all of them,
+# a batch of similar texts cost a pair of rule checks per pair of items: 200 facts of 7k characters held the
+# subject's write lock 172 s (scripts/bench_batch.py).
+BATCH_NEIGHBOURS = selectors.NEIGHBOURS_PER_FACT
+
+
 class _EarlierFacts:
     """The new facts classified so far, per scope, and the similarity of every pair of the batch's items in a
     scope: one matrix product per scope instead of one dot product per pair."""
@@ -282,20 +289,41 @@ class _EarlierFacts:
         facts.append(fact)
 
     def similar(self, scope: Scope, i: int, min_similarity: float) -> list[Candidate]:
-        """The scope's new facts at least `min_similarity` similar to item i, in the order they were added."""
+        """The scope's new facts at least `min_similarity` similar to item i, at most the BATCH_NEIGHBOURS most
+        similar, in the order they were added."""
         facts = self.facts[scope]
         if not facts:
             return []
         similarities = self.similarity[scope][self.row[i], self.rows[scope][: len(facts)]]
-        return [(facts[k].id, facts[k].text, float(similarities[k])) for k in np.flatnonzero(similarities >= min_similarity)]
+        above = np.flatnonzero(similarities >= min_similarity)
+        if len(above) > BATCH_NEIGHBOURS:
+            above = np.sort(above[np.argpartition(-similarities[above], BATCH_NEIGHBOURS - 1)[:BATCH_NEIGHBOURS]])
+        return [(facts[k].id, facts[k].text, float(similarities[k])) for k in above]
 
 
-def _compare(text: str, candidates: list[Candidate]) -> tuple[list, object | None]:
+class _Statements:
+    """Each text of a batch analysed once for the contradiction rules (facts.text.analyse), however many texts
+    it is compared with; held for the batch only."""
+
+    def __init__(self):
+        self._by_text: dict[str, Statement] = {}
+
+    def __call__(self, text: str) -> Statement:
+        statement = self._by_text.get(text)
+        if statement is None:
+            statement = self._by_text[text] = analyse(text)
+        return statement
+
+
+def _compare(text: str, candidates: list[Candidate], statements: _Statements) -> tuple[list, object | None]:
     """The facts `text` contradicts as (id, similarity, signal); when it contradicts none, the id of the most
     similar fact it duplicates, if any."""
     conflicts, near_duplicates = [], []
+    if not candidates:
+        return [], None
+    statement = statements(text)
     for fact_id, other, similarity in candidates:
-        verdict, signal = pair_verdict(text, other, similarity)
+        verdict, signal = pair_verdict(statement, statements(other), similarity)
         if verdict == CONFLICT:
             conflicts.append((fact_id, similarity, signal))
         elif verdict == DUPLICATE:
@@ -312,6 +340,7 @@ def _classify(batch: _Batch, stored: _Stored, *, now) -> _Plan:
     min_similarity = settings.HAKI_CONFLICT_MIN_SIMILARITY
     plan = _Plan(results=[None] * len(batch.items))
     earlier = _EarlierFacts(batch.vectors, batch.by_scope)
+    statements = _Statements()
     new_by_hash: dict[tuple, Fact] = {}
     for i, item in enumerate(batch.items):
         scope = (item.project_id, item.subject_id)
@@ -325,7 +354,7 @@ def _classify(batch: _Batch, stored: _Stored, *, now) -> _Plan:
             plan.duplicate_of[i] = new_by_hash[key].id
             continue
         candidates = [c for c in stored.neighbours.get(i, []) if c[2] >= min_similarity]
-        conflicts, duplicate_of = _compare(item.text, candidates + earlier.similar(scope, i, min_similarity))
+        conflicts, duplicate_of = _compare(item.text, candidates + earlier.similar(scope, i, min_similarity), statements)
         if duplicate_of is not None:
             plan.duplicate_of[i] = duplicate_of
             continue

@@ -3,6 +3,8 @@ import weakref
 
 from django.conf import settings
 from django.db import connection
+from drf_spectacular.utils import extend_schema, inline_serializer
+from rest_framework import serializers
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -38,6 +40,18 @@ def _embedder() -> str:
         return "unavailable"
 
 
+_HEALTH = inline_serializer("Health", {
+    "status": serializers.CharField(), "database": serializers.CharField(),
+    "vector_extension": serializers.CharField(allow_null=True), "embedder": serializers.CharField(),
+    "embed_dim": serializers.IntegerField(),
+})
+_READINESS = inline_serializer("Readiness", {
+    "status": serializers.CharField(), "database": serializers.CharField(),
+    "vector_extension": serializers.CharField(allow_null=True), "embedder": serializers.CharField(),
+    "embedder_status": serializers.CharField(), "embed_dim": serializers.IntegerField(),
+})
+
+
 class _OpenProbe(APIView):
     authentication_classes: list = []
     permission_classes = [AllowAny]
@@ -46,6 +60,7 @@ class _OpenProbe(APIView):
 class HealthApi(_OpenProbe):
     """No auth: the database answers, the vector extension is there, which embedder is configured."""
 
+    @extend_schema(summary="Health (no key)", responses={200: _HEALTH, 503: _HEALTH})
     def get(self, request):
         database, vector = _database()
         healthy = database == "ok" and vector is not None
@@ -65,6 +80,7 @@ class LivenessApi(_OpenProbe):
     """GET /v1/health/live: the process answers requests. Touches nothing else, so a database or embedder
     outage never gets a healthy process restarted (that is readiness' business)."""
 
+    @extend_schema(summary="Liveness (no key)", responses={200: inline_serializer("Liveness", {"status": serializers.CharField()})})
     def get(self, request):
         return Response({"status": "ok"})
 
@@ -73,6 +89,7 @@ class ReadinessApi(_OpenProbe):
     """GET /v1/health/ready: this process can serve a context call now: the database answers with the vector
     extension, and the embedder makes vectors of the configured size. 503 otherwise, saying which is not."""
 
+    @extend_schema(summary="Readiness (no key)", responses={200: _READINESS, 503: _READINESS})
     def get(self, request):
         database, vector = _database()
         embedder = _embedder()

@@ -10,11 +10,17 @@ from __future__ import annotations
 import enum
 import logging
 
+import psycopg
+from django.core.exceptions import RequestDataTooBig
+from django.db import InterfaceError as DjangoInterfaceError
+from django.db import OperationalError as DjangoOperationalError
 from django.http import Http404, JsonResponse
+from django.views import defaults
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 
 from hakimem.embeddings import EmbedderUnavailable
+from hakimem.parsers import PayloadTooLarge, max_body_bytes
 
 logger = logging.getLogger("hakimem.errors")
 
@@ -31,6 +37,8 @@ class ErrorCode(str, enum.Enum):
     CONFLICT_NOT_OPEN = "conflict_not_open"
     FACT_NOT_ACTIVE = "fact_not_active"
     CONSENT_MISSING = "consent_missing"
+    PAYLOAD_TOO_LARGE = "payload_too_large"
+    DATABASE_UNAVAILABLE = "database_unavailable"
     INTERNAL_ERROR = "internal_error"
 
 
@@ -64,9 +72,31 @@ _DRF_CODES = {
 }
 
 
+# The database refused or dropped the connection, the pool found none in time (psycopg_pool.PoolTimeout is a
+# psycopg.OperationalError), or the server is shutting down: nothing was written, and the same call may succeed
+# once the database is back. Django closes a connection that failed this way at the end of the request, so the
+# next request opens a new one: the process recovers without a restart.
+DATABASE_DOWN = (DjangoOperationalError, DjangoInterfaceError, psycopg.OperationalError, psycopg.InterfaceError)
+
+
+def payload_too_large_body() -> dict:
+    limit = max_body_bytes()
+    return error_body(ErrorCode.PAYLOAD_TOO_LARGE, f"The request body is larger than {limit} bytes; nothing was written.",
+                      {"max_bytes": limit})
+
+
+def database_unavailable_body() -> dict:
+    return error_body(ErrorCode.DATABASE_UNAVAILABLE, "The database is unavailable; nothing was written. Retry later.")
+
+
 def exception_handler(exc, context):
     if isinstance(exc, ApiError):
         return Response(error_body(exc.code, exc.message, exc.details), status=exc.status_code)
+    if isinstance(exc, PayloadTooLarge | RequestDataTooBig):
+        return Response(payload_too_large_body(), status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE)
+    if isinstance(exc, DATABASE_DOWN):
+        logger.warning("database unavailable: %s", exc.__class__.__name__)
+        return Response(database_unavailable_body(), status=status.HTTP_503_SERVICE_UNAVAILABLE, headers={"Retry-After": "5"})
     if isinstance(exc, EmbedderUnavailable):
         logger.warning("embedder unavailable on a write: %s", exc)
         return Response(
@@ -97,6 +127,34 @@ def exception_handler(exc, context):
     )
 
 
+# Django's own error views, for what fails before or outside a DRF view (an invalid Host header, a body read by
+# middleware past DATA_UPLOAD_MAX_MEMORY_SIZE, an unknown URL, a crash in middleware). The API answers them in
+# the contract; the admin and the stats pages keep Django's HTML pages.
+
+def _is_api(request) -> bool:
+    return request.path_info.startswith("/v1/") or request.path_info == "/v1"
+
+
 def not_found_view(request, exception=None):
     """Unknown /v1/ URLs answer the error contract, not an HTML page."""
     return JsonResponse(error_body(ErrorCode.NOT_FOUND, "No such endpoint."), status=404)
+
+
+def bad_request_view(request, exception=None):
+    if isinstance(exception, RequestDataTooBig):
+        return JsonResponse(payload_too_large_body(), status=413)
+    if not _is_api(request):
+        return defaults.bad_request(request, exception)
+    return JsonResponse(error_body(ErrorCode.INVALID_REQUEST, "Bad request (for instance an unknown Host header)."), status=400)
+
+
+def permission_denied_view(request, exception=None):
+    if not _is_api(request):
+        return defaults.permission_denied(request, exception)
+    return JsonResponse(error_body(ErrorCode.PERMISSION_DENIED, "Permission denied."), status=403)
+
+
+def server_error_view(request):
+    if not _is_api(request):
+        return defaults.server_error(request)
+    return JsonResponse(error_body(ErrorCode.INTERNAL_ERROR, "An internal error occurred."), status=500)

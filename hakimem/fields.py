@@ -3,13 +3,15 @@ message at the edge and never reaches the database."""
 from __future__ import annotations
 
 import json
+import math
+import re
 from datetime import timezone as dt_timezone
 
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 from rest_framework import serializers
 
-from hakimem.validators import SCOPE_ID_HELP, SCOPE_ID_MAX, SCOPE_ID_RE
+from hakimem.validators import SCOPE_ID_HELP, SCOPE_ID_MAX, is_scope_id
 
 
 class ScopeIdField(serializers.CharField):
@@ -21,7 +23,7 @@ class ScopeIdField(serializers.CharField):
     def to_internal_value(self, data):
         if not isinstance(data, str):
             raise serializers.ValidationError("must be a string")
-        if not SCOPE_ID_RE.match(data):
+        if not is_scope_id(data):
             raise serializers.ValidationError(f"must be {SCOPE_ID_HELP}")
         return data
 
@@ -49,24 +51,71 @@ class AwareDateTimeField(serializers.DateTimeField):
             raise serializers.ValidationError("must be an ISO 8601 date-time such as 2026-05-01T10:00:00Z")
         if timezone.is_naive(parsed):
             raise serializers.ValidationError("must include a UTC offset (Z or +02:00): a time without one is ambiguous")
-        return parsed.astimezone(dt_timezone.utc)
+        try:
+            return parsed.astimezone(dt_timezone.utc)
+        except OverflowError:  # 9999-12-31T23:30:00-01:00 is in year 10000 once in UTC
+            raise serializers.ValidationError("must be a moment between years 1 and 9999 once in UTC") from None
 
 
 class StrictFloatField(serializers.FloatField):
     def to_internal_value(self, data):
         if isinstance(data, bool) or not isinstance(data, int | float):
             raise serializers.ValidationError("must be a number")
+        if isinstance(data, float) and not math.isfinite(data):
+            raise serializers.ValidationError("must be a finite number")
         return super().to_internal_value(data)
 
 
+METADATA_MAX_BYTES = 16384  # as compact JSON with non-ASCII escaped: what json.dumps(m, separators=(",", ":")) writes
+METADATA_MAX_DEPTH = 32  # {"a": 1} is depth 1; each object or list inside adds one
+
+
+def _storable_text(value: str) -> bool:
+    """PostgreSQL's text and jsonb cannot hold U+0000, and UTF-8 cannot encode a lone surrogate (\\ud800)."""
+    return "\x00" not in value and not _SURROGATE_RE.search(value)
+
+
+_SURROGATE_RE = re.compile("[\ud800-\udfff]")
+
+
+def metadata_problem(data) -> str | None:
+    """Why `data` is not acceptable metadata, or None. Walks iteratively: a deep value cannot exhaust the stack."""
+    if not isinstance(data, dict):
+        return "must be a JSON object"
+    stack = [(data, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if depth > METADATA_MAX_DEPTH:
+            return f"must be nested at most {METADATA_MAX_DEPTH} levels deep"
+        if isinstance(value, dict):
+            for key, item in value.items():
+                if not _storable_text(key):
+                    return "must not contain U+0000 or an unpaired surrogate"
+                if isinstance(item, dict | list):
+                    stack.append((item, depth + 1))
+                elif isinstance(item, str) and not _storable_text(item):
+                    return "must not contain U+0000 or an unpaired surrogate"
+        else:
+            for item in value:
+                if isinstance(item, dict | list):
+                    stack.append((item, depth + 1))
+                elif isinstance(item, str) and not _storable_text(item):
+                    return "must not contain U+0000 or an unpaired surrogate"
+    if len(json.dumps(data, separators=(",", ":"))) > METADATA_MAX_BYTES:
+        return f"must be at most {METADATA_MAX_BYTES} bytes as compact JSON (non-ASCII written as \\u escapes)"
+    return None
+
+
 class JsonObjectField(serializers.JSONField):
-    MAX_BYTES = 16384
+    """A free-form JSON object (metadata), bounded: at most METADATA_MAX_DEPTH levels, METADATA_MAX_BYTES, and only
+    text PostgreSQL can store."""
+
+    MAX_BYTES = METADATA_MAX_BYTES
 
     def to_internal_value(self, data):
-        if not isinstance(data, dict):
-            raise serializers.ValidationError("must be a JSON object")
-        if len(json.dumps(data)) > self.MAX_BYTES:
-            raise serializers.ValidationError(f"must be at most {self.MAX_BYTES} bytes of JSON")
+        problem = metadata_problem(data)
+        if problem:
+            raise serializers.ValidationError(problem)
         return data
 
 

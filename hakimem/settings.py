@@ -56,6 +56,8 @@ INSTALLED_APPS = [
     "django.contrib.postgres",
     "rest_framework",
     "django_filters",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI's files, served locally for /docs
     "hakimem",
     "facts",
     "traces",
@@ -130,13 +132,38 @@ STORAGES = {
 }
 LOGIN_URL = "/admin/login/"
 
+# The largest request body, in bytes; larger ones answer 413 payload_too_large (hakimem/parsers.py reads at most
+# this much). It must admit the largest documented write: a batch of 500 facts (facts.services.MAX_BATCH) of 8,000
+# characters (FACT_TEXT_MAX) with 16 KiB of metadata (hakimem.fields.METADATA_MAX_BYTES) and ~1 KiB of other
+# fields each, whether the text is sent as UTF-8 (up to 4 bytes a character: 24.7 MB) or with non-ASCII escaped
+# as \uXXXX (6 bytes a character: 32.7 MB). tests/hakimem/test_bad_input.py sends that batch.
+DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("HAKI_MAX_BODY_BYTES", 32 * 1024 * 1024)
+
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["hakimem.auth.ApiKeyAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["hakimem.parsers.StrictJSONParser"],
     "EXCEPTION_HANDLER": "hakimem.errors.exception_handler",
     "UNAUTHENTICATED_USER": None,
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+}
+
+SPECTACULAR_SETTINGS = {
+    "TITLE": "hakimem",
+    "DESCRIPTION": "Long-term memory and context assembly for LLM applications. Every error answers "
+                   '{"error": {"code", "message", "details"}} (hakimem/errors.py).',
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
+    "SERVE_AUTHENTICATION": [],
+    "COMPONENT_SPLIT_REQUEST": True,
+    "SCHEMA_PATH_PREFIX": "/v1",
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "ENUM_NAME_OVERRIDES": {"FactStatusEnum": "facts.models.FactStatus",
+                            "ConflictStatusEnum": "facts.models.ConflictStatus"},
 }
 
 LOGGING = {

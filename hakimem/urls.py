@@ -1,5 +1,6 @@
 from django.contrib import admin
 from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from hakimem.apis import HealthApi, LivenessApi, ReadinessApi
 from hakimem.observability import metrics_view
@@ -16,6 +17,9 @@ urlpatterns = [
     path("v1/health/live", LivenessApi.as_view(), name="health-live"),
     path("v1/health/ready", ReadinessApi.as_view(), name="health-ready"),
     path("metrics", metrics_view, name="metrics"),
+    # The OpenAPI 3 schema (no key) and Swagger UI over it, its files served locally (drf-spectacular-sidecar).
+    path("v1/schema", SpectacularAPIView.as_view(), name="schema"),
+    path("docs", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
     path("v1/", include("facts.urls")),
     path("v1/", include("context.urls")),
     path("v1/", include("traces.urls")),
@@ -24,3 +28,6 @@ urlpatterns = [
 ]
 
 handler404 = "hakimem.errors.not_found_view"
+handler400 = "hakimem.errors.bad_request_view"
+handler403 = "hakimem.errors.permission_denied_view"
+handler500 = "hakimem.errors.server_error_view"

@@ -3,10 +3,16 @@ import re
 from django.core.exceptions import ValidationError
 
 SCOPE_ID_MAX = 128  # project_id and subject_id, in every table that holds them and at the API's edge
-SCOPE_ID_RE = re.compile(rf"^[A-Za-z0-9._:@-]{{1,{SCOPE_ID_MAX}}}$")
+# Matched whole (fullmatch): with re.match and a `$`, "alice\n" passed as a scope of its own, since `$` also
+# matches before a final newline, and DELETE /v1/subjects/alice then left it behind.
+SCOPE_ID_RE = re.compile(rf"[A-Za-z0-9._:@-]{{1,{SCOPE_ID_MAX}}}")
 SCOPE_ID_HELP = f"1-{SCOPE_ID_MAX} characters: letters, digits and . _ : @ -"
 
 
+def is_scope_id(value) -> bool:
+    return isinstance(value, str) and SCOPE_ID_RE.fullmatch(value) is not None
+
+
 def validate_scope_id(value: str) -> None:
-    if not isinstance(value, str) or not SCOPE_ID_RE.match(value):
+    if not is_scope_id(value):
         raise ValidationError(f"must be {SCOPE_ID_HELP}")

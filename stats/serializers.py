@@ -26,7 +26,10 @@ class OverviewQuerySerializer(StrictSerializer):
 
     def validate(self, attrs):
         until = attrs.get("until") or timezone.now()
-        period = Period(since=attrs.get("since") or until - DEFAULT_PERIOD, until=until)
+        try:
+            period = Period(since=attrs.get("since") or until - DEFAULT_PERIOD, until=until)
+        except OverflowError:  # until in the first 30 days of year 1
+            raise serializers.ValidationError({"until": ["must leave room for the default period before it"]}) from None
         problem = period_problem(period)
         if problem == PERIOD_REVERSED:
             raise serializers.ValidationError({"since": ["must be before until"]})

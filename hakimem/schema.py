@@ -1,0 +1,69 @@
+"""The OpenAPI 3 description of /v1/ (drf-spectacular), served at /v1/schema, browsable at /docs.
+
+The views validate with the apps' strict serializers and answer plain dicts; what the schema cannot infer from
+them (the error contract, the response shapes, the custom fields) is declared here and next to each view."""
+from __future__ import annotations
+
+from drf_spectacular.extensions import OpenApiAuthenticationExtension, OpenApiSerializerFieldExtension
+from drf_spectacular.utils import OpenApiResponse
+from rest_framework import serializers
+
+from hakimem.errors import ErrorCode
+
+
+class ErrorDetailSerializer(serializers.Serializer):
+    code = serializers.ChoiceField(choices=[c.value for c in ErrorCode], help_text="hakimem.errors.ErrorCode")
+    message = serializers.CharField()
+    details = serializers.DictField(help_text="invalid_request: {errors: [{index, field, message}]}; others vary")
+
+
+class ErrorSerializer(serializers.Serializer):
+    """{"error": {"code", "message", "details"}}: every error any /v1/ endpoint answers."""
+
+    error = ErrorDetailSerializer()
+
+
+_MEANING = {
+    400: "invalid_request: the body or the query is invalid (details.errors lists {index, field, message})",
+    401: "unauthenticated: no key, or an unknown or revoked one",
+    403: "permission_denied",
+    404: "not_found: nothing with this id in the key's project (another project's scope answers the same)",
+    405: "method_not_allowed",
+    409: "conflict_not_open / fact_not_active",
+    413: "payload_too_large: the body is larger than HAKI_MAX_BODY_BYTES",
+    415: "unsupported_media_type: send application/json",
+    503: "database_unavailable or embedder_unavailable: nothing was written; retry later",
+}
+
+
+def errors(*statuses: int) -> dict[int, OpenApiResponse]:
+    """The error responses of an endpoint, each in the contract. 401, 405 and 503 apply to every keyed endpoint."""
+    return {s: OpenApiResponse(ErrorSerializer, description=_MEANING[s]) for s in sorted(set(statuses) | {401, 405, 503})}
+
+
+class ApiKeyScheme(OpenApiAuthenticationExtension):
+    target_class = "hakimem.auth.ApiKeyAuthentication"
+    name = "bearerKey"
+
+    def get_security_definition(self, auto_schema):
+        return {"type": "http", "scheme": "bearer", "description": "an API key (manage.py create_api_key)"}
+
+
+class ScopeIdFieldSchema(OpenApiSerializerFieldExtension):
+    target_class = "hakimem.fields.ScopeIdField"
+
+    def map_serializer_field(self, auto_schema, direction):
+        from hakimem.validators import SCOPE_ID_MAX
+
+        return {"type": "string", "pattern": rf"^[A-Za-z0-9._:@-]{{1,{SCOPE_ID_MAX}}}$", "maxLength": SCOPE_ID_MAX}
+
+
+class JsonObjectFieldSchema(OpenApiSerializerFieldExtension):
+    target_class = "hakimem.fields.JsonObjectField"
+
+    def map_serializer_field(self, auto_schema, direction):
+        from hakimem.fields import METADATA_MAX_BYTES, METADATA_MAX_DEPTH
+
+        return {"type": "object", "additionalProperties": True,
+                "description": f"free-form JSON object: at most {METADATA_MAX_DEPTH} levels deep and {METADATA_MAX_BYTES} "
+                               "bytes as compact JSON; no U+0000 or unpaired surrogate"}
