@@ -30,6 +30,10 @@ from facts.serializers import (
     FactOutSerializer,
     FactPageSerializer,
     FactPatchSerializer,
+    ConsentOutSerializer,
+    ConsentRevokedSerializer,
+    ConsentsSerializer,
+    ProjectOutSerializer,
     ProjectPatchSerializer,
     FactWrittenSerializer,
     ScopeQuerySerializer,
@@ -117,7 +121,7 @@ class FactsApi(APIView):
     @extend_schema(summary="Write one fact, or a batch of up to 500 (all-or-nothing)",
                    request=_one_or_batch("FactWrite", FactInSerializer, FactBatchInSerializer),
                    responses={201: _one_or_batch("FactWriteAnswer", FactWrittenSerializer, FactBatchOutSerializer),
-                              **errors(400, 404, 413, 415)})
+                              **errors(400, 403, 404, 413, 415)})
     def post(self, request):
         items, is_batch = validate_batch(request, FactInSerializer, "facts")
         try:
@@ -146,7 +150,7 @@ class FactDetailApi(APIView):
         return Response(fact_out(_fact_or_404(request, fact_id)))
 
     @extend_schema(summary="Edit a fact: a new text makes a new version, other fields change in place",
-                   request=FactPatchSerializer, responses={200: FactWrittenSerializer, **errors(400, 404, 409, 413, 415)})
+                   request=FactPatchSerializer, responses={200: FactWrittenSerializer, **errors(400, 403, 404, 409, 413, 415)})
     def patch(self, request, fact_id):
         fact = _fact_or_404(request, fact_id)
         changes = validated(FactPatchSerializer, request.data)
@@ -267,9 +271,12 @@ class SubjectEraseApi(APIView):
 class ProjectApi(APIView):
     """GET / PATCH /v1/project: the settings of the key's project."""
 
+    @extend_schema(summary="The key's project settings", responses={200: ProjectOutSerializer, **errors()})
     def get(self, request):
         return Response(project_out(selectors.project_settings(request.user.project_id)))
 
+    @extend_schema(summary="Change the key's project settings (the fields sent)", request=ProjectPatchSerializer,
+                   responses={200: ProjectOutSerializer, **errors(400, 413, 415)})
     def patch(self, request):
         changes = validated(ProjectPatchSerializer, request.data)
         services.project_update(project_id=request.user.project_id, changes=dict(changes))
@@ -279,6 +286,9 @@ class ProjectApi(APIView):
 class SubjectConsentsApi(APIView):
     """GET: the categories the subject consents to now, and every grant and revocation. POST: grant one."""
 
+    @extend_schema(summary="A subject's consents: the categories now, and every grant and revocation",
+                   parameters=[ScopeQuerySerializer, OpenApiParameter("subject_id", str, OpenApiParameter.PATH, pattern=r"^[A-Za-z0-9._:@-]{1,128}$")],
+                   responses={200: ConsentsSerializer, **errors(400, 404)})
     def get(self, request, subject_id):
         params = validated(ScopeQuerySerializer, query_params(request))
         _subject_in_path(subject_id)
@@ -290,6 +300,9 @@ class SubjectConsentsApi(APIView):
             "history": [consent_out(c) for c in history],
         })
 
+    @extend_schema(summary="Grant consent to a category (200 when it already was)", request=ConsentGrantSerializer,
+                   parameters=[OpenApiParameter("subject_id", str, OpenApiParameter.PATH, pattern=r"^[A-Za-z0-9._:@-]{1,128}$")],
+                   responses={201: ConsentOutSerializer, 200: ConsentOutSerializer, **errors(400, 404, 413, 415)})
     def post(self, request, subject_id):
         params = validated(ConsentGrantSerializer, request.data)
         _subject_in_path(subject_id)
@@ -302,6 +315,9 @@ class SubjectConsentsApi(APIView):
 class SubjectConsentDetailApi(APIView):
     """DELETE: revoke a category from the next context call on; with erase=true, also erase its facts."""
 
+    @extend_schema(summary="Revoke consent to a category; erase=true also erases its facts",
+                   parameters=[ConsentRevokeQuerySerializer, OpenApiParameter("subject_id", str, OpenApiParameter.PATH, pattern=r"^[A-Za-z0-9._:@-]{1,128}$"), OpenApiParameter("category", str, OpenApiParameter.PATH)],
+                   responses={200: ConsentRevokedSerializer, **errors(400, 404)})
     def delete(self, request, subject_id, category):
         params = validated(ConsentRevokeQuerySerializer, query_params(request))
         _subject_in_path(subject_id)

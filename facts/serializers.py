@@ -367,3 +367,32 @@ def consent_out(consent) -> dict:
         "revoked_at": iso(consent.revoked_at),
         "revoked_by": consent.revoked_by,
     }
+
+
+class ProjectOutSerializer(serializers.Serializer):
+    project_id = serializers.CharField()
+    consent_required = serializers.BooleanField()
+    consent_write_policy = serializers.ChoiceField(choices=ConsentWritePolicy.choices)
+    categories = serializers.ListField(child=serializers.CharField())
+    conflict_policy = serializers.ChoiceField(choices=ConflictPolicy.choices, help_text="in effect (the environment's when unset)")
+
+
+class ConsentOutSerializer(serializers.Serializer):
+    category = serializers.CharField()
+    granted_at = serializers.DateTimeField()
+    granted_by = serializers.CharField()
+    revoked_at = serializers.DateTimeField(allow_null=True)
+    revoked_by = serializers.CharField(allow_blank=True)
+
+
+class ConsentsSerializer(serializers.Serializer):
+    project_id = serializers.CharField()
+    subject_id = serializers.CharField()
+    consented = serializers.ListField(child=serializers.CharField(), help_text="the categories consented to now")
+    history = ConsentOutSerializer(many=True, help_text="every grant, oldest first, with its revocation if any")
+
+
+class ConsentRevokedSerializer(serializers.Serializer):
+    consent = ConsentOutSerializer(allow_null=True)
+    erased = serializers.DictField(child=serializers.IntegerField(), allow_null=True,
+                                   help_text="with erase=true: rows deleted, per table")

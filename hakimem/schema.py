@@ -26,7 +26,7 @@ class ErrorSerializer(serializers.Serializer):
 _MEANING = {
     400: "invalid_request: the body or the query is invalid (details.errors lists {index, field, message})",
     401: "unauthenticated: no key, or an unknown or revoked one",
-    403: "permission_denied",
+    403: "permission_denied / consent_missing (a category the subject has not consented to)",
     404: "not_found: nothing with this id in the key's project (another project's scope answers the same)",
     405: "method_not_allowed",
     409: "conflict_not_open / fact_not_active",
