@@ -1,4 +1,5 @@
 import pytest
+from django.db import connection
 from django.contrib.auth.models import Group, User
 from rest_framework.test import APIClient
 
@@ -60,6 +61,23 @@ def embed():
         return get_embedder().embed([text])[0]
 
     return _embed
+
+
+def rows_mentioning(needle: str) -> dict:
+    """Every table of the database holding a row whose text contains `needle`, with how many, and every index
+    whose definition holds it (a scope's hnsw graph names its subject in its predicate)."""
+    found = {}
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' AND table_type = 'BASE TABLE'")
+        for (table,) in cursor.fetchall():
+            cursor.execute(f'SELECT count(*) FROM "{table}" t WHERE t::text LIKE %s', [f"%{needle}%"])
+            count = cursor.fetchone()[0]
+            if count:
+                found[table] = count
+        cursor.execute("SELECT indexname FROM pg_indexes WHERE indexdef LIKE %s", [f"%{needle}%"])
+        for (index,) in cursor.fetchall():
+            found[f"index {index}"] = 1
+    return found
 
 
 def error_code(response) -> str:

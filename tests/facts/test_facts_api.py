@@ -8,7 +8,7 @@ from django.utils import timezone
 
 from facts import services
 from facts.models import ConflictSet, Event, Fact
-from tests.conftest import PROJECT, error_code
+from tests.conftest import PROJECT, error_code, rows_mentioning
 from tests.facts.factories import EventFactory, FactFactory
 from traces.models import Decision
 
@@ -374,17 +374,6 @@ def test_event_needs_an_aware_date(api):
 
 # --- erasure ------------------------------------------------------------------------------------------
 
-def _rows_mentioning(needle: str) -> dict:
-    found = {}
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' AND table_type = 'BASE TABLE'")
-        for (table,) in cursor.fetchall():
-            cursor.execute(f'SELECT count(*) FROM "{table}" t WHERE t::text LIKE %s', [f"%{needle}%"])
-            count = cursor.fetchone()[0]
-            if count:
-                found[table] = count
-    return found
-
 
 def test_erasing_a_subject_leaves_nothing(api):
     post_fact(api, NANTES, subject_id="zoe-42")
@@ -394,7 +383,7 @@ def test_erasing_a_subject_leaves_nothing(api):
     post_fact(api, "Bob keeps his own facts.", subject_id="bob")
     ids = [str(i) for i in Fact.objects.filter(subject_id="zoe-42").values_list("id", flat=True)]
     decisions = Decision.objects.filter(trace__subject_id="zoe-42").count()
-    assert decisions >= 3 and _rows_mentioning("zoe-42")
+    assert decisions >= 3 and rows_mentioning("zoe-42")
 
     response = api.delete(f"/v1/subjects/zoe-42?project_id={PROJECT}")
     assert response.status_code == 200
@@ -402,7 +391,7 @@ def test_erasing_a_subject_leaves_nothing(api):
     assert deleted == {"decisions": decisions, "traces": 1, "conflict_members": 2, "conflict_sets": 1, "facts": 2, "events": 1,
                        "admin_log_entries": 0, "scope_graphs": 0, "consents": 0}
     for needle in ["zoe-42", "Zoe's secret party", "Bordeaux", *ids]:
-        assert _rows_mentioning(needle) == {}, needle
+        assert rows_mentioning(needle) == {}, needle
     assert Fact.objects.filter(subject_id="bob").count() == 1
 
 
