@@ -100,17 +100,11 @@ TABLE_STATS_TTL_SECONDS = 300.0
 FACTS, EVENTS = "facts_fact", "facts_event"
 
 # The planner's own statistics, refreshed by autovacuum's ANALYZE: the table's row estimate, its most common
-# lexemes (share of rows holding each) and its most common subjects (share of rows of each).
+# lexemes (share of rows holding each) and its most common subjects (share of rows of each). pg_stats hides
+# them from the row-security roles a request runs as: hakimem_table_stats (facts/migrations/0006) reads them
+# as the tables' owner.
 TABLE_STATS_SQL = """
-SELECT c.reltuples,
-       t.most_common_elems::text::text[], t.most_common_elem_freqs,
-       s.most_common_vals::text::text[], s.most_common_freqs, s.n_distinct,
-       ARRAY(SELECT i.relname::text FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid
-              WHERE x.indrelid = c.oid AND i.relname LIKE %(scope_graphs)s)
-  FROM pg_class c
-  LEFT JOIN pg_stats t ON t.schemaname = current_schema() AND t.tablename = %(table)s AND t.attname = 'search_vector'
-  LEFT JOIN pg_stats s ON s.schemaname = current_schema() AND s.tablename = %(table)s AND s.attname = 'subject_id'
- WHERE c.oid = %(table)s::regclass
+SELECT * FROM hakimem_table_stats(%(table)s::regclass, %(scope_graphs)s)
 """
 
 

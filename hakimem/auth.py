@@ -7,6 +7,7 @@ from rest_framework import authentication, exceptions
 
 from hakimem.errors import ApiError, ErrorCode
 from hakimem.models import ApiKey, hash_key
+from hakimem.rowsecurity import scope_project
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,7 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
         )
         if key is None:
             raise exceptions.AuthenticationFailed("Unknown or revoked API key.")
+        scope_project(key.project_id)  # row-level security: the rest of the request sees only this project
         return ApiClient(key_id=key.id, project_id=key.project_id), key
 
     def authenticate_header(self, request):

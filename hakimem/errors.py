@@ -10,6 +10,7 @@ from __future__ import annotations
 import enum
 import logging
 
+from django.db import connection, transaction
 from django.http import Http404, JsonResponse
 from rest_framework import exceptions, status
 from rest_framework.response import Response
@@ -64,6 +65,9 @@ _DRF_CODES = {
 
 
 def exception_handler(exc, context):
+    # A refused request writes nothing: the request's transaction (hakimem/rowsecurity.py) is rolled back.
+    if connection.in_atomic_block:
+        transaction.set_rollback(True)
     if isinstance(exc, ApiError):
         return Response(error_body(exc.code, exc.message, exc.details), status=exc.status_code)
     if isinstance(exc, EmbedderUnavailable):

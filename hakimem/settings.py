@@ -72,6 +72,9 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # After authentication (the admin's and the stats pages' scope is the signed-in person's): each request
+    # that may read a project's rows runs in one transaction as a role under row-level security.
+    "hakimem.rowsecurity.RowSecurityMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
@@ -147,6 +150,9 @@ LOGGING = {
 }
 
 # --- the product's knobs -------------------------------------------------------------------------------
+# Web requests run as the row-security roles (hakimem/rowsecurity.py); off: as the connecting user, who sees
+# every project (only for a database where the roles cannot be used).
+HAKI_ROW_SECURITY = env_bool("HAKI_ROW_SECURITY", True)
 HAKI_EMBED_PROVIDER = os.environ.get("HAKI_EMBED_PROVIDER", "sentence-transformers")
 HAKI_EMBED_DIM = env_int("HAKI_EMBED_DIM", 384)
 HAKI_EMBED_RUNTIME = os.environ.get("HAKI_EMBED_RUNTIME", "onnx")  # onnx | torch (sentence-transformers only)
