@@ -26,7 +26,9 @@ def _database() -> tuple[str, str | None]:
 
 
 def _embedder() -> str:
-    """"ok" when the configured embedder turns a text into a vector of HAKI_EMBED_DIM, else "unavailable"."""
+    """"ok" when the configured embedder turns a text into a vector of HAKI_EMBED_DIM, else "unavailable".
+    While its circuit is open the probe does not ask it (the answer is at once "unavailable"); after the
+    cool-down the probe may be the trial call that closes it again."""
     try:
         embedder = get_embedder()
         checked = _embedder_ok_at.get(embedder)
@@ -36,6 +38,14 @@ def _embedder() -> str:
         return "ok"
     except EmbedderUnavailable:
         return "unavailable"
+
+
+def _circuit() -> str:
+    """The embedder's circuit breaker in this process: closed, open or half_open."""
+    try:
+        return get_embedder().breaker.state
+    except EmbedderUnavailable:  # not even configured
+        return "open"
 
 
 class _OpenProbe(APIView):
@@ -84,6 +94,7 @@ class ReadinessApi(_OpenProbe):
                 "vector_extension": vector,
                 "embedder": settings.HAKI_EMBED_PROVIDER,
                 "embedder_status": embedder,
+                "embedder_circuit": _circuit(),
                 "embed_dim": settings.HAKI_EMBED_DIM,
             },
             status=200 if ready else 503,

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import enum
 import logging
+import math
 
 from django.db import connection, transaction
 from django.http import Http404, JsonResponse
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 
-from hakimem.embeddings import EmbedderUnavailable
+from hakimem.embeddings import EmbedderCircuitOpen, EmbedderUnavailable
 
 logger = logging.getLogger("hakimem.errors")
 
@@ -72,10 +73,15 @@ def exception_handler(exc, context):
         return Response(error_body(exc.code, exc.message, exc.details), status=exc.status_code)
     if isinstance(exc, EmbedderUnavailable):
         logger.warning("embedder unavailable on a write: %s", exc)
-        return Response(
-            error_body(ErrorCode.EMBEDDER_UNAVAILABLE, f"The embedder is unavailable; nothing was written. ({exc})"),
+        circuit_open = isinstance(exc, EmbedderCircuitOpen)
+        response = Response(
+            error_body(ErrorCode.EMBEDDER_UNAVAILABLE, f"The embedder is unavailable; nothing was written. ({exc})",
+                       {"circuit": "open"} if circuit_open else None),
             status=status.HTTP_503_SERVICE_UNAVAILABLE,
         )
+        if circuit_open:
+            response["Retry-After"] = str(max(1, math.ceil(exc.retry_after)))
+        return response
     if isinstance(exc, Http404):
         exc = exceptions.NotFound()
     for cls, (code, http_status) in _DRF_CODES.items():

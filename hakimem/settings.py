@@ -163,6 +163,10 @@ HAKI_EMBED_MODEL = os.environ.get("HAKI_EMBED_MODEL", "")
 HAKI_EMBED_API_KEY = os.environ.get("HAKI_EMBED_API_KEY", "")
 HAKI_EMBED_TIMEOUT = env_float("HAKI_EMBED_TIMEOUT", 10.0)
 HAKI_EMBED_CACHE_SIZE = env_int("HAKI_EMBED_CACHE_SIZE", 2048)
+# The embedder's circuit breaker (hakimem/embeddings.py): open after this many failures in a row, try again
+# after the cool-down (seconds).
+HAKI_EMBED_BREAKER_FAILURES = env_int("HAKI_EMBED_BREAKER_FAILURES", 3)
+HAKI_EMBED_BREAKER_COOLDOWN = env_float("HAKI_EMBED_BREAKER_COOLDOWN", 30.0)
 
 HAKI_CONFLICT_MIN_SIMILARITY = env_float("HAKI_CONFLICT_MIN_SIMILARITY", 0.75)
 HAKI_DUPLICATE_SIMILARITY = env_float("HAKI_DUPLICATE_SIMILARITY", 0.92)

@@ -2,7 +2,7 @@ import pytest
 from django.contrib.auth.models import Group, User
 from rest_framework.test import APIClient
 
-from hakimem.embeddings import get_embedder
+from hakimem.embeddings import circuit_breakers_close, get_embedder
 from hakimem.services import api_key_create
 from stats.services import roles_ensure
 from tests.browser import Browser, require_chromium
@@ -26,6 +26,7 @@ def hashing_embedder(settings):
 
     retrieval._table_stats["at"] = -1e9  # a test's ANALYZE must not leak into the next test
     yield
+    circuit_breakers_close()  # an embedder a test brought down must not fail the next test at once
 
 
 def make_client(project_id: str) -> APIClient:
