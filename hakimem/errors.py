@@ -32,6 +32,7 @@ class ErrorCode(str, enum.Enum):
     EMBEDDER_UNAVAILABLE = "embedder_unavailable"
     CONFLICT_NOT_OPEN = "conflict_not_open"
     FACT_NOT_ACTIVE = "fact_not_active"
+    RATE_LIMITED = "rate_limited"
     INTERNAL_ERROR = "internal_error"
 
 
@@ -81,6 +82,12 @@ def exception_handler(exc, context):
         )
         if circuit_open:
             response["Retry-After"] = str(max(1, math.ceil(exc.retry_after)))
+        return response
+    if isinstance(exc, exceptions.Throttled):
+        wait = max(1, math.ceil(exc.wait or 1))
+        response = Response(error_body(ErrorCode.RATE_LIMITED, f"Too many requests. Retry after {wait} s.",
+                                       {"retry_after": wait}), status=status.HTTP_429_TOO_MANY_REQUESTS)
+        response["Retry-After"] = str(wait)
         return response
     if isinstance(exc, Http404):
         exc = exceptions.NotFound()

@@ -64,3 +64,16 @@ def staff_projects(user) -> list[str] | None:
     projects = sorted(StaffProjectAccess.objects.filter(user_id=user.pk).values_list("project_id", flat=True))
     user._hakimem_projects = projects or None
     return user._hakimem_projects
+
+
+class RateCounter(models.Model):
+    """Hits of one bucket (an API key, a username, an address) in one fixed time window: the counters behind
+    API rate limits and the admin's sign-in lockout (hakimem/ratelimit.py), shared by every server process.
+    UNLOGGED (no write-ahead log: a crash forgets them, which only forgives)."""
+
+    bucket = models.CharField(max_length=200)
+    window = models.BigIntegerField(help_text="The window's start, in seconds since the epoch.")
+    hits = models.IntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["bucket", "window"], name="hakimem_ratecounter_bucket_window")]

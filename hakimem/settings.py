@@ -10,6 +10,7 @@ import secrets
 from pathlib import Path
 
 from hakimem.dbserver import database_settings, start_embedded
+from hakimem.rates import parse_rate
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = BASE_DIR / "var"
@@ -68,6 +69,8 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     # Static files (the admin's and the stats pages' CSS) from STATIC_ROOT, filled by collectstatic at `make run`.
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    # /v1/ requests per API key, counted before any other work and outside the request's transaction.
+    "hakimem.ratelimit.RateLimitMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -153,6 +156,15 @@ LOGGING = {
 # Web requests run as the row-security roles (hakimem/rowsecurity.py); off: as the connecting user, who sees
 # every project (only for a database where the roles cannot be used).
 HAKI_ROW_SECURITY = env_bool("HAKI_ROW_SECURITY", True)
+
+
+# Requests per API key on /v1/ (hakimem/ratelimit.py), for all server processes together: "N/s", "N/min",
+# "N/hour"; "off" for none. The default is far above what one key's benchmarks send.
+HAKI_THROTTLE_RATE = parse_rate(os.environ.get("HAKI_THROTTLE_RATE", "1000/s"))
+# The admin's sign-in: after this many failed passwords for a username (4x for an address) in the lockout
+# window, even the right password is refused until the window ends. 0: no lockout.
+HAKI_LOGIN_MAX_FAILURES = env_int("HAKI_LOGIN_MAX_FAILURES", 5)
+HAKI_LOGIN_LOCKOUT_SECONDS = env_int("HAKI_LOGIN_LOCKOUT_SECONDS", 900)
 HAKI_EMBED_PROVIDER = os.environ.get("HAKI_EMBED_PROVIDER", "sentence-transformers")
 HAKI_EMBED_DIM = env_int("HAKI_EMBED_DIM", 384)
 HAKI_EMBED_RUNTIME = os.environ.get("HAKI_EMBED_RUNTIME", "onnx")  # onnx | torch (sentence-transformers only)

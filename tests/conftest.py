@@ -10,10 +10,11 @@ from tests.browser import Browser, require_chromium
 PROJECT = "proj-a"
 OTHER_PROJECT = "proj-b"
 
-# What row-level security adds to an API request's queries (hakimem/rowsecurity.py) in a test: the savepoint
-# the request's transaction becomes inside the test's, the role and no project, the key's project, the
-# role and project put back, the savepoint's release. Outside a test's transaction: 2 (role, project).
-ROW_SECURITY_QUERIES = 5
+# What every API request adds to its own queries, in a test: the key's rate counter (hakimem/ratelimit.py),
+# then row-level security (hakimem/rowsecurity.py): the savepoint the request's transaction becomes inside
+# the test's, the role and no project, the key's project, the role and project put back, the savepoint's
+# release. Outside a test's transaction: 3 (the counter, the role, the project).
+REQUEST_OVERHEAD_QUERIES = 6
 
 
 @pytest.fixture(autouse=True)
