@@ -28,7 +28,7 @@ from django.utils.text import Truncator
 
 from facts import selectors, services
 from facts.models import CONFLICT_NOTE_MAX, ConflictMember, ConflictSet, ConflictStatus, Event, Fact, FactStatus
-from hakimem.admin_filters import ProjectFilter, SubjectFilter
+from hakimem.admin_filters import ProjectFilter, StaffProjectsMixin, SubjectFilter
 
 NO_SAVE_BUTTONS = {"show_save": False, "show_save_and_continue": False, "show_save_and_add_another": False}
 
@@ -111,7 +111,7 @@ class InOpenConflictFilter(YesNoFilter):
 
 
 @admin.register(Fact)
-class FactAdmin(ReadOnlyAdmin):
+class FactAdmin(StaffProjectsMixin, ReadOnlyAdmin):
     list_display = (
         "fact", "subject_id", "project_id", "status", "kind", "category", "volatility", "expired",
         "in_open_conflict", "recorded_from",
@@ -184,7 +184,7 @@ class FactAdmin(ReadOnlyAdmin):
 
 
 @admin.register(Event)
-class EventAdmin(ReadOnlyAdmin):
+class EventAdmin(StaffProjectsMixin, ReadOnlyAdmin):
     list_display = ("text", "project_id", "subject_id", "occurred_at")
     list_filter = (ProjectFilter, SubjectFilter)
     search_fields = ("text",)
@@ -249,7 +249,7 @@ class ConflictResolveForm(forms.Form):
 
 
 @admin.register(ConflictSet)
-class ConflictSetAdmin(ReadOnlyAdmin):
+class ConflictSetAdmin(StaffProjectsMixin, ReadOnlyAdmin):
     list_display = ("conflict", "subject_id", "project_id", "status", "signal", "age", "resolved_by")
     list_filter = (ProjectFilter, SubjectFilter, "status", AgeFilter)
     search_fields = ("facts__text",)  # shows the search box; get_search_results does the search
