@@ -39,11 +39,11 @@ WITH t AS (
     VALUES (%(id)s, %(project_id)s, %(subject_id)s, %(query)s, %(budget_tokens)s, %(used_tokens)s, %(status)s,
             %(empty_reason)s, %(warnings)s::jsonb, %(rendered)s, %(facts_served)s, %(episodes_served)s,
             %(candidates)s, %(embedder)s, %(timings)s::jsonb, %(latency_ms)s, %(created_at)s)
-    RETURNING id
+    RETURNING id, project_id
 )
-INSERT INTO traces_decision (trace_id, item_type, fact_id, event_id, decision, reason_code, rank, score,
+INSERT INTO traces_decision (trace_id, project_id, item_type, fact_id, event_id, decision, reason_code, rank, score,
                              similarity, cosine_distance, text_rank, recency, tokens, entity)
-SELECT t.id, d.item_type, d.fact_id, d.event_id, d.decision, d.reason_code, d.rank, d.score, d.similarity,
+SELECT t.id, t.project_id, d.item_type, d.fact_id, d.event_id, d.decision, d.reason_code, d.rank, d.score, d.similarity,
        d.cosine_distance, d.text_rank, d.recency, d.tokens, d.entity
   FROM t, jsonb_to_recordset(%(decisions)s::jsonb)
        AS d(item_type text, fact_id uuid, event_id uuid, decision text, reason_code text, rank int, score float8,
