@@ -7,7 +7,7 @@ from rest_framework import authentication, exceptions
 
 from hakimem.errors import ApiError, ErrorCode
 from hakimem.models import ApiKey, hash_key
-from hakimem.rowsecurity import scope_project
+from hakimem.rowsecurity import scoped_by_project
 
 
 @dataclass(frozen=True)
@@ -29,14 +29,12 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
         scheme, _, raw = header.partition(" ")
         if scheme != self.keyword or not raw.strip():
             raise exceptions.AuthenticationFailed("Use 'Authorization: Bearer <key>'.")
-        key = (
-            ApiKey.objects.filter(key_hash=hash_key(raw.strip()), revoked_at__isnull=True)
-            .only("id", "project_id")
-            .first()
-        )
+        keys = ApiKey.objects.filter(key_hash=hash_key(raw.strip()), revoked_at__isnull=True).only("id", "project_id")
+        # Row-level security: the rest of the request sees only the key's project, set by the same statement
+        # that finds the key (one round trip fewer on every call).
+        key = scoped_by_project(keys).first()
         if key is None:
             raise exceptions.AuthenticationFailed("Unknown or revoked API key.")
-        scope_project(key.project_id)  # row-level security: the rest of the request sees only this project
         return ApiClient(key_id=key.id, project_id=key.project_id), key
 
     def authenticate_header(self, request):

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db import connection, transaction
+from django.db.models import CharField, F, Func, Value
 
 API_ROLE = "hakimem_api"
 STAFF_ROLE = "hakimem_staff"
@@ -90,12 +91,14 @@ def scope_enter(role: str, projects: str = "") -> tuple[str, str]:
     return before_role, before_projects
 
 
-def scope_project(project_id: str) -> None:
-    """The request's key is known: from now on its transaction sees that project (API_ROLE only). Outside a
-    scoped request (row security off, a test calling the authentication directly) there is nothing to narrow."""
-    if connection.in_atomic_block and settings.HAKI_ROW_SECURITY:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT set_config(%s, %s, true)", [PROJECT_SETTING, project_id])
+def scoped_by_project(queryset):
+    """`queryset` (of rows holding a project_id: API keys) also setting the request's project to the row's
+    project as it reads it: the authentication's lookup names the key's project in the same statement. Outside
+    a scoped request (row security off, a test calling the authentication directly) it sets nothing."""
+    if not (connection.in_atomic_block and settings.HAKI_ROW_SECURITY):
+        return queryset
+    return queryset.annotate(_scope=Func(Value(PROJECT_SETTING), F("project_id"), Value(True),
+                                         function="set_config", output_field=CharField()))
 
 
 def _staff_scope(request) -> tuple[str, str]:

@@ -12,9 +12,9 @@ OTHER_PROJECT = "proj-b"
 
 # What every API request adds to its own queries, in a test: the key's rate counter (hakimem/ratelimit.py),
 # then row-level security (hakimem/rowsecurity.py): the savepoint the request's transaction becomes inside
-# the test's, the role and no project, the key's project, the role and project put back, the savepoint's
-# release. Outside a test's transaction: 3 (the counter, the role, the project).
-REQUEST_OVERHEAD_QUERIES = 6
+# the test's, the role and no project, the role and project put back, the savepoint's release (the key's
+# project is set by the key's own lookup). Outside a test's transaction: 2 (the counter, the role).
+REQUEST_OVERHEAD_QUERIES = 5
 
 
 @pytest.fixture(autouse=True)
