@@ -7,7 +7,7 @@ from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from hakimem.embeddings import EmbedderUnavailable, get_embedder
+from hakimem.embeddings import CircuitBreaker, EmbedderUnavailable, get_embedder
 
 # A remote embedder is asked at most this often by readiness probes (a success is remembered, a failure not).
 EMBEDDER_CHECK_SECONDS = 30.0
@@ -31,6 +31,8 @@ def _embedder() -> str:
     cool-down the probe may be the trial call that closes it again."""
     try:
         embedder = get_embedder()
+        if embedder.breaker.state == CircuitBreaker.OPEN:  # however recent the last success
+            return "unavailable"
         checked = _embedder_ok_at.get(embedder)
         if checked is None or time.monotonic() - checked > EMBEDDER_CHECK_SECONDS:
             embedder.embed(["readiness probe"])  # checks the dimension too

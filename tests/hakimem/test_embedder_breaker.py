@@ -116,6 +116,19 @@ def test_readiness_says_the_embedder_is_down_and_recovers_after_the_cool_down(cl
     assert _write(api).status_code == 201
 
 
+def test_readiness_forgets_a_recent_success_once_the_circuit_opens(client, api, embedder_server):
+    # given a ready embedder (its success is remembered 30 s)
+    embedder_server.mode = "up"
+    assert client.get("/v1/health/ready").status_code == 200
+    # when it goes down and two writes fail
+    embedder_server.mode = "down"
+    for _ in range(2):
+        _write(api)
+    # then readiness says so at once
+    body = client.get("/v1/health/ready").json()
+    assert body["embedder_status"] == "unavailable" and body["embedder_circuit"] == "open"
+
+
 def test_a_closed_port_opens_the_circuit(client, api, settings):
     # given an embedder URL on a local port nothing listens on
     with socket.socket() as sock:
