@@ -33,6 +33,7 @@ class ErrorCode(str, enum.Enum):
     CONFLICT_NOT_OPEN = "conflict_not_open"
     FACT_NOT_ACTIVE = "fact_not_active"
     RATE_LIMITED = "rate_limited"
+    DATABASE_UNAVAILABLE = "database_unavailable"
     INTERNAL_ERROR = "internal_error"
 
 

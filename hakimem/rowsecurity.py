@@ -19,8 +19,10 @@ a test's own set-up. Conflict members, without project_id, are visible when thei
 """
 from __future__ import annotations
 
+from contextlib import ExitStack
+
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import DatabaseError, connection, transaction
 from django.db.models import CharField, F, Func, Value
 
 API_ROLE = "hakimem_api"
@@ -113,6 +115,17 @@ def _staff_scope(request) -> tuple[str, str]:
     return STAFF_ROLE, ALL_PROJECTS if projects is None else ",".join(projects)
 
 
+def _database_unavailable():
+    from django.http import JsonResponse
+
+    from hakimem.errors import ErrorCode, error_body
+
+    response = JsonResponse(error_body(ErrorCode.DATABASE_UNAVAILABLE, "The database is unavailable; try again."),
+                            status=503)
+    response["Retry-After"] = "5"
+    return response
+
+
 class RowSecurityMiddleware:
     """Each request that may read a project's rows runs in one transaction, as API_ROLE (/v1/) or as the
     signed-in person's scope (admin, /stats/). The transaction commits when the response is not a server
@@ -129,8 +142,16 @@ class RowSecurityMiddleware:
             return self.get_response(request)
         role, projects = (API_ROLE, "") if request.path_info.startswith("/v1/") else _staff_scope(request)
         nested = connection.in_atomic_block
-        with transaction.atomic():
-            before = scope_enter(role, projects)
+        with ExitStack() as stack:
+            try:
+                stack.enter_context(transaction.atomic())
+                before = scope_enter(role, projects)
+            except DatabaseError:
+                if connection.in_atomic_block:
+                    transaction.set_rollback(True)
+                if not request.path_info.startswith("/v1/"):
+                    raise
+                return _database_unavailable()  # the API's error contract, never Django's HTML page
             try:
                 response = self.get_response(request)
                 if response.status_code >= 500:

@@ -7,7 +7,7 @@ from django.test import Client
 from facts.models import Fact
 from hakimem.models import StaffProjectAccess
 from hakimem.rowsecurity import API_ROLE, STAFF_ROLE
-from tests.conftest import OTHER_PROJECT, PROJECT, make_client, make_user
+from tests.conftest import OTHER_PROJECT, PROJECT, error_code, make_client, make_user
 from tests.facts.factories import ConflictSetFactory, EventFactory, FactFactory
 from tests.traces.factories import record_call
 
@@ -125,3 +125,18 @@ def test_the_roles_are_bound_by_row_security():
         cursor.execute("SELECT relname FROM pg_class WHERE relrowsecurity AND relkind = 'r' ORDER BY 1")
         assert [r[0] for r in cursor.fetchall()] == ["facts_conflictmember", "facts_conflictset", "facts_event",
                                                      "facts_fact", "traces_decision", "traces_trace"]
+
+
+def test_without_the_database_an_api_request_answers_503_in_the_contract(api, monkeypatch):
+    # given a database that refuses every statement (the request cannot even take its role)
+    from django.db import OperationalError
+    from django.db.backends.utils import CursorWrapper
+
+    def refuse(self, *args, **kwargs):
+        raise OperationalError("connection refused")
+
+    monkeypatch.setattr(CursorWrapper, "execute", refuse)
+    # when an API request comes
+    response = api.get("/v1/facts", {"project_id": PROJECT, "subject_id": "alice"})
+    # then it is refused as unavailable, in the error contract, rather than run without row security
+    assert response.status_code == 503 and error_code(response) == "database_unavailable"
