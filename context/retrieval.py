@@ -22,7 +22,7 @@ import weakref
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from django.db import connection
+from django.db import connection, transaction
 
 from context import scoring
 from facts.scope_graphs import SCOPE_GRAPH_PREFIX, scope_graph_name
@@ -284,8 +284,8 @@ _TUNED_CONNECTIONS: "weakref.WeakSet" = weakref.WeakSet()
 def _settings_for_hnsw(cursor) -> None:
     """Once per database connection: session-level settings (SET LOCAL would need a transaction around
     a read-only query), so the hot path does not pay a round trip for them on every call. Inside a
-    transaction they are set again on every call: a rollback would undo them while the connection stayed
-    marked as tuned."""
+    transaction (every API request's, hakimem/rowsecurity.py) the connection counts as tuned once that
+    transaction commits: a rollback would undo them."""
     raw = connection.connection
     if raw in _TUNED_CONNECTIONS:
         return
@@ -294,7 +294,9 @@ def _settings_for_hnsw(cursor) -> None:
         " set_config('hnsw.ef_search', %(ef)s, false), set_config('hnsw.max_scan_tuples', %(max)s, false)",
         {"ef": str(HNSW_EF_SEARCH), "max": str(HNSW_MAX_SCAN_TUPLES)},
     )
-    if not connection.in_atomic_block:
+    if connection.in_atomic_block:
+        transaction.on_commit(lambda: _TUNED_CONNECTIONS.add(raw))
+    else:
         _TUNED_CONNECTIONS.add(raw)
 
 
