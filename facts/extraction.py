@@ -24,6 +24,7 @@ import functools
 import json
 import logging
 import math
+import time
 from dataclasses import dataclass, field
 
 import httpx
@@ -45,6 +46,7 @@ logger = logging.getLogger("hakimem.extraction")
 
 MIN_CONFIDENCE = 0.6
 COPY_MIN_CHARS = 50
+MAX_ANSWER_BYTES = 1024 * 1024  # an answer larger than this is not a list of facts about one event
 CALLS_PER_ATTEMPT = 2  # the call and its one retry on a transport error
 ACTOR = "extractor"
 ITEM_KEYS = frozenset({"text", "category", "confidence"})
@@ -110,27 +112,43 @@ def call_extractor(event_text: str, categories: tuple[str, ...], *, calls_done: 
     for attempt in range(CALLS_PER_ATTEMPT):
         calls[0] += 1
         try:
-            response = _http().post(settings.HAKI_EXTRACTOR_URL, json=body, headers=headers,
-                                    timeout=httpx.Timeout(timeout))
+            status, content = _post(body, headers, timeout)
         except httpx.TimeoutException as exc:
             raise ExtractorTimeout(f"no answer within {timeout:g} s") from exc
         except httpx.TransportError as exc:
             error = ExtractorTransportError(f"transport: {exc.__class__.__name__}")
         else:
-            if response.status_code == 429 or response.status_code >= 500:
-                error = ExtractorTransportError(f"HTTP {response.status_code}")
-            elif response.status_code >= 300:
-                raise ExtractorHttpError(f"HTTP {response.status_code}")
+            if status == 429 or status >= 500:
+                error = ExtractorTransportError(f"HTTP {status}")
+            elif status >= 300:
+                raise ExtractorHttpError(f"HTTP {status}")
             else:
-                return ModelAnswer(items=_items_of(response), calls=calls[0])
+                return ModelAnswer(items=_items_of(content), calls=calls[0])
         if attempt + 1 < CALLS_PER_ATTEMPT:
             logger.warning("extractor: %s, retrying once", error)
     raise error
 
 
-def _items_of(response: httpx.Response) -> list:
+def _post(body: dict, headers: dict, timeout: float) -> tuple[int, bytes]:
+    """One call: (status, body). The timeout bounds each network wait, and the whole answer must have arrived
+    within it too: a server trickling bytes does not hold the worker longer than one more wait."""
+    deadline = time.monotonic() + timeout
+    with _http().stream("POST", settings.HAKI_EXTRACTOR_URL, json=body, headers=headers,
+                        timeout=httpx.Timeout(timeout)) as response:
+        chunks, size = [], 0
+        for chunk in response.iter_bytes():
+            chunks.append(chunk)
+            size += len(chunk)
+            if time.monotonic() > deadline:
+                raise httpx.ReadTimeout("the answer took longer than the timeout")
+            if size > MAX_ANSWER_BYTES:
+                raise ExtractorInvalidOutput(f"the answer is over {MAX_ANSWER_BYTES} bytes")
+        return response.status_code, b"".join(chunks)
+
+
+def _items_of(raw: bytes) -> list:
     try:
-        content = response.json()["choices"][0]["message"]["content"]
+        content = json.loads(raw)["choices"][0]["message"]["content"]
     except (ValueError, KeyError, IndexError, TypeError) as exc:
         raise ExtractorInvalidOutput("not a chat completion") from exc
     if not isinstance(content, str):

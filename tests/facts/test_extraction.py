@@ -49,6 +49,19 @@ class FakeChatServer:
                 if isinstance(answer, tuple) and answer[0] == "sleep":
                     time.sleep(answer[1])
                     answer = answer[2]
+                if isinstance(answer, tuple) and answer[0] == "trickle":  # headers at once, then a byte at a time
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", "1000")
+                    self.end_headers()
+                    try:
+                        for _ in range(int(answer[1] / 0.2)):
+                            self.wfile.write(b" ")
+                            self.wfile.flush()
+                            time.sleep(0.2)
+                    except (BrokenPipeError, ConnectionResetError):
+                        pass
+                    return None
                 if isinstance(answer, tuple) and answer[0] == "drop":
                     self.close_connection = True
                     self.connection.shutdown(2)
@@ -226,6 +239,25 @@ def test_a_slow_model_times_out_once_and_is_not_retried(client, extractor):
     assert time.monotonic() - started < 2.4
     assert extraction_of(client, event["id"]) == {"status": "failed", "attempts": 1, "error": "timeout", "fact_ids": []}
     assert extractor.calls["case-slow"] == 1
+
+
+def test_a_trickling_answer_is_cut_at_the_timeout(client, extractor):
+    # given a model that sends its answer a byte every 0.2 s, each read within the 1 s timeout
+    extractor.script["case-trickle"] = [("trickle", 4.0)]
+    event = write_event(client, "case-trickle: hello")
+    started = time.monotonic()
+    run_worker(once=True)
+    # then the call is cut once the timeout has passed, not when the answer ends, and is not retried
+    assert time.monotonic() - started < 3.0
+    assert extraction_of(client, event["id"]) == {"status": "failed", "attempts": 1, "error": "timeout", "fact_ids": []}
+
+
+def test_an_oversized_answer_is_invalid(client, extractor):
+    extractor.script["case-huge"] = [[fact("Alice " + "x" * 7000)] * 200]
+    event = write_event(client, "case-huge: hello")
+    run_worker(once=True)
+    assert extraction_of(client, event["id"]) == {"status": "failed", "attempts": 1, "error": "invalid_output",
+                                                  "fact_ids": []}
 
 
 def test_a_transport_error_is_retried_once_at_once(client, extractor):
