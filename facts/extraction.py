@@ -273,7 +273,12 @@ def event_extract(*, event_id, final_attempt: bool = True) -> ExtractionOutcome 
         return ExtractionOutcome(ExtractionStatus.FAILED, exc.code)
 
     kept, dropped = guard_items(answer.items, event=event, categories=project.categories, consented=consented)
-    fact_ids = _write(event, kept) if kept else []
+    try:
+        fact_ids = _write(event, kept) if kept else []
+    except Exception as exc:  # the embedder down, say: the event must not stay pending for ever
+        logger.warning("extraction of event %s: the facts could not be written (%s)", event.id, exc.__class__.__name__)
+        _finish(event.id, status=ExtractionStatus.FAILED, error="write_failed", calls=calls[0])
+        return ExtractionOutcome(ExtractionStatus.FAILED, "write_failed")
     if fact_ids is None:  # erased meanwhile
         return None
     _finish(event.id, status=ExtractionStatus.DONE, calls=calls[0], fact_ids=fact_ids)

@@ -252,7 +252,7 @@ class EventExtractionSerializer(serializers.Serializer):
     status = serializers.ChoiceField(choices=["pending", "done", "failed", "skipped"])
     attempts = serializers.IntegerField(help_text="Calls made to the extractor")
     error = serializers.CharField(allow_null=True, help_text="timeout, transport_error, http_error, invalid_output, "
-                                                             "enqueue_failed, extractor_off, no_consent")
+                                                             "write_failed, enqueue_failed, extractor_off, no_consent")
     fact_ids = serializers.ListField(child=serializers.UUIDField(), help_text="The facts it wrote or re-confirmed")
 
 

@@ -306,6 +306,17 @@ def test_a_refused_connection_is_a_transport_error(client, settings):
     assert extraction_of(client, event["id"])["error"] == "transport_error"
 
 
+def test_a_write_path_failure_marks_the_event_failed(client, extractor, settings):
+    # given an event queued, then the embedder down when the worker writes its facts
+    extractor.script["case-embed"] = [[fact("Alice paints watercolours.")]]
+    event = write_event(client, "case-embed: painting")
+    settings.HAKI_EMBED_PROVIDER, settings.HAKI_EMBED_URL = "openai", "http://127.0.0.1:9/v1/embeddings"
+    run_worker(once=True)
+    # then the event does not stay pending
+    assert extraction_of(client, event["id"]) == {"status": "failed", "attempts": 1, "error": "write_failed",
+                                                  "fact_ids": []}
+
+
 def test_a_fact_already_stored_is_answered_by_the_stored_one(client, extractor):
     # given a fact the application wrote itself
     stored = client.post("/v1/facts", {"project_id": PROJECT, "subject_id": SUBJECT, "text": "Alice lives in Lyon."},
