@@ -206,11 +206,12 @@ class FactAdmin(StaffProjectsMixin, ReadOnlyAdmin):
 
 @admin.register(Event)
 class EventAdmin(StaffProjectsMixin, ReadOnlyAdmin):
-    list_display = ("text", "project_id", "subject_id", "occurred_at")
-    list_filter = (ProjectFilter, SubjectFilter)
+    list_display = ("text", "project_id", "subject_id", "occurred_at", "extraction_status")
+    list_filter = (ProjectFilter, SubjectFilter, "extraction_status")
     search_fields = ("text",)
     ordering = ("-occurred_at", "-id")
-    fields = ("text", ("project_id", "subject_id"), "occurred_at", "recorded_at", "metadata")
+    fields = ("text", ("project_id", "subject_id"), "occurred_at", "recorded_at", "metadata",
+              ("extraction_status", "extraction_attempts", "extraction_error"), "extraction_fact_ids")
 
     def get_queryset(self, request):
         return super().get_queryset(request).defer("embedding", "search_vector")

@@ -206,6 +206,16 @@ class EventsApi(APIView):
         return Response({"events": rendered} if is_batch else rendered[0], status=status.HTTP_201_CREATED)
 
 
+class EventDetailApi(APIView):
+    @extend_schema(summary="One event, with its fact extraction's status and the facts it produced",
+                   responses={200: EventOutSerializer, **errors(404)})
+    def get(self, request, event_id):
+        event = selectors.event_get(project_id=request.user.project_id, event_id=event_id)
+        if event is None:
+            raise ApiError(ErrorCode.NOT_FOUND, "No such event.", status_code=404)
+        return Response(event_out(event))
+
+
 class ConflictsApi(APIView):
     @extend_schema(operation_id="conflicts_list", summary="A project's (or a subject's) conflict sets", parameters=[ConflictListQuerySerializer],
                    responses={200: ConflictPageSerializer, **errors(400, 404)})

@@ -76,6 +76,16 @@ def _search_vector(field: str):
     return SearchVector(field, config="simple")
 
 
+class ExtractionStatus(models.TextChoices):
+    PENDING = "pending"  # queued: a worker will ask the extractor
+    DONE = "done"  # the extractor answered; its valid facts went through the write path
+    FAILED = "failed"  # timeout, invalid answer, transport errors past the retries: extraction_error says which
+    SKIPPED = "skipped"  # nothing may be extracted: extraction was switched off, or the subject consents to nothing
+
+
+EXTRACTION_ERROR_MAX = 64
+
+
 class ConflictPolicy(models.TextChoices):
     CURATOR = "curator"  # open a conflict set; a curator resolves it
     NEWEST_WINS = "newest_wins"  # the newer fact supersedes the older at once
@@ -133,6 +143,15 @@ class Event(ScopedModel):
     )
     metadata = models.JSONField(default=dict, blank=True)
     recorded_at = models.DateTimeField(auto_now_add=True)
+    # Fact extraction (facts.extraction), when HAKI_EXTRACTOR_URL was set as the event was written; "" otherwise.
+    # Database defaults: the bulk loaders (COPY) name only the event's own columns.
+    extraction_status = models.CharField(max_length=16, choices=ExtractionStatus.choices, blank=True, default="",
+                                         db_default="")
+    extraction_attempts = models.PositiveSmallIntegerField(default=0, db_default=0,
+                                                           help_text="Calls made to the extractor.")
+    extraction_error = models.CharField(max_length=EXTRACTION_ERROR_MAX, blank=True, default="", db_default="")
+    extraction_fact_ids = models.JSONField(default=list, blank=True, db_default=models.Value([], models.JSONField()),
+                                           help_text="The facts the extraction wrote or re-confirmed.")
 
     class Meta:
         indexes = [
@@ -149,6 +168,8 @@ class Event(ScopedModel):
         constraints = [
             _text_length_check("event_text_length", EVENT_TEXT_MAX),
             _metadata_object_check("event_metadata_object"),
+            models.CheckConstraint(name="event_extraction_status_valid",
+                                   condition=Q(extraction_status__in=["", *ExtractionStatus.values])),
         ]
 
     def __str__(self) -> str:

@@ -208,6 +208,10 @@ def in_open_conflict_q() -> Q:
     return Q(Exists(ConflictMember.objects.filter(fact=OuterRef("pk"), conflict_set__status=ConflictStatus.OPEN)))
 
 
+def event_get(*, project_id: str, event_id) -> Event | None:
+    return Event.objects.filter(project_id=project_id, id=event_id).defer("embedding", "search_vector").first()
+
+
 def event_list(*, project_id: str, subject_id: str, filters: dict) -> QuerySet:
     qs = Event.objects.filter(project_id=project_id, subject_id=subject_id).defer("embedding", "search_vector")
     if filters.get("occurred_after"):

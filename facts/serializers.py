@@ -162,6 +162,12 @@ def event_out(event) -> dict:
         "occurred_at": iso(event.occurred_at),
         "recorded_at": iso(event.recorded_at),
         "metadata": event.metadata,
+        "extraction": {
+            "status": event.extraction_status,
+            "attempts": event.extraction_attempts,
+            "error": event.extraction_error or None,
+            "fact_ids": event.extraction_fact_ids,
+        } if event.extraction_status else None,
     }
 
 
@@ -242,6 +248,14 @@ class FactHistorySerializer(serializers.Serializer):
     versions = FactOutSerializer(many=True)
 
 
+class EventExtractionSerializer(serializers.Serializer):
+    status = serializers.ChoiceField(choices=["pending", "done", "failed", "skipped"])
+    attempts = serializers.IntegerField(help_text="Calls made to the extractor")
+    error = serializers.CharField(allow_null=True, help_text="timeout, transport_error, http_error, invalid_output, "
+                                                             "write_failed, enqueue_failed, extractor_off, no_consent")
+    fact_ids = serializers.ListField(child=serializers.UUIDField(), help_text="The facts it wrote or re-confirmed")
+
+
 class EventOutSerializer(serializers.Serializer):
     id = serializers.UUIDField()
     project_id = serializers.CharField()
@@ -250,6 +264,8 @@ class EventOutSerializer(serializers.Serializer):
     occurred_at = serializers.DateTimeField()
     recorded_at = serializers.DateTimeField()
     metadata = serializers.DictField()
+    extraction = EventExtractionSerializer(allow_null=True, help_text="Fact extraction from this event; null when "
+                                                                      "it was off as the event was written")
 
 
 class EventBatchInSerializer(serializers.Serializer):

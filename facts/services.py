@@ -22,7 +22,7 @@ from django.db.models import Q
 from django.utils import timezone
 from psycopg import sql
 
-from facts import selectors
+from facts import extraction, selectors
 from facts.models import (
     RESOLVED_BY_MAX,
     SIGNAL_DETAIL_MAX,
@@ -33,6 +33,7 @@ from facts.models import (
     Consent,
     ConsentWritePolicy,
     Event,
+    ExtractionStatus,
     Fact,
     FactKind,
     FactStatus,
@@ -537,14 +538,33 @@ def event_create_batch(*, items: list[EventInput]) -> list[Event]:
     if not 1 <= len(items) <= MAX_BATCH:
         raise ServiceValidationError([{"index": None, "field": "events", "message": f"send 1 to {MAX_BATCH} events"}])
     vectors = get_embedder().embed([item.text for item in items])
+    extract = extraction.enabled()
     events = [
         Event(project_id=i.project_id, subject_id=i.subject_id, text=i.text, occurred_at=i.occurred_at,
-              embedding=v, metadata=i.metadata)
+              embedding=v, metadata=i.metadata, extraction_status=ExtractionStatus.PENDING if extract else "")
         for i, v in zip(items, vectors)
     ]
     with transaction.atomic():
         Event.objects.bulk_create(events)
+        if extract:
+            _queue_extraction(events)
     return events
+
+
+def _queue_extraction(events: list[Event]) -> None:
+    """Queue the events' extraction in their own transaction: committed together or not at all. The queue
+    failing (its tables missing, say) never fails the events' write: they are stored as failed, enqueue_failed."""
+    from facts.tasks import extract_event  # procrastinate's app is ready only once Django is
+
+    try:
+        with transaction.atomic():
+            extract_event.batch_defer(*({"event_id": str(e.id)} for e in events))
+    except Exception:
+        logger.exception("extraction: %d event(s) could not be queued", len(events))
+        Event.objects.filter(id__in=[e.id for e in events]).update(
+            extraction_status=ExtractionStatus.FAILED, extraction_error="enqueue_failed")
+        for event in events:
+            event.extraction_status, event.extraction_error = ExtractionStatus.FAILED, "enqueue_failed"
 
 
 def conflict_resolve(

@@ -59,6 +59,7 @@ INSTALLED_APPS = [
     "django_filters",
     "drf_spectacular",
     "drf_spectacular_sidecar",  # Swagger UI's files, served locally for /docs
+    "procrastinate.contrib.django",  # the PostgreSQL task queue of fact extraction (facts/tasks.py)
     "hakimem",
     "facts",
     "traces",
@@ -202,6 +203,12 @@ HAKI_EMBED_URL = os.environ.get("HAKI_EMBED_URL", "")
 HAKI_EMBED_MODEL = os.environ.get("HAKI_EMBED_MODEL", "")
 HAKI_EMBED_API_KEY = os.environ.get("HAKI_EMBED_API_KEY", "")
 HAKI_EMBED_TIMEOUT = env_float("HAKI_EMBED_TIMEOUT", 10.0)
+# Fact extraction from events (facts/extraction.py): off unless an OpenAI-compatible chat-completions URL is set.
+HAKI_EXTRACTOR_URL = os.environ.get("HAKI_EXTRACTOR_URL", "")
+HAKI_EXTRACTOR_MODEL = os.environ.get("HAKI_EXTRACTOR_MODEL", "")
+HAKI_EXTRACTOR_API_KEY = os.environ.get("HAKI_EXTRACTOR_API_KEY", "")
+HAKI_EXTRACTOR_TIMEOUT = env_float("HAKI_EXTRACTOR_TIMEOUT", 20.0)  # per attempt
+HAKI_EXTRACTOR_RETRY_WAIT = env_float("HAKI_EXTRACTOR_RETRY_WAIT", 30.0)  # before the queue runs a failed job again
 HAKI_EMBED_CACHE_SIZE = env_int("HAKI_EMBED_CACHE_SIZE", 2048)
 # The embedder's circuit breaker (hakimem/embeddings.py): open after this many failures in a row, try again
 # after the cool-down (seconds).

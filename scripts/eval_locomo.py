@@ -31,6 +31,7 @@ The module is importable: run(...) returns the report (tests/context/test_locomo
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import re
 import secrets
@@ -53,7 +54,8 @@ from scripts.quality_baselines import BM25, bm25_tokens, order_by_score, rrf  # 
 DEFAULT_DATA = Path(os.environ.get("HAKI_LOCOMO_DATA", ROOT.parent / "shared" / "data" / "locomo-dev" / "locomo-dev.json"))
 DEFAULT_OUT = ROOT / "bench-output" / "locomo.json"
 DEFAULT_BUDGET = 900
-MODES = {"events": "turns as events", "facts": "turns as facts", "extracted": "extracted facts + turns as events"}
+MODES = {"events": "turns as events", "facts": "turns as facts", "extracted": "extracted facts + turns as events",
+         "pipeline": "turns as events, facts extracted by the pipeline"}
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}  # 5 (adversarial) is left out
 BASELINES = ("dense", "bm25", "rrf")
 SYSTEMS = ("hakimem", *BASELINES)
@@ -190,6 +192,42 @@ def _write(client, kind: str, rows: list[dict], cited: list[list[str]], dia_of: 
         written[kind] += len(chunk)
 
 
+def replay_answers(conv: Conversation) -> dict[str, list[dict]]:
+    """What the stand-in extractor answers for each turn's event: the observations resting on that turn (each
+    observation once, on the first turn it cites), as the `extracted` mode writes them."""
+    text_of = {t.dia_id: t.text for t in conv.turns}
+    answers: dict[str, list[dict]] = defaultdict(list)
+    for o in conv.observations:
+        answers[text_of[o.dia_ids[0]]].append({"text": o.text, "category": "", "confidence": 0.9})
+    return dict(answers)
+
+
+def _extract_through_pipeline(client, base: dict, conv: Conversation, dia_of: dict, written: Counter) -> None:
+    """The events' extraction jobs run by the worker; then the facts it wrote are credited with the turn ids of
+    the observations they hold (the stand-in returns observation texts unchanged)."""
+    from facts.management.commands.extraction_worker import run_worker
+
+    run_worker(once=True)
+    observations: dict[str, list[str]] = defaultdict(list)
+    for o in conv.observations:
+        observations[o.text] += [d for d in o.dia_ids if d not in observations[o.text]]
+    events, cursor = [], None
+    while True:
+        page = _check(client.get("/v1/events", {**base, "limit": 200, **({"cursor": cursor} if cursor else {})}),
+                      200, "GET /v1/events")
+        events += page["events"]
+        cursor = page.get("next_cursor")
+        if not cursor:
+            break
+    statuses = Counter(e["extraction"]["status"] if e["extraction"] else "off" for e in events)
+    written.update({f"extraction_{k}": v for k, v in statuses.items()})
+    fact_ids = {fid for e in events if e["extraction"] for fid in e["extraction"]["fact_ids"]}
+    written["extracted_facts"] = len(fact_ids)
+    for fid in fact_ids:
+        body = _check(client.get(f"/v1/facts/{fid}"), 200, "GET /v1/facts/{id}")
+        dia_of.setdefault(fid, observations.get(body["text"], []))
+
+
 def load_conversation(client, project_id: str, conv: Conversation, mode: str, dia_of: dict) -> dict:
     base = {"project_id": project_id, "subject_id": conv.sample_id}
     written: Counter = Counter()
@@ -198,9 +236,11 @@ def load_conversation(client, project_id: str, conv: Conversation, mode: str, di
         for t in conv.turns
     ]
     turn_ids = [[t.dia_id] for t in conv.turns]
-    if mode in ("events", "extracted"):
+    if mode in ("events", "extracted", "pipeline"):
         events = [{**row, "occurred_at": t.occurred_at.isoformat()} for row, t in zip(turn_rows, conv.turns)]
         _write(client, "events", events, turn_ids, dia_of, written)
+    if mode == "pipeline":
+        _extract_through_pipeline(client, base, conv, dia_of, written)
     if mode == "facts":
         _write(client, "facts", turn_rows, turn_ids, dia_of, written)
     if mode == "extracted":
@@ -248,7 +288,10 @@ def ask_hakimem(client, project_id: str, conv: Conversation, q: Question, budget
     packet = _check(client.post("/v1/context", payload, format="json"), 200, "POST /v1/context")
     latency = (time.perf_counter() - start) * 1000.0
     items = packet["facts"] + packet["episodes"]
-    served = {d for item in items for d in dia_ids([item["metadata"].get("dia_id", []), item["metadata"].get("dia_ids", [])])}
+    # An item the harness wrote names its turns in metadata; a fact the extraction pipeline wrote is credited
+    # with its observation's turns (dia_of).
+    served = {d for item in items for d in dia_ids([item["metadata"].get("dia_id", []), item["metadata"].get("dia_ids", [])])
+              or dia_of.get(item["id"], [])}
     out = {
         "recall": _recall(q.gold, served), "latency_ms": latency, "status": packet["status"],
         "items": len(items), "episodes": len(packet["episodes"]), "used_tokens": packet["used_tokens"],
@@ -349,23 +392,49 @@ def _run(*, data, modes, budget, samples, max_questions, inspect, progress) -> d
         project_id = f"locomo-{secrets.token_hex(5)}"
         client, cleanup = _default_client_factory(project_id)
         records, load, dia_of = [], {}, {}
-        try:
-            for conv in conversations:
-                started = time.perf_counter()
-                load[conv.sample_id] = load_conversation(client, project_id, conv, mode, dia_of)
-                load[conv.sample_id]["seconds"] = round(time.perf_counter() - started, 1)
-                progress(f"{mode}: {conv.sample_id} written {load[conv.sample_id]}")
-                for q in conv.questions:
-                    systems = {"hakimem": ask_hakimem(client, project_id, conv, q, budget, dia_of, inspect)}
-                    systems.update(ask_baselines(indexes[conv.sample_id], qvecs[q.qid], q, budget, STOP_WORDS))
-                    records.append({"qid": q.qid, "category": q.category, "systems": systems})
-        finally:
-            for conv in conversations:
-                client.delete(f"/v1/subjects/{conv.sample_id}?project_id={project_id}")
-            cleanup()
+        with contextlib.ExitStack() as stack:
+            if mode == "pipeline":
+                _replay_through_extractor(stack, conversations)
+            else:  # the other modes write directly, whatever the environment says
+                from django.test.utils import override_settings
+
+                stack.enter_context(override_settings(HAKI_EXTRACTOR_URL=""))
+            _run_mode(mode, conversations, client, project_id, budget, inspect, indexes, qvecs, records, load, dia_of,
+                      progress, cleanup)
         report["modes"][mode] = {"load": load, "summary": summarise(records), "records": records}
         progress(f"{mode}: done")
     return report
+
+
+def _replay_through_extractor(stack: contextlib.ExitStack, conversations: list[Conversation]) -> None:
+    from django.test.utils import override_settings
+
+    from scripts.replay_extractor import ReplayExtractor
+
+    answers = {text: items for c in conversations for text, items in replay_answers(c).items()}
+    server = stack.enter_context(ReplayExtractor(answers))
+    stack.enter_context(override_settings(HAKI_EXTRACTOR_URL=server.url, HAKI_EXTRACTOR_MODEL="replay",
+                                          HAKI_EXTRACTOR_API_KEY="", HAKI_EXTRACTOR_RETRY_WAIT=0))
+
+
+def _run_mode(mode, conversations, client, project_id, budget, inspect, indexes, qvecs, records, load, dia_of,
+              progress, cleanup) -> None:
+    from facts.text import STOP_WORDS
+
+    try:
+        for conv in conversations:
+            started = time.perf_counter()
+            load[conv.sample_id] = load_conversation(client, project_id, conv, mode, dia_of)
+            load[conv.sample_id]["seconds"] = round(time.perf_counter() - started, 1)
+            progress(f"{mode}: {conv.sample_id} written {load[conv.sample_id]}")
+            for q in conv.questions:
+                systems = {"hakimem": ask_hakimem(client, project_id, conv, q, budget, dia_of, inspect)}
+                systems.update(ask_baselines(indexes[conv.sample_id], qvecs[q.qid], q, budget, STOP_WORDS))
+                records.append({"qid": q.qid, "category": q.category, "systems": systems})
+    finally:
+        for conv in conversations:
+            client.delete(f"/v1/subjects/{conv.sample_id}?project_id={project_id}")
+        cleanup()
 
 
 def format_report(report: dict) -> str:

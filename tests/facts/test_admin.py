@@ -249,3 +249,17 @@ def test_retract_a_fact_through_fact_retract(client, curator):
     fact.refresh_from_db()
     assert fact.status == "retracted" and fact.recorded_to is not None
     assert "/retract/" not in listed(client, change_url(fact))
+
+
+def test_events_are_filtered_by_extraction_status_and_show_it(client, curator):
+    # given an event whose extraction failed and one written with extraction off
+    failed = EventFactory(text="Alice spoke of her garden.", extraction_status="failed", extraction_attempts=1,
+                          extraction_error="timeout")
+    EventFactory(text="Alice spoke of her cat.")
+    as_curator(client, curator)
+    # when the curator lists the failed ones, then only that event is listed
+    html = listed(client, "/admin/facts/event/", extraction_status__exact="failed")
+    assert "Alice spoke of her garden." in html and "Alice spoke of her cat." not in html
+    # and its page shows the status and the error
+    page = listed(client, f"/admin/facts/event/{failed.pk}/change/")
+    assert "failed" in page.lower() and "timeout" in page

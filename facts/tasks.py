@@ -1,0 +1,38 @@
+"""The extraction queue: procrastinate jobs in the same PostgreSQL (tables procrastinate_*), found by
+procrastinate's Django app (it imports every app's `tasks` module). A job is deferred in the transaction that
+writes its event (facts.services.event_create_batch), so an event is never queued without being stored nor
+stored pending without being queued. A worker runs them:
+
+    python manage.py extraction_worker          # or procrastinate's own: manage.py procrastinate worker -q extraction
+
+A job whose extractor keeps failing at the transport level (after its one immediate retry) runs again
+HAKI_EXTRACTOR_RETRY_WAIT seconds later, QUEUE_RUNS times in all; timeouts and invalid answers are final.
+A job run twice (a worker killed after writing the facts) writes nothing twice: the event is no longer
+pending, or its facts are answered by the write path's de-duplication.
+"""
+from __future__ import annotations
+
+from django.conf import settings
+from procrastinate import RetryDecision
+from procrastinate.contrib.django import app
+from procrastinate.retry import BaseRetryStrategy
+
+from facts.extraction import ExtractorTransportError, event_extract
+
+QUEUE = "extraction"
+QUEUE_RUNS = 3  # a job's runs at most: the first and two retries, each making up to two calls
+
+
+class TransportRetry(BaseRetryStrategy):
+    """Retry a job on a transport error only, after HAKI_EXTRACTOR_RETRY_WAIT seconds (read at each failure, so
+    an operator's change holds without a redeploy of the task code)."""
+
+    def get_retry_decision(self, *, exception, job):
+        if not isinstance(exception, ExtractorTransportError) or job.attempts + 1 >= QUEUE_RUNS:
+            return None
+        return RetryDecision(retry_in={"seconds": int(settings.HAKI_EXTRACTOR_RETRY_WAIT)})
+
+
+@app.task(name="facts.extract_event", queue=QUEUE, retry=TransportRetry(), pass_context=True)
+def extract_event(context, event_id: str) -> None:
+    event_extract(event_id=event_id, final_attempt=context.job.attempts + 1 >= QUEUE_RUNS)
