@@ -9,15 +9,18 @@ The tools call the services in this process rather than the REST API through the
 started by the agent's host on the same machine as the database, so going through HTTP would only add a
 server to keep running and a hop per call. They validate their input with the REST API's own serializers and
 report its error codes, and the key is checked on every call (a revoked key stops working at once). The
-project is the key's; the subject is a tool argument, or the configured default.
+project is the key's; the subject is a tool argument, or the configured default. Each call runs as a REST
+request does: one transaction, as the API's role under row-level security (hakimem/rowsecurity.py).
 """
 from __future__ import annotations
 
 import functools
 import uuid
+from contextlib import contextmanager
 from typing import Annotated, Any, Literal
 
-from django.db import close_old_connections
+from django.conf import settings
+from django.db import close_old_connections, transaction
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent
@@ -33,6 +36,7 @@ from hakimem.auth import api_key_lookup
 from hakimem.embeddings import EmbedderUnavailable
 from hakimem.errors import ApiError, ErrorCode
 from hakimem.fields import flatten_errors
+from hakimem.rowsecurity import API_ROLE, scope_enter
 from traces.selectors import trace_get, trace_inspect
 
 SubjectArg = Annotated[
@@ -100,6 +104,21 @@ class MemoryTools:
             raise ApiError(ErrorCode.UNAUTHENTICATED, "Unknown or revoked API key.", status_code=401)
         return key
 
+    @contextmanager
+    def as_key(self):
+        """A tool call runs as a REST request does: one transaction (a refused call writes nothing), as the API's
+        role under row-level security, seeing only the key's project."""
+        nested = transaction.get_connection().in_atomic_block
+        with transaction.atomic():
+            key = self.caller()
+            before = scope_enter(API_ROLE, key.project_id) if settings.HAKI_ROW_SECURITY else None
+            try:
+                yield key
+            finally:
+                # transaction-local: inside an outer transaction they would outlive this call (as in the middleware)
+                if before and nested and not transaction.get_connection().needs_rollback:
+                    scope_enter(*before)
+
     def subject(self, subject_id: str | None) -> str:
         subject = subject_id or self.default_subject
         if not subject:
@@ -108,43 +127,43 @@ class MemoryTools:
         return subject
 
     def remember(self, *, text: str, subject_id: str | None = None, **options: Any) -> dict:
-        key = self.caller()
-        data = {"project_id": key.project_id, "subject_id": self.subject(subject_id), "text": text}
-        data.update({k: v for k, v in options.items() if v is not None})
-        item = _validated(FactInSerializer, data)
-        result = fact_services.fact_create_batch(items=[fact_services.FactInput(**item)], actor=f"api_key:{key.id}")[0]
-        return {
-            "fact_id": str(result.fact.id),
-            "subject_id": result.fact.subject_id,
-            "text": result.fact.text,
-            "deduplicated": result.deduplicated,
-            "conflict_set_id": str(result.conflict_set.id) if result.conflict_set else None,
-        }
+        with self.as_key() as key:
+            data = {"project_id": key.project_id, "subject_id": self.subject(subject_id), "text": text}
+            data.update({k: v for k, v in options.items() if v is not None})
+            item = _validated(FactInSerializer, data)
+            result = fact_services.fact_create_batch(items=[fact_services.FactInput(**item)], actor=f"api_key:{key.id}")[0]
+            return {
+                "fact_id": str(result.fact.id),
+                "subject_id": result.fact.subject_id,
+                "text": result.fact.text,
+                "deduplicated": result.deduplicated,
+                "conflict_set_id": str(result.conflict_set.id) if result.conflict_set else None,
+            }
 
     def recall(self, *, query: str, subject_id: str | None = None, budget_tokens: int | None = None) -> dict:
-        key = self.caller()
-        data = {"project_id": key.project_id, "subject_id": self.subject(subject_id), "query": query}
-        if budget_tokens is not None:
-            data["budget_tokens"] = budget_tokens
-        budget = validate_budget(data)
-        params = _validated(ContextRequestSerializer, data)
-        return context_assemble(project_id=key.project_id, subject_id=params["subject_id"], query=params["query"],
-                                budget_tokens=budget)
+        with self.as_key() as key:
+            data = {"project_id": key.project_id, "subject_id": self.subject(subject_id), "query": query}
+            if budget_tokens is not None:
+                data["budget_tokens"] = budget_tokens
+            budget = validate_budget(data)
+            params = _validated(ContextRequestSerializer, data)
+            return context_assemble(project_id=key.project_id, subject_id=params["subject_id"], query=params["query"],
+                                    budget_tokens=budget)
 
     def forget(self, *, fact_id: str) -> dict:
-        key = self.caller()
-        fact = fact_selectors.fact_get(project_id=key.project_id, fact_id=_uuid(fact_id, "fact_id"))
-        if fact is None:
-            raise ApiError(ErrorCode.NOT_FOUND, "No such fact.", status_code=404)
-        fact = fact_services.fact_retract(fact=fact)
-        return {"fact_id": str(fact.id), "subject_id": fact.subject_id, "text": fact.text, "status": fact.status}
+        with self.as_key() as key:
+            fact = fact_selectors.fact_get(project_id=key.project_id, fact_id=_uuid(fact_id, "fact_id"))
+            if fact is None:
+                raise ApiError(ErrorCode.NOT_FOUND, "No such fact.", status_code=404)
+            fact = fact_services.fact_retract(fact=fact)
+            return {"fact_id": str(fact.id), "subject_id": fact.subject_id, "text": fact.text, "status": fact.status}
 
     def inspect(self, *, trace_id: str) -> dict:
-        key = self.caller()
-        trace = trace_get(project_id=key.project_id, trace_id=_uuid(trace_id, "trace_id"))
-        if trace is None:
-            raise ApiError(ErrorCode.NOT_FOUND, "No such trace.", status_code=404)
-        return trace_inspect(trace=trace)
+        with self.as_key() as key:
+            trace = trace_get(project_id=key.project_id, trace_id=_uuid(trace_id, "trace_id"))
+            if trace is None:
+                raise ApiError(ErrorCode.NOT_FOUND, "No such trace.", status_code=404)
+            return trace_inspect(trace=trace)
 
 
 def build_server(tools: MemoryTools) -> MCPServer:

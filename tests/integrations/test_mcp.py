@@ -193,3 +193,19 @@ def test_the_tools_over_streamable_http(api_key):
     assert seen["tools"] == ["forget", "inspect", "recall", "remember"]
     assert seen["recall_text"].startswith("<haki_memory>") and seen["recall_after"] == ""
     assert Fact.objects.get(id=seen["remembered"]["fact_id"]).status == "retracted"
+
+
+@pytest.mark.django_db
+def test_a_tool_call_runs_under_row_security_seeing_only_the_keys_project(api_key):
+    # given facts in two projects
+    from integrations.mcp_server import MemoryTools
+    from tests.facts.factories import FactFactory
+
+    FactFactory(project_id=PROJECT, text="Alice likes tea.")
+    FactFactory(project_id=OTHER_PROJECT, text="Bob likes coffee.")
+    # when code inside a tool call forgets its project filter
+    with MemoryTools(api_key).as_key():
+        seen = set(Fact.objects.values_list("project_id", flat=True))
+    # then the database itself showed only the key's project, and the role is the connecting user's again
+    assert seen == {PROJECT}
+    assert set(Fact.objects.values_list("project_id", flat=True)) == {PROJECT, OTHER_PROJECT}
