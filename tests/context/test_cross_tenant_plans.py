@@ -25,8 +25,9 @@ OTHER_FACTS = 100_000
 OTHER_CONFLICT_MEMBERS = 10_000
 QUERIES = 5
 # Slack for what legitimately moves when a table grows: an index gains a level, the planner swaps a scan of
-# a tiny table for an index probe per row. A scan of the other tenant reads thousands.
-MAX_EXTRA_PAGES = 100
+# a tiny table for an index probe per row (246 -> 358 pages seen on one run). A scan of the other tenant
+# reads thousands: a conflict check walking its open sets went 608 -> 4,582 pages and 612 -> 460,472 rows.
+PAGES_FACTOR, MAX_EXTRA_PAGES = 1.5, 100
 MAX_EXTRA_ROWS = 200
 pytestmark = pytest.mark.django_db
 
@@ -151,7 +152,7 @@ def test_the_calls_run_the_same_statements_whatever_other_tenants_hold(measured)
 def test_no_statement_reads_more_pages_when_another_tenant_holds_100k_facts(measured):
     for sql, after in measured["after"].items():
         before = measured["before"][sql]
-        assert after["pages"] <= before["pages"] + MAX_EXTRA_PAGES, (
+        assert after["pages"] <= PAGES_FACTOR * before["pages"] + MAX_EXTRA_PAGES, (
             f"{_name(sql)}: {before['pages']} -> {after['pages']} pages\n{json.dumps(after['plan'], indent=1)[:6000]}")
 
 

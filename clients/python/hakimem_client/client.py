@@ -175,6 +175,9 @@ class _Endpoints:
         return _Call("GET", "/v1/events", lambda b: Page([Event.from_dict(e) for e in b["events"]], b["next_cursor"]),
                      params=params, idempotent=True)
 
+    def get_event(self, event_id: str) -> _Call:
+        return _Call("GET", f"/v1/events/{quote(str(event_id), safe='')}", Event.from_dict, idempotent=True)
+
     # --- context and traces ----------------------------------------------------------------------------
     def context(self, subject_id: str, query: str, budget_tokens: int | None, project_id: str | None) -> _Call:
         body: dict[str, Any] = {"project_id": self._project(project_id), "subject_id": subject_id, "query": query}
@@ -333,6 +336,10 @@ class Client(_Common):
         """Newest first. Filters: occurred_after, occurred_before, limit, cursor."""
         return self._send(self._endpoints.list_events(subject_id, project_id, **filters))
 
+    def get_event(self, event_id: str) -> Event:
+        """One event, with the status of its fact extraction when the server extracts."""
+        return self._send(self._endpoints.get_event(event_id))
+
     # --- context and traces ----------------------------------------------------------------------------
     def context(self, subject_id: str, query: str, *, budget_tokens: int | None = None,
                 project_id: str | None = None) -> ContextPacket:
@@ -458,6 +465,9 @@ class AsyncClient(_Common):
 
     async def list_events(self, subject_id: str, *, project_id: str | None = None, **filters: Any) -> Page[Event]:
         return await self._send(self._endpoints.list_events(subject_id, project_id, **filters))
+
+    async def get_event(self, event_id: str) -> Event:
+        return await self._send(self._endpoints.get_event(event_id))
 
     # --- context and traces ----------------------------------------------------------------------------
     async def context(self, subject_id: str, query: str, *, budget_tokens: int | None = None,

@@ -63,6 +63,8 @@ class Event:
     occurred_at: datetime
     recorded_at: datetime | None
     metadata: dict[str, Any]
+    # When the server extracts facts from events (HAKI_EXTRACTOR_URL): status, attempts, error, fact_ids; else None.
+    extraction: dict[str, Any] | None = None
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
@@ -70,7 +72,7 @@ class Event:
         return cls(
             id=d["id"], project_id=d["project_id"], subject_id=d["subject_id"], text=d["text"],
             occurred_at=_dt(d["occurred_at"]), recorded_at=_dt(d.get("recorded_at")),
-            metadata=d.get("metadata") or {}, raw=d,
+            metadata=d.get("metadata") or {}, extraction=d.get("extraction"), raw=d,
         )
 
 
