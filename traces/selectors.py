@@ -60,6 +60,8 @@ def trace_inspect(*, trace: Trace) -> dict:
             "candidates": trace.candidates,
             "rendered": trace.rendered,
         },
+        "replay_of": str(trace.replay_of) if trace.replay_of else None,
+        "replay": trace.replay,
         "embedder": trace.embedder,
         "timings_ms": trace.timings,
         "latency_ms": trace.latency_ms,
