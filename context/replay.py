@@ -11,6 +11,8 @@ verdicts of the facts it decided). What it cannot bring back is listed in README
 """
 from __future__ import annotations
 
+from collections import Counter
+
 from context.assembler import Rerun, context_assemble
 from context.config import AssemblyConfig, default_config
 from traces.models import ReasonCode, Trace
@@ -120,4 +122,70 @@ def decisions_diff(then: list[dict], now: list[dict]) -> dict:
         "lost": lost,
         "gained": gained,
         "changed": changed,
+    }
+
+
+# --- many calls: manage.py replay ----------------------------------------------------------------------------
+
+TOP_ITEMS = 10
+
+
+def replay_sample(*, project_id: str, subject_id: str | None, since, until, limit: int) -> list[Trace]:
+    """Up to `limit` context calls (never replays) of the project, or of one subject, made in [since, until): a
+    sample spread over the period (ordered by their random uuid4 ids, so the same arguments pick the same calls).
+    -- uses: traces_trace_project_time (project_id, created_at)"""
+    traces = Trace.objects.filter(project_id=project_id, created_at__gte=since, created_at__lt=until,
+                                  replay_of__isnull=True)
+    if subject_id:
+        traces = traces.filter(subject_id=subject_id)
+    return list(traces.order_by("id")[:limit])
+
+
+def replay_batch(*, traces: list[Trace], as_of: str, overrides: dict, progress=lambda: None) -> dict:
+    """Replay each trace and sum up what the change does across them: the share of calls whose served set changes,
+    the mean Jaccard overlap of the served items, the injection rate (calls serving at least one fact, as
+    /v1/stats/overview counts it) and the mean used tokens before and after, the items most often gained and lost.
+    A call whose subject was erased meanwhile is skipped and counted."""
+    calls, skipped = [], 0
+    gained, lost, texts = Counter(), Counter(), {}
+    for trace in traces:
+        try:
+            result = context_replay(trace=trace, as_of=as_of, overrides=overrides)
+        except ReplayRefused:
+            skipped += 1
+            progress()
+            continue
+        diff, packet = result["diff"], result["packet"]
+        for side, counter in ((diff["gained"], gained), (diff["lost"], lost)):
+            for item in side:
+                counter[(item["item_type"], item["item_id"])] += 1
+                texts[(item["item_type"], item["item_id"])] = item["text"]
+        calls.append({
+            "trace_id": str(trace.id), "replay_trace_id": result["trace_id"], "subject_id": trace.subject_id,
+            "changed": bool(diff["gained"] or diff["lost"]), "jaccard": diff["jaccard"],
+            "facts_served_before": trace.facts_served, "facts_served_after": len(packet["facts"]),
+            "used_tokens_before": trace.used_tokens, "used_tokens_after": packet["used_tokens"],
+            "gained": [i["item_id"] for i in diff["gained"]], "lost": [i["item_id"] for i in diff["lost"]],
+        })
+        progress()
+    n = len(calls)
+
+    def mean(values):
+        values = list(values)
+        return sum(values) / len(values) if values else None
+
+    def top(counter):
+        return [{"item_type": k[0], "item_id": k[1], "text": texts[k], "calls": c}
+                for k, c in sorted(counter.items(), key=lambda kc: (-kc[1], kc[0]))[:TOP_ITEMS]]
+
+    return {
+        "as_of": as_of, "overrides": overrides, "calls": n, "skipped": skipped,
+        "changed_share": mean(c["changed"] for c in calls),
+        "mean_jaccard": mean(c["jaccard"] for c in calls),
+        "injection_rate_before": mean(c["facts_served_before"] > 0 for c in calls),
+        "injection_rate_after": mean(c["facts_served_after"] > 0 for c in calls),
+        "mean_used_tokens_before": mean(c["used_tokens_before"] for c in calls),
+        "mean_used_tokens_after": mean(c["used_tokens_after"] for c in calls),
+        "most_gained": top(gained), "most_lost": top(lost),
+        "details": calls,
     }
