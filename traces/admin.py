@@ -9,12 +9,27 @@ from datetime import timezone as dt_timezone
 from django.contrib import admin
 from django.contrib.admin.options import IncorrectLookupParameters, ShowFacets
 from django.contrib.admin.utils import unquote
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpResponseNotAllowed
+from django.template.response import TemplateResponse
+from django.urls import path
 from django.utils.text import Truncator
 
 from facts.models import Fact
 from hakimem.admin_filters import InputFilter, ProjectFilter, SubjectFilter
 from traces.models import Decision, DecisionKind, ReasonCode, Trace
 from traces.selectors import trace_decisions
+
+# The replay behind the trace page's "Replay" buttons: context.replay.context_replay, registered by the context app
+# (context/apps.py), which sits above traces and runs the assembler. None: no button.
+# `refused`: the exception it raises for a trace that cannot be replayed (a replay itself, its scope erased meanwhile).
+_replayer = None
+_replay_refused: type[Exception] = Exception
+
+
+def register_replayer(replayer, *, refused: type[Exception]) -> None:
+    global _replayer, _replay_refused
+    _replayer, _replay_refused = replayer, refused
 
 
 class DayRangeFilter(InputFilter):
@@ -136,12 +151,40 @@ class TraceAdmin(admin.ModelAdmin):
     def outcome(self, obj):
         return f"{obj.status}, empty: {obj.empty_reason}" if obj.empty_reason else obj.status
 
+    def get_urls(self):
+        replay = path("<path:object_id>/replay/", self.admin_site.admin_view(self.replay_view), name="traces_trace_replay")
+        return [replay, *super().get_urls()]
+
+    def replay_view(self, request, object_id):
+        """POST as_of=now|original: the call run again (writing a replay trace, as the API does) and its diff."""
+        if request.method != "POST":
+            return HttpResponseNotAllowed(["POST"])
+        trace = self.get_object(request, unquote(object_id))
+        if trace is None or _replayer is None:
+            raise Http404("No such trace")
+        if not self.has_view_permission(request, trace):
+            raise PermissionDenied
+        as_of = "original" if request.POST.get("as_of") == "original" else "now"
+        try:
+            result = _replayer(trace=trace, as_of=as_of, overrides={})
+        except _replay_refused as exc:
+            result = {"error": str(exc)}
+        for section in ("lost", "gained", "changed"):  # then and now side by side: one loop in the template
+            for row in (result.get("diff") or {}).get(section, []):
+                row["sides"] = [row["then"], row["now"]]
+                row["decision"] = (row["now"] or row["then"])["decision"]  # the row's colour: where it stands now
+        return TemplateResponse(request, "admin/traces/trace/replay.html", {
+            **self.admin_site.each_context(request), "title": "Replay", "opts": self.opts, "original": trace,
+            "as_of": as_of, "result": result, "diff": result.get("diff"),
+        })
+
     def change_view(self, request, object_id, form_url="", extra_context=None):
         trace = self.get_object(request, unquote(object_id))
         if trace is not None:
             extra_context = {
                 **(extra_context or {}),
                 "title": "Trace",
+                "can_replay": _replayer is not None and trace.replay_of is None,
                 "decisions": trace_decisions(trace=trace),
                 "timings": sorted(trace.timings.items(), key=lambda item: -item[1]),
             }

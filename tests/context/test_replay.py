@@ -258,3 +258,30 @@ def test_erasure_removes_replays_and_an_erased_subject_cannot_be_replayed(api, g
     assert response.json()["deleted"]["traces"] == 3
     assert not Trace.objects.exists() and not Decision.objects.exists()
     assert error_code(replay(api, garden["trace_id"], expect=404)) == "not_found"
+
+
+# --- the admin's Replay buttons ------------------------------------------------------------------------------
+
+def test_curator_replays_a_trace_from_its_page(api, client, curator, changed_scope):
+    # given a curator on the page of a call whose scope changed since
+    client.force_login(curator)
+    trace_id = changed_scope["packet"]["trace_id"]
+    page = client.get(f"/admin/traces/trace/{trace_id}/change/").content.decode()
+    assert "Replay against the memory now" in page and "Replay as the memory was" in page
+
+    # when they replay it against the memory now
+    html = client.post(f"/admin/traces/trace/{trace_id}/replay/", {"as_of": "now"}).content.decode()
+
+    # then the superseded fact shows as served then and not a candidate now, the resolved conflict's kept fact
+    # as blocked then and included now, each in its decision's colour
+    lost = html.split("Served then, not now")[1].split("Served now, not then")[0]
+    assert "Alice lives in Paris near the Luxembourg gardens." in lost and "not a candidate" in lost
+    gained = html.split("Served now, not then")[1].split("Moved or rescored")[0]
+    assert "Bordeaux" in gained and '<span class="badge blocked">blocked</span>' in gained
+    assert '<span class="badge included">included</span>' in gained
+
+    # and as the memory was, every decision is the same
+    html = client.post(f"/admin/traces/trace/{trace_id}/replay/", {"as_of": "original"}).content.decode()
+    assert "every decision is the same" in html
+    assert Trace.objects.filter(replay_of=trace_id).count() == 2
+    assert client.get(f"/admin/traces/trace/{trace_id}/replay/").status_code == 405
