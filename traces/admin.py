@@ -32,6 +32,23 @@ def register_replayer(replayer, *, refused: type[Exception]) -> None:
     _replayer, _replay_refused = replayer, refused
 
 
+class ReplayFilter(admin.SimpleListFilter):
+    """Context calls, or the replays of them (POST /v1/inspect/{id}/replay, manage.py replay, the Replay buttons)."""
+
+    title = "kind"
+    parameter_name = "kind"
+
+    def lookups(self, request, model_admin):
+        return [("call", "context calls"), ("replay", "replays")]
+
+    def queryset(self, request, queryset):
+        if self.value() == "call":
+            return queryset.filter(replay_of__isnull=True)
+        if self.value() == "replay":
+            return queryset.filter(replay_of__isnull=False)
+        return queryset
+
+
 class DayRangeFilter(InputFilter):
     """?since=YYYY-MM-DD&until=YYYY-MM-DD, both days included (UTC), as on the /stats/ pages, which link here
     with their period. Bounds on created_at itself, so the (project_id, created_at) index serves them."""
@@ -111,7 +128,7 @@ class FactDecisionFilter(admin.ListFilter):
 @admin.register(Trace)
 class TraceAdmin(admin.ModelAdmin):
     list_display = ("created_at", "project_id", "subject_id", "query_text", "served", "tokens", "latency", "outcome")
-    list_filter = (ProjectFilter, SubjectFilter, "status", "empty_reason", DayRangeFilter, FactDecisionFilter)
+    list_filter = (ProjectFilter, SubjectFilter, ReplayFilter, "status", "empty_reason", DayRangeFilter, FactDecisionFilter)
     search_fields = ("query",)
     search_help_text = "Search in the query text of the context calls."
     ordering = ("-created_at",)
@@ -149,7 +166,8 @@ class TraceAdmin(admin.ModelAdmin):
 
     @admin.display(description="outcome")
     def outcome(self, obj):
-        return f"{obj.status}, empty: {obj.empty_reason}" if obj.empty_reason else obj.status
+        outcome = f"{obj.status}, empty: {obj.empty_reason}" if obj.empty_reason else obj.status
+        return f"{outcome} (replay)" if obj.replay_of else outcome
 
     def get_urls(self):
         replay = path("<path:object_id>/replay/", self.admin_site.admin_view(self.replay_view), name="traces_trace_replay")

@@ -1,5 +1,6 @@
 """POST /v1/inspect/{trace_id}/replay: a traced call run again, now or as the memory stood then, under overrides."""
 import math
+import uuid
 
 import pytest
 from django.utils import timezone
@@ -7,6 +8,7 @@ from django.utils import timezone
 from tests.conftest import PROJECT, error_code
 from tests.facts.factories import FactFactory
 from traces.models import Decision, Trace
+from traces.selectors import fact_decision_counts
 
 pytestmark = pytest.mark.django_db
 
@@ -248,6 +250,10 @@ def test_replays_are_absent_from_stats(api, garden):
     assert body["context_calls"] == 1
     assert sum(body["decisions_by_reason_code"].values()) == calls
     assert body["mean_used_tokens"] == garden["used_tokens"]
+    # and a fact's page counts the one call that served it, not the replays
+    served_fact = uuid.UUID(garden["facts"][0]["id"])
+    [included, _, _] = fact_decision_counts(fact_ids=[served_fact])[served_fact]
+    assert included.total == 1
 
 
 def test_erasure_removes_replays_and_an_erased_subject_cannot_be_replayed(api, garden):
@@ -285,3 +291,5 @@ def test_curator_replays_a_trace_from_its_page(api, client, curator, changed_sco
     assert "every decision is the same" in html
     assert Trace.objects.filter(replay_of=trace_id).count() == 2
     assert client.get(f"/admin/traces/trace/{trace_id}/replay/").status_code == 405
+    replays = client.get("/admin/traces/trace/", {"kind": "replay"}).content.decode()
+    assert replays.count("(replay)") == 2 and trace_id not in replays.split("result_list")[1]
