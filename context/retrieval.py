@@ -22,7 +22,7 @@ import weakref
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from django.db import connection
+from django.db import connection, transaction
 
 from context import scoring
 from facts.scope_graphs import SCOPE_GRAPH_PREFIX, scope_graph_name
@@ -100,17 +100,11 @@ TABLE_STATS_TTL_SECONDS = 300.0
 FACTS, EVENTS = "facts_fact", "facts_event"
 
 # The planner's own statistics, refreshed by autovacuum's ANALYZE: the table's row estimate, its most common
-# lexemes (share of rows holding each) and its most common subjects (share of rows of each).
+# lexemes (share of rows holding each) and its most common subjects (share of rows of each). pg_stats hides
+# them from the row-security roles a request runs as: hakimem_table_stats (facts/migrations/0006) reads them
+# as the tables' owner.
 TABLE_STATS_SQL = """
-SELECT c.reltuples,
-       t.most_common_elems::text::text[], t.most_common_elem_freqs,
-       s.most_common_vals::text::text[], s.most_common_freqs, s.n_distinct,
-       ARRAY(SELECT i.relname::text FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid
-              WHERE x.indrelid = c.oid AND i.relname LIKE %(scope_graphs)s)
-  FROM pg_class c
-  LEFT JOIN pg_stats t ON t.schemaname = current_schema() AND t.tablename = %(table)s AND t.attname = 'search_vector'
-  LEFT JOIN pg_stats s ON s.schemaname = current_schema() AND s.tablename = %(table)s AND s.attname = 'subject_id'
- WHERE c.oid = %(table)s::regclass
+SELECT * FROM hakimem_table_stats(%(table)s::regclass, %(scope_graphs)s)
 """
 
 
@@ -294,8 +288,8 @@ _TUNED_CONNECTIONS: "weakref.WeakSet" = weakref.WeakSet()
 def _settings_for_hnsw(cursor) -> None:
     """Once per database connection: session-level settings (SET LOCAL would need a transaction around
     a read-only query), so the hot path does not pay a round trip for them on every call. Inside a
-    transaction they are set again on every call: a rollback would undo them while the connection stayed
-    marked as tuned."""
+    transaction (every API request's, hakimem/rowsecurity.py) the connection counts as tuned once that
+    transaction commits: a rollback would undo them."""
     raw = connection.connection
     if raw in _TUNED_CONNECTIONS:
         return
@@ -304,7 +298,9 @@ def _settings_for_hnsw(cursor) -> None:
         " set_config('hnsw.ef_search', %(ef)s, false), set_config('hnsw.max_scan_tuples', %(max)s, false)",
         {"ef": str(HNSW_EF_SEARCH), "max": str(HNSW_MAX_SCAN_TUPLES)},
     )
-    if not connection.in_atomic_block:
+    if connection.in_atomic_block:
+        transaction.on_commit(lambda: _TUNED_CONNECTIONS.add(raw))
+    else:
         _TUNED_CONNECTIONS.add(raw)
 
 

@@ -39,7 +39,7 @@ from facts.models import (
     FactStatus,
     Project,
 )
-from hakimem.admin_filters import ProjectFilter, SubjectFilter
+from hakimem.admin_filters import ProjectFilter, StaffProjectsMixin, SubjectFilter
 
 NO_SAVE_BUTTONS = {"show_save": False, "show_save_and_continue": False, "show_save_and_add_another": False}
 
@@ -126,7 +126,7 @@ class InOpenConflictFilter(YesNoFilter):
 
 
 @admin.register(Fact)
-class FactAdmin(ReadOnlyAdmin):
+class FactAdmin(StaffProjectsMixin, ReadOnlyAdmin):
     list_display = (
         "fact", "subject_id", "project_id", "status", "kind", "category", "volatility", "expired",
         "in_open_conflict", "recorded_from",
@@ -205,7 +205,7 @@ class FactAdmin(ReadOnlyAdmin):
 
 
 @admin.register(Event)
-class EventAdmin(ReadOnlyAdmin):
+class EventAdmin(StaffProjectsMixin, ReadOnlyAdmin):
     list_display = ("text", "project_id", "subject_id", "occurred_at")
     list_filter = (ProjectFilter, SubjectFilter)
     search_fields = ("text",)
@@ -270,7 +270,7 @@ class ConflictResolveForm(forms.Form):
 
 
 @admin.register(ConflictSet)
-class ConflictSetAdmin(ReadOnlyAdmin):
+class ConflictSetAdmin(StaffProjectsMixin, ReadOnlyAdmin):
     list_display = ("conflict", "subject_id", "project_id", "status", "signal", "age", "resolved_by")
     list_filter = (ProjectFilter, SubjectFilter, "status", AgeFilter)
     search_fields = ("facts__text",)  # shows the search box; get_search_results does the search

@@ -7,7 +7,26 @@ from __future__ import annotations
 
 from django.contrib import admin
 
-from hakimem.models import ApiKey
+from hakimem.models import ApiKey, staff_projects
+
+
+def projects_visible(request, projects) -> list[str]:
+    """`projects` less those the signed-in staff user is not given (StaffProjectAccess)."""
+    allowed = staff_projects(request.user)
+    return [p for p in projects if allowed is None or p in allowed]
+
+
+class StaffProjectsMixin:
+    """A ModelAdmin whose rows are a project's: a staff user limited to projects sees, opens and acts on only
+    theirs (every view, list or page or action, goes through get_queryset). Row-level security holds the same
+    line underneath (hakimem/rowsecurity.py)."""
+
+    project_field = "project_id"
+
+    def get_queryset(self, request):
+        queryset = super().get_queryset(request)
+        allowed = staff_projects(request.user)
+        return queryset if allowed is None else queryset.filter(**{f"{self.project_field}__in": allowed})
 
 
 class ProjectFilter(admin.SimpleListFilter):
@@ -18,7 +37,7 @@ class ProjectFilter(admin.SimpleListFilter):
         projects = set(ApiKey.objects.values_list("project_id", flat=True).distinct())
         if self.value():  # a project without a key (any more) can still be asked for by its id
             projects.add(self.value())
-        return [(p, p) for p in sorted(projects)]
+        return [(p, p) for p in sorted(projects_visible(request, projects))]
 
     def queryset(self, request, queryset):
         return queryset.filter(project_id=self.value()) if self.value() else queryset

@@ -9,7 +9,7 @@ from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from hakimem.embeddings import EmbedderUnavailable, get_embedder
+from hakimem.embeddings import CircuitBreaker, EmbedderUnavailable, get_embedder
 
 # A remote embedder is asked at most this often by readiness probes (a success is remembered, a failure not).
 EMBEDDER_CHECK_SECONDS = 30.0
@@ -28,9 +28,13 @@ def _database() -> tuple[str, str | None]:
 
 
 def _embedder() -> str:
-    """"ok" when the configured embedder turns a text into a vector of HAKI_EMBED_DIM, else "unavailable"."""
+    """"ok" when the configured embedder turns a text into a vector of HAKI_EMBED_DIM, else "unavailable".
+    While its circuit is open the probe does not ask it (the answer is at once "unavailable"); after the
+    cool-down the probe may be the trial call that closes it again."""
     try:
         embedder = get_embedder()
+        if embedder.breaker.state == CircuitBreaker.OPEN:  # however recent the last success
+            return "unavailable"
         checked = _embedder_ok_at.get(embedder)
         if checked is None or time.monotonic() - checked > EMBEDDER_CHECK_SECONDS:
             embedder.embed(["readiness probe"])  # checks the dimension too
@@ -50,6 +54,14 @@ _READINESS = inline_serializer("Readiness", {
     "vector_extension": serializers.CharField(allow_null=True), "embedder": serializers.CharField(),
     "embedder_status": serializers.CharField(), "embed_dim": serializers.IntegerField(),
 })
+
+
+def _circuit() -> str:
+    """The embedder's circuit breaker in this process: closed, open or half_open."""
+    try:
+        return get_embedder().breaker.state
+    except EmbedderUnavailable:  # not even configured
+        return "open"
 
 
 class _OpenProbe(APIView):
@@ -101,6 +113,7 @@ class ReadinessApi(_OpenProbe):
                 "vector_extension": vector,
                 "embedder": settings.HAKI_EMBED_PROVIDER,
                 "embedder_status": embedder,
+                "embedder_circuit": _circuit(),
                 "embed_dim": settings.HAKI_EMBED_DIM,
             },
             status=200 if ready else 503,

@@ -5,3 +5,14 @@ class HakimemConfig(AppConfig):
     name = "hakimem"
     verbose_name = "hakimem"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self):
+        from django.contrib import admin
+        from django.contrib.auth.signals import user_logged_in, user_login_failed
+
+        from hakimem.ratelimit import LockoutAdminAuthenticationForm, login_failed, login_succeeded
+
+        # The admin's sign-in refuses every password while a username or address is locked out.
+        admin.site.login_form = LockoutAdminAuthenticationForm
+        user_login_failed.connect(login_failed, dispatch_uid="hakimem.login_failed")
+        user_logged_in.connect(login_succeeded, dispatch_uid="hakimem.login_succeeded")

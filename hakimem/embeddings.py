@@ -25,6 +25,7 @@ import time
 import unicodedata
 import urllib.error
 import urllib.request
+import weakref
 import zlib
 from collections import OrderedDict
 from functools import lru_cache
@@ -46,6 +47,77 @@ class EmbeddingDimensionError(EmbedderUnavailable):
     """The provider answered vectors of the wrong size: writing them would corrupt the index."""
 
 
+class EmbedderCircuitOpen(EmbedderUnavailable):
+    """The embedder failed repeatedly and is not asked again until its cool-down ends (retry_after seconds)."""
+
+    def __init__(self, message: str, retry_after: float):
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class CircuitBreaker:
+    """Stops asking a failing embedder: after `failures` failures in a row the circuit opens and every call
+    fails at once (EmbedderCircuitOpen: writes answer 503, context calls take the degraded path) instead of
+    waiting for the provider's timeout each time. After `cooldown` seconds it half-opens: one call goes
+    through as a trial (the others still fail at once); its success closes the circuit, its failure opens
+    it for another cool-down. One per embedder per process: each gunicorn worker learns on its own."""
+
+    CLOSED, OPEN, HALF_OPEN = "closed", "open", "half_open"
+
+    def __init__(self, failures: int, cooldown: float, clock=time.monotonic):
+        self.threshold = max(1, failures)
+        self.cooldown = cooldown
+        self.clock = clock
+        self._lock = threading.Lock()
+        self._failures = 0
+        self._opened_at: float | None = None
+        self._trial_running = False
+
+    @property
+    def state(self) -> str:
+        with self._lock:
+            if self._opened_at is None:
+                return self.CLOSED
+            return self.HALF_OPEN if self.clock() - self._opened_at >= self.cooldown else self.OPEN
+
+    def before_call(self, name: str) -> None:
+        """Raises EmbedderCircuitOpen unless this call may go to the provider."""
+        with self._lock:
+            if self._opened_at is None:
+                return
+            waited = self.clock() - self._opened_at
+            if waited >= self.cooldown and not self._trial_running:
+                self._trial_running = True  # this call is the half-open trial
+                return
+            retry_after = max(self.cooldown - waited, 0.0)
+        raise EmbedderCircuitOpen(
+            f"{name} embedder failed {self.threshold} times in a row; not asked again for {retry_after:.0f} s",
+            retry_after=retry_after,
+        )
+
+    def succeeded(self) -> None:
+        with self._lock:
+            self._failures, self._opened_at, self._trial_running = 0, None, False
+
+    def failed(self) -> None:
+        with self._lock:
+            self._failures += 1
+            if self._trial_running or self._failures >= self.threshold:
+                if self._opened_at is None or self._trial_running:
+                    logger.warning("embedder circuit open for %.3g s after %d failures", self.cooldown, self._failures)
+                self._opened_at = self.clock()
+            self._trial_running = False
+
+
+_EMBEDDERS: "weakref.WeakSet[Embedder]" = weakref.WeakSet()
+
+
+def circuit_breakers_close() -> None:
+    """Close every embedder's circuit in this process (the test suite, between tests)."""
+    for embedder in list(_EMBEDDERS):
+        embedder.breaker.succeeded()
+
+
 class Embedder:
     name = "base"
     model = ""  # what, within the provider, makes the vectors: two embedders agree only if provider and model do
@@ -54,6 +126,8 @@ class Embedder:
         self.dim = dim
         self._query_cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._cache_lock = threading.Lock()
+        self.breaker = CircuitBreaker(settings.HAKI_EMBED_BREAKER_FAILURES, settings.HAKI_EMBED_BREAKER_COOLDOWN)
+        _EMBEDDERS.add(self)
 
     def _encode(self, texts: list[str]) -> np.ndarray:  # pragma: no cover - each provider defines it
         raise NotImplementedError
@@ -62,6 +136,16 @@ class Embedder:
         """Vectors for `texts`, shape (len(texts), dim), float32, each of unit length (zero stays zero)."""
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
+        self.breaker.before_call(self.name)
+        try:
+            vectors = self._checked(texts)
+        except EmbedderUnavailable:
+            self.breaker.failed()
+            raise
+        self.breaker.succeeded()
+        return normalise(vectors)
+
+    def _checked(self, texts: list[str]) -> np.ndarray:
         started = time.perf_counter()
         try:
             vectors = np.asarray(self._encode(list(texts)), dtype=np.float32)
@@ -77,7 +161,7 @@ class Embedder:
                 f"{self.name} embedder returned {vectors.shape[1]}-dimensional vectors; "
                 f"HAKI_EMBED_DIM is {self.dim}. Re-embed the store or fix the provider before writing."
             )
-        return normalise(vectors)
+        return vectors
 
     def embed_query(self, text: str) -> np.ndarray:
         """One query vector, through a small LRU cache: users repeat themselves, and an exact repeat

@@ -9,17 +9,19 @@ from __future__ import annotations
 
 import enum
 import logging
+import math
 
 import psycopg
 from django.core.exceptions import RequestDataTooBig
 from django.db import InterfaceError as DjangoInterfaceError
 from django.db import OperationalError as DjangoOperationalError
+from django.db import connection, transaction
 from django.http import Http404, JsonResponse
 from django.views import defaults
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 
-from hakimem.embeddings import EmbedderUnavailable
+from hakimem.embeddings import EmbedderCircuitOpen, EmbedderUnavailable
 from hakimem.parsers import PayloadTooLarge, max_body_bytes
 
 logger = logging.getLogger("hakimem.errors")
@@ -38,6 +40,7 @@ class ErrorCode(str, enum.Enum):
     FACT_NOT_ACTIVE = "fact_not_active"
     CONSENT_MISSING = "consent_missing"
     PAYLOAD_TOO_LARGE = "payload_too_large"
+    RATE_LIMITED = "rate_limited"
     DATABASE_UNAVAILABLE = "database_unavailable"
     INTERNAL_ERROR = "internal_error"
 
@@ -90,6 +93,9 @@ def database_unavailable_body() -> dict:
 
 
 def exception_handler(exc, context):
+    # A refused request writes nothing: the request's transaction (hakimem/rowsecurity.py) is rolled back.
+    if connection.in_atomic_block:
+        transaction.set_rollback(True)
     if isinstance(exc, ApiError):
         return Response(error_body(exc.code, exc.message, exc.details), status=exc.status_code)
     if isinstance(exc, PayloadTooLarge | RequestDataTooBig):
@@ -99,10 +105,21 @@ def exception_handler(exc, context):
         return Response(database_unavailable_body(), status=status.HTTP_503_SERVICE_UNAVAILABLE, headers={"Retry-After": "5"})
     if isinstance(exc, EmbedderUnavailable):
         logger.warning("embedder unavailable on a write: %s", exc)
-        return Response(
-            error_body(ErrorCode.EMBEDDER_UNAVAILABLE, f"The embedder is unavailable; nothing was written. ({exc})"),
+        circuit_open = isinstance(exc, EmbedderCircuitOpen)
+        response = Response(
+            error_body(ErrorCode.EMBEDDER_UNAVAILABLE, f"The embedder is unavailable; nothing was written. ({exc})",
+                       {"circuit": "open"} if circuit_open else None),
             status=status.HTTP_503_SERVICE_UNAVAILABLE,
         )
+        if circuit_open:
+            response["Retry-After"] = str(max(1, math.ceil(exc.retry_after)))
+        return response
+    if isinstance(exc, exceptions.Throttled):
+        wait = max(1, math.ceil(exc.wait or 1))
+        response = Response(error_body(ErrorCode.RATE_LIMITED, f"Too many requests. Retry after {wait} s.",
+                                       {"retry_after": wait}), status=status.HTTP_429_TOO_MANY_REQUESTS)
+        response["Retry-After"] = str(wait)
+        return response
     if isinstance(exc, Http404):
         exc = exceptions.NotFound()
     for cls, (code, http_status) in _DRF_CODES.items():

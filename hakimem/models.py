@@ -3,6 +3,7 @@ from __future__ import annotations
 import hashlib
 import secrets
 
+from django.conf import settings
 from django.db import models
 
 from hakimem.validators import SCOPE_ID_MAX, validate_scope_id
@@ -33,3 +34,46 @@ class ApiKey(models.Model):
     @classmethod
     def new_raw_key(cls) -> str:
         return "hk_" + secrets.token_urlsafe(32)
+
+
+class StaffProjectAccess(models.Model):
+    """A project a staff user is limited to. A staff user with none of these rows sees every project (as
+    before projects could be given); with some, only those, in the admin and on /stats/. Superusers always
+    see every project."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="project_access")
+    project_id = models.CharField(max_length=SCOPE_ID_MAX, validators=[validate_scope_id])
+
+    class Meta:
+        verbose_name = "staff project access"
+        verbose_name_plural = "staff project access"
+        constraints = [models.UniqueConstraint(fields=["user", "project_id"], name="hakimem_staff_project_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.user} → {self.project_id}"
+
+
+def staff_projects(user) -> list[str] | None:
+    """The projects `user` may see in the admin and on /stats/: None for every project, else a list (empty:
+    none). Read once per request (cached on the user object)."""
+    if user.is_superuser:
+        return None
+    cached = getattr(user, "_hakimem_projects", False)
+    if cached is not False:
+        return cached
+    projects = sorted(StaffProjectAccess.objects.filter(user_id=user.pk).values_list("project_id", flat=True))
+    user._hakimem_projects = projects or None
+    return user._hakimem_projects
+
+
+class RateCounter(models.Model):
+    """Hits of one bucket (an API key, a username, an address) in one fixed time window: the counters behind
+    API rate limits and the admin's sign-in lockout (hakimem/ratelimit.py), shared by every server process.
+    UNLOGGED (no write-ahead log: a crash forgets them, which only forgives)."""
+
+    bucket = models.CharField(max_length=200)
+    window = models.BigIntegerField(help_text="The window's start, in seconds since the epoch.")
+    hits = models.IntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["bucket", "window"], name="hakimem_ratecounter_bucket_window")]

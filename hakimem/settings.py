@@ -10,6 +10,7 @@ import secrets
 from pathlib import Path
 
 from hakimem.dbserver import database_settings, start_embedded
+from hakimem.rates import parse_rate
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = BASE_DIR / "var"
@@ -71,10 +72,15 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     # Static files (the admin's and the stats pages' CSS) from STATIC_ROOT, filled by collectstatic at `make run`.
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    # /v1/ requests per API key, counted before any other work and outside the request's transaction.
+    "hakimem.ratelimit.RateLimitMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # After authentication (the admin's and the stats pages' scope is the signed-in person's): each request
+    # that may read a project's rows runs in one transaction as a role under row-level security.
+    "hakimem.rowsecurity.RowSecurityMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
@@ -175,6 +181,18 @@ LOGGING = {
 }
 
 # --- the product's knobs -------------------------------------------------------------------------------
+# Web requests run as the row-security roles (hakimem/rowsecurity.py); off: as the connecting user, who sees
+# every project (only for a database where the roles cannot be used).
+HAKI_ROW_SECURITY = env_bool("HAKI_ROW_SECURITY", True)
+
+
+# Requests per API key on /v1/ (hakimem/ratelimit.py), for all server processes together: "N/s", "N/min",
+# "N/hour"; "off" for none. The default is far above what one key's benchmarks send.
+HAKI_THROTTLE_RATE = parse_rate(os.environ.get("HAKI_THROTTLE_RATE", "1000/s"))
+# The admin's sign-in: after this many failed passwords for a username (4x for an address) in the lockout
+# window, even the right password is refused until the window ends. 0: no lockout.
+HAKI_LOGIN_MAX_FAILURES = env_int("HAKI_LOGIN_MAX_FAILURES", 5)
+HAKI_LOGIN_LOCKOUT_SECONDS = env_int("HAKI_LOGIN_LOCKOUT_SECONDS", 900)
 HAKI_EMBED_PROVIDER = os.environ.get("HAKI_EMBED_PROVIDER", "sentence-transformers")
 HAKI_EMBED_DIM = env_int("HAKI_EMBED_DIM", 384)
 HAKI_EMBED_RUNTIME = os.environ.get("HAKI_EMBED_RUNTIME", "onnx")  # onnx | torch (sentence-transformers only)
@@ -185,6 +203,10 @@ HAKI_EMBED_MODEL = os.environ.get("HAKI_EMBED_MODEL", "")
 HAKI_EMBED_API_KEY = os.environ.get("HAKI_EMBED_API_KEY", "")
 HAKI_EMBED_TIMEOUT = env_float("HAKI_EMBED_TIMEOUT", 10.0)
 HAKI_EMBED_CACHE_SIZE = env_int("HAKI_EMBED_CACHE_SIZE", 2048)
+# The embedder's circuit breaker (hakimem/embeddings.py): open after this many failures in a row, try again
+# after the cool-down (seconds).
+HAKI_EMBED_BREAKER_FAILURES = env_int("HAKI_EMBED_BREAKER_FAILURES", 3)
+HAKI_EMBED_BREAKER_COOLDOWN = env_float("HAKI_EMBED_BREAKER_COOLDOWN", 30.0)
 
 HAKI_CONFLICT_MIN_SIMILARITY = env_float("HAKI_CONFLICT_MIN_SIMILARITY", 0.75)
 HAKI_DUPLICATE_SIMILARITY = env_float("HAKI_DUPLICATE_SIMILARITY", 0.92)

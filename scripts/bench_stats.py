@@ -28,10 +28,11 @@ from scripts._django import setup  # noqa: E402
 
 setup()
 
-from django.db import connection  # noqa: E402
+from django.db import connection, transaction  # noqa: E402
 from django.utils import timezone  # noqa: E402
 
 from facts.services import project_erase  # noqa: E402
+from hakimem.rowsecurity import API_ROLE, scope_enter  # noqa: E402
 from stats import selectors  # noqa: E402
 
 PROJECT = "stats-bench"
@@ -81,9 +82,9 @@ LOAD_SQL = [
        FROM generate_series(0, %(traces)s - 1) AS i
      """),
     ("decisions", f"""
-     INSERT INTO traces_decision (trace_id, item_type, fact_id, event_id, decision, reason_code, rank, score,
+     INSERT INTO traces_decision (trace_id, project_id, item_type, fact_id, event_id, decision, reason_code, rank, score,
                                   similarity, cosine_distance, text_rank, recency, tokens, entity)
-     SELECT md5('{PROJECT}/trace/' || i)::uuid,
+     SELECT md5('{PROJECT}/trace/' || i)::uuid, '{PROJECT}',
             CASE WHEN r <= 8 THEN 'fact' ELSE 'episode' END,
             CASE WHEN r <= 8 THEN md5('{PROJECT}/fact/' || ((i %% {SUBJECTS}) * {FACTS_PER_SUBJECT}
                                                            + (i + r) %% ({FACTS_PER_SUBJECT} - 1)))::uuid END,
@@ -179,7 +180,13 @@ def main() -> None:
             return (time.perf_counter() - start) * 1000
 
         figure = p50(timed_overview, args.runs)
-        print(f"\nstats_overview over 30 days: p50 {figure:.1f} ms ({args.runs} runs after a warm-up)\n")
+        print(f"\nstats_overview over 30 days: p50 {figure:.1f} ms ({args.runs} runs after a warm-up)")
+        # As GET /v1/stats/overview runs it: under row-level security, as the API role seeing the project.
+        with transaction.atomic():
+            scope_enter(API_ROLE, PROJECT)
+            secured = p50(timed_overview, args.runs)
+            transaction.set_rollback(True)
+        print(f"stats_overview under row-level security (as {API_ROLE}): p50 {secured:.1f} ms\n")
         timings = {name: p50(lambda sql=sql: execute(sql, params), args.runs) for name, sql in QUERIES.items()}
         for name, ms in timings.items():
             print(f"  {name:<40} p50 {ms:8.1f} ms")

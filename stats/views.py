@@ -12,6 +12,7 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.utils import timezone
 
+from hakimem.admin_filters import projects_visible
 from hakimem.serializers import iso
 from stats import charts, selectors
 from stats.services import PRODUCT_OWNERS
@@ -62,7 +63,7 @@ def _admin_link(user, permission: str, url_name: str, params: dict) -> str | Non
 def overview_page(request):
     if not can_see_stats(request.user):
         raise PermissionDenied
-    projects = selectors.project_ids()
+    projects = projects_visible(request, selectors.project_ids())  # a staff user limited to projects: theirs
     today = timezone.now().date()
     defaults = _defaults(projects, today)
     # Missing fields take their defaults, so the form always shows the period the page shows.

@@ -1,14 +1,21 @@
 import pytest
+from django.db import connection
 from django.contrib.auth.models import Group, User
 from rest_framework.test import APIClient
 
-from hakimem.embeddings import get_embedder
+from hakimem.embeddings import circuit_breakers_close, get_embedder
 from hakimem.services import api_key_create
 from stats.services import roles_ensure
 from tests.browser import Browser, require_chromium
 
 PROJECT = "proj-a"
 OTHER_PROJECT = "proj-b"
+
+# What every API request adds to its own queries, in a test: the key's rate counter (hakimem/ratelimit.py),
+# then row-level security (hakimem/rowsecurity.py): the savepoint the request's transaction becomes inside
+# the test's, the role and no project, the role and project put back, the savepoint's release (the key's
+# project is set by the key's own lookup). Outside a test's transaction: 2 (the counter, the role).
+REQUEST_OVERHEAD_QUERIES = 5
 
 
 @pytest.fixture(autouse=True)
@@ -21,6 +28,7 @@ def hashing_embedder(settings):
 
     retrieval._table_stats["at"] = -1e9  # a test's ANALYZE must not leak into the next test
     yield
+    circuit_breakers_close()  # an embedder a test brought down must not fail the next test at once
 
 
 def make_client(project_id: str) -> APIClient:
@@ -60,6 +68,23 @@ def embed():
         return get_embedder().embed([text])[0]
 
     return _embed
+
+
+def rows_mentioning(needle: str) -> dict:
+    """Every table of the database holding a row whose text contains `needle`, with how many, and every index
+    whose definition holds it (a scope's hnsw graph names its subject in its predicate)."""
+    found = {}
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' AND table_type = 'BASE TABLE'")
+        for (table,) in cursor.fetchall():
+            cursor.execute(f'SELECT count(*) FROM "{table}" t WHERE t::text LIKE %s', [f"%{needle}%"])
+            count = cursor.fetchone()[0]
+            if count:
+                found[table] = count
+        cursor.execute("SELECT indexname FROM pg_indexes WHERE indexdef LIKE %s", [f"%{needle}%"])
+        for (index,) in cursor.fetchall():
+            found[f"index {index}"] = 1
+    return found
 
 
 def error_code(response) -> str:

@@ -16,7 +16,7 @@ from django.urls import path
 from django.utils.text import Truncator
 
 from facts.models import Fact
-from hakimem.admin_filters import InputFilter, ProjectFilter, SubjectFilter
+from hakimem.admin_filters import InputFilter, ProjectFilter, StaffProjectsMixin, SubjectFilter
 from traces.models import Decision, DecisionKind, ReasonCode, Trace
 from traces.selectors import trace_decisions
 
@@ -126,7 +126,7 @@ class FactDecisionFilter(admin.ListFilter):
 
 
 @admin.register(Trace)
-class TraceAdmin(admin.ModelAdmin):
+class TraceAdmin(StaffProjectsMixin, admin.ModelAdmin):
     list_display = ("created_at", "project_id", "subject_id", "query_text", "served", "tokens", "latency", "outcome")
     list_filter = (ProjectFilter, SubjectFilter, ReplayFilter, "status", "empty_reason", DayRangeFilter, FactDecisionFilter)
     search_fields = ("query",)

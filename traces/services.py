@@ -79,11 +79,11 @@ WITH d AS MATERIALIZED (
                                        AND NOT EXISTS (SELECT FROM {fact} f WHERE f.id = d.item_id))
        AND NOT EXISTS (SELECT FROM d WHERE d.item_type = 'episode'
                                        AND NOT EXISTS (SELECT FROM {event} e WHERE e.id = d.item_id))
-    RETURNING id
+    RETURNING id, project_id
 )
-INSERT INTO traces_decision (trace_id, item_type, fact_id, event_id, decision, reason_code, rank, score,
+INSERT INTO traces_decision (trace_id, project_id, item_type, fact_id, event_id, decision, reason_code, rank, score,
                              similarity, cosine_distance, text_rank, recency, tokens, entity)
-SELECT t.id, d.item_type, CASE WHEN d.item_type = 'fact' THEN d.item_id END,
+SELECT t.id, t.project_id, d.item_type, CASE WHEN d.item_type = 'fact' THEN d.item_id END,
        CASE WHEN d.item_type = 'episode' THEN d.item_id END, """ + _DECISION_OF_REASON_SQL + """, d.reason_code,
        d.rank, d.score, d.similarity, d.cosine_distance, d.text_rank, d.recency, d.tokens, d.entity
   FROM t, d

@@ -5,6 +5,7 @@ from django.utils import timezone
 from context import retrieval
 from facts.selectors import volatility_cutoffs
 from hakimem.embeddings import get_embedder, vector_literal
+from hakimem.rowsecurity import API_ROLE, scope_enter
 from scripts import bench_data
 
 TOTAL = 30_000
@@ -24,6 +25,9 @@ def explain(subject: str, query: str, sql: str = retrieval.HYBRID_CANDIDATES_SQL
                                   cutoffs=volatility_cutoffs(now))
     text = lookup.fact_text if table == retrieval.FACTS else lookup.event_text
     params = {**lookup.params(text), "qvec": vector_literal(get_embedder().embed_query(query))}
+    # As a request runs it: under row-level security, as the API role seeing the key's project (the test's
+    # transaction is rolled back, role and project with it).
+    scope_enter(API_ROLE, bench_data.PROJECT)
     with connection.cursor() as cursor:
         retrieval._settings_for_hnsw(cursor)
         cursor.execute("EXPLAIN (ANALYZE, COSTS OFF) " + sql, params)

@@ -7,7 +7,7 @@ from django.utils import timezone
 from context.retrieval import lexical_terms, or_query
 from facts.models import ConflictSet
 from hakimem.embeddings import HashingEmbedder
-from tests.conftest import PROJECT, error_code
+from tests.conftest import PROJECT, REQUEST_OVERHEAD_QUERIES, error_code
 from tests.facts.factories import EventFactory, FactFactory
 from traces.models import Decision, Trace
 
@@ -451,5 +451,5 @@ def test_one_context_call_is_a_fixed_number_of_queries(api, django_assert_num_qu
     ask(api, "Who are Marie's friends?")  # warms the connection (its hnsw settings are set once)
     # key lookup, the consent gate (the project's flag; no consent row unless it requires them), hybrid
     # candidates, multi-hop, episodes, trace + decisions
-    with django_assert_num_queries(6):
+    with django_assert_num_queries(6 + REQUEST_OVERHEAD_QUERIES):
         ask(api, "Who are Marie's friends?")

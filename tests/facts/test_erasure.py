@@ -12,7 +12,7 @@ import context.assembler
 from facts import services
 from facts.models import ConflictSet, Fact
 from facts.scope_graphs import scope_graph_create, scope_graph_drop, scope_graph_name
-from tests.conftest import PROJECT, error_code, make_client
+from tests.conftest import PROJECT, error_code, make_client, rows_mentioning
 from traces.models import Decision, Trace
 
 NANTES = "{subject}'s friend Paul lives in Nantes with his wife and their two children."
@@ -23,23 +23,6 @@ THINGS = (
     "cycling", "poetry", "origami", "sailing", "cheese", "tango", "astronomy", "knitting", "surfing", "coffee",
     "painting", "birdwatching", "climbing", "fencing", "yoga", "rowing", "mushrooms", "archery", "skiing",
 )
-
-
-def rows_mentioning(needle: str) -> dict:
-    """Every table of the database holding a row whose text contains `needle`, with how many, and every index
-    whose definition holds it (a scope's hnsw graph names its subject in its predicate)."""
-    found = {}
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' AND table_type = 'BASE TABLE'")
-        for (table,) in cursor.fetchall():
-            cursor.execute(f'SELECT count(*) FROM "{table}" t WHERE t::text LIKE %s', [f"%{needle}%"])
-            count = cursor.fetchone()[0]
-            if count:
-                found[table] = count
-        cursor.execute("SELECT indexname FROM pg_indexes WHERE indexdef LIKE %s", [f"%{needle}%"])
-        for (index,) in cursor.fetchall():
-            found[f"index {index}"] = 1
-    return found
 
 
 def fill_scope(api, subject: str, facts: int = 30) -> dict:
@@ -152,6 +135,20 @@ def test_erasure_drops_the_scopes_own_hnsw_graph(scope_graphs):
 
 # --- races with context calls --------------------------------------------------------------------------------
 
+def _pause_erasure(monkeypatch) -> tuple[threading.Event, threading.Event]:
+    """An erasure that stops after its traces' eraser (its locks held) until `resume` is set; `paused` says it
+    got there."""
+    paused, resume = threading.Event(), threading.Event()
+
+    def pause(project_id, subject_id):
+        paused.set()
+        resume.wait(timeout=10)
+        return {}
+
+    monkeypatch.setattr(services, "_ERASERS", [*services._ERASERS, ("pause", pause)])
+    return paused, resume
+
+
 def _in_thread(target, *args):
     """Run target(*args) on its own thread and database connection; returns (thread, outcome list)."""
     outcome = []
@@ -190,14 +187,7 @@ def test_a_trace_written_while_an_erasure_runs_waits_for_it_and_names_nothing_er
     # by a concurrent call used to fail the erasure at commit, or survive it)
     api = make_client(PROJECT)
     stored = fill_scope(api, "zoe")
-    paused, resume = threading.Event(), threading.Event()
-
-    def pause(project_id, subject_id):
-        paused.set()
-        resume.wait(timeout=10)
-        return {}
-
-    monkeypatch.setattr(services, "_ERASERS", [*services._ERASERS, ("pause", pause)])
+    paused, resume = _pause_erasure(monkeypatch)
     eraser, erased = _in_thread(lambda: api.delete(f"/v1/subjects/zoe?project_id={PROJECT}"))
     assert paused.wait(timeout=10)
 
@@ -263,14 +253,7 @@ def test_a_retraction_during_an_erasure_waits_for_it_and_leaves_no_log_entry(mon
     stored = fill_scope(api, "zoe")
     by_curator, by_api = Fact.objects.filter(subject_id="zoe")[:2]
     client.force_login(curator)
-    paused, resume = threading.Event(), threading.Event()
-
-    def pause(project_id, subject_id):
-        paused.set()
-        resume.wait(timeout=10)
-        return {}
-
-    monkeypatch.setattr(services, "_ERASERS", [*services._ERASERS, ("pause", pause)])
+    paused, resume = _pause_erasure(monkeypatch)
     eraser, erased = _in_thread(lambda: api.delete(f"/v1/subjects/zoe?project_id={PROJECT}"))
     assert paused.wait(timeout=10)
     curating, curated = _in_thread(lambda: client.post(f"/admin/facts/fact/{by_curator.pk}/retract/"))

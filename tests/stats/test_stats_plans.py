@@ -6,6 +6,7 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
+from hakimem.rowsecurity import API_ROLE, scope_enter
 from stats import selectors
 from tests.conftest import PROJECT
 
@@ -35,8 +36,9 @@ def a_year_of_traces():
         # followed the suite's order instead of the data.
         cursor.execute(
             """
-            INSERT INTO traces_decision (trace_id, item_type, fact_id, decision, reason_code, rank, tokens, entity)
-            SELECT t.id, 'fact', gen_random_uuid(), 'included', 'included', r, 10, ''
+            INSERT INTO traces_decision (trace_id, project_id, item_type, fact_id, decision, reason_code, rank, tokens,
+                                         entity)
+            SELECT t.id, t.project_id, 'fact', gen_random_uuid(), 'included', 'included', r, 10, ''
               FROM traces_trace t CROSS JOIN generate_series(1, %(per_trace)s) AS r
             """,
             {"per_trace": DECISIONS_PER_TRACE},
@@ -50,6 +52,7 @@ def a_year_of_traces():
 def test_period_queries_range_scan_the_project_time_index(a_year_of_traces, name):
     now = timezone.now()
     params = {"project_id": PROJECT, "since": now - timedelta(days=30), "until": now, "limit": 10}
+    scope_enter(API_ROLE, PROJECT)  # as GET /v1/stats/overview runs it: under row-level security
     with connection.cursor() as cursor:
         cursor.execute("EXPLAIN " + getattr(selectors, name), params)
         plan = "\n".join(row[0] for row in cursor.fetchall())

@@ -1,0 +1,162 @@
+"""Row-level security: isolation between projects held by PostgreSQL itself, under the Python filters.
+
+Every table that holds a project's rows has policies for two roles; a web request runs as one of them for
+its whole transaction, so a query that forgets its `project_id` filter still sees only what the request may:
+
+- `hakimem_api` (API_ROLE): sees the rows whose project is `hakimem.project_id`, the one project of the
+  request's key; unset or empty, it sees nothing. Every /v1/ request runs as it: nothing until the key is
+  known (ApiKeyAuthentication then names its project).
+- `hakimem_staff` (STAFF_ROLE): the admin and the /stats/ pages of a signed-in person. `hakimem.project_id`
+  is then "*" (every project: superusers and staff not limited to projects) or the comma-separated projects
+  a staff user is limited to (StaffProjectAccess). Who may open which page stays the views' business.
+
+Both are NOLOGIN, NOSUPERUSER, NOBYPASSRLS roles the connecting user switches to with
+`set_config('role', ..., true)`: transaction-local, like the project, so a pooled connection goes back to the
+pool as the connecting user with nothing set, and no value reaches the next request. Superusers and table
+owners bypass row security (the tables are not FORCEd), so what does not switch runs as the connecting user
+and sees every project on purpose: migrations, management commands, the benchmark and evaluation scripts,
+a test's own set-up. Conflict members, without project_id, are visible when their set is.
+"""
+from __future__ import annotations
+
+from contextlib import ExitStack
+
+from django.conf import settings
+from django.db import DatabaseError, connection, transaction
+from django.db.models import CharField, F, Func, Value
+
+API_ROLE = "hakimem_api"
+STAFF_ROLE = "hakimem_staff"
+PROJECT_SETTING = "hakimem.project_id"
+ALL_PROJECTS = "*"
+
+# Requests that touch no project's rows keep the plain connection (and no transaction): the probes must
+# answer while the database does not, and static files never reach Django's database.
+UNSCOPED_PREFIXES = ("/v1/health", "/metrics", "/static/")
+
+
+# --- policies (written by the migrations of the apps that own the tables) ---------------------------------
+
+def _own_project(column: str = "project_id") -> str:
+    return f"{column} = current_setting('{PROJECT_SETTING}', true)"
+
+
+def _staff_projects(column: str = "project_id") -> str:
+    # "*" first: on the staff pages' big aggregates the test stops at the first term of each row.
+    return (f"(current_setting('{PROJECT_SETTING}', true) = '{ALL_PROJECTS}' OR "
+            f"{column} = ANY (string_to_array(current_setting('{PROJECT_SETTING}', true), ',')))")
+
+
+def enable_sql(table: str) -> list[str]:
+    """Row security on a table with a project_id column."""
+    return [
+        f"ALTER TABLE {table} ENABLE ROW LEVEL SECURITY",
+        f"CREATE POLICY api_own_project ON {table} TO {API_ROLE} USING ({_own_project()}) WITH CHECK ({_own_project()})",
+        f"CREATE POLICY staff_projects ON {table} TO {STAFF_ROLE} USING ({_staff_projects()}) WITH CHECK ({_staff_projects()})",
+    ]
+
+
+def enable_child_sql(table: str, *, parent: str, fk: str) -> list[str]:
+    """Row security on a table whose rows belong to a parent row's project: a row is visible when its
+    parent is (the subquery is itself under the parent's policies). A check per row: for small tables only
+    (conflict members); a big one holds its own project_id (decisions: the stats over 200k of them took 3x
+    as long through their traces)."""
+    visible = f"EXISTS (SELECT 1 FROM {parent} p WHERE p.id = {table}.{fk})"
+    staff = f"(current_setting('{PROJECT_SETTING}', true) = '{ALL_PROJECTS}' OR {visible})"
+    return [
+        f"ALTER TABLE {table} ENABLE ROW LEVEL SECURITY",
+        f"CREATE POLICY api_own_project ON {table} TO {API_ROLE} USING ({visible}) WITH CHECK ({visible})",
+        f"CREATE POLICY staff_projects ON {table} TO {STAFF_ROLE} USING ({staff}) WITH CHECK ({staff})",
+    ]
+
+
+def disable_sql(table: str) -> list[str]:
+    return [
+        f"DROP POLICY IF EXISTS api_own_project ON {table}",
+        f"DROP POLICY IF EXISTS staff_projects ON {table}",
+        f"ALTER TABLE {table} DISABLE ROW LEVEL SECURITY",
+    ]
+
+
+# --- the request's scope -----------------------------------------------------------------------------------
+
+def scope_enter(role: str, projects: str = "") -> tuple[str, str]:
+    """Run the rest of the current transaction as `role`, seeing `projects` (one project for API_ROLE; "*"
+    or a comma-separated list for STAFF_ROLE; "" for nothing). One round trip, transaction-local. Returns the
+    role and projects in force before ("none" and "" for the connecting user's own)."""
+    with connection.cursor() as cursor:
+        # The select list is evaluated left to right: the values before, then the new ones.
+        cursor.execute("SELECT current_setting('role'), coalesce(current_setting(%s, true), ''),"
+                       " set_config('role', %s, true), set_config(%s, %s, true)",
+                       [PROJECT_SETTING, role, PROJECT_SETTING, projects])
+        before_role, before_projects, _, _ = cursor.fetchone()
+    return before_role, before_projects
+
+
+def scoped_by_project(queryset):
+    """`queryset` (of rows holding a project_id: API keys) also setting the request's project to the row's
+    project as it reads it: the authentication's lookup names the key's project in the same statement. Outside
+    a scoped request (row security off, a test calling the authentication directly) it sets nothing."""
+    if not (connection.in_atomic_block and settings.HAKI_ROW_SECURITY):
+        return queryset
+    return queryset.annotate(_scope=Func(Value(PROJECT_SETTING), F("project_id"), Value(True),
+                                         function="set_config", output_field=CharField()))
+
+
+def _staff_scope(request) -> tuple[str, str]:
+    """The admin's and the stats pages' scope: a signed-in active user runs as STAFF_ROLE over every project
+    or over those a staff user is limited to; anyone else as API_ROLE with no project (sees nothing)."""
+    user = getattr(request, "user", None)
+    if user is None or not user.is_authenticated or not user.is_active:
+        return API_ROLE, ""
+    from hakimem.models import staff_projects
+
+    projects = staff_projects(user)
+    return STAFF_ROLE, ALL_PROJECTS if projects is None else ",".join(projects)
+
+
+def _database_unavailable():
+    from django.http import JsonResponse
+
+    from hakimem.errors import ErrorCode, error_body
+
+    response = JsonResponse(error_body(ErrorCode.DATABASE_UNAVAILABLE, "The database is unavailable; try again."),
+                            status=503)
+    response["Retry-After"] = "5"
+    return response
+
+
+class RowSecurityMiddleware:
+    """Each request that may read a project's rows runs in one transaction, as API_ROLE (/v1/) or as the
+    signed-in person's scope (admin, /stats/). The transaction commits when the response is not a server
+    error; a refused API request is rolled back by the error handler (nothing written).
+
+    Inside an outer transaction (the test suite's), the role and the project are put back afterwards: they
+    are transaction-local, and the outer transaction would otherwise keep them after the request."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        if not settings.HAKI_ROW_SECURITY or request.path_info.startswith(UNSCOPED_PREFIXES):
+            return self.get_response(request)
+        role, projects = (API_ROLE, "") if request.path_info.startswith("/v1/") else _staff_scope(request)
+        nested = connection.in_atomic_block
+        with ExitStack() as stack:
+            try:
+                stack.enter_context(transaction.atomic())
+                before = scope_enter(role, projects)
+            except DatabaseError:
+                if connection.in_atomic_block:
+                    transaction.set_rollback(True)
+                if not request.path_info.startswith("/v1/"):
+                    raise
+                return _database_unavailable()  # the API's error contract, never Django's HTML page
+            try:
+                response = self.get_response(request)
+                if response.status_code >= 500:
+                    transaction.set_rollback(True)
+            finally:
+                if nested and not connection.needs_rollback:  # a rollback to the savepoint restores them itself
+                    scope_enter(*before)
+        return response
