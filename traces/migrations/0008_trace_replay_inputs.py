@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('traces', '0005_consent_missing_reason'),
+        ('traces', '0007_row_level_security'),
     ]
 
     operations = [
