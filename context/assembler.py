@@ -11,6 +11,8 @@ Pipeline (each step is named in the trace's timings):
  4. pack       blocked facts out (no consent to their category, open conflict, expired volatility), the
                relevance floor out, then the rest in
                descending score while they fit the token budget, a share held back for multi-hop.
+               The weights, tau, floor, phase-1 widths and multi-hop share are one AssemblyConfig
+               (context/config.py): today's constants for a call, overridable by a replay (context/replay.py).
  5. multi_hop  if budget remains: facts sharing an entity with the facts served, by full text, one hop; then
                what it left goes back to the ranking.
  6. trace      one trace row and one decision row per candidate, in one statement.
@@ -26,7 +28,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from context import retrieval, retrieval_asof
-from context.config import MULTI_HOP_BUDGET_SHARE, AssemblyConfig, default_config
+from context.config import AssemblyConfig, default_config
 from context.entities import extract_entities
 from context.render import render_packet
 from context.scoring import estimate_tokens, hybrid_score
@@ -41,7 +43,9 @@ logger = logging.getLogger("hakimem.context")
 WARNING_EMBEDDER_UNAVAILABLE = "embedder_unavailable"
 WARNING_DEGENERATE_VECTOR = "degenerate_query_vector"
 
-__all__ = ["MULTI_HOP_BUDGET_SHARE", "context_assemble"]
+# The multi-hop share of the budget, like the weights and widths, is a field of context.config.AssemblyConfig
+# (default MULTI_HOP_BUDGET_SHARE there), so that a replay can override it.
+
 # A name held by more of the facts table than this links nothing: in a chat stored turn by turn the speakers'
 # names are in every fact, and the hop brought back the newest turns that name them (docs/quality.md).
 MULTI_HOP_MAX_ENTITY_FREQUENCY = retrieval.LEXICAL_MAX_TERM_FREQUENCY

@@ -10,7 +10,7 @@ from django.conf import settings
 
 from context import retrieval, scoring
 
-# The multi-hop share of the budget lives here (not in assembler.py) so that retrieval-free modules can read it.
+# The share of the budget held back for multi-hop (context/assembler.py).
 MULTI_HOP_BUDGET_SHARE = 0.2  # see docs/quality.md for the measurement behind it
 
 

@@ -5,6 +5,7 @@ import uuid
 import pytest
 from django.utils import timezone
 
+from hakimem.embeddings import EmbedderUnavailable
 from tests.conftest import PROJECT, error_code
 from tests.facts.factories import FactFactory
 from traces.models import Decision, Trace
@@ -226,6 +227,19 @@ def test_budget_override_is_checked_as_a_context_call_checks_it(api, garden, bud
     response = replay(api, garden["trace_id"], expect=400, overrides={"budget_tokens": budget})
     assert error_code(response) == "budget_exceeded"
     assert Trace.objects.count() == 1
+
+
+def test_as_it_was_needs_the_query_vector(api, garden, monkeypatch):
+    # given an embedder that is down: a replay now degrades as a call would, one as it was cannot run
+    class Down:
+        def embed_query(self, text):
+            raise EmbedderUnavailable("down")
+
+    monkeypatch.setattr("context.assembler.get_embedder", lambda: Down())
+    response = replay(api, garden["trace_id"], expect=503, as_of="original")
+    assert error_code(response) == "embedder_unavailable"
+    assert Trace.objects.count() == 1
+    assert replay(api, garden["trace_id"])["packet"]["status"] == "degraded"
 
 
 def test_a_replay_cannot_be_replayed(api, garden):
