@@ -67,7 +67,7 @@ def client_address(request) -> str:
 
 # --- API requests -------------------------------------------------------------------------------------------
 
-_UNLIMITED_PREFIXES = ("/v1/health",)
+_UNLIMITED_PREFIXES = ("/v1/health", "/v1/schema")  # the probes, and the static description of the API
 
 
 class RateLimitMiddleware:

@@ -31,8 +31,9 @@ PROJECT_SETTING = "hakimem.project_id"
 ALL_PROJECTS = "*"
 
 # Requests that touch no project's rows keep the plain connection (and no transaction): the probes must
-# answer while the database does not, and static files never reach Django's database.
-UNSCOPED_PREFIXES = ("/v1/health", "/metrics", "/static/")
+# answer while the database does not, static files and the API's description (/v1/schema, /docs) never
+# reach Django's database.
+UNSCOPED_PREFIXES = ("/v1/health", "/metrics", "/static/", "/v1/schema", "/docs")
 
 
 # --- policies (written by the migrations of the apps that own the tables) ---------------------------------
