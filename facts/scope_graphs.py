@@ -43,13 +43,18 @@ def scope_graph_create(*, project_id: str, subject_id: str) -> str:
     return name
 
 
+def scope_graph_exists(*, project_id: str, subject_id: str) -> bool:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT to_regclass(%s) IS NOT NULL", [scope_graph_name(project_id, subject_id)])
+        return cursor.fetchone()[0]
+
+
 def scope_graph_drop(*, project_id: str, subject_id: str) -> bool:
     """Drop the scope's graph if it has one; True if it had. CONCURRENTLY (writes and reads go on) unless called
     inside a transaction, which CONCURRENTLY refuses: there a plain DROP INDEX locks facts_fact until it commits."""
     name = scope_graph_name(project_id, subject_id)
+    exists = scope_graph_exists(project_id=project_id, subject_id=subject_id)
     with connection.cursor() as cursor:
-        cursor.execute("SELECT to_regclass(%s) IS NOT NULL", [name])
-        exists = cursor.fetchone()[0]
         if exists:
             concurrently = sql.SQL("" if connection.in_atomic_block else "CONCURRENTLY")
             cursor.execute(sql.SQL("DROP INDEX {} IF EXISTS {}").format(concurrently, sql.Identifier(name))

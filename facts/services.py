@@ -39,7 +39,7 @@ from facts.models import (
     Project,
     Volatility,
 )
-from facts.scope_graphs import scope_graph_drop
+from facts.scope_graphs import scope_graph_drop, scope_graph_exists
 from facts.text import Signal, Statement, adds_information, analyse, contradiction_signal, text_hash
 from hakimem.embeddings import get_embedder, is_degenerate
 
@@ -742,10 +742,17 @@ def subject_erase(*, project_id: str, subject_id: str) -> dict[str, int]:
     through the traces' eraser, its trace lock: a context call's trace either commits before the erasure, which
     then deletes it, or is written after it and names none of the erased rows (traces.services.trace_record).
 
-    The graph goes first, on its own: its definition holds the subject id, and a DROP INDEX inside the erasure's
+    The graph goes on its own: its definition holds the subject id, and a DROP INDEX inside the erasure's
     transaction would lock the whole facts table until it commits, so it is dropped CONCURRENTLY, which no
-    transaction may hold. Should the erasure then fail, the scope has lost a speed-up, not a row."""
-    graphs = int(scope_graph_drop(project_id=project_id, subject_id=subject_id))
+    transaction may hold: first when called outside one (should the erasure then fail, the scope has lost a
+    speed-up, not a row); inside one (an API request's, which runs under row security as a role that does not
+    own the index), right after it commits, as the connecting user."""
+    if connection.in_atomic_block:
+        graphs = int(scope_graph_exists(project_id=project_id, subject_id=subject_id))
+        if graphs:
+            transaction.on_commit(lambda: scope_graph_drop(project_id=project_id, subject_id=subject_id), robust=True)
+    else:
+        graphs = int(scope_graph_drop(project_id=project_id, subject_id=subject_id))
     with transaction.atomic():
         _lock_scopes([(project_id, subject_id)])
         counts = _erase(project_id, subject_id)
