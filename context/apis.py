@@ -1,11 +1,22 @@
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, inline_serializer
+from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from context.assembler import context_assemble
-from context.serializers import ContextPacketSerializer, ContextRequestSchema, ContextRequestSerializer, validate_budget
+from context.replay import ReplayRefused, context_replay
+from context.serializers import (
+    ContextPacketSerializer,
+    ContextRequestSchema,
+    ContextRequestSerializer,
+    ReplayRequestSerializer,
+    validate_budget,
+)
 from hakimem.auth import require_project
+from hakimem.errors import ApiError, ErrorCode
 from hakimem.schema import errors
+from hakimem.serializers import validated
+from traces.selectors import trace_get
 
 
 class ContextApi(APIView):
@@ -25,3 +36,31 @@ class ContextApi(APIView):
             project_id=params["project_id"], subject_id=params["subject_id"], query=params["query"], budget_tokens=budget
         )
         return Response(packet)
+
+
+class ReplayApi(APIView):
+    """POST /v1/inspect/{trace_id}/replay: the traced call run again (same query, scope and budget), now or as the
+    memory stood then, under optional overrides; the new packet, its trace and the diff against the original."""
+
+    @extend_schema(summary="Replay a context call and compare", request=ReplayRequestSerializer, responses={
+        200: inline_serializer("Replay", {
+            "trace_id": serializers.UUIDField(), "replay_of": serializers.UUIDField(), "as_of": serializers.CharField(),
+            "overrides": serializers.DictField(), "config": serializers.DictField(), "packet": ContextPacketSerializer(),
+            "diff": serializers.DictField(), "notes": serializers.ListField(child=serializers.CharField()),
+        }), **errors(400, 404, 413, 415)},
+        description="404 not_found for an unknown trace, and for every trace of an erased subject (erasure deletes "
+                    "them): an erased memory cannot be replayed. 400 invalid_request for an override out of its "
+                    "range, or a trace that is itself a replay; 400 budget_exceeded for overrides.budget_tokens.")
+    def post(self, request, trace_id):
+        params = validated(ReplayRequestSerializer, request.data)
+        trace = trace_get(project_id=request.user.project_id, trace_id=trace_id)
+        if trace is None:
+            raise ApiError(ErrorCode.NOT_FOUND, "No such trace (an erased subject's traces are gone with it).",
+                           status_code=404)
+        try:
+            result = context_replay(trace=trace, as_of=params["as_of"], overrides=params.get("overrides") or {})
+        except ReplayRefused as exc:
+            if trace.replay_of is None:
+                raise ApiError(ErrorCode.NOT_FOUND, str(exc), status_code=404) from None
+            raise ApiError(ErrorCode.INVALID_REQUEST, str(exc)) from None
+        return Response(result)

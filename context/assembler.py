@@ -11,6 +11,8 @@ Pipeline (each step is named in the trace's timings):
  4. pack       blocked facts out (no consent to their category, open conflict, expired volatility), the
                relevance floor out, then the rest in
                descending score while they fit the token budget, a share held back for multi-hop.
+               The weights, tau, floor, phase-1 widths and multi-hop share are one AssemblyConfig
+               (context/config.py): today's constants for a call, overridable by a replay (context/replay.py).
  5. multi_hop  if budget remains: facts sharing an entity with the facts served, by full text, one hop; then
                what it left goes back to the ranking.
  6. trace      one trace row and one decision row per candidate, in one statement.
@@ -20,12 +22,13 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from django.conf import settings
 from django.utils import timezone
 
-from context import retrieval
+from context import retrieval, retrieval_asof
+from context.config import AssemblyConfig, default_config
 from context.entities import extract_entities
 from context.render import render_packet
 from context.scoring import estimate_tokens, hybrid_score
@@ -40,7 +43,9 @@ logger = logging.getLogger("hakimem.context")
 WARNING_EMBEDDER_UNAVAILABLE = "embedder_unavailable"
 WARNING_DEGENERATE_VECTOR = "degenerate_query_vector"
 
-MULTI_HOP_BUDGET_SHARE = 0.2  # see docs/quality.md for the measurement behind it
+# The multi-hop share of the budget, like the weights and widths, is a field of context.config.AssemblyConfig
+# (default MULTI_HOP_BUDGET_SHARE there), so that a replay can override it.
+
 # A name held by more of the facts table than this links nothing: in a chat stored turn by turn the speakers'
 # names are in every fact, and the hop brought back the newest turns that name them (docs/quality.md).
 MULTI_HOP_MAX_ENTITY_FREQUENCY = retrieval.LEXICAL_MAX_TERM_FREQUENCY
@@ -94,12 +99,12 @@ def _query_vector(query: str, warnings: list[str]):
     return vector
 
 
-def rank_candidates(facts: list, episodes: list) -> list[Decided]:
+def rank_candidates(facts: list, episodes: list, config: AssemblyConfig | None = None) -> list[Decided]:
     """Facts and episodes on one hybrid score, best first (ties: more recent, then by id), cut to
     CANDIDATE_LIMIT: the call's candidates, each with its rank."""
     pool = [(c, ItemType.FACT) for c in facts] + [(e, ItemType.EPISODE) for e in episodes]
     for item, _ in pool:
-        item.score = hybrid_score(item.similarity, item.text_rank, item.recency)
+        item.score = hybrid_score(item.similarity, item.text_rank, item.recency, config)
     pool.sort(key=lambda p: (-p[0].score, -p[0].recency, str(p[0].id)))
     return [
         Decided(item=item, item_type=kind, rank=i + 1, tokens=estimate_tokens(item.text))
@@ -145,8 +150,58 @@ def pack(items: list[Decided], budget_left: int, fits_reason: str) -> int:
     return budget_left
 
 
+class Memory:
+    """Where a call's candidates come from: the store as it is now (the hot path of context/retrieval.py)."""
+
+    def __init__(self):
+        self.entity_freq: dict[str, float] = {}  # what multi-hop read of each name's frequency, for the trace
+
+    def facts(self, lookup, qvec):
+        return retrieval.fact_candidates(lookup, qvec=qvec)
+
+    def episodes(self, lookup, qvec):
+        return retrieval.episode_candidates(lookup, qvec=qvec)
+
+    def hop(self, lookup, entities, exclude_ids):
+        return retrieval.multi_hop_candidates(lookup, entities=entities, exclude_ids=exclude_ids)
+
+    def name_freq(self, name: str) -> float:
+        freq = retrieval.table_stats(retrieval.FACTS).term_freq.get(name, 0.0)
+        self.entity_freq[name] = freq
+        return freq
+
+
+class MemoryAsOf(Memory):
+    """The store as it stood at a past call's time (context/retrieval_asof.py), with what that call recorded
+    of the things the store does not version: the names' frequencies and the volatility verdicts."""
+
+    def __init__(self, *, verdicts: dict, entity_freq: dict):
+        super().__init__()
+        self.verdicts = verdicts
+        self.recorded_freq = entity_freq
+
+    def facts(self, lookup, qvec):
+        if qvec is None:  # the as-of statements have no full-text-only path: a replay as it was needs the vector
+            raise EmbedderUnavailable("a replay as it was needs the query's vector")
+        return retrieval_asof.fact_candidates_as_of(lookup, qvec=qvec, verdicts=self.verdicts)
+
+    def episodes(self, lookup, qvec):
+        return retrieval_asof.episode_candidates_as_of(lookup, qvec=qvec)
+
+    def hop(self, lookup, entities, exclude_ids):
+        return retrieval_asof.multi_hop_candidates_as_of(lookup, entities=entities, exclude_ids=exclude_ids,
+                                                         verdicts=self.verdicts)
+
+    def name_freq(self, name: str) -> float:
+        if name in self.recorded_freq:
+            self.entity_freq[name] = self.recorded_freq[name]
+            return self.recorded_freq[name]
+        return super().name_freq(name)
+
+
 def multi_hop(lookup: retrieval.Lookup, query: str, decided: list[Decided], budget_left: int,
-              consented: frozenset[str] | None = None) -> int:
+              consented: frozenset[str] | None = None, memory: Memory | None = None,
+              config: AssemblyConfig | None = None) -> int:
     """One hop from the facts served to facts that share a name with them, within what budget is left;
     never subject to the relevance floor (its purpose is to bring back evidence far from the query). New
     items are appended to `decided`. Returns the budget left."""
@@ -154,18 +209,18 @@ def multi_hop(lookup: retrieval.Lookup, query: str, decided: list[Decided], budg
     included = [d for d in facts if d.reason == ReasonCode.INCLUDED]
     if budget_left <= 0 or not included:
         return budget_left
-    term_freq = retrieval.table_stats(retrieval.FACTS).term_freq
+    memory = memory or Memory()
     entities = extract_entities([d.item.text for d in included], query, retrieval.MULTI_HOP_MAX_ENTITIES,
-                                too_common=lambda name: term_freq.get(name, 0.0) > MULTI_HOP_MAX_ENTITY_FREQUENCY)
+                                too_common=lambda name: memory.name_freq(name) > MULTI_HOP_MAX_ENTITY_FREQUENCY)
     settled = [d.item.id for d in facts if d.reason in _SETTLED]
     by_id = {d.item.id: d for d in facts}
     hop_decided = []
-    for entity, c in retrieval.multi_hop_candidates(lookup, entities=entities, exclude_ids=settled):
+    for entity, c in memory.hop(lookup, entities, settled):
         if _without_consent(c, consented):
             if c.id not in by_id:  # traced like a first-pass candidate, never served
                 d = Decided(item=c, item_type=ItemType.FACT, rank=len(decided) + 1, tokens=estimate_tokens(c.text),
                             reason=ReasonCode.CONSENT_MISSING, entity=entity)
-                c.score = hybrid_score(None, 0.0, c.recency)
+                c.score = hybrid_score(None, 0.0, c.recency, config)
                 decided.append(d)
                 by_id[c.id] = d
             continue
@@ -175,7 +230,7 @@ def multi_hop(lookup: retrieval.Lookup, query: str, decided: list[Decided], budg
                 continue
             d.entity = entity
         else:
-            c.score = hybrid_score(None, 0.0, c.recency)
+            c.score = hybrid_score(None, 0.0, c.recency, config)
             d = Decided(item=c, item_type=ItemType.FACT, rank=len(decided) + 1, tokens=estimate_tokens(c.text), entity=entity)
             decided.append(d)
             by_id[c.id] = d
@@ -208,34 +263,70 @@ def _decision_rows(decided: list[Decided]) -> list[DecisionRow]:
     ]
 
 
-def context_assemble(*, project_id: str, subject_id: str, query: str, budget_tokens: int) -> dict:
+@dataclass(frozen=True)
+class Rerun:
+    """How a replay (context/replay.py) runs a traced call again. as_of None: the store now, at the replay's
+    clock. as_of a moment: the store as it stood then (MemoryAsOf), with what the original call recorded of the
+    rest (`recorded`: its text queries, consented categories, names' frequencies, volatility verdicts)."""
+
+    replay_of: object
+    marks: dict  # {"as_of": ..., "overrides": {...}}, stored on the replay's trace
+    as_of: object = None
+    recorded: dict = field(default_factory=dict)
+    verdicts: dict = field(default_factory=dict)
+
+
+def _text_query(data: dict | None) -> retrieval.TextQuery | None:
+    if data is None:
+        return None
+    return retrieval.TextQuery(data["tsq"], data["leg_tsq"], tuple(data["terms"]), tuple(data["weights"]))
+
+
+def _text_record(text: retrieval.TextQuery) -> dict:
+    return {"tsq": text.tsq, "leg_tsq": text.leg_tsq, "terms": list(text.terms), "weights": list(text.weights)}
+
+
+def context_assemble(*, project_id: str, subject_id: str, query: str, budget_tokens: int,
+                     config: AssemblyConfig | None = None, rerun: Rerun | None = None) -> dict:
     timer = _Timer()
     warnings: list[str] = []
-    now = timezone.now()
+    config = config or default_config()
+    as_of = rerun.as_of if rerun else None
+    recorded = rerun.recorded if rerun else {}
+    now = as_of or timezone.now()
 
     qvec = _query_vector(query, warnings)
     timer.lap("embed")
 
     lookup = retrieval.lookup_for(project_id=project_id, subject_id=subject_id, query=query, now=now,
-                                  cutoffs=volatility_cutoffs(now))
-    consented = consent_gate(project_id=project_id, subject_id=subject_id)
-    facts = retrieval.fact_candidates(lookup, qvec=qvec)
+                                  cutoffs=volatility_cutoffs(now), config=config)
+    if as_of is not None:
+        # The words' weights came from pg_stats at the call's time: the recorded ones, when the trace has them.
+        lookup = replace(lookup, fact_text=_text_query(recorded.get("fact_text")) or lookup.fact_text,
+                         event_text=_text_query(recorded.get("event_text")) or lookup.event_text)
+        memory: Memory = MemoryAsOf(verdicts=rerun.verdicts, entity_freq=recorded.get("entity_freq", {}))
+        consented = (frozenset(recorded["consented"]) if recorded["consented"] is not None else None) \
+            if "consented" in recorded else consent_gate(project_id=project_id, subject_id=subject_id)
+    else:
+        memory = Memory()
+        consented = consent_gate(project_id=project_id, subject_id=subject_id)
+    facts = memory.facts(lookup, qvec)
     timer.lap("retrieve")
-    episodes = retrieval.episode_candidates(lookup, qvec=qvec)
-    decided = rank_candidates(facts, episodes)
+    episodes = memory.episodes(lookup, qvec)
+    decided = rank_candidates(facts, episodes, config)
     timer.lap("episodes")
 
-    packable, floor_hits = block(decided, settings.HAKI_RECALL_MAX_DISTANCE, consented)
+    packable, floor_hits = block(decided, config.max_distance, consented)
     # Facts and episodes compete on one score for one budget. The specification packs facts first and gives episodes
     # only what is left; on the quality harness that served no episode at all once a scope held ~900
     # tokens of facts (evidence recall of "when" questions: 0.00), see docs/quality.md.
     # A share of the budget waits for multi-hop: filled greedily, the first pass always spent it all and the
     # second hop never got in. What multi-hop does not use goes back to the first pass's ranking below.
-    reserve = int(budget_tokens * MULTI_HOP_BUDGET_SHARE)
+    reserve = int(budget_tokens * config.multi_hop_share)
     budget_left = pack(packable, budget_tokens - reserve, ReasonCode.INCLUDED) + reserve
     timer.lap("pack")
 
-    budget_left = multi_hop(lookup, query, decided, budget_left, consented)
+    budget_left = multi_hop(lookup, query, decided, budget_left, consented, memory, config)
     leftovers = [d for d in packable if d.reason == ReasonCode.OVER_BUDGET]
     budget_left = pack(leftovers, budget_left, ReasonCode.INCLUDED)
     timer.lap("multi_hop")
@@ -262,11 +353,20 @@ def context_assemble(*, project_id: str, subject_id: str, query: str, budget_tok
         "used_tokens": used_tokens,
         "rendered": rendered,
     }
-    _record(packet, decided, timer, project_id=project_id, subject_id=subject_id, query=query, now=now)
+    # What the call used that the store does not version, so that a replay as it was can use it again
+    # (context/replay.py): the configuration, the words' weights, the consents read, the names' frequencies.
+    inputs = {
+        "config": config.as_dict(), "fact_text": _text_record(lookup.fact_text),
+        "event_text": _text_record(lookup.event_text),
+        "consented": sorted(consented) if consented is not None else None, "entity_freq": memory.entity_freq,
+    }
+    _record(packet, decided, timer, project_id=project_id, subject_id=subject_id, query=query, now=now,
+            inputs=inputs, rerun=rerun)
     return packet
 
 
-def _record(packet: dict, decided: list[Decided], timer: _Timer, *, project_id, subject_id, query, now) -> None:
+def _record(packet: dict, decided: list[Decided], timer: _Timer, *, project_id, subject_id, query, now, inputs,
+            rerun: Rerun | None) -> None:
     """The trace of the call and one decision row per candidate, in one statement."""
     trace_record(
         trace={
@@ -275,7 +375,10 @@ def _record(packet: dict, decided: list[Decided], timer: _Timer, *, project_id, 
             "empty_reason": packet["empty_reason"], "warnings": packet["warnings"], "rendered": packet["rendered"],
             "facts_served": len(packet["facts"]), "episodes_served": len(packet["episodes"]), "candidates": len(decided),
             "embedder": settings.HAKI_EMBED_PROVIDER, "timings": dict(timer.marks), "latency_ms": timer.total(),
-            "created_at": now,
+            # a replay as it was is dated at the original call's time (its recency is computed there), so the
+            # replay's own trace is stamped with its real time: now.
+            "created_at": timezone.now() if rerun and rerun.as_of else now, "inputs": inputs,
+            "replay_of": str(rerun.replay_of) if rerun else None, "replay": rerun.marks if rerun else None,
         },
         decisions=_decision_rows(decided),
     )

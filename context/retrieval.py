@@ -220,8 +220,11 @@ class Lookup:
     cutoffs: dict
     fact_text: TextQuery = TextQuery()
     event_text: TextQuery = TextQuery()
+    # context.config.AssemblyConfig (weights, tau, widths) when a replay overrides them; None = the constants.
+    config: object = None
 
     def params(self, text: TextQuery) -> dict:
+        c = self.config
         return {
             "project_id": self.project_id,
             "subject_id": self.subject_id,
@@ -230,21 +233,22 @@ class Lookup:
             "terms": list(text.terms),
             "term_weights": list(text.weights),
             "now": self.now,
-            "tau_seconds": scoring.TAU_SECONDS,
+            "tau_seconds": c.tau_seconds if c else scoring.TAU_SECONDS,
             "stable_cutoff": self.cutoffs["stable"],
             "volatile_cutoff": self.cutoffs["volatile"],
-            "top_k": LEXICAL_TOP_K,
-            "dense_k": DENSE_TOP_K,
+            "top_k": c.lexical_top_k if c else LEXICAL_TOP_K,
+            "dense_k": c.dense_top_k if c else DENSE_TOP_K,
             "candidate_limit": CANDIDATE_LIMIT,
-            "w_similarity": scoring.W_SIMILARITY,
-            "w_text": scoring.W_TEXT,
-            "w_recency": scoring.W_RECENCY,
+            "w_similarity": c.w_similarity if c else scoring.W_SIMILARITY,
+            "w_text": c.w_text_rank if c else scoring.W_TEXT,
+            "w_recency": c.w_recency if c else scoring.W_RECENCY,
         }
 
 
-def lookup_for(*, project_id: str, subject_id: str, query: str, now: datetime, cutoffs: dict) -> Lookup:
+def lookup_for(*, project_id: str, subject_id: str, query: str, now: datetime, cutoffs: dict, config=None) -> Lookup:
     return Lookup(project_id=project_id, subject_id=subject_id, now=now, cutoffs=cutoffs,
-                  fact_text=text_queries(query, subject_id, FACTS), event_text=text_queries(query, subject_id, EVENTS))
+                  fact_text=text_queries(query, subject_id, FACTS), event_text=text_queries(query, subject_id, EVENTS),
+                  config=config)
 
 
 @dataclass

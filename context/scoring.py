@@ -23,10 +23,13 @@ TAU_DAYS = 30.0
 TAU_SECONDS = TAU_DAYS * 86400.0
 
 
-def hybrid_score(similarity: float | None, text_rank: float, recency: float) -> float:
-    score = W_TEXT * text_rank + W_RECENCY * recency
+def hybrid_score(similarity: float | None, text_rank: float, recency: float, config=None) -> float:
+    """config: a context.config.AssemblyConfig whose weights replace the constants (a replay's overrides)."""
+    w_sim, w_text, w_rec = (config.w_similarity, config.w_text_rank, config.w_recency) if config else (
+        W_SIMILARITY, W_TEXT, W_RECENCY)
+    score = w_text * text_rank + w_rec * recency
     if similarity is not None:
-        score += W_SIMILARITY * similarity
+        score += w_sim * similarity
     return score
 
 

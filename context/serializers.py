@@ -1,8 +1,14 @@
 from django.conf import settings
 from rest_framework import serializers
 
+from context.config import INTEGER_OVERRIDES, OVERRIDE_RANGES
 from hakimem.errors import ApiError, ErrorCode
-from hakimem.fields import ScopeIdField, StrictCharField
+from hakimem.fields import (
+    ScopeIdField,
+    StrictCharField,
+    StrictFloatField,
+    StrictIntegerField,
+)
 from hakimem.serializers import StrictSerializer, iso
 
 QUERY_MAX = 4000
@@ -105,3 +111,46 @@ class ContextRequestSchema(ContextRequestSerializer):
     """ContextRequestSerializer as documented: budget_tokens is checked apart (validate_budget)."""
 
     budget_tokens = serializers.IntegerField(required=False, min_value=1, help_text="default 900, at most HAKI_MAX_BUDGET_TOKENS")
+
+
+# --- POST /v1/inspect/{trace_id}/replay --------------------------------------------------------------------
+
+_OVERRIDE_HELP = {
+    "w_similarity": "weight of the cosine similarity", "w_text_rank": "weight of the text rank",
+    "w_recency": "weight of the recency", "tau_days": "recency time constant, days",
+    "max_distance": "relevance floor (cosine distance; 0 = off)", "dense_top_k": "phase-1 nearest facts",
+    "lexical_top_k": "phase-1 full-text matches (0: no lexical leg)", "multi_hop_share": "share of the budget held for multi-hop",
+}
+
+
+def _override_field(name):
+    low, high = OVERRIDE_RANGES[name]
+    field = StrictIntegerField if name in INTEGER_OVERRIDES else StrictFloatField
+    return field(required=False, min_value=low, max_value=high, help_text=f"{_OVERRIDE_HELP[name]}, {low} to {high}")
+
+
+class ReplayOverridesSerializer(StrictSerializer):
+    """What a replay may change; anything absent keeps its value (today's, or the original call's as_of original)."""
+
+    w_similarity = _override_field("w_similarity")
+    w_text_rank = _override_field("w_text_rank")
+    w_recency = _override_field("w_recency")
+    tau_days = _override_field("tau_days")
+    max_distance = _override_field("max_distance")
+    dense_top_k = _override_field("dense_top_k")
+    lexical_top_k = _override_field("lexical_top_k")
+    multi_hop_share = _override_field("multi_hop_share")
+    budget_tokens = serializers.IntegerField(required=False, min_value=1, help_text="1 to HAKI_MAX_BUDGET_TOKENS (400 budget_exceeded)")
+
+    def to_internal_value(self, data):
+        if isinstance(data, dict) and "budget_tokens" in data:
+            budget = validate_budget(data)  # budget_exceeded, as POST /v1/context answers
+            return {**super().to_internal_value({k: v for k, v in data.items() if k != "budget_tokens"}),
+                    "budget_tokens": budget}
+        return super().to_internal_value(data)
+
+
+class ReplayRequestSerializer(StrictSerializer):
+    as_of = serializers.ChoiceField(choices=["now", "original"], required=False, default="now",
+                                    help_text='"now": the memory today; "original": as it stood at the call\'s time')
+    overrides = ReplayOverridesSerializer(required=False)

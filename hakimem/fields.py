@@ -134,3 +134,12 @@ def flatten_errors(detail, index=None, prefix="") -> list[dict]:
     else:
         out.append({"index": index, "field": prefix or None, "message": str(detail)})
     return out
+
+
+class StrictIntegerField(serializers.IntegerField):
+    """A JSON integer: strings ("12"), floats (12.0) and booleans are refused, not coerced."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, bool) or not isinstance(data, int):
+            raise serializers.ValidationError("must be an integer")
+        return super().to_internal_value(data)

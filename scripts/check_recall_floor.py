@@ -57,7 +57,8 @@ def pairs_from_dataset(path: Path, split: str | None):
 def distances_from_traces(project: str | None):
     from traces.models import Decision
 
-    qs = Decision.objects.filter(item_type="fact", cosine_distance__isnull=False)
+    # replays (context/replay.py) may run under other weights or floors: the drift is read from real calls only
+    qs = Decision.objects.filter(item_type="fact", cosine_distance__isnull=False, trace__replay_of__isnull=True)
     if project:
         qs = qs.filter(trace__project_id=project)
     relevant = list(qs.filter(decision="included").values_list("cosine_distance", flat=True)[:200000])

@@ -2,6 +2,7 @@
 one computation, two presentations.
 
 Invariants of every query below:
+- replays (traces with replay_of, context/replay.py) are never counted: they are not calls of the application;
 - it filters on project_id, and a query over traces on the period [since, until) of created_at, which
   traces_trace_project_time serves: nothing of another project is ever counted;
 - the work is done in SQL: an overview is four aggregate statements whatever the number of traces, never a
@@ -66,7 +67,7 @@ TRACE_TOTALS_SQL = """
 WITH period AS MATERIALIZED (
     SELECT facts_served, used_tokens, latency_ms, empty_reason
       FROM traces_trace
-     WHERE project_id = %(project_id)s AND created_at >= %(since)s AND created_at < %(until)s
+     WHERE project_id = %(project_id)s AND created_at >= %(since)s AND created_at < %(until)s AND replay_of IS NULL
 )
 SELECT count(*) AS context_calls,
        count(*) FILTER (WHERE facts_served > 0) AS calls_with_facts,
@@ -88,6 +89,7 @@ SELECT d.reason_code, count(*) AS n
   FROM traces_trace t
   JOIN traces_decision d ON d.trace_id = t.id
  WHERE t.project_id = %(project_id)s AND t.created_at >= %(since)s AND t.created_at < %(until)s
+   AND t.replay_of IS NULL
  GROUP BY d.reason_code
 """
 
@@ -115,7 +117,8 @@ _NEVER_SERVED_FROM = with_tables("""
          FROM traces_decision d
          JOIN traces_trace t ON t.id = d.trace_id
         WHERE d.fact_id = f.id AND d.decision = 'included'
-          AND t.created_at >= %(since)s AND t.created_at < %(until)s)
+          AND t.created_at >= %(since)s AND t.created_at < %(until)s
+          AND t.replay_of IS NULL)
 """, fact=Fact)
 NEVER_SERVED_COUNT_SQL = "SELECT count(*) AS n" + _NEVER_SERVED_FROM
 NEVER_SERVED_SQL = (
@@ -190,7 +193,7 @@ WITH per_day AS (
            percentile_cont(0.5) WITHIN GROUP (ORDER BY latency_ms) AS latency_p50,
            percentile_cont(0.95) WITHIN GROUP (ORDER BY latency_ms) AS latency_p95
       FROM traces_trace
-     WHERE project_id = %(project_id)s AND created_at >= %(since)s AND created_at < %(until)s
+     WHERE project_id = %(project_id)s AND created_at >= %(since)s AND created_at < %(until)s AND replay_of IS NULL
      GROUP BY 1
 )
 SELECT days.day, coalesce(p.context_calls, 0) AS context_calls, coalesce(p.calls_with_facts, 0) AS calls_with_facts,
@@ -206,7 +209,7 @@ SUBJECTS_BY_CALLS_SQL = """
 SELECT subject_id, count(*) AS context_calls,
        count(*) FILTER (WHERE facts_served > 0)::float8 / count(*) AS injection_rate
   FROM traces_trace
- WHERE project_id = %(project_id)s AND created_at >= %(since)s AND created_at < %(until)s
+ WHERE project_id = %(project_id)s AND created_at >= %(since)s AND created_at < %(until)s AND replay_of IS NULL
  GROUP BY subject_id
  ORDER BY context_calls DESC, subject_id
  LIMIT %(limit)s

@@ -9,12 +9,44 @@ from datetime import timezone as dt_timezone
 from django.contrib import admin
 from django.contrib.admin.options import IncorrectLookupParameters, ShowFacets
 from django.contrib.admin.utils import unquote
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpResponseNotAllowed
+from django.template.response import TemplateResponse
+from django.urls import path
 from django.utils.text import Truncator
 
 from facts.models import Fact
 from hakimem.admin_filters import InputFilter, ProjectFilter, StaffProjectsMixin, SubjectFilter
 from traces.models import Decision, DecisionKind, ReasonCode, Trace
 from traces.selectors import trace_decisions
+
+# The replay behind the trace page's "Replay" buttons: context.replay.context_replay, registered by the context app
+# (context/apps.py), which sits above traces and runs the assembler. None: no button.
+# `refused`: the exception it raises for a trace that cannot be replayed (a replay itself, its scope erased meanwhile).
+_replayer = None
+_replay_refused: type[Exception] = Exception
+
+
+def register_replayer(replayer, *, refused: type[Exception]) -> None:
+    global _replayer, _replay_refused
+    _replayer, _replay_refused = replayer, refused
+
+
+class ReplayFilter(admin.SimpleListFilter):
+    """Context calls, or the replays of them (POST /v1/inspect/{id}/replay, manage.py replay, the Replay buttons)."""
+
+    title = "kind"
+    parameter_name = "kind"
+
+    def lookups(self, request, model_admin):
+        return [("call", "context calls"), ("replay", "replays")]
+
+    def queryset(self, request, queryset):
+        if self.value() == "call":
+            return queryset.filter(replay_of__isnull=True)
+        if self.value() == "replay":
+            return queryset.filter(replay_of__isnull=False)
+        return queryset
 
 
 class DayRangeFilter(InputFilter):
@@ -96,7 +128,7 @@ class FactDecisionFilter(admin.ListFilter):
 @admin.register(Trace)
 class TraceAdmin(StaffProjectsMixin, admin.ModelAdmin):
     list_display = ("created_at", "project_id", "subject_id", "query_text", "served", "tokens", "latency", "outcome")
-    list_filter = (ProjectFilter, SubjectFilter, "status", "empty_reason", DayRangeFilter, FactDecisionFilter)
+    list_filter = (ProjectFilter, SubjectFilter, ReplayFilter, "status", "empty_reason", DayRangeFilter, FactDecisionFilter)
     search_fields = ("query",)
     search_help_text = "Search in the query text of the context calls."
     ordering = ("-created_at",)
@@ -134,7 +166,35 @@ class TraceAdmin(StaffProjectsMixin, admin.ModelAdmin):
 
     @admin.display(description="outcome")
     def outcome(self, obj):
-        return f"{obj.status}, empty: {obj.empty_reason}" if obj.empty_reason else obj.status
+        outcome = f"{obj.status}, empty: {obj.empty_reason}" if obj.empty_reason else obj.status
+        return f"{outcome} (replay)" if obj.replay_of else outcome
+
+    def get_urls(self):
+        replay = path("<path:object_id>/replay/", self.admin_site.admin_view(self.replay_view), name="traces_trace_replay")
+        return [replay, *super().get_urls()]
+
+    def replay_view(self, request, object_id):
+        """POST as_of=now|original: the call run again (writing a replay trace, as the API does) and its diff."""
+        if request.method != "POST":
+            return HttpResponseNotAllowed(["POST"])
+        trace = self.get_object(request, unquote(object_id))
+        if trace is None or _replayer is None:
+            raise Http404("No such trace")
+        if not self.has_view_permission(request, trace):
+            raise PermissionDenied
+        as_of = "original" if request.POST.get("as_of") == "original" else "now"
+        try:
+            result = _replayer(trace=trace, as_of=as_of, overrides={})
+        except _replay_refused as exc:
+            result = {"error": str(exc)}
+        for section in ("lost", "gained", "changed"):  # then and now side by side: one loop in the template
+            for row in (result.get("diff") or {}).get(section, []):
+                row["sides"] = [row["then"], row["now"]]
+                row["decision"] = (row["now"] or row["then"])["decision"]  # the row's colour: where it stands now
+        return TemplateResponse(request, "admin/traces/trace/replay.html", {
+            **self.admin_site.each_context(request), "title": "Replay", "opts": self.opts, "original": trace,
+            "as_of": as_of, "result": result, "diff": result.get("diff"),
+        })
 
     def change_view(self, request, object_id, form_url="", extra_context=None):
         trace = self.get_object(request, unquote(object_id))
@@ -142,6 +202,7 @@ class TraceAdmin(StaffProjectsMixin, admin.ModelAdmin):
             extra_context = {
                 **(extra_context or {}),
                 "title": "Trace",
+                "can_replay": _replayer is not None and trace.replay_of is None,
                 "decisions": trace_decisions(trace=trace),
                 "timings": sorted(trace.timings.items(), key=lambda item: -item[1]),
             }

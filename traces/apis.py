@@ -15,7 +15,10 @@ class InspectApi(APIView):
     @extend_schema(summary="A context call's request, packet, timings and every decision", responses={
         200: inline_serializer("Inspection", {
             "trace_id": serializers.UUIDField(), "created_at": serializers.DateTimeField(),
-            "request": serializers.DictField(), "packet": serializers.DictField(), "embedder": serializers.CharField(),
+            "request": serializers.DictField(), "packet": serializers.DictField(),
+            "replay_of": serializers.UUIDField(allow_null=True, help_text="the trace this one replays; null for a context call"),
+            "replay": serializers.DictField(allow_null=True, help_text='a replay\'s {"as_of", "overrides"}'),
+            "embedder": serializers.CharField(),
             "timings_ms": serializers.DictField(), "latency_ms": serializers.FloatField(),
             "decisions": serializers.ListField(child=serializers.DictField()),
         }), **errors(404)})

@@ -71,6 +71,14 @@ class Trace(models.Model):
     timings = models.JSONField(default=dict, help_text="milliseconds per phase")
     latency_ms = models.FloatField()
     created_at = models.DateTimeField()
+    # What the call used that the memory store does not version (its configuration, the query words' weights
+    # read from pg_stats, the consents, the names' frequencies): a replay as it was reads them back.
+    inputs = models.JSONField(null=True, blank=True)
+    # A replay (POST /v1/inspect/{id}/replay, manage.py replay): the trace it replays, and how ({"as_of",
+    # "overrides"}). No foreign key: the original may be pruned before its replay, and both go with their scope's
+    # erasure (same project and subject). Replays are left out of every statistic (stats/selectors.py).
+    replay_of = models.UUIDField(null=True, blank=True)
+    replay = models.JSONField(null=True, blank=True)
 
     class Meta:
         indexes = [

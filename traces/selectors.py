@@ -60,6 +60,8 @@ def trace_inspect(*, trace: Trace) -> dict:
             "candidates": trace.candidates,
             "rendered": trace.rendered,
         },
+        "replay_of": str(trace.replay_of) if trace.replay_of else None,
+        "replay": trace.replay,
         "embedder": trace.embedder,
         "timings_ms": trace.timings,
         "latency_ms": trace.latency_ms,
@@ -96,13 +98,13 @@ class DecisionCount:
 def fact_decision_counts(*, fact_ids) -> dict:
     """For each fact, how many context calls included, excluded and blocked it, and why: fact id ->
     [DecisionCount for included, excluded, blocked]. A trace holds at most one decision per fact, so
-    counts of decisions are counts of context calls.
+    counts of decisions are counts of context calls. Replays (context/replay.py) are not counted.
 
-    -- uses: traces_decision_fact (fact_id, decision)
+    -- uses: traces_decision_fact (fact_id, decision), then traces_trace_pkey for each decision's trace
     """
     tally: dict = defaultdict(lambda: defaultdict(dict))
     rows = (
-        Decision.objects.filter(fact_id__in=list(fact_ids))
+        Decision.objects.filter(fact_id__in=list(fact_ids), trace__replay_of__isnull=True)  # replays are no calls
         .values("fact_id", "decision", "reason_code")
         .annotate(n=Count("id"))
         .order_by()

@@ -70,10 +70,11 @@ WITH d AS MATERIALIZED (
 ), t AS (
     INSERT INTO traces_trace (id, project_id, subject_id, query, budget_tokens, used_tokens, status, empty_reason,
                               warnings, rendered, facts_served, episodes_served, candidates, embedder, timings,
-                              latency_ms, created_at)
+                              latency_ms, created_at, inputs, replay_of, replay)
     SELECT %(id)s::uuid, %(project_id)s, %(subject_id)s, %(query)s, %(budget_tokens)s, %(used_tokens)s, %(status)s,
            %(empty_reason)s, %(warnings)s::jsonb, %(rendered)s, %(facts_served)s, %(episodes_served)s,
-           %(candidates)s, %(embedder)s, %(timings)s::jsonb, %(latency_ms)s, %(created_at)s::timestamptz
+           %(candidates)s, %(embedder)s, %(timings)s::jsonb, %(latency_ms)s, %(created_at)s::timestamptz,
+           %(inputs)s::jsonb, %(replay_of)s::uuid, %(replay)s::jsonb
      WHERE NOT EXISTS (SELECT FROM d WHERE d.item_type = 'fact'
                                        AND NOT EXISTS (SELECT FROM {fact} f WHERE f.id = d.item_id))
        AND NOT EXISTS (SELECT FROM d WHERE d.item_type = 'episode'
@@ -122,6 +123,9 @@ def trace_record(*, trace: dict, decisions: list[DecisionRow]) -> uuid.UUID:
         "id": str(trace_id),
         "warnings": json.dumps(trace["warnings"]),
         "timings": json.dumps(trace["timings"]),
+        "inputs": json.dumps(trace.get("inputs") or {}),
+        "replay_of": trace.get("replay_of"),
+        "replay": json.dumps(trace["replay"]) if trace.get("replay") is not None else None,
         "decisions": _decision_lines(decisions),
     }
     with connection.cursor() as cursor:
@@ -130,6 +134,8 @@ def trace_record(*, trace: dict, decisions: list[DecisionRow]) -> uuid.UUID:
         written = cursor.rowcount
     if decisions and not written:
         logger.warning("trace %s not written: its scope was erased while the context call ran", trace_id)
+    if trace.get("replay_of"):  # a replay is not a context call of the application: no metric, no log line
+        return trace_id
     observability.context_call_observed(trace={**trace, "id": trace_id}, reason_codes=[str(d.reason_code) for d in decisions],
                                         write_seconds=time.perf_counter() - started)
     return trace_id

@@ -263,3 +263,16 @@ def test_an_unreachable_server_is_a_connection_error(api_key):
     with pytest.raises(UnavailableError) as raised:
         haki.write_fact("alice", "Alice keeps bees.")
     assert raised.value.code == "connection_error" and raised.value.status is None and len(slept) == 1
+
+
+def test_replay_returns_the_new_packet_and_the_diff(haki):
+    # given a call that served two facts
+    haki.write_fact("alice", "Alice grows basil in her garden.")
+    haki.write_fact("alice", "Alice grows leeks in her garden.")
+    packet = haki.context("alice", "What does Alice grow in her garden?")
+    # when it is replayed with a budget for one of them
+    replay = haki.replay(packet.trace_id, overrides={"budget_tokens": 9})
+    # then the client carries the replay's trace, the new packet and what was lost
+    assert replay.replay_of == packet.trace_id and replay.as_of == "now" and replay.trace_id != packet.trace_id
+    assert len(replay.packet.facts) == 1 and len(replay.diff["lost"]) == 1
+    assert haki.inspect(replay.trace_id).replay_of == packet.trace_id

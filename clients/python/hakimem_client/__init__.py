@@ -24,6 +24,7 @@ from hakimem_client.models import (
     PacketEpisode,
     PacketFact,
     Page,
+    Replay,
     Trace,
 )
 
@@ -32,5 +33,5 @@ __all__ = [
     "ConflictStateError", "HakimemError", "InvalidRequestError", "NotFoundError", "PermissionDeniedError",
     "RateLimitedError", "ServerError", "UnauthenticatedError", "UnavailableError",
     "ConflictMember", "ConflictSet", "ContextPacket", "Decision", "EraseResult", "Event", "Fact", "NewEvent",
-    "NewFact", "PacketEpisode", "PacketFact", "Page", "Trace",
+    "NewFact", "PacketEpisode", "PacketFact", "Page", "Replay", "Trace",
 ]

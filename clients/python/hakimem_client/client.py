@@ -31,6 +31,7 @@ from hakimem_client.models import (
     Event,
     Fact,
     NewEvent,
+    Replay,
     NewFact,
     Page,
     Trace,
@@ -188,6 +189,15 @@ class _Endpoints:
 
     def inspect(self, trace_id: str) -> _Call:
         return _Call("GET", f"/v1/inspect/{quote(str(trace_id), safe='')}", Trace.from_dict, idempotent=True)
+
+    def replay(self, trace_id: str, as_of: str | None, overrides: dict[str, Any] | None) -> _Call:
+        body: dict[str, Any] = {}
+        if as_of is not None:
+            body["as_of"] = as_of
+        if overrides:
+            body["overrides"] = overrides
+        # It writes a trace of its own each time: not retried, so one call is one replay.
+        return _Call("POST", f"/v1/inspect/{quote(str(trace_id), safe='')}/replay", Replay.from_dict, json=body)
 
     # --- conflicts and erasure -------------------------------------------------------------------------
     def list_conflicts(self, project_id: str | None, **filters: Any) -> _Call:
@@ -348,6 +358,12 @@ class Client(_Common):
     def inspect(self, trace_id: str) -> Trace:
         return self._send(self._endpoints.inspect(trace_id))
 
+    def replay(self, trace_id: str, *, as_of: str | None = None, overrides: dict[str, Any] | None = None) -> Replay:
+        """The traced call run again ("now", the default, or "original": the memory as it was), under optional
+        overrides (w_similarity, w_text_rank, w_recency, tau_days, max_distance, dense_top_k, lexical_top_k,
+        multi_hop_share, budget_tokens), with the diff against the original."""
+        return self._send(self._endpoints.replay(trace_id, as_of, overrides))
+
     # --- conflicts and erasure -------------------------------------------------------------------------
     def list_conflicts(self, *, subject_id: str | None = None, status: str | None = None,
                        project_id: str | None = None, limit: int | None = None,
@@ -476,6 +492,10 @@ class AsyncClient(_Common):
 
     async def inspect(self, trace_id: str) -> Trace:
         return await self._send(self._endpoints.inspect(trace_id))
+
+    async def replay(self, trace_id: str, *, as_of: str | None = None,
+                     overrides: dict[str, Any] | None = None) -> Replay:
+        return await self._send(self._endpoints.replay(trace_id, as_of, overrides))
 
     # --- conflicts and erasure -------------------------------------------------------------------------
     async def list_conflicts(self, *, subject_id: str | None = None, status: str | None = None,

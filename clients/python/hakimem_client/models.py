@@ -304,6 +304,8 @@ class Trace:
     timings_ms: dict[str, float]
     latency_ms: float | None
     decisions: list[Decision]
+    replay_of: str | None = None  # the trace this one replays; None for a context call
+    replay: dict[str, Any] | None = None  # a replay's {"as_of", "overrides"}
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
@@ -311,7 +313,31 @@ class Trace:
         return cls(
             trace_id=d["trace_id"], created_at=_dt(d.get("created_at")), request=d.get("request") or {},
             packet=d.get("packet") or {}, embedder=d.get("embedder"), timings_ms=d.get("timings_ms") or {},
-            latency_ms=d.get("latency_ms"), decisions=[Decision.from_dict(x) for x in d.get("decisions", [])], raw=d,
+            latency_ms=d.get("latency_ms"), decisions=[Decision.from_dict(x) for x in d.get("decisions", [])],
+            replay_of=d.get("replay_of"), replay=d.get("replay"), raw=d,
+        )
+
+
+@dataclass(frozen=True)
+class Replay:
+    """`POST /v1/inspect/{trace_id}/replay`: the call run again, its new packet and trace, and the diff."""
+
+    trace_id: str  # the replay's own trace
+    replay_of: str
+    as_of: str  # "now" or "original"
+    overrides: dict[str, Any]
+    config: dict[str, Any]  # the configuration the replay ran with, budget_tokens included
+    packet: ContextPacket
+    diff: dict[str, Any]  # identical, served_then, served_now, kept, jaccard, lost, gained, changed
+    notes: list[str]
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Replay:
+        return cls(
+            trace_id=d["trace_id"], replay_of=d["replay_of"], as_of=d["as_of"], overrides=d.get("overrides") or {},
+            config=d.get("config") or {}, packet=ContextPacket.from_dict(d["packet"]), diff=d.get("diff") or {},
+            notes=d.get("notes") or [], raw=d,
         )
 
 
