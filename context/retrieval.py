@@ -506,17 +506,23 @@ SELECT e.id, e.text, e.occurred_at, e.metadata,
 # in 100k) takes its few rows from the GIN index. A single plan for all entities (a LATERAL join over an
 # array) walked the scope for rare names too: 35 ms.
 # -- uses: facts_fact_scope_recorded (common names) or facts_fact_search_gin (rare names)
-_MULTI_HOP_BRANCH = f"""
+def multi_hop_branch(facts_filter: str, in_open_conflict: str, expired: str) -> str:
+    """One entity's branch over the facts `facts_filter` keeps ({n}: the entity's number); replay as the memory
+    was (context.retrieval_asof) passes its own filters."""
+    return f"""
 (SELECT %(entity_{{n}})s AS entity, {_FACT_COLUMNS},
        {_RECENCY} AS recency
    FROM facts_fact f
-  WHERE {_HARD_FILTERS}
+  WHERE {facts_filter}
     AND f.search_vector @@ to_tsquery('simple', quote_literal(lower(%(entity_{{n}})s)))
     AND NOT (f.id = ANY(%(exclude)s::uuid[]))
-    AND NOT {_IN_OPEN_CONFLICT}
-    AND NOT {_EXPIRED}
+    AND NOT {in_open_conflict}
+    AND NOT {expired}
   ORDER BY f.recorded_from DESC, f.id DESC
   LIMIT %(per_entity)s)"""
+
+
+_MULTI_HOP_BRANCH = multi_hop_branch(_HARD_FILTERS, _IN_OPEN_CONFLICT, _EXPIRED)
 
 
 def multi_hop_sql(entities: int) -> str:

@@ -34,6 +34,7 @@ from context.retrieval import (
     _distance,
     _hybrid_sql,
     _Source,
+    multi_hop_branch,
     text_rank_sql,
 )
 from hakimem.db import dict_rows
@@ -73,17 +74,7 @@ FACTS_AS_OF_SQL = _hybrid_sql(_FACTS_SRC, exact=True)
 # -- uses: facts_event_scope_time (an exact scan of the scope)
 EVENTS_AS_OF_SQL = _hybrid_sql(_EVENTS_SRC, exact=True)
 
-_MULTI_HOP_BRANCH_AT = f"""
-(SELECT %(entity_{{n}})s AS entity, {_FACT_COLUMNS},
-       {_RECENCY} AS recency
-   FROM facts_fact f
-  WHERE {_FACTS_AT}
-    AND f.search_vector @@ to_tsquery('simple', quote_literal(lower(%(entity_{{n}})s)))
-    AND NOT (f.id = ANY(%(exclude)s::uuid[]))
-    AND NOT {_IN_OPEN_CONFLICT_AT}
-    AND NOT {_EXPIRED_AT}
-  ORDER BY f.recorded_from DESC, f.id DESC
-  LIMIT %(per_entity)s)"""
+_MULTI_HOP_BRANCH_AT = multi_hop_branch(_FACTS_AT, _IN_OPEN_CONFLICT_AT, _EXPIRED_AT)
 
 
 def _params(lookup: Lookup, text, verdicts: dict) -> dict:
