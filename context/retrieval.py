@@ -565,14 +565,15 @@ def fact_candidates(lookup: Lookup, *, qvec) -> list[Candidate]:
 def episode_candidates(lookup: Lookup, *, qvec) -> list[EpisodeCandidate]:
     rows = _ranked_rows(lookup, qvec, EVENTS, lookup.event_text, EPISODES_HYBRID_SQL, EPISODES_HYBRID_EXACT_SQL,
                         EPISODES_LEXICAL_SQL)
-    return [
-        EpisodeCandidate(
-            id=r["id"], text=r["text"], occurred_at=r["occurred_at"], metadata=r["metadata"],
-            similarity=r["similarity"], distance=r["distance"], text_rank=float(r["text_rank"] or 0.0),
-            recency=float(r["recency"]),
-        )
-        for r in rows
-    ]
+    return [_episode(r) for r in rows]
+
+
+def _episode(r: dict) -> EpisodeCandidate:
+    return EpisodeCandidate(
+        id=r["id"], text=r["text"], occurred_at=r["occurred_at"], metadata=r["metadata"],
+        similarity=r["similarity"], distance=r["distance"], text_rank=float(r["text_rank"] or 0.0),
+        recency=float(r["recency"]),
+    )
 
 
 def multi_hop_candidates(lookup: Lookup, *, entities: list[str], exclude_ids: list) -> list[tuple[str, Candidate]]:

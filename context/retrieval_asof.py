@@ -32,6 +32,7 @@ from context.retrieval import (
     Lookup,
     _candidate,
     _distance,
+    _episode,
     _hybrid_sql,
     _Source,
     multi_hop_branch,
@@ -93,14 +94,7 @@ def episode_candidates_as_of(lookup: Lookup, *, qvec) -> list[EpisodeCandidate]:
     with connection.cursor() as cursor:
         cursor.execute(EVENTS_AS_OF_SQL, {**lookup.params(lookup.event_text), "qvec": vector_literal(qvec)})
         rows = dict_rows(cursor, json_columns=["metadata"])
-    return [
-        EpisodeCandidate(
-            id=r["id"], text=r["text"], occurred_at=r["occurred_at"], metadata=r["metadata"],
-            similarity=r["similarity"], distance=r["distance"], text_rank=float(r["text_rank"] or 0.0),
-            recency=float(r["recency"]),
-        )
-        for r in rows
-    ]
+    return [_episode(r) for r in rows]
 
 
 def multi_hop_candidates_as_of(lookup: Lookup, *, entities: list[str], exclude_ids: list, verdicts: dict):

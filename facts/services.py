@@ -233,10 +233,10 @@ def _lookup_stored(batch: _Batch, *, exclude_ids: list) -> _Stored:
         probe = [i for i in indexes if (project_id, subject_id, hashes[i]) not in stored.by_hash]
         # A vector cosine cannot rank by (all zeros, NaN) has no neighbours: its distances are NaN, and a NaN
         # similarity passes no threshold test the way a number would. Exact repeats were found above by text.
-        degenerate = [i for i in probe if is_degenerate(vectors[i])]
-        if degenerate:
-            logger.warning("facts: %d item(s) with a degenerate vector, compared by text only", len(degenerate))
-            probe = [i for i in probe if i not in set(degenerate)]
+        usable = [i for i in probe if not is_degenerate(vectors[i])]
+        if len(usable) < len(probe):
+            logger.warning("facts: %d item(s) with a degenerate vector, compared by text only", len(probe) - len(usable))
+            probe = usable
         found = selectors.fact_neighbours(
             project_id=project_id, subject_id=subject_id, vectors=[vectors[i] for i in probe], exclude_ids=exclude_ids
         )

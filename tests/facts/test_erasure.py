@@ -135,6 +135,14 @@ def test_erasure_drops_the_scopes_own_hnsw_graph(scope_graphs):
 
 # --- races with context calls --------------------------------------------------------------------------------
 
+def assert_served_without_a_trace(api, response, stored) -> None:
+    """A context call answered from what it read before the erasure, whose trace was never written."""
+    assert response.status_code == 200 and response.json()["facts"]
+    assert api.get(f"/v1/inspect/{response.json()['trace_id']}").status_code == 404
+    assert_erased("zoe", stored)
+    assert not Trace.objects.filter(subject_id="zoe").exists()
+
+
 def _pause_erasure(monkeypatch) -> tuple[threading.Event, threading.Event]:
     """An erasure that stops after its traces' eraser (its locks held) until `resume` is set; `paused` says it
     got there."""
@@ -204,11 +212,7 @@ def test_a_trace_written_while_an_erasure_runs_waits_for_it_and_names_nothing_er
     assert not answered_during_erasure
     assert erased[0].status_code == 200, erased[0].content
     assert erased[0].json()["deleted"]["facts"] == len(stored["ids"]) - 1
-    response = called[0]
-    assert response.status_code == 200 and response.json()["facts"]
-    assert api.get(f"/v1/inspect/{response.json()['trace_id']}").status_code == 404
-    assert_erased("zoe", stored)
-    assert not Trace.objects.filter(subject_id="zoe").exists()
+    assert_served_without_a_trace(api, called[0], stored)
     connections.close_all()
 
 
@@ -237,11 +241,7 @@ def test_a_context_call_that_read_before_the_erasure_writes_no_trace_after_it(mo
     # then the erasure answered 200, and the trace the call writes afterwards is not written: it would hold
     # the erased texts and name deleted facts
     assert erased.status_code == 200
-    response = called[0]
-    assert response.status_code == 200 and response.json()["facts"]
-    assert api.get(f"/v1/inspect/{response.json()['trace_id']}").status_code == 404
-    assert_erased("zoe", stored)
-    assert not Trace.objects.filter(subject_id="zoe").exists()
+    assert_served_without_a_trace(api, called[0], stored)
     connections.close_all()
 
 
