@@ -422,8 +422,9 @@ def _record_conflict(fact: Fact, conflicts, *, actor: str, now, policy: str) -> 
             resolved_at=now, resolved_by="system:newest_wins", note="Newest fact kept by the project's conflict policy.",
         )
         ConflictMember.objects.bulk_create(
-            [ConflictMember(conflict_set=conflict_set, fact=fact, added_at=now, kept=True)]
-            + [ConflictMember(conflict_set=conflict_set, fact_id=o, added_at=now, kept=False) for o in other_ids]
+            [ConflictMember(project_id=fact.project_id, conflict_set=conflict_set, fact=fact, added_at=now, kept=True)]
+            + [ConflictMember(project_id=fact.project_id, conflict_set=conflict_set, fact_id=o, added_at=now, kept=False)
+               for o in other_ids]
         )
         _supersede(other_ids, by=fact.id, now=now)
         return conflict_set
@@ -447,8 +448,9 @@ def _record_conflict(fact: Fact, conflicts, *, actor: str, now, policy: str) -> 
             project_id=fact.project_id, subject_id=fact.subject_id, signal=signal.rule,
             signal_detail=signal.detail[:SIGNAL_DETAIL_MAX], similarity=similarity, opened_at=now,
         )]
-    members = [ConflictMember(conflict_set=s, fact=fact, added_at=now) for s in open_sets]
-    members += [ConflictMember(conflict_set=open_sets[0], fact_id=f, added_at=now) for f in loose]
+    members = [ConflictMember(project_id=fact.project_id, conflict_set=s, fact=fact, added_at=now) for s in open_sets]
+    members += [ConflictMember(project_id=fact.project_id, conflict_set=open_sets[0], fact_id=f, added_at=now)
+                for f in loose]
     ConflictMember.objects.bulk_create(members)
     logger.info("conflict set %s: %s (similarity %.3f)", open_sets[0].id, signal.rule, similarity)
     return open_sets[0]
