@@ -1,7 +1,10 @@
 """The retrieval SQL of POST /v1/context: every query the assembler runs against the memory store.
 
 Invariants (each query below keeps all of them; tests/context/test_retrieval_plans.py checks the plans):
-1. Scope first: every query filters the exact scope `project_id = %(project_id)s AND subject_id = %(subject_id)s`.
+1. Scope first: every query filters the exact scope `project_id = %(project_id)s AND subject_id = %(subject_id)s`,
+   and every other table it reads (conflict sets and members, a leg's rows fetched again by id) on the project
+   too: each statement then names its project for every table, what a database distributed by project needs to
+   run it on one shard (docs/scaling.md; tests/context/test_statements_filter_on_project.py).
 2. Hard filters before any score: `status = 'active'` and `valid_to IS NULL OR valid_to > %(now)s` sit in the
    WHERE clause of each fact leg, so a retracted, superseded or no-longer-valid fact is never scored (events
    have no status or validity: the scope is their only filter).
@@ -310,10 +313,11 @@ _FACT_COLUMNS = """
 # Why a fact `f` is blocked: the ranked queries return both as flags, multi-hop filters them out.
 # The scope columns are redundant (a set holds facts of one scope) but bound every plan to the scope: with
 # `status = 'open'` alone, a planner that trusts small statistics walks every open set of every project
-# through facts_conflict_scope_status, once per candidate (tests/context/test_cross_tenant_plans.py).
+# through facts_conflict_scope_status, once per candidate (tests/context/test_cross_tenant_plans.py). The project
+# is the call's parameter rather than f's column: `f` is often a leg's subquery, which names no table.
 _IN_OPEN_CONFLICT = """EXISTS (SELECT 1 FROM facts_conflictmember m JOIN facts_conflictset s ON s.id = m.conflict_set_id
-                WHERE m.fact_id = f.id AND s.project_id = f.project_id AND s.subject_id = f.subject_id
-                  AND s.status = 'open')"""
+                WHERE m.fact_id = f.id AND m.project_id = %(project_id)s AND s.project_id = %(project_id)s
+                  AND s.subject_id = f.subject_id AND s.status = 'open')"""
 _EXPIRED = """((f.volatility = 'stable' AND f.last_confirmed_at < %(stable_cutoff)s)
          OR (f.volatility = 'volatile' AND f.last_confirmed_at < %(volatile_cutoff)s))"""
 
@@ -430,7 +434,7 @@ def _hybrid_sql(src: _Source, *, exact: bool) -> str:
      LIMIT %(dense_k)s
 ), dense AS (
     SELECT {src.row}
-      FROM nearest JOIN {src.table} {a} ON {a}.id = nearest.id
+      FROM nearest JOIN {src.table} {a} ON {a}.id = nearest.id AND {a}.project_id = %(project_id)s
 )"""
     else:
         dense = f"""dense AS (
@@ -480,7 +484,7 @@ WITH lexical AS (
 SELECT {_FACT_COLUMNS},
        NULL::float8 AS similarity, NULL::float8 AS distance,
 {_SCORED_POOL}
-  FROM pool JOIN facts_fact f ON f.id = pool.id
+  FROM pool JOIN facts_fact f ON f.id = pool.id AND f.project_id = %(project_id)s
  LIMIT %(candidate_limit)s
 """
 

@@ -22,9 +22,9 @@ TRACE_DECISIONS_SQL = with_tables(
            d.score, d.similarity, d.cosine_distance, d.text_rank, d.recency, d.tokens, d.entity,
            coalesce(f.text, e.text) AS text
       FROM traces_decision d
-      LEFT JOIN {fact} f ON f.id = d.fact_id
-      LEFT JOIN {event} e ON e.id = d.event_id
-     WHERE d.trace_id = %(trace_id)s
+      LEFT JOIN {fact} f ON f.id = d.fact_id AND f.project_id = d.project_id
+      LEFT JOIN {event} e ON e.id = d.event_id AND e.project_id = d.project_id
+     WHERE d.trace_id = %(trace_id)s AND d.project_id = %(project_id)s
      ORDER BY d.item_type DESC, d.rank
     """,
     fact=Fact,
@@ -34,7 +34,7 @@ TRACE_DECISIONS_SQL = with_tables(
 
 def trace_decisions(*, trace: Trace) -> list[dict]:
     """Every decision of the trace with the item's text, facts first then episodes, each by rank."""
-    return fetch_dicts(TRACE_DECISIONS_SQL, {"trace_id": trace.id})
+    return fetch_dicts(TRACE_DECISIONS_SQL, {"trace_id": trace.id, "project_id": trace.project_id})
 
 
 def trace_inspect(*, trace: Trace) -> dict:

@@ -75,10 +75,10 @@ WITH d AS MATERIALIZED (
            %(empty_reason)s, %(warnings)s::jsonb, %(rendered)s, %(facts_served)s, %(episodes_served)s,
            %(candidates)s, %(embedder)s, %(timings)s::jsonb, %(latency_ms)s, %(created_at)s::timestamptz,
            %(inputs)s::jsonb, %(replay_of)s::uuid, %(replay)s::jsonb
-     WHERE NOT EXISTS (SELECT FROM d WHERE d.item_type = 'fact'
-                                       AND NOT EXISTS (SELECT FROM {fact} f WHERE f.id = d.item_id))
-       AND NOT EXISTS (SELECT FROM d WHERE d.item_type = 'episode'
-                                       AND NOT EXISTS (SELECT FROM {event} e WHERE e.id = d.item_id))
+     WHERE NOT EXISTS (SELECT FROM d WHERE d.item_type = 'fact' AND NOT EXISTS (
+                           SELECT FROM {fact} f WHERE f.id = d.item_id AND f.project_id = %(project_id)s))
+       AND NOT EXISTS (SELECT FROM d WHERE d.item_type = 'episode' AND NOT EXISTS (
+                           SELECT FROM {event} e WHERE e.id = d.item_id AND e.project_id = %(project_id)s))
     RETURNING id, project_id
 )
 INSERT INTO traces_decision (trace_id, project_id, item_type, fact_id, event_id, decision, reason_code, rank, score,
@@ -154,7 +154,8 @@ def traces_erase(project_id: str, subject_id: str | None) -> dict[str, int]:
             cursor.execute("SELECT pg_advisory_xact_lock(" + TRACE_LOCK_KEY + ")",
                            {"project_id": project_id, "subject_id": subject_id})
         cursor.execute(
-            "DELETE FROM traces_decision d USING traces_trace t WHERE d.trace_id = t.id AND "
+            "DELETE FROM traces_decision d USING traces_trace t WHERE d.trace_id = t.id AND d.project_id = t.project_id"
+            " AND "
             + erase_condition(subject_id, "t"),
             {"p": project_id, "s": subject_id},
         )
@@ -174,14 +175,15 @@ def traces_erase_naming(project_id: str, subject_id: str, fact_ids: list) -> dic
         cursor.execute("SELECT pg_advisory_xact_lock(" + TRACE_LOCK_KEY + ")",
                        {"project_id": project_id, "subject_id": subject_id})
         cursor.execute(
-            "SELECT DISTINCT d.trace_id FROM traces_decision d JOIN traces_trace t ON t.id = d.trace_id"
-            " WHERE d.fact_id = ANY(%(ids)s) AND t.project_id = %(p)s AND t.subject_id = %(s)s",
+            "SELECT DISTINCT d.trace_id FROM traces_decision d"
+            " JOIN traces_trace t ON t.id = d.trace_id AND t.project_id = d.project_id"
+            " WHERE d.fact_id = ANY(%(ids)s) AND d.project_id = %(p)s AND t.subject_id = %(s)s",
             {"ids": fact_ids, "p": project_id, "s": subject_id},
         )
         trace_ids = [row[0] for row in cursor.fetchall()]
-        cursor.execute("DELETE FROM traces_decision WHERE trace_id = ANY(%s)", [trace_ids])
+        cursor.execute("DELETE FROM traces_decision WHERE project_id = %s AND trace_id = ANY(%s)", [project_id, trace_ids])
         decisions = cursor.rowcount
-        cursor.execute("DELETE FROM traces_trace WHERE id = ANY(%s)", [trace_ids])
+        cursor.execute("DELETE FROM traces_trace WHERE project_id = %s AND id = ANY(%s)", [project_id, trace_ids])
         return {"decisions": decisions, "traces": cursor.rowcount}
 
 
