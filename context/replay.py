@@ -60,7 +60,7 @@ def context_replay(*, trace: Trace, as_of: str = AS_OF_NOW, overrides: dict | No
                               budget_tokens=budget, config=config, rerun=rerun)
     if not Trace.objects.filter(id=packet["trace_id"]).exists():
         raise ReplayRefused("the subject was erased while the replay ran")
-    replayed = trace_decisions(trace=Trace(id=packet["trace_id"]))
+    replayed = trace_decisions(trace=Trace(id=packet["trace_id"], project_id=trace.project_id))
     return {
         "trace_id": packet["trace_id"],
         "replay_of": str(trace.id),
