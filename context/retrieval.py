@@ -222,6 +222,7 @@ class Lookup:
     event_text: TextQuery = TextQuery()
     # context.config.AssemblyConfig (weights, tau, widths) when a replay overrides them; None = the constants.
     config: object = None
+    candidate_limit: int | None = None  # a call may ask for fewer or more (context.config.MAX_CANDIDATE_LIMIT)
 
     def params(self, text: TextQuery) -> dict:
         c = self.config
@@ -238,17 +239,18 @@ class Lookup:
             "volatile_cutoff": self.cutoffs["volatile"],
             "top_k": c.lexical_top_k if c else LEXICAL_TOP_K,
             "dense_k": c.dense_top_k if c else DENSE_TOP_K,
-            "candidate_limit": CANDIDATE_LIMIT,
+            "candidate_limit": self.candidate_limit or CANDIDATE_LIMIT,
             "w_similarity": c.w_similarity if c else scoring.W_SIMILARITY,
             "w_text": c.w_text_rank if c else scoring.W_TEXT,
             "w_recency": c.w_recency if c else scoring.W_RECENCY,
         }
 
 
-def lookup_for(*, project_id: str, subject_id: str, query: str, now: datetime, cutoffs: dict, config=None) -> Lookup:
+def lookup_for(*, project_id: str, subject_id: str, query: str, now: datetime, cutoffs: dict, config=None,
+               candidate_limit: int | None = None) -> Lookup:
     return Lookup(project_id=project_id, subject_id=subject_id, now=now, cutoffs=cutoffs,
                   fact_text=text_queries(query, subject_id, FACTS), event_text=text_queries(query, subject_id, EVENTS),
-                  config=config)
+                  config=config, candidate_limit=candidate_limit)
 
 
 @dataclass
@@ -257,6 +259,7 @@ class Candidate:
     text: str
     category: str
     kind: str
+    importance: float
     metadata: dict
     valid_from: datetime | None
     recorded_from: datetime
@@ -305,7 +308,7 @@ def _settings_for_hnsw(cursor) -> None:
 
 
 _FACT_COLUMNS = """
-       f.id, f.text, f.category, f.kind, f.metadata, f.valid_from, f.recorded_from"""
+       f.id, f.text, f.category, f.kind, f.importance, f.metadata, f.valid_from, f.recorded_from"""
 
 # Why a fact `f` is blocked: the ranked queries return both as flags, multi-hop filters them out.
 # The scope columns are redundant (a set holds facts of one scope) but bound every plan to the scope: with
@@ -534,7 +537,7 @@ def _candidate(r: dict) -> Candidate:
     """A fact row as a Candidate; the multi-hop query selects no similarity, text rank or block flags (its
     facts are found by a shared name, and blocked facts are filtered out in its SQL)."""
     return Candidate(
-        id=r["id"], text=r["text"], category=r["category"], kind=r["kind"], metadata=r["metadata"],
+        id=r["id"], text=r["text"], category=r["category"], kind=r["kind"], importance=r["importance"], metadata=r["metadata"],
         valid_from=r["valid_from"], recorded_from=r["recorded_from"], similarity=r.get("similarity"),
         distance=r.get("distance"), text_rank=float(r.get("text_rank") or 0.0), recency=float(r["recency"]),
         in_open_conflict=bool(r.get("in_open_conflict")), expired=bool(r.get("expired")),

@@ -14,7 +14,14 @@ from facts.models import (
     FactStatus,
     Volatility,
 )
-from hakimem.fields import AwareDateTimeField, JsonObjectField, ScopeIdField, StrictCharField, StrictFloatField
+from hakimem.fields import (
+    AwareDateTimeField,
+    JsonObjectField,
+    ScopeIdField,
+    StrictBooleanField,
+    StrictCharField,
+    StrictFloatField,
+)
 from hakimem.serializers import StrictSerializer, iso
 
 
@@ -324,15 +331,6 @@ class ErasedSerializer(serializers.Serializer):
 
 
 PROJECT_CATEGORIES_MAX = 100
-
-
-class StrictBooleanField(serializers.BooleanField):
-    """true or false only: "yes", 1 and "false" (a string) are refused rather than guessed."""
-
-    def to_internal_value(self, data):
-        if not isinstance(data, bool):
-            raise serializers.ValidationError("must be true or false")
-        return data
 
 
 class ProjectPatchSerializer(StrictSerializer):

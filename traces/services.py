@@ -31,6 +31,8 @@ class DecisionRow:
     recency: float | None
     tokens: int
     entity: str = ""
+    tier: str = ""
+    by_item: object = None
 
 
 # The scope's trace lock: every trace write shares it, erasure (traces_erase, inside subject_erase's

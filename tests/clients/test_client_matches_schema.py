@@ -31,6 +31,8 @@ MODELS = [
     (models.ContextPacket, "ContextPacket", {"raw"}),
     (models.PacketFact, "PacketFact", {"raw"}),
     (models.PacketEpisode, "PacketEpisode", {"raw"}),
+    (models.PacketIdentity, "PacketIdentity", set()),
+    (models.PacketProcedure, "PacketProcedure", set()),
     (models.Trace, "Inspection", {"raw"}),
     (models.Replay, "Replay", {"raw"}),
 ]
@@ -50,7 +52,7 @@ def _requests_the_client_sends() -> set[tuple[str, str]]:
         endpoints.write_facts([{"subject_id": "s", "text": "t"}], None), endpoints.list_facts("s", None),
         endpoints.get_fact(AN_ID), endpoints.update_fact(AN_ID, {"importance": 0.5}), endpoints.retract_fact(AN_ID),
         endpoints.fact_history(AN_ID), endpoints.write_events([{"subject_id": "s", "text": "t", "occurred_at": None}], None),
-        endpoints.list_events("s", None), endpoints.get_event(AN_ID), endpoints.context("s", "q", None, None),
+        endpoints.list_events("s", None), endpoints.get_event(AN_ID), endpoints.context("s", "q", None, None, {}),
         endpoints.inspect(AN_ID), endpoints.replay(AN_ID, "original", {"w_recency": 0.1}),
         endpoints.list_conflicts(None), endpoints.get_conflict(AN_ID), endpoints.resolve_conflict(AN_ID, None, True, ""),
         endpoints.erase_subject("s", None), endpoints.health(),

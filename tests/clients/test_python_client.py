@@ -271,7 +271,7 @@ def test_replay_returns_the_new_packet_and_the_diff(haki):
     haki.write_fact("alice", "Alice grows leeks in her garden.")
     packet = haki.context("alice", "What does Alice grow in her garden?")
     # when it is replayed with a budget for one of them
-    replay = haki.replay(packet.trace_id, overrides={"budget_tokens": 9})
+    replay = haki.replay(packet.trace_id, overrides={"budget_tokens": 20})  # the block with one line
     # then the client carries the replay's trace, the new packet and what was lost
     assert replay.replay_of == packet.trace_id and replay.as_of == "now" and replay.trace_id != packet.trace_id
     assert len(replay.packet.facts) == 1 and len(replay.diff["lost"]) == 1

@@ -23,6 +23,8 @@ from hakimem_client.models import (
     NewFact,
     PacketEpisode,
     PacketFact,
+    PacketIdentity,
+    PacketProcedure,
     Page,
     Replay,
     Trace,
@@ -33,5 +35,5 @@ __all__ = [
     "ConflictStateError", "HakimemError", "InvalidRequestError", "NotFoundError", "PermissionDeniedError",
     "RateLimitedError", "ServerError", "UnauthenticatedError", "UnavailableError",
     "ConflictMember", "ConflictSet", "ContextPacket", "Decision", "EraseResult", "Event", "Fact", "NewEvent",
-    "NewFact", "PacketEpisode", "PacketFact", "Page", "Replay", "Trace",
+    "NewFact", "PacketEpisode", "PacketFact", "PacketIdentity", "PacketProcedure", "Page", "Replay", "Trace",
 ]

@@ -180,10 +180,12 @@ class _Endpoints:
         return _Call("GET", f"/v1/events/{quote(str(event_id), safe='')}", Event.from_dict, idempotent=True)
 
     # --- context and traces ----------------------------------------------------------------------------
-    def context(self, subject_id: str, query: str, budget_tokens: int | None, project_id: str | None) -> _Call:
+    def context(self, subject_id: str, query: str, budget_tokens: int | None, project_id: str | None,
+                asks: dict[str, Any]) -> _Call:
         body: dict[str, Any] = {"project_id": self._project(project_id), "subject_id": subject_id, "query": query}
         if budget_tokens is not None:
             body["budget_tokens"] = budget_tokens
+        body.update({k: v for k, v in asks.items() if v is not None})
         # It only reads memory and writes its own trace: repeating it is safe.
         return _Call("POST", "/v1/context", ContextPacket.from_dict, json=body, idempotent=True)
 
@@ -352,8 +354,15 @@ class Client(_Common):
 
     # --- context and traces ----------------------------------------------------------------------------
     def context(self, subject_id: str, query: str, *, budget_tokens: int | None = None,
-                project_id: str | None = None) -> ContextPacket:
-        return self._send(self._endpoints.context(subject_id, query, budget_tokens, project_id))
+                project_id: str | None = None, tiers: bool | None = None, tier_budgets: dict[str, int] | None = None,
+                category_boosts: dict[str, float] | None = None, min_score: float | None = None,
+                candidate_limit: int | None = None, render_format: str | None = None) -> ContextPacket:
+        """The packet for one LLM turn. Anything left None is not sent: a plain call. `tiers=True` (or
+        `tier_budgets`) asks for identity blocks, preferences, facts, episodes and procedures, each under its own
+        budget, rendered in five sections."""
+        asks = {"tiers": tiers, "tier_budgets": tier_budgets, "category_boosts": category_boosts,
+                "min_score": min_score, "candidate_limit": candidate_limit, "render_format": render_format}
+        return self._send(self._endpoints.context(subject_id, query, budget_tokens, project_id, asks))
 
     def inspect(self, trace_id: str) -> Trace:
         return self._send(self._endpoints.inspect(trace_id))
@@ -487,8 +496,13 @@ class AsyncClient(_Common):
 
     # --- context and traces ----------------------------------------------------------------------------
     async def context(self, subject_id: str, query: str, *, budget_tokens: int | None = None,
-                      project_id: str | None = None) -> ContextPacket:
-        return await self._send(self._endpoints.context(subject_id, query, budget_tokens, project_id))
+                      project_id: str | None = None, tiers: bool | None = None,
+                      tier_budgets: dict[str, int] | None = None, category_boosts: dict[str, float] | None = None,
+                      min_score: float | None = None, candidate_limit: int | None = None,
+                      render_format: str | None = None) -> ContextPacket:
+        asks = {"tiers": tiers, "tier_budgets": tier_budgets, "category_boosts": category_boosts,
+                "min_score": min_score, "candidate_limit": candidate_limit, "render_format": render_format}
+        return await self._send(self._endpoints.context(subject_id, query, budget_tokens, project_id, asks))
 
     async def inspect(self, trace_id: str) -> Trace:
         return await self._send(self._endpoints.inspect(trace_id))

@@ -177,6 +177,7 @@ class PacketFact:
     valid_from: datetime | None
     recorded_from: datetime | None
     metadata: dict[str, Any]
+    tier: str = ""  # tiered calls: "preferences" or "facts"
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> PacketFact:
@@ -184,7 +185,7 @@ class PacketFact:
             id=d["id"], text=d["text"], category=d.get("category", ""), kind=d.get("kind", "fact"),
             score=d.get("score", 0.0), tokens=d.get("tokens", 0), reason_code=d.get("reason_code", ""),
             valid_from=_dt(d.get("valid_from")), recorded_from=_dt(d.get("recorded_from")),
-            metadata=d.get("metadata") or {},
+            metadata=d.get("metadata") or {}, tier=d.get("tier", ""),
         )
 
 
@@ -205,18 +206,40 @@ class PacketEpisode:
         )
 
 
-OPEN_TAG, CLOSE_TAG = "<haki_memory>", "</haki_memory>"
+@dataclass(frozen=True)
+class PacketIdentity:
+    """An identity block a tiered call served (always first, never ranked)."""
+
+    id: str
+    name: str
+    text: str
+    tokens: int
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> PacketIdentity:
+        return cls(id=d["id"], name=d.get("name", ""), text=d["text"], tokens=d.get("tokens", 0))
 
 
-def _clean(text: str) -> str:
-    # As the server does: a stored text must not be able to close the block early and speak outside it.
-    return " ".join(text.replace("haki_memory", "haki memory").split())
+@dataclass(frozen=True)
+class PacketProcedure:
+    id: str
+    title: str
+    text: str
+    category: str
+    score: float
+    tokens: int
+    metadata: dict[str, Any]
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> PacketProcedure:
+        return cls(id=d["id"], title=d.get("title", ""), text=d["text"], category=d.get("category", ""),
+                   score=d.get("score", 0.0), tokens=d.get("tokens", 0), metadata=d.get("metadata") or {})
 
 
 @dataclass(frozen=True)
 class ContextPacket:
-    """What `POST /v1/context` served for one LLM turn. `render()` is the prompt block; `rendered` is the
-    server's own rendering of it (the two are the same text)."""
+    """What `POST /v1/context` served for one LLM turn. `rendered` (and `render()`, `str()`) is the prompt block
+    as the server rendered it and counted it in the budget: put it in the prompt as it is."""
 
     trace_id: str
     status: str
@@ -227,6 +250,11 @@ class ContextPacket:
     budget_tokens: int
     used_tokens: int
     rendered: str
+    # Tiered calls only (tiers=True): the identity blocks and procedures served, and each tier's budget and use.
+    identity: list[PacketIdentity] = field(default_factory=list)
+    procedures: list[PacketProcedure] = field(default_factory=list)
+    tiers: dict[str, dict[str, int]] = field(default_factory=dict)
+    render_format: str | None = None
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
@@ -235,34 +263,20 @@ class ContextPacket:
             trace_id=d["trace_id"], status=d["status"], facts=[PacketFact.from_dict(f) for f in d.get("facts", [])],
             episodes=[PacketEpisode.from_dict(e) for e in d.get("episodes", [])], warnings=d.get("warnings", []),
             empty_reason=d.get("empty_reason"), budget_tokens=d.get("budget_tokens", 0),
-            used_tokens=d.get("used_tokens", 0), rendered=d.get("rendered", ""), raw=d,
+            used_tokens=d.get("used_tokens", 0), rendered=d.get("rendered", ""),
+            identity=[PacketIdentity.from_dict(i) for i in d.get("identity", [])],
+            procedures=[PacketProcedure.from_dict(p) for p in d.get("procedures", [])],
+            tiers=d.get("tiers", {}), render_format=d.get("render_format"), raw=d,
         )
 
     @property
     def is_empty(self) -> bool:
-        return not self.facts and not self.episodes
+        return not self.rendered
 
     def render(self) -> str:
-        """The packet as a prompt block: `<haki_memory>` with preferences, then facts, then dated episodes;
-        the empty string for an empty packet (a block saying nothing was found would only distract the model)."""
-        if self.is_empty:
-            return ""
-        preferences = [f for f in self.facts if f.kind == "preference"]
-        plain = [f for f in self.facts if f.kind != "preference"]
-        lines = [OPEN_TAG]
-        if preferences:
-            lines.append("Preferences:")
-            lines += [f"- {_clean(f.text)}" for f in preferences]
-        if plain:
-            lines.append("Facts:")
-            for f in plain:
-                since = f" (since {f.valid_from.date().isoformat()})" if f.valid_from else ""
-                lines.append(f"- {_clean(f.text)}{since}")
-        if self.episodes:
-            lines.append("Episodes:")
-            lines += [f"- {e.occurred_at.date().isoformat()}: {_clean(e.text)}" for e in self.episodes]
-        lines.append(CLOSE_TAG)
-        return "\n".join(lines)
+        """The prompt block: `rendered`, or "" for an empty packet (a block saying nothing was found would only
+        distract the model). The server renders it once, so that what the budget counted is what the model reads."""
+        return self.rendered
 
     def __str__(self) -> str:
         return self.render()
