@@ -784,16 +784,23 @@ def _check_identity_name(*, project_id: str, subject_id: str, name: str, exclude
                                        "message": f"{scope} already has an identity block named {name!r}"}])
 
 
+def identity_block_check_new(*, project_id: str, subject_id: str, name: str) -> None:
+    """ServiceValidationError when the scope may not take a block of this name: the name is taken there, or
+    the scope holds IDENTITY_BLOCKS_PER_SCOPE already. identity_block_create checks it again under the lock; a
+    form asks first, to show the error beside its fields."""
+    if IdentityBlock.objects.filter(project_id=project_id, subject_id=subject_id).count() >= IDENTITY_BLOCKS_PER_SCOPE:
+        raise ServiceValidationError([{"index": None, "field": "subject_id", "message":
+                                       f"a scope holds at most {IDENTITY_BLOCKS_PER_SCOPE} identity blocks"}])
+    _check_identity_name(project_id=project_id, subject_id=subject_id, name=name)
+
+
 def identity_block_create(*, project_id: str, subject_id: str, name: str, text: str, position: int = 0,
                           enabled: bool = True, metadata: dict | None = None) -> IdentityBlock:
     """A new block for the project (subject_id '') or a subject; its name is unique in that scope, and a scope
     holds at most IDENTITY_BLOCKS_PER_SCOPE."""
     with transaction.atomic():
         _lock_scopes([(project_id, subject_id)])
-        if IdentityBlock.objects.filter(project_id=project_id, subject_id=subject_id).count() >= IDENTITY_BLOCKS_PER_SCOPE:
-            raise ServiceValidationError([{"index": None, "field": "subject_id", "message":
-                                           f"a scope holds at most {IDENTITY_BLOCKS_PER_SCOPE} identity blocks"}])
-        _check_identity_name(project_id=project_id, subject_id=subject_id, name=name)
+        identity_block_check_new(project_id=project_id, subject_id=subject_id, name=name)
         return IdentityBlock.objects.create(project_id=project_id, subject_id=subject_id, name=name, text=text,
                                             position=position, enabled=enabled, metadata=metadata or {})
 
