@@ -19,11 +19,13 @@ from hakimem_client.models import (
     EraseResult,
     Event,
     Fact,
+    IdentityBlock,
     NewEvent,
     NewFact,
     PacketEpisode,
     PacketFact,
     Page,
+    Procedure,
     Replay,
     Trace,
 )
@@ -32,6 +34,6 @@ __all__ = [
     "MAX_BATCH", "AsyncClient", "Client", "__version__",
     "ConflictStateError", "HakimemError", "InvalidRequestError", "NotFoundError", "PermissionDeniedError",
     "RateLimitedError", "ServerError", "UnauthenticatedError", "UnavailableError",
-    "ConflictMember", "ConflictSet", "ContextPacket", "Decision", "EraseResult", "Event", "Fact", "NewEvent",
-    "NewFact", "PacketEpisode", "PacketFact", "Page", "Replay", "Trace",
+    "ConflictMember", "ConflictSet", "ContextPacket", "Decision", "EraseResult", "Event", "Fact", "IdentityBlock",
+    "NewEvent", "NewFact", "PacketEpisode", "PacketFact", "Page", "Procedure", "Replay", "Trace",
 ]
