@@ -449,7 +449,8 @@ def context_assemble(*, project_id: str, subject_id: str, query: str, budget_tok
     if as_of is not None:
         # The words' weights came from pg_stats at the call's time: the recorded ones, when the trace has them.
         lookup = replace(lookup, fact_text=_text_query(recorded.get("fact_text")) or lookup.fact_text,
-                         event_text=_text_query(recorded.get("event_text")) or lookup.event_text)
+                         event_text=_text_query(recorded.get("event_text")) or lookup.event_text,
+                         procedure_text=_text_query(recorded.get("procedure_text")) or lookup.procedure_text)
         memory: Memory = MemoryAsOf(verdicts=rerun.verdicts, entity_freq=recorded.get("entity_freq", {}),
                                     access=recorded.get("access", {}))
         consented = (frozenset(recorded["consented"]) if recorded["consented"] is not None else None) \
@@ -528,7 +529,7 @@ def context_assemble(*, project_id: str, subject_id: str, query: str, budget_tok
     # for a call that asked for more than a plain one, its options and the access frequencies it read.
     inputs = {
         "config": config.as_dict(), "fact_text": _text_record(lookup.fact_text),
-        "event_text": _text_record(lookup.event_text),
+        "event_text": _text_record(lookup.event_text), "procedure_text": _text_record(lookup.procedure_text),
         "consented": sorted(consented) if consented is not None else None, "entity_freq": memory.entity_freq,
     }
     if options != PLAIN:

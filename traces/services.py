@@ -9,7 +9,7 @@ from datetime import datetime
 
 from django.db import connection
 
-from facts.models import Event, Fact
+from facts.models import Event, Fact, IdentityBlock, Procedure
 from facts.services import erase_condition
 from hakimem import observability
 from hakimem.db import with_tables
@@ -20,7 +20,7 @@ logger = logging.getLogger("hakimem.traces")
 
 @dataclass
 class DecisionRow:
-    item_type: str  # fact | episode
+    item_type: str  # traces.models.ItemType: fact | episode | procedure | identity
     item_id: object
     reason_code: str
     rank: int
@@ -31,7 +31,7 @@ class DecisionRow:
     recency: float | None
     tokens: int
     entity: str = ""
-    tier: str = ""
+    tier: str = ""  # the section a tiered call packed the item for (identity, preferences, ...); '' for a plain call
     by_item: object = None
 
 
@@ -52,9 +52,11 @@ _DECISION_OF_REASON_SQL = "CASE d.reason_code {} END".format(
 # sent as one (client-side binding, the simple query protocol runs them as one implicit transaction; inside
 # an atomic block, the lock lasts until that block commits). The INSERT is the second statement, so its
 # snapshot is taken once the lock is held: a context call that read the scope's facts before an erasure and
-# writes after it sees them gone, and writes nothing. Facts and events are deleted only by erasure, which
-# takes a whole scope: a named item that no longer exists means the scope was erased after the call read it,
-# and the trace (its `rendered` holds the erased texts, its decisions name deleted rows) must not be written.
+# writes after it sees them gone, and writes nothing. Facts, events and procedures are deleted only by erasure,
+# which takes a whole scope: a named item that no longer exists means the scope was erased after the call read
+# it, and the trace (its `rendered` holds the erased texts, its decisions name deleted rows) must not be written.
+# An identity block is also deleted by its own DELETE: a call that served one deleted meanwhile is not traced
+# either (rare, and a trace naming a row that no longer exists is the case the check exists to refuse).
 #
 # The INSERT of the trace is a data-modifying CTE; the decisions arrive as one text, a line per decision and
 # tab-separated fields (_decision_lines), split by the server. Cost for 150 decisions, CPU of client + backend
@@ -67,7 +69,7 @@ SELECT pg_advisory_xact_lock_shared(""" + TRACE_LOCK_KEY + """);
 WITH d AS MATERIALIZED (
     SELECT e[1] AS item_type, e[2]::uuid AS item_id, e[3] AS reason_code, e[4]::int AS rank, e[5]::float8 AS score,
            e[6]::float8 AS similarity, e[7]::float8 AS cosine_distance, e[8]::float8 AS text_rank,
-           e[9]::float8 AS recency, e[10]::int AS tokens, coalesce(e[11], '') AS entity
+           e[9]::float8 AS recency, e[10]::int AS tokens, coalesce(e[11], '') AS entity, coalesce(e[12], '') AS tier
       FROM string_to_table(%(decisions)s, E'\\n') AS line, string_to_array(line, E'\\t', '') AS e
 ), t AS (
     INSERT INTO traces_trace (id, project_id, subject_id, query, budget_tokens, used_tokens, status, empty_reason,
@@ -81,17 +83,25 @@ WITH d AS MATERIALIZED (
                                        AND NOT EXISTS (SELECT FROM {fact} f WHERE f.id = d.item_id))
        AND NOT EXISTS (SELECT FROM d WHERE d.item_type = 'episode'
                                        AND NOT EXISTS (SELECT FROM {event} e WHERE e.id = d.item_id))
+       AND NOT EXISTS (SELECT FROM d WHERE d.item_type = 'procedure'
+                                       AND NOT EXISTS (SELECT FROM {procedure} x WHERE x.id = d.item_id))
+       AND NOT EXISTS (SELECT FROM d WHERE d.item_type = 'identity'
+                                       AND NOT EXISTS (SELECT FROM {identity_block} b WHERE b.id = d.item_id))
     RETURNING id, project_id
 )
-INSERT INTO traces_decision (trace_id, project_id, item_type, fact_id, event_id, decision, reason_code, rank, score,
-                             similarity, cosine_distance, text_rank, recency, tokens, entity)
+INSERT INTO traces_decision (trace_id, project_id, item_type, fact_id, event_id, procedure_id, identity_block_id,
+                             decision, reason_code, rank, score, similarity, cosine_distance, text_rank, recency,
+                             tokens, entity, tier)
 SELECT t.id, t.project_id, d.item_type, CASE WHEN d.item_type = 'fact' THEN d.item_id END,
-       CASE WHEN d.item_type = 'episode' THEN d.item_id END, """ + _DECISION_OF_REASON_SQL + """, d.reason_code,
-       d.rank, d.score, d.similarity, d.cosine_distance, d.text_rank, d.recency, d.tokens, d.entity
+       CASE WHEN d.item_type = 'episode' THEN d.item_id END, CASE WHEN d.item_type = 'procedure' THEN d.item_id END,
+       CASE WHEN d.item_type = 'identity' THEN d.item_id END, """ + _DECISION_OF_REASON_SQL + """, d.reason_code,
+       d.rank, d.score, d.similarity, d.cosine_distance, d.text_rank, d.recency, d.tokens, d.entity, d.tier
   FROM t, d
 """,
     fact=Fact,
     event=Event,
+    procedure=Procedure,
+    identity_block=IdentityBlock,
 )
 
 
@@ -103,10 +113,10 @@ def _f(value) -> str:
 
 def _decision_lines(decisions: list[DecisionRow]) -> str:
     """One line per decision, fields separated by tabs. None of them can hold a tab or a line break: item types,
-    reason codes and numbers by construction, entities are names (context.entities.ENTITY_RE)."""
+    reason codes, tiers and numbers by construction, entities are names (context.entities.ENTITY_RE)."""
     return "\n".join(
         f"{d.item_type}\t{d.item_id}\t{d.reason_code}\t{d.rank}\t{_f(d.score)}\t{_f(d.similarity)}\t"
-        f"{_f(d.cosine_distance)}\t{_f(d.text_rank)}\t{_f(d.recency)}\t{d.tokens}\t{d.entity}"
+        f"{_f(d.cosine_distance)}\t{_f(d.text_rank)}\t{_f(d.recency)}\t{d.tokens}\t{d.entity}\t{d.tier}"
         for d in decisions
     )
 
@@ -118,8 +128,8 @@ def trace_record(*, trace: dict, decisions: list[DecisionRow]) -> uuid.UUID:
     trace_id = trace.get("id") or uuid.uuid4()
     # An unknown item type or reason code fails the table's check constraints; a tab or line break in an entity
     # would shift the fields of its line instead.
-    if any("\t" in d.entity or "\n" in d.entity for d in decisions):
-        raise ValueError("an entity is a name, without tabs or line breaks")
+    if any("\t" in d.entity or "\n" in d.entity or "\t" in d.tier or "\n" in d.tier for d in decisions):
+        raise ValueError("an entity is a name and a tier a word, without tabs or line breaks")
     params = {
         **trace,
         "id": str(trace_id),

@@ -35,6 +35,8 @@ MODELS = [
     (models.PacketProcedure, "PacketProcedure", set()),
     (models.Trace, "Inspection", {"raw"}),
     (models.Replay, "Replay", {"raw"}),
+    (models.IdentityBlock, "IdentityBlockOut", {"raw"}),
+    (models.Procedure, "ProcedureOut", {"raw"}),
 ]
 
 
@@ -56,6 +58,11 @@ def _requests_the_client_sends() -> set[tuple[str, str]]:
         endpoints.inspect(AN_ID), endpoints.replay(AN_ID, "original", {"w_recency": 0.1}),
         endpoints.list_conflicts(None), endpoints.get_conflict(AN_ID), endpoints.resolve_conflict(AN_ID, None, True, ""),
         endpoints.erase_subject("s", None), endpoints.health(),
+        endpoints.create_identity_block("s", "persona", "t", None), endpoints.list_identity_blocks(None, None),
+        endpoints.get_identity_block(AN_ID), endpoints.update_identity_block(AN_ID, {"enabled": False}),
+        endpoints.delete_identity_block(AN_ID), endpoints.write_procedure(None, "title", "t", None),
+        endpoints.list_procedures("s", None), endpoints.get_procedure(AN_ID), endpoints.update_procedure(AN_ID, {"importance": 0.1}),
+        endpoints.retract_procedure(AN_ID),
     ]
     public = {name for name in vars(_Endpoints) if not name.startswith("_")}
     assert len(calls) == len(public), "a method of _Endpoints is not exercised here: add it"

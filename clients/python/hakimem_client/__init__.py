@@ -19,6 +19,7 @@ from hakimem_client.models import (
     EraseResult,
     Event,
     Fact,
+    IdentityBlock,
     NewEvent,
     NewFact,
     PacketEpisode,
@@ -26,6 +27,7 @@ from hakimem_client.models import (
     PacketIdentity,
     PacketProcedure,
     Page,
+    Procedure,
     Replay,
     Trace,
 )
@@ -34,6 +36,7 @@ __all__ = [
     "MAX_BATCH", "AsyncClient", "Client", "__version__",
     "ConflictStateError", "HakimemError", "InvalidRequestError", "NotFoundError", "PermissionDeniedError",
     "RateLimitedError", "ServerError", "UnauthenticatedError", "UnavailableError",
-    "ConflictMember", "ConflictSet", "ContextPacket", "Decision", "EraseResult", "Event", "Fact", "NewEvent",
-    "NewFact", "PacketEpisode", "PacketFact", "PacketIdentity", "PacketProcedure", "Page", "Replay", "Trace",
+    "ConflictMember", "ConflictSet", "ContextPacket", "Decision", "EraseResult", "Event", "Fact", "IdentityBlock",
+    "NewEvent", "NewFact", "PacketEpisode", "PacketFact", "PacketIdentity", "PacketProcedure", "Page", "Procedure",
+    "Replay", "Trace",
 ]

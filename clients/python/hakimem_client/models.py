@@ -77,6 +77,61 @@ class Event:
 
 
 @dataclass(frozen=True)
+class IdentityBlock:
+    """An always-on text (a persona, a standing instruction) of a subject, or of the whole project (subject_id
+    None); served first in a tiered context call, by position then name."""
+
+    id: str
+    project_id: str
+    subject_id: str | None
+    name: str
+    text: str
+    tokens: int  # its cost in the identity tier's budget
+    position: int
+    enabled: bool
+    metadata: dict[str, Any]
+    created_at: datetime | None
+    updated_at: datetime | None
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> IdentityBlock:
+        return cls(
+            id=d["id"], project_id=d["project_id"], subject_id=d.get("subject_id"), name=d["name"], text=d["text"],
+            tokens=d.get("tokens", 0), position=d.get("position", 0), enabled=d.get("enabled", True),
+            metadata=d.get("metadata") or {}, created_at=_dt(d.get("created_at")), updated_at=_dt(d.get("updated_at")),
+            raw=d,
+        )
+
+
+@dataclass(frozen=True)
+class Procedure:
+    """A workflow ("how we deploy") of a subject, or of the whole project (subject_id None)."""
+
+    id: str
+    project_id: str
+    subject_id: str | None
+    title: str
+    text: str
+    status: str  # active | retracted
+    category: str
+    importance: float
+    metadata: dict[str, Any]
+    created_at: datetime | None
+    updated_at: datetime | None
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Procedure:
+        return cls(
+            id=d["id"], project_id=d["project_id"], subject_id=d.get("subject_id"), title=d["title"], text=d["text"],
+            status=d.get("status", "active"), category=d.get("category", ""), importance=d.get("importance", 0.5),
+            metadata=d.get("metadata") or {}, created_at=_dt(d.get("created_at")), updated_at=_dt(d.get("updated_at")),
+            raw=d,
+        )
+
+
+@dataclass(frozen=True)
 class NewFact:
     """A fact to write (`Client.write_facts`). None leaves a field to the server's default."""
 
@@ -286,7 +341,7 @@ class ContextPacket:
 class Decision:
     """One candidate a context call considered: included, excluded or blocked, and why."""
 
-    item_type: str  # fact | episode
+    item_type: str  # fact | episode | procedure | identity
     item_id: str
     text: str
     decision: str  # included | excluded | blocked
@@ -296,13 +351,14 @@ class Decision:
     score_parts: dict[str, float | None]
     tokens: int | None
     entity: str | None
+    tier: str | None = None  # the section a tiered call packed the item for; None for a plain call
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Decision:
         return cls(
             item_type=d["item_type"], item_id=d["item_id"], text=d.get("text", ""), decision=d["decision"],
             reason_code=d["reason_code"], rank=d.get("rank"), score=d.get("score"),
-            score_parts=d.get("score_parts") or {}, tokens=d.get("tokens"), entity=d.get("entity"),
+            score_parts=d.get("score_parts") or {}, tokens=d.get("tokens"), entity=d.get("entity"), tier=d.get("tier"),
         )
 
 
