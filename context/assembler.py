@@ -33,7 +33,8 @@ from context.entities import extract_entities
 from context.render import render_packet
 from context.scoring import estimate_tokens, hybrid_score
 from context.serializers import packet_episode, packet_fact
-from facts.selectors import consent_gate, volatility_cutoffs
+from facts.selectors import SCOPE_WRITTEN_SQL, consent_gate, volatility_cutoffs
+from hakimem.db_router import reads_for_scope
 from hakimem.embeddings import EmbedderUnavailable, get_embedder, is_degenerate
 from traces.models import EmptyReason, ItemType, ReasonCode, TraceStatus
 from traces.services import DecisionRow, trace_record
@@ -298,38 +299,48 @@ def context_assemble(*, project_id: str, subject_id: str, query: str, budget_tok
     qvec = _query_vector(query, warnings)
     timer.lap("embed")
 
-    lookup = retrieval.lookup_for(project_id=project_id, subject_id=subject_id, query=query, now=now,
-                                  cutoffs=volatility_cutoffs(now), config=config)
-    if as_of is not None:
-        # The words' weights came from pg_stats at the call's time: the recorded ones, when the trace has them.
-        lookup = replace(lookup, fact_text=_text_query(recorded.get("fact_text")) or lookup.fact_text,
-                         event_text=_text_query(recorded.get("event_text")) or lookup.event_text)
-        memory: Memory = MemoryAsOf(verdicts=rerun.verdicts, entity_freq=recorded.get("entity_freq", {}))
-        consented = (frozenset(recorded["consented"]) if recorded["consented"] is not None else None) \
-            if "consented" in recorded else consent_gate(project_id=project_id, subject_id=subject_id)
+    def select():
+        lookup = retrieval.lookup_for(project_id=project_id, subject_id=subject_id, query=query, now=now,
+                                      cutoffs=volatility_cutoffs(now), config=config)
+        if as_of is not None:
+            # The words' weights came from pg_stats at the call's time: the recorded ones, when the trace has them.
+            lookup = replace(lookup, fact_text=_text_query(recorded.get("fact_text")) or lookup.fact_text,
+                             event_text=_text_query(recorded.get("event_text")) or lookup.event_text)
+            memory: Memory = MemoryAsOf(verdicts=rerun.verdicts, entity_freq=recorded.get("entity_freq", {}))
+            consented = (frozenset(recorded["consented"]) if recorded["consented"] is not None else None) \
+                if "consented" in recorded else consent_gate(project_id=project_id, subject_id=subject_id)
+        else:
+            memory = Memory()
+            consented = consent_gate(project_id=project_id, subject_id=subject_id)
+        facts = memory.facts(lookup, qvec)
+        timer.lap("retrieve")
+        episodes = memory.episodes(lookup, qvec)
+        decided = rank_candidates(facts, episodes, config)
+        timer.lap("episodes")
+
+        packable, floor_hits = block(decided, config.max_distance, consented)
+        # Facts and episodes compete on one score for one budget. The specification packs facts first and gives episodes
+        # only what is left; on the quality harness that served no episode at all once a scope held ~900
+        # tokens of facts (evidence recall of "when" questions: 0.00), see docs/quality.md.
+        # A share of the budget waits for multi-hop: filled greedily, the first pass always spent it all and the
+        # second hop never got in. What multi-hop does not use goes back to the first pass's ranking below.
+        reserve = int(budget_tokens * config.multi_hop_share)
+        budget_left = pack(packable, budget_tokens - reserve, ReasonCode.INCLUDED) + reserve
+        timer.lap("pack")
+
+        budget_left = multi_hop(lookup, query, decided, budget_left, consented, memory, config)
+        leftovers = [d for d in packable if d.reason == ReasonCode.OVER_BUDGET]
+        budget_left = pack(leftovers, budget_left, ReasonCode.INCLUDED)
+        timer.lap("multi_hop")
+        return lookup, memory, consented, decided, budget_left, floor_hits
+
+    # Every read of a live call may go to a read replica that holds the scope's latest writes (hakimem/db_router.py);
+    # the trace below is written on the primary. A replay reads on the primary.
+    if rerun is None:
+        lookup, memory, consented, decided, budget_left, floor_hits = reads_for_scope(
+            select, written_sql=SCOPE_WRITTEN_SQL, params={"project_id": project_id, "subject_id": subject_id})
     else:
-        memory = Memory()
-        consented = consent_gate(project_id=project_id, subject_id=subject_id)
-    facts = memory.facts(lookup, qvec)
-    timer.lap("retrieve")
-    episodes = memory.episodes(lookup, qvec)
-    decided = rank_candidates(facts, episodes, config)
-    timer.lap("episodes")
-
-    packable, floor_hits = block(decided, config.max_distance, consented)
-    # Facts and episodes compete on one score for one budget. The specification packs facts first and gives episodes
-    # only what is left; on the quality harness that served no episode at all once a scope held ~900
-    # tokens of facts (evidence recall of "when" questions: 0.00), see docs/quality.md.
-    # A share of the budget waits for multi-hop: filled greedily, the first pass always spent it all and the
-    # second hop never got in. What multi-hop does not use goes back to the first pass's ranking below.
-    reserve = int(budget_tokens * config.multi_hop_share)
-    budget_left = pack(packable, budget_tokens - reserve, ReasonCode.INCLUDED) + reserve
-    timer.lap("pack")
-
-    budget_left = multi_hop(lookup, query, decided, budget_left, consented, memory, config)
-    leftovers = [d for d in packable if d.reason == ReasonCode.OVER_BUDGET]
-    budget_left = pack(leftovers, budget_left, ReasonCode.INCLUDED)
-    timer.lap("multi_hop")
+        lookup, memory, consented, decided, budget_left, floor_hits = select()
 
     served = [d for d in decided if d.reason in _SERVED]
     served.sort(key=lambda d: (d.reason != ReasonCode.INCLUDED, d.rank))
