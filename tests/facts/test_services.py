@@ -29,7 +29,7 @@ def test_erasing_a_project_takes_all_its_subjects_and_their_traces_and_nothing_e
 
     # then
     assert counts == {"decisions": 2, "traces": 1, "conflict_members": 2, "conflict_sets": 1, "facts": 3, "events": 1,
-                      "admin_log_entries": 0, "consents": 0}
+                      "admin_log_entries": 0, "consents": 0, "scope_writes": 2}
     assert list(Fact.objects.values_list("id", flat=True)) == [kept.id]
     assert not Event.objects.exists() and not ConflictSet.objects.exists()
     assert list(Trace.objects.values_list("project_id", flat=True)) == [PROJECT]
