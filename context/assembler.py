@@ -35,7 +35,8 @@ from context.scoring import estimate_tokens, hybrid_score, tiered_score
 from context.serializers import packet_episode, packet_fact, packet_identity, packet_procedure
 from facts import selectors as fact_selectors
 from facts import services as fact_services
-from facts.selectors import consent_gate, volatility_cutoffs
+from facts.selectors import SCOPE_WRITTEN_SQL, consent_gate, volatility_cutoffs
+from hakimem.db_router import reads_for_scope
 from hakimem.embeddings import EmbedderUnavailable, get_embedder, is_degenerate
 from traces.models import EmptyReason, ItemType, ReasonCode, TraceStatus
 from traces import selectors as trace_selectors
@@ -397,26 +398,23 @@ def _pack_with_multi_hop(lookup, query, decided, items, budget: Budget, reserve_
     timer.lap("multi_hop")
 
 
-def _contradictions_in_context(packable: list[Decided], *, project_id, subject_id, propose: bool) -> list[Decided]:
+def _contradictions_in_context(packable: list[Decided], *, project_id, subject_id) -> tuple[list[Decided], list]:
     """Seed 003's pass before packing: of two candidate facts that contradict each other, the newer is served and
-    the older excluded for this call (superseded_in_context, naming the winner); under the project's curator
-    policy the pair is proposed to curators (manage.py consolidate applies the rest). Returns the packable
-    others."""
+    the older excluded for this call (superseded_in_context, naming the winner). Returns the packable others and
+    the pairs found, which the call then proposes to curators under the project's curator policy (manage.py
+    consolidate applies the rest)."""
     from context import contradictions  # noqa: PLC0415  (lands with the access-contra branch)
 
     facts = [d for d in packable if d.item_type == ItemType.FACT]
     found = contradictions.find_contradictions(project_id=project_id, subject_id=subject_id,
                                                candidates=[d.item for d in facts])
     if not found:
-        return packable
+        return packable, []
     losers = {c.loser_id: c.winner_id for c in found}
     for d in facts:
         if d.item.id in losers:
             d.reason, d.by_item = ReasonCode.SUPERSEDED_IN_CONTEXT, losers[d.item.id]
-    if propose:
-        fact_services.contradiction_propose(project_id=project_id, subject_id=subject_id, pairs=found,
-                                            actor=CONTRADICTION_ACTOR)
-    return [d for d in packable if d.reason != ReasonCode.SUPERSEDED_IN_CONTEXT]
+    return [d for d in packable if d.reason != ReasonCode.SUPERSEDED_IN_CONTEXT], found
 
 
 def _tier_budgets(total: Budget, options: CallOptions) -> dict[str, Budget]:
@@ -444,55 +442,68 @@ def context_assemble(*, project_id: str, subject_id: str, query: str, budget_tok
     qvec = _query_vector(query, warnings)
     timer.lap("embed")
 
-    lookup = retrieval.lookup_for(project_id=project_id, subject_id=subject_id, query=query, now=now,
-                                  cutoffs=volatility_cutoffs(now), config=config, candidate_limit=options.candidate_limit)
-    if as_of is not None:
-        # The words' weights came from pg_stats at the call's time: the recorded ones, when the trace has them.
-        lookup = replace(lookup, fact_text=_text_query(recorded.get("fact_text")) or lookup.fact_text,
-                         event_text=_text_query(recorded.get("event_text")) or lookup.event_text,
-                         procedure_text=_text_query(recorded.get("procedure_text")) or lookup.procedure_text)
-        memory: Memory = MemoryAsOf(verdicts=rerun.verdicts, entity_freq=recorded.get("entity_freq", {}),
-                                    access=recorded.get("access", {}))
-        consented = (frozenset(recorded["consented"]) if recorded["consented"] is not None else None) \
-            if "consented" in recorded else consent_gate(project_id=project_id, subject_id=subject_id)
-    else:
-        memory = Memory()
-        consented = consent_gate(project_id=project_id, subject_id=subject_id)
-    facts = memory.facts(lookup, qvec)
-    timer.lap("retrieve")
-    episodes = memory.episodes(lookup, qvec)
-    access = memory.access(lookup, [c.id for c in facts] + [e.id for e in episodes]) if options.tiers else {}
-    decided = rank_candidates(facts, episodes, config, layout, options, access)
-    timer.lap("episodes")
+    def select():
+        lookup = retrieval.lookup_for(project_id=project_id, subject_id=subject_id, query=query, now=now,
+                                      cutoffs=volatility_cutoffs(now), config=config, candidate_limit=options.candidate_limit)
+        if as_of is not None:
+            # The words' weights came from pg_stats at the call's time: the recorded ones, when the trace has them.
+            lookup = replace(lookup, fact_text=_text_query(recorded.get("fact_text")) or lookup.fact_text,
+                             event_text=_text_query(recorded.get("event_text")) or lookup.event_text,
+                             procedure_text=_text_query(recorded.get("procedure_text")) or lookup.procedure_text)
+            memory: Memory = MemoryAsOf(verdicts=rerun.verdicts, entity_freq=recorded.get("entity_freq", {}),
+                                        access=recorded.get("access", {}))
+            consented = (frozenset(recorded["consented"]) if recorded["consented"] is not None else None) \
+                if "consented" in recorded else consent_gate(project_id=project_id, subject_id=subject_id)
+        else:
+            memory = Memory()
+            consented = consent_gate(project_id=project_id, subject_id=subject_id)
+        facts = memory.facts(lookup, qvec)
+        timer.lap("retrieve")
+        episodes = memory.episodes(lookup, qvec)
+        access = memory.access(lookup, [c.id for c in facts] + [e.id for e in episodes]) if options.tiers else {}
+        decided = rank_candidates(facts, episodes, config, layout, options, access)
+        timer.lap("episodes")
 
-    packable, floor_hits = block(decided, config.max_distance, consented, options.min_score)
-    # Facts and episodes compete on one score for one budget. The specification packs facts first and gives episodes
-    # only what is left; on the quality harness that served no episode at all once a scope held ~900
-    # tokens of facts (evidence recall of "when" questions: 0.00), see docs/quality.md.
-    total = Budget.of_tokens(budget_tokens, layout)
-    tiers = None
-    if options.tiers:
-        packable = _contradictions_in_context(packable, project_id=project_id, subject_id=subject_id,
-                                              propose=rerun is None)
-        procedures = memory.procedures(lookup, qvec)
-        access.update(memory.access(lookup, [p.id for p in procedures]) if procedures else {})
-        ranked_procedures = rank_candidates([], procedures, config, layout, options, access, ItemType.PROCEDURE)
-        packable_procedures, _ = block(ranked_procedures, config.max_distance, consented, options.min_score)
-        identity = [candidate_decision(b, ItemType.IDENTITY, i + 1, layout)
-                    for i, b in enumerate(memory.identity(project_id, subject_id))]
-        decided = identity + decided + ranked_procedures
-        timer.lap("tiers")
-        tiers = _tier_budgets(total, options)
-        # Identity blocks are never ranked nor gated: in their order, while their tier has room.
-        pack(identity, tiers[render.IDENTITY], ReasonCode.INCLUDED)
-        pack([d for d in packable if d.section == render.PREFERENCES], tiers[render.PREFERENCES], ReasonCode.INCLUDED)
-        _pack_with_multi_hop(lookup, query, decided, [d for d in packable if d.section == render.FACTS],
-                             tiers[render.FACTS], options.tier_budgets[render.FACTS], consented, memory, config, timer)
-        pack([d for d in packable if d.section == render.EPISODES], tiers[render.EPISODES], ReasonCode.INCLUDED)
-        pack(packable_procedures, tiers[render.PROCEDURES], ReasonCode.INCLUDED)
-        timer.lap("pack_tiers")
+        packable, floor_hits = block(decided, config.max_distance, consented, options.min_score)
+        # Facts and episodes compete on one score for one budget. The specification packs facts first and gives episodes
+        # only what is left; on the quality harness that served no episode at all once a scope held ~900
+        # tokens of facts (evidence recall of "when" questions: 0.00), see docs/quality.md.
+        total = Budget.of_tokens(budget_tokens, layout)
+        tiers, found = None, []
+        if options.tiers:
+            packable, found = _contradictions_in_context(packable, project_id=project_id, subject_id=subject_id)
+            procedures = memory.procedures(lookup, qvec)
+            access.update(memory.access(lookup, [p.id for p in procedures]) if procedures else {})
+            ranked_procedures = rank_candidates([], procedures, config, layout, options, access, ItemType.PROCEDURE)
+            packable_procedures, _ = block(ranked_procedures, config.max_distance, consented, options.min_score)
+            identity = [candidate_decision(b, ItemType.IDENTITY, i + 1, layout)
+                        for i, b in enumerate(memory.identity(project_id, subject_id))]
+            decided = identity + decided + ranked_procedures
+            timer.lap("tiers")
+            tiers = _tier_budgets(total, options)
+            # Identity blocks are never ranked nor gated: in their order, while their tier has room.
+            pack(identity, tiers[render.IDENTITY], ReasonCode.INCLUDED)
+            pack([d for d in packable if d.section == render.PREFERENCES], tiers[render.PREFERENCES], ReasonCode.INCLUDED)
+            _pack_with_multi_hop(lookup, query, decided, [d for d in packable if d.section == render.FACTS],
+                                 tiers[render.FACTS], options.tier_budgets[render.FACTS], consented, memory, config, timer)
+            pack([d for d in packable if d.section == render.EPISODES], tiers[render.EPISODES], ReasonCode.INCLUDED)
+            pack(packable_procedures, tiers[render.PROCEDURES], ReasonCode.INCLUDED)
+            timer.lap("pack_tiers")
+        else:
+            _pack_with_multi_hop(lookup, query, decided, packable, total, budget_tokens, consented, memory, config, timer)
+
+        return lookup, memory, consented, decided, floor_hits, tiers, found, access
+
+    # Every read of a live call may go to a read replica that holds the scope's latest writes (hakimem/db_router.py);
+    # the trace, and a contradiction proposed to curators, are written on the primary. A replay reads on the primary.
+    if rerun is None:
+        lookup, memory, consented, decided, floor_hits, tiers, found, access = reads_for_scope(
+            select, written_sql=SCOPE_WRITTEN_SQL, params={"project_id": project_id, "subject_id": subject_id})
     else:
-        _pack_with_multi_hop(lookup, query, decided, packable, total, budget_tokens, consented, memory, config, timer)
+        lookup, memory, consented, decided, floor_hits, tiers, found, access = select()
+    if found and rerun is None:
+        fact_services.contradiction_propose(project_id=project_id, subject_id=subject_id, pairs=found,
+                                            actor=CONTRADICTION_ACTOR)
 
     served = [d for d in decided if d.reason in _SERVED]
     served.sort(key=lambda d: (d.reason != ReasonCode.INCLUDED, d.rank))  # by section when rendered

@@ -25,12 +25,13 @@ import weakref
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from django.db import connection, transaction
+from django.db import transaction
 
 from context import scoring
 from facts.scope_graphs import SCOPE_GRAPH_PREFIX, scope_graph_name
 from facts.text import STOP_WORDS
 from hakimem.db import dict_rows
+from hakimem.db_router import read_connection
 from hakimem.embeddings import vector_literal
 
 # Phase 1 fetches DENSE_TOP_K nearest facts and LEXICAL_TOP_K best full-text matches; phase 2 scores that
@@ -158,7 +159,7 @@ def table_stats(table: str = FACTS) -> TableStats:
 
 
 def _read_table_stats(table: str) -> TableStats:
-    with connection.cursor() as cursor:
+    with read_connection().cursor() as cursor:
         cursor.execute(TABLE_STATS_SQL, {"table": table, "scope_graphs": SCOPE_GRAPH_PREFIX + "%"})
         reltuples, elems, elem_freqs, subjects, subject_freqs, n_distinct, graphs = cursor.fetchone()
     term_freq = dict(zip(elems, elem_freqs)) if elems else {}  # elem_freqs has 3 trailing summary values
@@ -312,11 +313,12 @@ class ProcedureCandidate:
 _TUNED_CONNECTIONS: "weakref.WeakSet" = weakref.WeakSet()
 
 
-def _settings_for_hnsw(cursor) -> None:
+def _settings_for_hnsw(cursor, connection) -> None:
     """Once per database connection: session-level settings (SET LOCAL would need a transaction around
     a read-only query), so the hot path does not pay a round trip for them on every call. Inside a
     transaction (every API request's, hakimem/rowsecurity.py) the connection counts as tuned once that
-    transaction commits: a rollback would undo them."""
+    transaction commits: a rollback would undo them. `connection` is the one the call reads on (a read replica's
+    connections are tuned on their own)."""
     raw = connection.connection
     if raw in _TUNED_CONNECTIONS:
         return
@@ -326,7 +328,7 @@ def _settings_for_hnsw(cursor) -> None:
         {"ef": str(HNSW_EF_SEARCH), "max": str(HNSW_MAX_SCAN_TUPLES)},
     )
     if connection.in_atomic_block:
-        transaction.on_commit(lambda: _TUNED_CONNECTIONS.add(raw))
+        transaction.on_commit(lambda: _TUNED_CONNECTIONS.add(raw), using=connection.alias)
     else:
         _TUNED_CONNECTIONS.add(raw)
 
@@ -601,6 +603,7 @@ def _candidate(r: dict) -> Candidate:
 
 def _ranked_rows(lookup: Lookup, qvec, table: str, text: TextQuery, graph_sql: str, exact_sql: str, degraded_sql: str) -> list[dict]:
     params = lookup.params(text)
+    connection = read_connection()
     with connection.cursor() as cursor:
         if qvec is None:
             cursor.execute(degraded_sql, params)
@@ -608,7 +611,7 @@ def _ranked_rows(lookup: Lookup, qvec, table: str, text: TextQuery, graph_sql: s
             if table_stats(table).dense_exact(lookup.project_id, lookup.subject_id, project_wide=table == PROCEDURES):
                 sql = exact_sql
             else:
-                _settings_for_hnsw(cursor)
+                _settings_for_hnsw(cursor, connection)
                 sql = graph_sql
             cursor.execute(sql, {**params, "qvec": vector_literal(qvec)})
         return dict_rows(cursor, json_columns=["metadata"])
@@ -658,7 +661,7 @@ def multi_hop_candidates(lookup: Lookup, *, entities: list[str], exclude_ids: li
         "exclude": [str(i) for i in exclude_ids],
         "per_entity": MULTI_HOP_MAX_PER_ENTITY,
     }
-    with connection.cursor() as cursor:
+    with read_connection().cursor() as cursor:
         cursor.execute(multi_hop_sql(len(entities)), params)
         rows = dict_rows(cursor, json_columns=["metadata"])
     return [(r["entity"], _candidate(r)) for r in rows]

@@ -447,3 +447,22 @@ class Procedure(models.Model):
 
     def __str__(self) -> str:
         return self.title[:80]
+
+
+class ScopeWrite(models.Model):
+    """The last transaction that changed what a context call of a scope reads: its facts, events, conflict sets,
+    consents, identity blocks or procedures (subject_id "" for the project's own settings and its project-wide
+    blocks and procedures). Written by triggers on those tables (facts/migrations/0011_scope_writes.py), so every writer is covered: the API, the admin, the extraction
+    worker, erasure. A read replica serves a scope's context call only when it holds the same rows as the
+    primary here (hakimem/db_router.py, docs/scaling.md): the call then sees every write committed before it.
+    Erasure deletes the scope's row, which names the subject."""
+
+    pk = models.CompositePrimaryKey("project_id", "subject_id")
+    project_id = models.CharField(max_length=SCOPE_ID_MAX)
+    subject_id = models.CharField(max_length=SCOPE_ID_MAX, blank=True)
+    # pg_current_xact_id() of the writing transaction: unique per transaction, so comparing for equality tells
+    # whether a replica has replayed this very commit (a counter would restart after an erasure deleted the row).
+    written_by = models.BigIntegerField()
+
+    def __str__(self) -> str:
+        return f"{self.project_id}/{self.subject_id or '*'}"

@@ -30,6 +30,7 @@ from facts.models import (
     Volatility,
 )
 from hakimem.db import fetch_dicts
+from hakimem.db_router import read_connection
 from hakimem.embeddings import vector_literal
 from hakimem.tokens import estimate_tokens
 
@@ -83,11 +84,19 @@ SELECT ARRAY(SELECT c.category FROM facts_consent c
 
 def consent_gate(*, project_id: str, subject_id: str) -> frozenset[str] | None:
     """None when the project does not require consent; else the categories the subject consents to now
-    (read on every call: a revocation holds from the very next one)."""
-    with connection.cursor() as cursor:
+    (read on every call: a revocation holds from the very next one). A context call's read: on the read replica
+    when it serves the call (hakimem.db_router)."""
+    with read_connection().cursor() as cursor:
         cursor.execute(_CONSENT_GATE_SQL, {"p": project_id, "s": subject_id})
         row = cursor.fetchone()
     return None if row is None else frozenset(row[0])
+
+
+# The scope's write record (facts.models.ScopeWrite) and its project's, as one text (NULL: none); a read replica
+# serves a context call only when this text is the same there as on the primary (hakimem.db_router.reads_for_scope).
+# uses: facts_scopewrite_pkey
+SCOPE_WRITTEN_SQL = """SELECT string_agg(w.subject_id || ':' || w.written_by, ',' ORDER BY w.subject_id)
+  FROM facts_scopewrite w WHERE w.project_id = %(project_id)s AND w.subject_id IN (%(subject_id)s, '')"""
 
 
 def consent_history(*, project_id: str, subject_id: str) -> QuerySet:

@@ -673,12 +673,24 @@ def _erase(project_id: str, subject_id: str | None) -> dict[str, int]:
         # A subject's own; the project-wide ones (subject_id '') go only with their project.
         ("identity_blocks", "DELETE FROM facts_identityblock b WHERE " + erase_condition(subject_id, "b")),
         ("procedures", "DELETE FROM facts_procedure x WHERE " + erase_condition(subject_id, "x")),
+        # Last: the deletes above recorded the scope as written (facts.models.ScopeWrite), and that record names the
+        # subject. The project's own record (no subject) stays, and is rewritten below.
+        ("scope_writes", "DELETE FROM facts_scopewrite w WHERE " + erase_condition(subject_id, "w") + " AND w.subject_id <> ''"),
     ]
     with connection.cursor() as cursor:
         for name, statement in statements:
             cursor.execute(statement, params)
             counts[name] = cursor.rowcount
+        # With the scope's record gone, the primary says "no record" for it, and so would a replica that has not
+        # replayed the erasure but predates the scope's first recorded write. The project's record, which every
+        # context call of the project compares too, tells them apart.
+        cursor.execute(_PROJECT_WRITTEN_SQL, params)
     return counts
+
+
+_PROJECT_WRITTEN_SQL = """
+INSERT INTO facts_scopewrite AS w (project_id, subject_id, written_by) VALUES (%(p)s, '', pg_current_xact_id()::text::bigint)
+ON CONFLICT (project_id, subject_id) DO UPDATE SET written_by = EXCLUDED.written_by"""
 
 
 # Erasing some facts of a scope (a revoked category) reaches the rows other apps hold about those facts: the

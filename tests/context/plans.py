@@ -30,6 +30,6 @@ def explain(subject: str, query: str, sql: str = retrieval.HYBRID_CANDIDATES_SQL
     # transaction is rolled back, role and project with it).
     scope_enter(API_ROLE, bench_data.PROJECT)
     with connection.cursor() as cursor:
-        retrieval._settings_for_hnsw(cursor)
+        retrieval._settings_for_hnsw(cursor, connection)
         cursor.execute("EXPLAIN (ANALYZE, COSTS OFF) " + sql, params)
         return "\n".join(row[0] for row in cursor.fetchall())

@@ -129,7 +129,7 @@ def test_the_roles_are_bound_by_row_security():
         cursor.execute("SELECT relname FROM pg_class WHERE relrowsecurity AND relkind = 'r' ORDER BY 1")
         assert [r[0] for r in cursor.fetchall()] == ["facts_conflictmember", "facts_conflictset", "facts_consent",
                                                      "facts_event", "facts_fact", "facts_identityblock",
-                                                     "facts_procedure", "facts_project", "traces_decision",
+                                                     "facts_procedure", "facts_project", "facts_scopewrite", "traces_decision",
                                                      "traces_trace"]
 
 
