@@ -13,7 +13,7 @@ from facts.models import Event, Fact
 from facts.services import erase_condition
 from hakimem import observability
 from hakimem.db import with_tables
-from traces.models import DECISION_OF_REASON
+from traces.models import ACCESS_TAU_SECONDS, DECISION_OF_REASON, ItemAccess, ReasonCode
 
 logger = logging.getLogger("hakimem.traces")
 
@@ -31,7 +31,11 @@ class DecisionRow:
     recency: float | None
     tokens: int
     entity: str = ""
+    by_item: object = None  # superseded_in_context: the id of the fact that won (Decision.superseded_by)
 
+
+# The decisions that serve their item: what the access frequency counts.
+SERVED_REASONS = (ReasonCode.INCLUDED, ReasonCode.MULTI_HOP_EXPANSION)
 
 # The scope's trace lock: every trace write shares it, erasure (traces_erase, inside subject_erase's
 # transaction) takes it exclusively until it commits. So no trace of a scope commits between the eraser's
@@ -45,6 +49,26 @@ TRACE_LOCK_KEY = "hashtextextended(%(project_id)s || chr(31) || %(subject_id)s, 
 _DECISION_OF_REASON_SQL = "CASE d.reason_code {} END".format(
     " ".join(f"WHEN '{reason.value}' THEN '{kind.value}'" for reason, kind in DECISION_OF_REASON.items())
 )
+
+# Served decisions count towards their item's access frequency (traces.models.ItemAccess), in the same
+# statement: a data-modifying CTE runs to completion whether or not the final INSERT reads it. The count is
+# decayed from its row's time to the trace's, or the new serving decayed to the row's time when a call that
+# started earlier commits later (a count never grows by decay). Replays are no calls and count nothing.
+# Concurrent calls of one scope serve the same items: each upserts its rows in item id order, so two writers
+# wait for each other's row locks in the same order and cannot deadlock (two orders would: A holds x and wants
+# y while B holds y and wants x). DISTINCT ON keeps one row per item: ON CONFLICT may not touch a row twice.
+_ACCESS_UPSERT_SQL = """, a AS (
+    INSERT INTO {item_access} AS x (project_id, subject_id, item_type, item_id, count, at)
+    SELECT DISTINCT ON (d.item_id) t.project_id, %(subject_id)s, d.item_type, d.item_id, 1, %(created_at)s::timestamptz
+      FROM t, d
+     WHERE d.reason_code IN (""" + ", ".join(f"'{code.value}'" for code in SERVED_REASONS) + """)
+       AND %(replay_of)s::uuid IS NULL
+     ORDER BY d.item_id
+        ON CONFLICT (project_id, subject_id, item_id) DO UPDATE
+       SET count = x.count * exp(-greatest(extract(epoch FROM excluded.at - x.at), 0) / %(access_tau_seconds)s)
+                   + exp(-greatest(extract(epoch FROM x.at - excluded.at), 0) / %(access_tau_seconds)s),
+           at = greatest(x.at, excluded.at)
+)"""
 
 # The trace and all its decisions in one round trip, and in one transaction with the lock: two statements
 # sent as one (client-side binding, the simple query protocol runs them as one implicit transaction; inside
@@ -65,7 +89,7 @@ SELECT pg_advisory_xact_lock_shared(""" + TRACE_LOCK_KEY + """);
 WITH d AS MATERIALIZED (
     SELECT e[1] AS item_type, e[2]::uuid AS item_id, e[3] AS reason_code, e[4]::int AS rank, e[5]::float8 AS score,
            e[6]::float8 AS similarity, e[7]::float8 AS cosine_distance, e[8]::float8 AS text_rank,
-           e[9]::float8 AS recency, e[10]::int AS tokens, coalesce(e[11], '') AS entity
+           e[9]::float8 AS recency, e[10]::int AS tokens, coalesce(e[11], '') AS entity, e[12]::uuid AS superseded_by
       FROM string_to_table(%(decisions)s, E'\\n') AS line, string_to_array(line, E'\\t', '') AS e
 ), t AS (
     INSERT INTO traces_trace (id, project_id, subject_id, query, budget_tokens, used_tokens, status, empty_reason,
@@ -80,16 +104,17 @@ WITH d AS MATERIALIZED (
        AND NOT EXISTS (SELECT FROM d WHERE d.item_type = 'episode'
                                        AND NOT EXISTS (SELECT FROM {event} e WHERE e.id = d.item_id))
     RETURNING id, project_id
-)
+)""" + _ACCESS_UPSERT_SQL + """
 INSERT INTO traces_decision (trace_id, project_id, item_type, fact_id, event_id, decision, reason_code, rank, score,
-                             similarity, cosine_distance, text_rank, recency, tokens, entity)
+                             similarity, cosine_distance, text_rank, recency, tokens, entity, superseded_by)
 SELECT t.id, t.project_id, d.item_type, CASE WHEN d.item_type = 'fact' THEN d.item_id END,
        CASE WHEN d.item_type = 'episode' THEN d.item_id END, """ + _DECISION_OF_REASON_SQL + """, d.reason_code,
-       d.rank, d.score, d.similarity, d.cosine_distance, d.text_rank, d.recency, d.tokens, d.entity
+       d.rank, d.score, d.similarity, d.cosine_distance, d.text_rank, d.recency, d.tokens, d.entity, d.superseded_by
   FROM t, d
 """,
     fact=Fact,
     event=Event,
+    item_access=ItemAccess,
 )
 
 
@@ -101,10 +126,11 @@ def _f(value) -> str:
 
 def _decision_lines(decisions: list[DecisionRow]) -> str:
     """One line per decision, fields separated by tabs. None of them can hold a tab or a line break: item types,
-    reason codes and numbers by construction, entities are names (context.entities.ENTITY_RE)."""
+    reason codes, ids and numbers by construction, entities are names (context.entities.ENTITY_RE)."""
     return "\n".join(
         f"{d.item_type}\t{d.item_id}\t{d.reason_code}\t{d.rank}\t{_f(d.score)}\t{_f(d.similarity)}\t"
-        f"{_f(d.cosine_distance)}\t{_f(d.text_rank)}\t{_f(d.recency)}\t{d.tokens}\t{d.entity}"
+        f"{_f(d.cosine_distance)}\t{_f(d.text_rank)}\t{_f(d.recency)}\t{d.tokens}\t{d.entity}\t"
+        f"{'' if d.by_item is None else d.by_item}"
         for d in decisions
     )
 
@@ -127,6 +153,7 @@ def trace_record(*, trace: dict, decisions: list[DecisionRow]) -> uuid.UUID:
         "replay_of": trace.get("replay_of"),
         "replay": json.dumps(trace["replay"]) if trace.get("replay") is not None else None,
         "decisions": _decision_lines(decisions),
+        "access_tau_seconds": ACCESS_TAU_SECONDS,
     }
     with connection.cursor() as cursor:
         cursor.execute(TRACE_INSERT_SQL, params)
@@ -142,7 +169,8 @@ def trace_record(*, trace: dict, decisions: list[DecisionRow]) -> uuid.UUID:
 
 
 def traces_erase(project_id: str, subject_id: str | None) -> dict[str, int]:
-    """Registered with facts.services' erasure: a trace holds the subject's query text and ids. For one
+    """Registered with facts.services' erasure: a trace holds the subject's query text and ids, an access
+    count its items' ids. For one
     subject, first takes the scope's trace lock exclusively, held until the erasure commits: trace writes
     already holding it are waited for (their traces are deleted below), later ones wait and then find the
     scope's items gone (TRACE_INSERT_SQL). A whole project (subject_id None) is erased without it: only the
@@ -162,12 +190,18 @@ def traces_erase(project_id: str, subject_id: str | None) -> dict[str, int]:
         cursor.execute(
             "DELETE FROM traces_trace t WHERE " + erase_condition(subject_id, "t"), {"p": project_id, "s": subject_id}
         )
-        return {"decisions": decisions, "traces": cursor.rowcount}
+        traces = cursor.rowcount
+        # The scope's access counts name its items: they go too.
+        cursor.execute(
+            "DELETE FROM traces_itemaccess a WHERE " + erase_condition(subject_id, "a"), {"p": project_id, "s": subject_id}
+        )
+        return {"decisions": decisions, "traces": traces, "item_accesses": cursor.rowcount}
 
 
 def traces_erase_naming(project_id: str, subject_id: str, fact_ids: list) -> dict[str, int]:
     """Registered with facts.services' erasure of a category: the scope's traces whose decisions name one of
-    `fact_ids` go whole (their rendered text may quote the fact), with all their decisions. Takes the scope's
+    `fact_ids` go whole (their rendered text may quote the fact), with all their decisions, and the facts'
+    access counts. Takes the scope's
     trace lock exclusively, as traces_erase does: a context call that read those facts before the erasure
     writes its trace before it (deleted here) or finds them gone and writes none."""
     with connection.cursor() as cursor:
@@ -182,7 +216,10 @@ def traces_erase_naming(project_id: str, subject_id: str, fact_ids: list) -> dic
         cursor.execute("DELETE FROM traces_decision WHERE trace_id = ANY(%s)", [trace_ids])
         decisions = cursor.rowcount
         cursor.execute("DELETE FROM traces_trace WHERE id = ANY(%s)", [trace_ids])
-        return {"decisions": decisions, "traces": cursor.rowcount}
+        traces = cursor.rowcount
+        cursor.execute("DELETE FROM traces_itemaccess WHERE project_id = %(p)s AND subject_id = %(s)s"
+                       " AND item_id = ANY(%(ids)s)", {"ids": fact_ids, "p": project_id, "s": subject_id})
+        return {"decisions": decisions, "traces": traces, "item_accesses": cursor.rowcount}
 
 
 # The projects that have traces, one index probe each (a loose scan of traces_trace_project_time): the prune

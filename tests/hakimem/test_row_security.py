@@ -125,7 +125,7 @@ def test_the_roles_are_bound_by_row_security():
         cursor.execute("SELECT relname FROM pg_class WHERE relrowsecurity AND relkind = 'r' ORDER BY 1")
         assert [r[0] for r in cursor.fetchall()] == ["facts_conflictmember", "facts_conflictset", "facts_consent",
                                                      "facts_event", "facts_fact", "facts_project", "traces_decision",
-                                                     "traces_trace"]
+                                                     "traces_itemaccess", "traces_trace"]
 
 
 def test_without_the_database_an_api_request_answers_503_in_the_contract(api, monkeypatch):

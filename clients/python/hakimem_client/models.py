@@ -282,6 +282,7 @@ class Decision:
     score_parts: dict[str, float | None]
     tokens: int | None
     entity: str | None
+    superseded_by: str | None = None  # superseded_in_context: the fact that won the contradiction
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Decision:
@@ -289,6 +290,7 @@ class Decision:
             item_type=d["item_type"], item_id=d["item_id"], text=d.get("text", ""), decision=d["decision"],
             reason_code=d["reason_code"], rank=d.get("rank"), score=d.get("score"),
             score_parts=d.get("score_parts") or {}, tokens=d.get("tokens"), entity=d.get("entity"),
+            superseded_by=d.get("superseded_by"),
         )
 
 
