@@ -169,6 +169,10 @@ class Decision(models.Model):
 # a year would let what mattered last spring outrank what matters now.
 ACCESS_TAU_DAYS = 30.0
 ACCESS_TAU_SECONDS = ACCESS_TAU_DAYS * 86400.0
+# Below this decayed count a row is deleted by consolidation (traces.services.item_access_prune): one serving
+# about three months old (tau x ln 20), worth 0.01 as a signal (traces.selectors.access_score). Without it the
+# table would keep a row for every item ever served.
+ACCESS_MIN_COUNT = 0.05
 
 
 class ItemAccess(models.Model):

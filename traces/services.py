@@ -13,7 +13,7 @@ from facts.models import Event, Fact
 from facts.services import erase_condition
 from hakimem import observability
 from hakimem.db import with_tables
-from traces.models import ACCESS_TAU_SECONDS, DECISION_OF_REASON, ItemAccess, ReasonCode
+from traces.models import ACCESS_MIN_COUNT, ACCESS_TAU_SECONDS, DECISION_OF_REASON, ItemAccess, ReasonCode
 
 logger = logging.getLogger("hakimem.traces")
 
@@ -287,3 +287,58 @@ def traces_prune(*, before: datetime, batch_size: int = PRUNE_BATCH_SIZE, dry_ru
                 if traces < batch_size:
                     break
     return counts
+
+
+# --- access counts: what consolidation prunes ---------------------------------------------------------------
+
+# One batch of access counts in key order (the primary key: project, subject, item), and among them the rows
+# whose count, decayed to %(now)s, is under ACCESS_MIN_COUNT, deleted. Those rows are locked SKIP LOCKED: a row
+# a trace writer is updating is being served again, so not stale, and the pruner never waits for a writer
+# (which locks its rows in item order) while holding rows the writer wants. Only deleted: a count stored decayed
+# to now would read the same as the one stored (the reader decays from `at`), for a write of every row.
+# -- uses: traces_itemaccess_pkey
+ACCESS_PRUNE_BATCH_SQL = """
+WITH batch AS MATERIALIZED (
+    SELECT project_id, subject_id, item_id FROM traces_itemaccess
+     WHERE (project_id, subject_id, item_id) > (%(after_p)s, %(after_s)s, %(after_i)s::uuid)
+       AND (%(project_id)s::text IS NULL OR project_id = %(project_id)s)
+     ORDER BY project_id, subject_id, item_id
+     LIMIT %(limit)s
+), stale AS (
+    SELECT a.project_id, a.subject_id, a.item_id FROM traces_itemaccess a
+     WHERE (a.project_id, a.subject_id, a.item_id) IN (SELECT * FROM batch)
+       AND a.count * exp(-greatest(extract(epoch FROM %(now)s::timestamptz - a.at), 0) / %(tau)s) < %(min_count)s
+       FOR UPDATE SKIP LOCKED
+), gone AS (
+    DELETE FROM traces_itemaccess a USING stale s
+     WHERE (a.project_id, a.subject_id, a.item_id) = (s.project_id, s.subject_id, s.item_id) AND NOT %(dry_run)s
+    RETURNING 1
+)
+SELECT (SELECT count(*) FROM batch), (SELECT count(*) FROM stale), (SELECT count(*) FROM gone), last.*
+  FROM (SELECT * FROM batch ORDER BY project_id DESC, subject_id DESC, item_id DESC LIMIT 1) last
+"""
+
+ACCESS_PRUNE_BATCH_SIZE = 5000
+
+
+def item_access_prune(*, now: datetime, project_id: str | None = None, dry_run: bool = False,
+                      batch_size: int = ACCESS_PRUNE_BATCH_SIZE) -> dict[str, int]:
+    """Delete the access counts (of `project_id`, or all) that have decayed below ACCESS_MIN_COUNT by `now`,
+    batch_size rows looked at per transaction; returns how many were deleted and kept. With dry_run, counts
+    what would go and deletes nothing."""
+    after = ("", "", "00000000-0000-0000-0000-000000000000")
+    counts = {"item_accesses_deleted": 0, "item_accesses_kept": 0}
+    with connection.cursor() as cursor:
+        while True:
+            cursor.execute(ACCESS_PRUNE_BATCH_SQL, {
+                "after_p": after[0], "after_s": after[1], "after_i": after[2], "project_id": project_id,
+                "limit": batch_size, "now": now, "tau": ACCESS_TAU_SECONDS, "min_count": ACCESS_MIN_COUNT,
+                "dry_run": dry_run})
+            row = cursor.fetchone()
+            if row is None:  # an empty batch
+                return counts
+            looked, stale, gone, *after = row
+            counts["item_accesses_deleted"] += stale if dry_run else gone
+            counts["item_accesses_kept"] += looked - (stale if dry_run else gone)
+            if looked < batch_size:
+                return counts

@@ -62,7 +62,7 @@ def test_a_curators_dismissal_sticks():
     nantes, bordeaux = fact("Paul lives in Nantes.", 3), fact("Paul lives in Bordeaux.")
     [opened] = propose(Pair(bordeaux.id, nantes.id))
     conflict_resolve(conflict_set=opened, actor="cora", dismiss=True)
-    assert propose(Pair(bordeaux.id, nantes.id)) == [] and settle(Pair(bordeaux.id, nantes.id)) == []
+    assert propose(Pair(bordeaux.id, nantes.id)) == [] and settle(Pair(bordeaux.id, nantes.id)).sets == []
     assert list(ConflictSet.objects.values_list("status", flat=True)) == [ConflictStatus.DISMISSED]
 
 
@@ -119,12 +119,15 @@ def test_a_context_call_does_not_wait_for_the_scopes_writers():
 def test_settling_under_newest_wins_supersedes_the_loser_as_the_write_path_does():
     Project.objects.create(project_id=PROJECT, conflict_policy="newest_wins")
     nantes, bordeaux = fact("Paul lives in Nantes.", 3), fact("Paul lives in Bordeaux.")
-    [resolved] = settle(Pair(bordeaux.id, nantes.id))
+    settled = settle(Pair(bordeaux.id, nantes.id))
+    [resolved] = settled.sets
+    assert (settled.pairs, settled.superseded, settled.skipped) == (1, 1, 0)
     nantes.refresh_from_db()
     assert nantes.status == FactStatus.SUPERSEDED and nantes.superseded_by_id == bordeaux.id
     assert (resolved.status, resolved.resolved_by) == (ConflictStatus.RESOLVED, "system:newest_wins")
     assert dict(resolved.members.values_list("fact_id", "kept")) == {bordeaux.id: True, nantes.id: False}
-    assert settle(Pair(bordeaux.id, nantes.id)) == []  # the loser is no longer active
+    again = settle(Pair(bordeaux.id, nantes.id))  # the loser is no longer active
+    assert (again.sets, again.pairs, again.skipped) == ([], 0, 1)
 
 
 def test_settling_a_chain_supersedes_only_what_a_fact_still_active_contradicts():
@@ -132,7 +135,8 @@ def test_settling_a_chain_supersedes_only_what_a_fact_still_active_contradicts()
     Project.objects.create(project_id=PROJECT, conflict_policy="newest_wins")
     a, b = fact("Paul lives in Nantes.", 3), fact("Paul lives in Bordeaux.", 2)
     c = fact("Paul does not live in Bordeaux.", 1)
-    settle(Pair(b.id, a.id), Pair(c.id, b.id, rule="negation", detail="negated"))
+    settled = settle(Pair(b.id, a.id), Pair(c.id, b.id, rule="negation", detail="negated"))
+    assert (settled.superseded, settled.skipped) == (1, 1)
     # then the newest winner goes first: B is superseded by C, and so supersedes nothing
     assert dict(Fact.objects.values_list("id", "status")) == {
         a.id: FactStatus.ACTIVE, b.id: FactStatus.SUPERSEDED, c.id: FactStatus.ACTIVE}
@@ -140,5 +144,5 @@ def test_settling_a_chain_supersedes_only_what_a_fact_still_active_contradicts()
 
 def test_settling_under_curator_proposes():
     nantes, bordeaux = fact("Paul lives in Nantes.", 3), fact("Paul lives in Bordeaux.")
-    [opened] = settle(Pair(bordeaux.id, nantes.id))
+    [opened] = settle(Pair(bordeaux.id, nantes.id)).sets
     assert opened.status == ConflictStatus.OPEN and members(opened) == {nantes.id, bordeaux.id}
