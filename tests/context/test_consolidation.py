@@ -20,13 +20,20 @@ from traces.services import DecisionRow, trace_record
 
 pytestmark = pytest.mark.django_db
 
+# One direction per test for all its facts (consolidation compares them by rules, not by how alike they are),
+# drawn anew: many copies of one vector left in the hnsw graph by rolled-back tests would starve later probes.
 BASE = np.zeros(384, dtype=np.float32)
-BASE[0] = 1.0
+
+
+@pytest.fixture(autouse=True)
+def fresh_base():
+    v = np.random.default_rng().standard_normal(384)
+    BASE[:] = v / np.linalg.norm(v)
 
 
 def fact(text: str, days_ago: float = 0, subject_id="alice", **fields) -> Fact:
     at = timezone.now() - timedelta(days=days_ago)
-    return FactFactory(text=text, embedding=BASE, recorded_from=at, last_confirmed_at=at, subject_id=subject_id,
+    return FactFactory(text=text, embedding=BASE.copy(), recorded_from=at, last_confirmed_at=at, subject_id=subject_id,
                        **fields)
 
 

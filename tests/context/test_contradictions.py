@@ -14,22 +14,28 @@ from tests.facts.factories import ConflictSetFactory, FactFactory
 
 pytestmark = pytest.mark.django_db
 
-BASE = np.zeros(384, dtype=np.float32)
-BASE[0] = 1.0
+# Orthonormal directions, drawn anew for each test: the vectors of the tests' rolled-back facts stay in the hnsw
+# graph until a vacuum, and many copies of one vector there would slow or starve later tests' probes.
+BASIS = np.zeros((4, 384), dtype=np.float32)
+
+
+@pytest.fixture(autouse=True)
+def fresh_basis():
+    q, _ = np.linalg.qr(np.random.default_rng().standard_normal((384, len(BASIS))))
+    BASIS[:] = q.T
 
 
 def alike(similarity: float, axis: int = 1) -> np.ndarray:
-    """A unit vector whose cosine with BASE is `similarity` (each axis its own direction: two such vectors of
-    different axes are similarity^2 alike)."""
-    v = np.zeros(384, dtype=np.float32)
-    v[0], v[axis] = similarity, np.sqrt(1 - similarity ** 2)
-    return v
+    """A unit vector whose cosine with BASIS[0] is `similarity` (each axis its own direction: two such vectors
+    of different axes are similarity^2 alike)."""
+    return similarity * BASIS[0] + np.sqrt(1 - similarity ** 2) * BASIS[axis]
 
 
-def stored(text: str, *, days_ago: float, embedding=BASE, valid_from=None, subject_id="alice"):
-    """A fact recorded `days_ago` days ago, with its vector given."""
+def stored(text: str, *, days_ago: float, embedding=None, valid_from=None, subject_id="alice"):
+    """A fact recorded `days_ago` days ago, with its vector given (BASIS[0] by default)."""
     at = timezone.now() - timedelta(days=days_ago)
-    return FactFactory(text=text, embedding=embedding, recorded_from=at, valid_from=valid_from, subject_id=subject_id)
+    return FactFactory(text=text, embedding=BASIS[0] if embedding is None else embedding, recorded_from=at,
+                       valid_from=valid_from, subject_id=subject_id)
 
 
 def candidate(fact) -> retrieval.Candidate:
