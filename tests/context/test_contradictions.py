@@ -129,3 +129,16 @@ def test_a_vector_without_direction_contradicts_nothing():
     nantes = stored("Paul lives in Nantes.", days_ago=3, embedding=np.zeros(384, dtype=np.float32))
     bordeaux = stored("Paul lives in Bordeaux.", days_ago=1)
     assert find(nantes, bordeaux) == []
+
+
+def test_only_the_most_alike_pairs_go_to_the_rules(monkeypatch):
+    # given two contradicting pairs, one more alike than the other, and room for one pair
+    nantes = stored("Paul lives in Nantes.", days_ago=3, embedding=alike(0.99, axis=1))
+    bordeaux = stored("Paul lives in Bordeaux.", days_ago=1)
+    two = stored("Tom has 2 children.", days_ago=3, embedding=BASIS[2].copy())
+    three = stored("Tom has 3 children.", days_ago=1, embedding=0.8 * BASIS[2] + 0.6 * BASIS[3])
+    monkeypatch.setattr(retrieval, "CONTRADICTION_MAX_PAIRS", 1)
+    # then only the closer pair (0.99) is decided; Tom's (0.8) waits for a call with fewer alike pairs
+    assert [(c.winner_id, c.loser_id) for c in find(nantes, bordeaux, two, three)] == [(bordeaux.id, nantes.id)]
+    monkeypatch.setattr(retrieval, "CONTRADICTION_MAX_PAIRS", 2)
+    assert len(find(nantes, bordeaux, two, three)) == 2
