@@ -166,3 +166,10 @@ def access_score(count: float) -> float:
     """An access count (access_frequency) as a signal in [0, 1): count / (count + ACCESS_HALF), 0 for an item
     never served."""
     return count / (count + ACCESS_HALF) if count > 0 else 0.0
+
+
+def access_signal(*, project_id: str, subject_id: str, item_ids, now) -> dict:
+    """The access frequency signal of each item, in [0, 1): access_score of its access_frequency as of `now`;
+    {item id (as given): signal}, 0.0 for an item never served. One query."""
+    counts = access_frequency(project_id=project_id, subject_id=subject_id, item_ids=item_ids, now=now)
+    return {item_id: access_score(count) for item_id, count in counts.items()}

@@ -17,7 +17,7 @@ from tests.conftest import PROJECT
 from tests.facts.factories import EventFactory, FactFactory
 from tests.traces.factories import record_call
 from traces.models import ACCESS_TAU_DAYS, ItemAccess
-from traces.selectors import ACCESS_HALF, access_frequency, access_score
+from traces.selectors import ACCESS_HALF, access_frequency, access_score, access_signal
 
 pytestmark = pytest.mark.django_db
 
@@ -114,6 +114,16 @@ def test_access_score_is_a_share_in_zero_one_half_at_access_half():
     assert access_score(ACCESS_HALF) == 0.5
     scores = [access_score(c) for c in (0.1, 1, 5, 20, 1e6)]
     assert scores == sorted(scores) and all(0 < s < 1 for s in scores)
+
+
+def test_access_signal_is_the_score_of_each_items_count(django_assert_num_queries):
+    now = timezone.now()
+    often, never = FactFactory.create_batch(2)
+    for _ in range(int(ACCESS_HALF)):
+        record_call(at=now, facts=[(often, "included")])
+    with django_assert_num_queries(1):
+        assert access_signal(project_id=PROJECT, subject_id="alice", item_ids=[often.id, never.id], now=now) == {
+            often.id: pytest.approx(0.5), never.id: 0.0}
 
 
 def test_the_access_frequency_query_probes_the_primary_key():
