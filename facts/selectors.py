@@ -22,12 +22,17 @@ from facts.models import (
     Consent,
     ConsentWritePolicy,
     Event,
+    PROJECT_WIDE,
     Fact,
+    IdentityBlock,
+    Procedure,
     Project,
     Volatility,
 )
 from hakimem.db import fetch_dicts
+from hakimem.db_router import read_connection
 from hakimem.embeddings import vector_literal
+from hakimem.tokens import estimate_tokens
 
 NEIGHBOURS_PER_FACT = 8
 NEIGHBOURS_EF_SEARCH = 100  # hnsw.ef_search of the write-time probe (the context path sets its own)
@@ -79,11 +84,19 @@ SELECT ARRAY(SELECT c.category FROM facts_consent c
 
 def consent_gate(*, project_id: str, subject_id: str) -> frozenset[str] | None:
     """None when the project does not require consent; else the categories the subject consents to now
-    (read on every call: a revocation holds from the very next one)."""
-    with connection.cursor() as cursor:
+    (read on every call: a revocation holds from the very next one). A context call's read: on the read replica
+    when it serves the call (hakimem.db_router)."""
+    with read_connection().cursor() as cursor:
         cursor.execute(_CONSENT_GATE_SQL, {"p": project_id, "s": subject_id})
         row = cursor.fetchone()
     return None if row is None else frozenset(row[0])
+
+
+# The scope's write record (facts.models.ScopeWrite) and its project's, as one text (NULL: none); a read replica
+# serves a context call only when this text is the same there as on the primary (hakimem.db_router.reads_for_scope).
+# uses: facts_scopewrite_pkey
+SCOPE_WRITTEN_SQL = """SELECT string_agg(w.subject_id || ':' || w.written_by, ',' ORDER BY w.subject_id)
+  FROM facts_scopewrite w WHERE w.project_id = %(project_id)s AND w.subject_id IN (%(subject_id)s, '')"""
 
 
 def consent_history(*, project_id: str, subject_id: str) -> QuerySet:
@@ -291,6 +304,58 @@ def fact_neighbours(*, project_id: str, subject_id: str, vectors: list, exclude_
         for idx, fact_id, text, similarity in cursor.fetchall():
             out[idx - 1].append((fact_id, text, float(similarity)))
     return out
+
+
+# --- identity blocks and procedures ---------------------------------------------------------------------------
+
+def _applying_to(queryset: QuerySet, project_id: str, subject_id: str | None) -> QuerySet:
+    """The rows that apply to a subject: the project-wide ones and the subject's own; without a subject, the
+    project-wide ones only."""
+    subjects = [PROJECT_WIDE] if subject_id is None else [PROJECT_WIDE, subject_id]
+    return queryset.filter(project_id=project_id, subject_id__in=subjects)
+
+
+def identity_block_list(*, project_id: str, subject_id: str | None) -> QuerySet:
+    """In the order a context call serves them: project-wide first ('' sorts before any subject id), then the
+    subject's, each by position then name; disabled ones included."""
+    return _applying_to(IdentityBlock.objects.all(), project_id, subject_id).order_by("subject_id", "position", "name")
+
+
+def identity_block_get(*, project_id: str, block_id) -> IdentityBlock | None:
+    return IdentityBlock.objects.filter(project_id=project_id, id=block_id).first()
+
+
+@dataclass(frozen=True)
+class ServedIdentityBlock:
+    """An identity block as a context call serves it."""
+
+    id: uuid.UUID
+    name: str
+    text: str
+    project_wide: bool
+    tokens: int
+
+
+def identity_blocks_for(*, project_id: str, subject_id: str) -> list[ServedIdentityBlock]:
+    """The enabled blocks a context call for the subject serves, in order (identity_block_list's), in one query
+    of the columns it needs. -- uses: identity_block_name_unique_in_scope (project_id, subject_id, name)"""
+    rows = (_applying_to(IdentityBlock.objects.filter(enabled=True), project_id, subject_id)
+            .order_by("subject_id", "position", "name").values_list("id", "name", "text", "subject_id"))
+    return [ServedIdentityBlock(id=block_id, name=name, text=text, project_wide=subject == PROJECT_WIDE,
+                                tokens=estimate_tokens(text))
+            for block_id, name, text, subject in rows]
+
+
+def procedure_list(*, project_id: str, subject_id: str | None, filters: dict) -> QuerySet:
+    qs = _applying_to(Procedure.objects.defer("embedding", "search_vector"), project_id, subject_id)
+    for name in ("status", "category"):
+        if filters.get(name):
+            qs = qs.filter(**{name: filters[name]})
+    return qs
+
+
+def procedure_get(*, project_id: str, procedure_id) -> Procedure | None:
+    return Procedure.objects.filter(project_id=project_id, id=procedure_id).defer("embedding", "search_vector").first()
 
 
 # Consolidation's probe for near-duplicates (facts.services.fact_merge_duplicates): for each active fact of the

@@ -35,9 +35,13 @@ from facts.models import (
     ConsentWritePolicy,
     Event,
     ExtractionStatus,
+    IDENTITY_BLOCKS_PER_SCOPE,
     Fact,
     FactKind,
     FactStatus,
+    IdentityBlock,
+    Procedure,
+    ProcedureStatus,
     Project,
     Volatility,
 )
@@ -779,10 +783,11 @@ def _erase(project_id: str, subject_id: str | None) -> dict[str, int]:
     counts: dict[str, int] = {}
     for _, eraser in _ERASERS:  # rows that point at facts go first; the traces' eraser locks out trace writes
         counts.update(eraser(project_id, subject_id))
-    content_types = ContentType.objects.get_for_models(Fact, ConflictSet, Event)
+    content_types = ContentType.objects.get_for_models(Fact, ConflictSet, Event, IdentityBlock, Procedure)
     params = {
         "p": project_id, "s": subject_id, "ct_fact": content_types[Fact].id,
         "ct_conflict_set": content_types[ConflictSet].id, "ct_event": content_types[Event].id,
+        "ct_identity_block": content_types[IdentityBlock].id, "ct_procedure": content_types[Procedure].id,
     }
     # Plain DELETEs rather than the ORM's collector: it would load every row to emulate ON DELETE in Python.
     # References inside the scope (superseded_by, source_event) disappear together; Django's foreign keys are
@@ -797,18 +802,37 @@ def _erase(project_id: str, subject_id: str | None) -> dict[str, int]:
          " OR (l.content_type_id = %(ct_conflict_set)s AND l.object_id IN (SELECT c.id::text FROM facts_conflictset c"
          " WHERE " + erase_condition(subject_id, "c") + "))"
          " OR (l.content_type_id = %(ct_event)s AND l.object_id IN (SELECT e.id::text FROM facts_event e WHERE "
-         + erase_condition(subject_id, "e") + "))"),
+         + erase_condition(subject_id, "e") + "))"
+         " OR (l.content_type_id = %(ct_identity_block)s AND l.object_id IN (SELECT b.id::text FROM facts_identityblock b"
+         " WHERE " + erase_condition(subject_id, "b") + "))"
+         " OR (l.content_type_id = %(ct_procedure)s AND l.object_id IN (SELECT x.id::text FROM facts_procedure x WHERE "
+         + erase_condition(subject_id, "x") + "))"),
         ("conflict_members", "DELETE FROM facts_conflictmember m USING facts_conflictset c"
          " WHERE m.conflict_set_id = c.id AND " + erase_condition(subject_id, "c")),
         ("conflict_sets", "DELETE FROM facts_conflictset c WHERE " + erase_condition(subject_id, "c")),
         ("facts", "DELETE FROM facts_fact f WHERE " + erase_condition(subject_id, "f")),
         ("events", "DELETE FROM facts_event e WHERE " + erase_condition(subject_id, "e")),
+        # A subject's own; the project-wide ones (subject_id '') go only with their project.
+        ("identity_blocks", "DELETE FROM facts_identityblock b WHERE " + erase_condition(subject_id, "b")),
+        ("procedures", "DELETE FROM facts_procedure x WHERE " + erase_condition(subject_id, "x")),
+        # Last: the deletes above recorded the scope as written (facts.models.ScopeWrite), and that record names the
+        # subject. The project's own record (no subject) stays, and is rewritten below.
+        ("scope_writes", "DELETE FROM facts_scopewrite w WHERE " + erase_condition(subject_id, "w") + " AND w.subject_id <> ''"),
     ]
     with connection.cursor() as cursor:
         for name, statement in statements:
             cursor.execute(statement, params)
             counts[name] = cursor.rowcount
+        # With the scope's record gone, the primary says "no record" for it, and so would a replica that has not
+        # replayed the erasure but predates the scope's first recorded write. The project's record, which every
+        # context call of the project compares too, tells them apart.
+        cursor.execute(_PROJECT_WRITTEN_SQL, params)
     return counts
+
+
+_PROJECT_WRITTEN_SQL = """
+INSERT INTO facts_scopewrite AS w (project_id, subject_id, written_by) VALUES (%(p)s, '', pg_current_xact_id()::text::bigint)
+ON CONFLICT (project_id, subject_id) DO UPDATE SET written_by = EXCLUDED.written_by"""
 
 
 # Erasing some facts of a scope (a revoked category) reaches the rows other apps hold about those facts: the
@@ -894,6 +918,135 @@ def consent_revoke(*, project_id: str, subject_id: str, category: str, actor: st
             current.save(update_fields=["revoked_at", "revoked_by"])
         receipt = _erase_category(project_id, subject_id, category) if erase else None
     return current, receipt
+
+
+# --- identity blocks --------------------------------------------------------------------------------------
+# Written under their scope's writers' lock, (project, '') for the project-wide ones: a subject's erasure,
+# which holds its scope's, never misses one committed meanwhile, and a scope's name and block count are
+# checked with no other writer in between.
+
+IDENTITY_FIELDS = ("name", "text", "position", "enabled", "metadata")
+
+
+def _check_identity_name(*, project_id: str, subject_id: str, name: str, exclude_id=None) -> None:
+    taken = IdentityBlock.objects.filter(project_id=project_id, subject_id=subject_id, name=name)
+    if exclude_id is not None:
+        taken = taken.exclude(id=exclude_id)
+    if taken.exists():
+        scope = "the project" if not subject_id else "this subject"
+        raise ServiceValidationError([{"index": None, "field": "name",
+                                       "message": f"{scope} already has an identity block named {name!r}"}])
+
+
+def identity_block_check_new(*, project_id: str, subject_id: str, name: str) -> None:
+    """ServiceValidationError when the scope may not take a block of this name: the name is taken there, or
+    the scope holds IDENTITY_BLOCKS_PER_SCOPE already. identity_block_create checks it again under the lock; a
+    form asks first, to show the error beside its fields."""
+    if IdentityBlock.objects.filter(project_id=project_id, subject_id=subject_id).count() >= IDENTITY_BLOCKS_PER_SCOPE:
+        raise ServiceValidationError([{"index": None, "field": "subject_id", "message":
+                                       f"a scope holds at most {IDENTITY_BLOCKS_PER_SCOPE} identity blocks"}])
+    _check_identity_name(project_id=project_id, subject_id=subject_id, name=name)
+
+
+def identity_block_create(*, project_id: str, subject_id: str, name: str, text: str, position: int = 0,
+                          enabled: bool = True, metadata: dict | None = None) -> IdentityBlock:
+    """A new block for the project (subject_id '') or a subject; its name is unique in that scope, and a scope
+    holds at most IDENTITY_BLOCKS_PER_SCOPE."""
+    with transaction.atomic():
+        _lock_scopes([(project_id, subject_id)])
+        identity_block_check_new(project_id=project_id, subject_id=subject_id, name=name)
+        return IdentityBlock.objects.create(project_id=project_id, subject_id=subject_id, name=name, text=text,
+                                            position=position, enabled=enabled, metadata=metadata or {})
+
+
+def identity_block_update(*, block: IdentityBlock, changes: dict) -> IdentityBlock:
+    """Edit IDENTITY_FIELDS in place. Raises IdentityBlock.DoesNotExist when it was deleted (or its subject
+    erased) meanwhile."""
+    with transaction.atomic():
+        _lock_scopes([(block.project_id, block.subject_id)])
+        block = IdentityBlock.objects.select_for_update().get(id=block.id)
+        if "name" in changes and changes["name"] != block.name:
+            _check_identity_name(project_id=block.project_id, subject_id=block.subject_id, name=changes["name"],
+                                 exclude_id=block.id)
+        fields = [name for name in IDENTITY_FIELDS if name in changes]
+        for name in fields:
+            setattr(block, name, changes[name])
+        if fields:
+            block.save(update_fields=[*fields, "updated_at"])
+    return block
+
+
+def identity_block_delete(*, block: IdentityBlock) -> None:
+    """Deleting one already gone is harmless."""
+    with transaction.atomic():
+        _lock_scopes([(block.project_id, block.subject_id)])
+        IdentityBlock.objects.filter(id=block.id).delete()
+
+
+# --- procedures -------------------------------------------------------------------------------------------
+
+PROCEDURE_FIELDS = ("title", "text", "category", "importance", "metadata")
+
+
+def procedure_embedding_text(title: str, text: str) -> str:
+    """What a procedure's vector is computed from: the title first (an embedder that truncates keeps it), then
+    the steps, as its full-text vector reads title || ' ' || text."""
+    return f"{title}\n{text}"
+
+
+def procedure_create(*, project_id: str, subject_id: str, title: str, text: str, category: str = "",
+                     importance: float = 0.5, metadata: dict | None = None) -> Procedure:
+    """Embedded first, as facts are (a failing embedder refuses the write before anything is stored), then
+    stored under the scope's writers' lock."""
+    vector = get_embedder().embed([procedure_embedding_text(title, text)])[0]
+    with transaction.atomic():
+        _lock_scopes([(project_id, subject_id)])
+        return Procedure.objects.create(project_id=project_id, subject_id=subject_id, title=title, text=text,
+                                        category=category, importance=importance, embedding=vector,
+                                        metadata=metadata or {})
+
+
+class ProcedureNotActive(Exception):
+    pass
+
+
+def procedure_update(*, procedure: Procedure, changes: dict) -> Procedure:
+    """Edit PROCEDURE_FIELDS in place (a procedure has no versions: its steps are meant to be kept current); a
+    new title or text is embedded again. Only an active procedure changes: ProcedureNotActive otherwise, and
+    Procedure.DoesNotExist when its scope was erased meanwhile."""
+    title, text = changes.get("title", procedure.title), changes.get("text", procedure.text)
+    vector = None
+    if (title, text) != (procedure.title, procedure.text):
+        vector = get_embedder().embed([procedure_embedding_text(title, text)])[0]
+    with transaction.atomic():
+        _lock_scopes([(procedure.project_id, procedure.subject_id)])
+        procedure = Procedure.objects.select_for_update().defer("search_vector").get(id=procedure.id)
+        if procedure.status != ProcedureStatus.ACTIVE:
+            raise ProcedureNotActive(f"the procedure is {procedure.status}")
+        before = (procedure.title, procedure.text)
+        fields = [name for name in PROCEDURE_FIELDS if name in changes]
+        for name in fields:
+            setattr(procedure, name, changes[name])
+        after = (procedure.title, procedure.text)
+        if after != before:  # embedded above, unless another edit changed the other half meanwhile
+            procedure.embedding = vector if vector is not None and after == (title, text) else (
+                get_embedder().embed([procedure_embedding_text(*after)])[0])
+            fields.append("embedding")
+        if fields:
+            procedure.save(update_fields=[*fields, "updated_at"])
+    return procedure
+
+
+def procedure_retract(*, procedure: Procedure) -> Procedure:
+    """Never served again; kept (with the traces that served it) until its scope is erased. Retracting twice
+    is harmless; Procedure.DoesNotExist when its scope was erased meanwhile."""
+    with transaction.atomic():
+        _lock_scopes([(procedure.project_id, procedure.subject_id)])
+        procedure = Procedure.objects.select_for_update().defer("search_vector").get(id=procedure.id)
+        if procedure.status != ProcedureStatus.RETRACTED:
+            procedure.status = ProcedureStatus.RETRACTED
+            procedure.save(update_fields=["status", "updated_at"])
+    return procedure
 
 
 def subject_erase(*, project_id: str, subject_id: str) -> dict[str, int]:

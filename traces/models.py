@@ -8,7 +8,7 @@ import uuid
 from django.db import models
 from django.db.models import Q
 
-from facts.models import Event, Fact
+from facts.models import Event, Fact, IdentityBlock, Procedure
 from hakimem.validators import SCOPE_ID_MAX
 
 
@@ -57,6 +57,20 @@ DECISION_OF_REASON = {
 class ItemType(models.TextChoices):
     FACT = "fact"
     EPISODE = "episode"
+    PROCEDURE = "procedure"
+    IDENTITY = "identity"  # an identity block
+
+
+# The sections of a tiered call (issue 15), as a decision records them; '' for a call that asks for no tiers.
+TIER_MAX = 16
+
+
+_ITEM_COLUMNS = ("fact", "event", "procedure", "identity_block")
+
+
+def _one_item(item_type: str, column: str) -> Q:
+    """A decision of `item_type` names its item in `column` and in no other item column."""
+    return Q(item_type=item_type, **{f"{c}__isnull": c != column for c in _ITEM_COLUMNS})
 
 
 class Trace(models.Model):
@@ -113,7 +127,7 @@ class Decision(models.Model):
     # Through the trace instead (a subquery per policy check), the stats overview of 200k decisions took 3x
     # as long under row security (hashed subplan, no parallel scan).
     project_id = models.CharField(max_length=SCOPE_ID_MAX)
-    item_type = models.CharField(max_length=8, choices=ItemType.choices)
+    item_type = models.CharField(max_length=16, choices=ItemType.choices)
     # No database constraint on these two: PostgreSQL checks a foreign key by taking FOR KEY SHARE on the
     # referenced row, so every context call would lock (and dirty the pages of) the ~130 facts it merely
     # considered, contending with writers. Facts and events are only ever deleted by subject erasure,
@@ -127,6 +141,20 @@ class Decision(models.Model):
         Event, null=True, blank=True, on_delete=models.DO_NOTHING, db_constraint=False, db_index=False,
         related_name="decisions",
     )
+    # Procedures, like facts, are retracted rather than deleted, and erased with their scope (subject or project:
+    # a project-wide one goes with its project). An identity block is deleted by its DELETE: the decisions that
+    # served it keep its id, the record of what a call served (the trace's `rendered` holds its text anyway).
+    procedure = models.ForeignKey(
+        Procedure, null=True, blank=True, on_delete=models.DO_NOTHING, db_constraint=False, db_index=False,
+        related_name="decisions",
+    )
+    identity_block = models.ForeignKey(
+        IdentityBlock, null=True, blank=True, on_delete=models.DO_NOTHING, db_constraint=False, db_index=False,
+        related_name="decisions",
+    )
+    # Database default: the bulk loaders (scripts/bench_stats.py) name only the columns they know.
+    tier = models.CharField(max_length=TIER_MAX, blank=True, default="", db_default="",
+                            help_text="The section of a tiered call the item was packed for; empty for a plain call.")
     decision = models.CharField(max_length=16, choices=DecisionKind.choices)
     reason_code = models.CharField(max_length=32, choices=ReasonCode.choices)
     rank = models.PositiveIntegerField(help_text="1-based position in the scored order (facts and episodes apart)")
@@ -155,8 +183,8 @@ class Decision(models.Model):
         constraints = [
             models.CheckConstraint(
                 name="decision_one_item",
-                condition=(Q(item_type="fact", fact__isnull=False, event__isnull=True)
-                           | Q(item_type="episode", event__isnull=False, fact__isnull=True)),
+                condition=_one_item("fact", "fact") | _one_item("episode", "event") | _one_item("procedure", "procedure")
+                | _one_item("identity", "identity_block"),
             ),
             models.CheckConstraint(name="decision_kind_valid", condition=Q(decision__in=DecisionKind.values)),
             models.CheckConstraint(name="decision_reason_valid", condition=Q(reason_code__in=ReasonCode.values)),

@@ -3,11 +3,11 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
-from django.db import connection
 from django.db.models import Count
 
-from facts.models import Event, Fact
+from facts.models import Event, Fact, IdentityBlock, Procedure
 from hakimem.db import fetch_dicts, with_tables
+from hakimem.db_router import read_connection
 from hakimem.serializers import iso
 from traces.models import ACCESS_TAU_SECONDS, Decision, DecisionKind, ItemAccess, Trace
 
@@ -22,25 +22,31 @@ def trace_get(*, project_id: str, trace_id) -> Trace | None:
     return Trace.objects.filter(project_id=project_id, id=trace_id).first()
 
 
-# The item's text is in the facts app's tables, named from its models.
+# The item's text is in the facts app's tables, named from its models. A procedure shows its title and its
+# steps; an identity block deleted since the call has no text left ('').
 TRACE_DECISIONS_SQL = with_tables(
     """
-    SELECT d.item_type, coalesce(d.fact_id, d.event_id) AS item_id, d.decision, d.reason_code, d.rank,
-           d.score, d.similarity, d.cosine_distance, d.text_rank, d.recency, d.tokens, d.entity, d.superseded_by,
-           coalesce(f.text, e.text) AS text
+    SELECT d.item_type, coalesce(d.fact_id, d.event_id, d.procedure_id, d.identity_block_id) AS item_id, d.decision,
+           d.reason_code, d.rank, d.score, d.similarity, d.cosine_distance, d.text_rank, d.recency, d.tokens, d.entity,
+           d.tier, d.superseded_by, coalesce(f.text, e.text, x.title || ': ' || x.text, b.text, '') AS text
       FROM traces_decision d
       LEFT JOIN {fact} f ON f.id = d.fact_id
       LEFT JOIN {event} e ON e.id = d.event_id
+      LEFT JOIN {procedure} x ON x.id = d.procedure_id
+      LEFT JOIN {identity_block} b ON b.id = d.identity_block_id
      WHERE d.trace_id = %(trace_id)s
-     ORDER BY d.item_type DESC, d.rank
+     ORDER BY array_position(ARRAY['identity', 'fact', 'episode', 'procedure'], d.item_type::text), d.rank
     """,
     fact=Fact,
     event=Event,
+    procedure=Procedure,
+    identity_block=IdentityBlock,
 )
 
 
 def trace_decisions(*, trace: Trace) -> list[dict]:
-    """Every decision of the trace with the item's text, facts first then episodes, each by rank."""
+    """Every decision of the trace with the item's text, in the order of the prompt's sections: identity blocks,
+    facts, episodes, procedures, each by rank."""
     return fetch_dicts(TRACE_DECISIONS_SQL, {"trace_id": trace.id})
 
 
@@ -89,6 +95,7 @@ def trace_inspect(*, trace: Trace) -> dict:
                 },
                 "tokens": d["tokens"],
                 "entity": d["entity"] or None,
+                "tier": d["tier"] or None,
                 "superseded_by": str(d["superseded_by"]) if d["superseded_by"] else None,
             }
             for d in decisions
@@ -154,7 +161,7 @@ def access_frequency(*, project_id: str, subject_id: str, item_ids, now) -> dict
     counts = dict.fromkeys(asked.values(), 0.0)
     if not asked:
         return counts
-    with connection.cursor() as cursor:
+    with read_connection().cursor() as cursor:  # a live call's reads may go to a replica (hakimem/db_router.py)
         cursor.execute(ACCESS_FREQUENCY_SQL, {"project_id": project_id, "subject_id": subject_id,
                                               "item_ids": list(asked), "now": now, "tau": ACCESS_TAU_SECONDS})
         for item_id, count in cursor.fetchall():

@@ -9,7 +9,7 @@ from datetime import datetime
 
 from django.db import connection
 
-from facts.models import Event, Fact
+from facts.models import Event, Fact, IdentityBlock, Procedure
 from facts.services import erase_condition
 from hakimem import observability
 from hakimem.db import with_tables
@@ -20,7 +20,7 @@ logger = logging.getLogger("hakimem.traces")
 
 @dataclass
 class DecisionRow:
-    item_type: str  # fact | episode
+    item_type: str  # traces.models.ItemType: fact | episode | procedure | identity
     item_id: object
     reason_code: str
     rank: int
@@ -31,6 +31,7 @@ class DecisionRow:
     recency: float | None
     tokens: int
     entity: str = ""
+    tier: str = ""  # the section a tiered call packed the item for (identity, preferences, ...); '' for a plain call
     by_item: object = None  # superseded_in_context: the id of the fact that won (Decision.superseded_by)
 
 
@@ -53,7 +54,8 @@ _DECISION_OF_REASON_SQL = "CASE d.reason_code {} END".format(
 # Served decisions count towards their item's access frequency (traces.models.ItemAccess), in the same
 # statement: a data-modifying CTE runs to completion whether or not the final INSERT reads it. The count is
 # decayed from its row's time to the trace's, or the new serving decayed to the row's time when a call that
-# started earlier commits later (a count never grows by decay). Replays are no calls and count nothing.
+# started earlier commits later (a count never grows by decay). Replays are no calls and count nothing; identity
+# blocks, served to every tiered call and never ranked, neither.
 # Concurrent calls of one scope serve the same items: each upserts its rows in item id order, so two writers
 # wait for each other's row locks in the same order and cannot deadlock (two orders would: A holds x and wants
 # y while B holds y and wants x). DISTINCT ON keeps one row per item: ON CONFLICT may not touch a row twice.
@@ -62,7 +64,7 @@ _ACCESS_UPSERT_SQL = """, a AS (
     SELECT DISTINCT ON (d.item_id) t.project_id, %(subject_id)s, d.item_type, d.item_id, 1, %(created_at)s::timestamptz
       FROM t, d
      WHERE d.reason_code IN (""" + ", ".join(f"'{code.value}'" for code in SERVED_REASONS) + """)
-       AND %(replay_of)s::uuid IS NULL
+       AND d.item_type <> 'identity' AND %(replay_of)s::uuid IS NULL
      ORDER BY d.item_id
         ON CONFLICT (project_id, subject_id, item_id) DO UPDATE
        SET count = x.count * exp(-greatest(extract(epoch FROM excluded.at - x.at), 0) / %(access_tau_seconds)s)
@@ -74,9 +76,11 @@ _ACCESS_UPSERT_SQL = """, a AS (
 # sent as one (client-side binding, the simple query protocol runs them as one implicit transaction; inside
 # an atomic block, the lock lasts until that block commits). The INSERT is the second statement, so its
 # snapshot is taken once the lock is held: a context call that read the scope's facts before an erasure and
-# writes after it sees them gone, and writes nothing. Facts and events are deleted only by erasure, which
-# takes a whole scope: a named item that no longer exists means the scope was erased after the call read it,
-# and the trace (its `rendered` holds the erased texts, its decisions name deleted rows) must not be written.
+# writes after it sees them gone, and writes nothing. Facts, events and procedures are deleted only by erasure,
+# which takes a whole scope: a named item that no longer exists means the scope was erased after the call read
+# it, and the trace (its `rendered` holds the erased texts, its decisions name deleted rows) must not be written.
+# An identity block is also deleted by its own DELETE: a call that served one deleted meanwhile is not traced
+# either (rare, and a trace naming a row that no longer exists is the case the check exists to refuse).
 #
 # The INSERT of the trace is a data-modifying CTE; the decisions arrive as one text, a line per decision and
 # tab-separated fields (_decision_lines), split by the server. Cost for 150 decisions, CPU of client + backend
@@ -89,7 +93,8 @@ SELECT pg_advisory_xact_lock_shared(""" + TRACE_LOCK_KEY + """);
 WITH d AS MATERIALIZED (
     SELECT e[1] AS item_type, e[2]::uuid AS item_id, e[3] AS reason_code, e[4]::int AS rank, e[5]::float8 AS score,
            e[6]::float8 AS similarity, e[7]::float8 AS cosine_distance, e[8]::float8 AS text_rank,
-           e[9]::float8 AS recency, e[10]::int AS tokens, coalesce(e[11], '') AS entity, e[12]::uuid AS superseded_by
+           e[9]::float8 AS recency, e[10]::int AS tokens, coalesce(e[11], '') AS entity, coalesce(e[12], '') AS tier,
+           e[13]::uuid AS superseded_by
       FROM string_to_table(%(decisions)s, E'\\n') AS line, string_to_array(line, E'\\t', '') AS e
 ), t AS (
     INSERT INTO traces_trace (id, project_id, subject_id, query, budget_tokens, used_tokens, status, empty_reason,
@@ -103,17 +108,26 @@ WITH d AS MATERIALIZED (
                                        AND NOT EXISTS (SELECT FROM {fact} f WHERE f.id = d.item_id))
        AND NOT EXISTS (SELECT FROM d WHERE d.item_type = 'episode'
                                        AND NOT EXISTS (SELECT FROM {event} e WHERE e.id = d.item_id))
+       AND NOT EXISTS (SELECT FROM d WHERE d.item_type = 'procedure'
+                                       AND NOT EXISTS (SELECT FROM {procedure} x WHERE x.id = d.item_id))
+       AND NOT EXISTS (SELECT FROM d WHERE d.item_type = 'identity'
+                                       AND NOT EXISTS (SELECT FROM {identity_block} b WHERE b.id = d.item_id))
     RETURNING id, project_id
 )""" + _ACCESS_UPSERT_SQL + """
-INSERT INTO traces_decision (trace_id, project_id, item_type, fact_id, event_id, decision, reason_code, rank, score,
-                             similarity, cosine_distance, text_rank, recency, tokens, entity, superseded_by)
+INSERT INTO traces_decision (trace_id, project_id, item_type, fact_id, event_id, procedure_id, identity_block_id,
+                             decision, reason_code, rank, score, similarity, cosine_distance, text_rank, recency,
+                             tokens, entity, tier, superseded_by)
 SELECT t.id, t.project_id, d.item_type, CASE WHEN d.item_type = 'fact' THEN d.item_id END,
-       CASE WHEN d.item_type = 'episode' THEN d.item_id END, """ + _DECISION_OF_REASON_SQL + """, d.reason_code,
-       d.rank, d.score, d.similarity, d.cosine_distance, d.text_rank, d.recency, d.tokens, d.entity, d.superseded_by
+       CASE WHEN d.item_type = 'episode' THEN d.item_id END, CASE WHEN d.item_type = 'procedure' THEN d.item_id END,
+       CASE WHEN d.item_type = 'identity' THEN d.item_id END, """ + _DECISION_OF_REASON_SQL + """, d.reason_code,
+       d.rank, d.score, d.similarity, d.cosine_distance, d.text_rank, d.recency, d.tokens, d.entity, d.tier,
+       d.superseded_by
   FROM t, d
 """,
     fact=Fact,
     event=Event,
+    procedure=Procedure,
+    identity_block=IdentityBlock,
     item_access=ItemAccess,
 )
 
@@ -126,10 +140,10 @@ def _f(value) -> str:
 
 def _decision_lines(decisions: list[DecisionRow]) -> str:
     """One line per decision, fields separated by tabs. None of them can hold a tab or a line break: item types,
-    reason codes, ids and numbers by construction, entities are names (context.entities.ENTITY_RE)."""
+    reason codes, tiers, ids and numbers by construction, entities are names (context.entities.ENTITY_RE)."""
     return "\n".join(
         f"{d.item_type}\t{d.item_id}\t{d.reason_code}\t{d.rank}\t{_f(d.score)}\t{_f(d.similarity)}\t"
-        f"{_f(d.cosine_distance)}\t{_f(d.text_rank)}\t{_f(d.recency)}\t{d.tokens}\t{d.entity}\t"
+        f"{_f(d.cosine_distance)}\t{_f(d.text_rank)}\t{_f(d.recency)}\t{d.tokens}\t{d.entity}\t{d.tier}\t"
         f"{'' if d.by_item is None else d.by_item}"
         for d in decisions
     )
@@ -142,8 +156,8 @@ def trace_record(*, trace: dict, decisions: list[DecisionRow]) -> uuid.UUID:
     trace_id = trace.get("id") or uuid.uuid4()
     # An unknown item type or reason code fails the table's check constraints; a tab or line break in an entity
     # would shift the fields of its line instead.
-    if any("\t" in d.entity or "\n" in d.entity for d in decisions):
-        raise ValueError("an entity is a name, without tabs or line breaks")
+    if any("\t" in d.entity or "\n" in d.entity or "\t" in d.tier or "\n" in d.tier for d in decisions):
+        raise ValueError("an entity is a name and a tier a word, without tabs or line breaks")
     params = {
         **trace,
         "id": str(trace_id),

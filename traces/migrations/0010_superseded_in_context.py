@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('traces', '0008_trace_replay_inputs'),
+        ('traces', '0009_decision_procedures_identity_tiers'),
     ]
 
     operations = [

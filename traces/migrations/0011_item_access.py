@@ -9,7 +9,7 @@ from hakimem.rowsecurity import disable_sql, enable_sql
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('traces', '0009_superseded_in_context'),
+        ('traces', '0010_superseded_in_context'),
     ]
 
     operations = [
@@ -19,7 +19,7 @@ class Migration(migrations.Migration):
                 ('pk', models.CompositePrimaryKey('project_id', 'subject_id', 'item_id', blank=True, editable=False, primary_key=True, serialize=False)),
                 ('project_id', models.CharField(max_length=128)),
                 ('subject_id', models.CharField(max_length=128)),
-                ('item_type', models.CharField(choices=[('fact', 'Fact'), ('episode', 'Episode')], max_length=16)),
+                ('item_type', models.CharField(choices=[('fact', 'Fact'), ('episode', 'Episode'), ('procedure', 'Procedure'), ('identity', 'Identity')], max_length=16)),
                 ('item_id', models.UUIDField()),
                 ('count', models.FloatField(help_text='servings, each decayed by exp(-age / ACCESS_TAU_DAYS), as of `at`')),
                 ('at', models.DateTimeField()),
