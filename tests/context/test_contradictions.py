@@ -41,7 +41,8 @@ def stored(text: str, *, days_ago: float, embedding=None, valid_from=None, subje
 def candidate(fact) -> retrieval.Candidate:
     return retrieval.Candidate(
         id=fact.id, text=fact.text, category=fact.category, kind=fact.kind, metadata={}, valid_from=fact.valid_from,
-        recorded_from=fact.recorded_from, similarity=0.8, distance=0.2, text_rank=0.0, recency=1.0)
+        recorded_from=fact.recorded_from, similarity=0.8, distance=0.2, text_rank=0.0, recency=1.0,
+        importance=fact.importance)
 
 
 def find(*facts) -> list[Contradiction]:
