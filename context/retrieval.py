@@ -665,3 +665,49 @@ def multi_hop_candidates(lookup: Lookup, *, entities: list[str], exclude_ids: li
         cursor.execute(multi_hop_sql(len(entities)), params)
         rows = dict_rows(cursor, json_columns=["metadata"])
     return [(r["entity"], _candidate(r)) for r in rows]
+
+
+# Query-time contradictions (context/contradictions.py): the pairs among a call's fact candidates whose stored
+# vectors are at least `min_similarity` alike, in one statement: the candidates' rows are read once, by id
+# within the scope (invariant 1; they are active facts, and the status filter lets the planner read them from
+# facts_fact_scope_vectors when that costs less), then compared pairwise: n (n - 1) / 2 distances, at most
+# CONTRADICTION_MAX_CANDIDATES candidates (~1 us each: 64 candidates 1.6 ms, 128 candidates 7.8 ms), of which
+# the CONTRADICTION_MAX_PAIRS most alike go on to the rules (~50 us a pair in Python): on a chat stored turn by
+# turn, 128 candidates held ~160 pairs above 0.75, and 128 facts that all say where Paul lives 2,470
+# (scripts/bench_contradictions.py). Negations, the most alike, come first. A pair whose distance is NaN (a
+# vector of zeros, see _distance) fails `<=`: PostgreSQL sorts NaN above every number. A pair that already shares a conflict set is the store's
+# business, not this call's: open, both are blocked and never candidates; closed with both still active, a
+# curator dismissed it or kept both, and that decision stands at query time too.
+# -- uses: facts_fact_pkey (one probe per candidate id) or facts_fact_scope_vectors (small scopes);
+# --       facts_conflictmember_fact and conflict_member_unique for the pairs above the threshold only
+CONTRADICTION_MAX_CANDIDATES = 64
+CONTRADICTION_MAX_PAIRS = 256
+CONTRADICTION_PAIRS_SQL = """
+WITH c AS MATERIALIZED (
+    SELECT f.id, f.embedding FROM facts_fact f
+     WHERE f.project_id = %(project_id)s AND f.subject_id = %(subject_id)s AND f.status = 'active'
+       AND f.id = ANY(%(ids)s::uuid[])
+)
+SELECT a.id, b.id, 1 - p.distance AS similarity
+  FROM c a JOIN c b ON a.id < b.id
+ CROSS JOIN LATERAL (SELECT a.embedding <=> b.embedding AS distance) p
+ WHERE p.distance <= 1 - %(min_similarity)s
+   AND NOT EXISTS (SELECT 1 FROM facts_conflictmember ma
+                     JOIN facts_conflictmember mb ON mb.conflict_set_id = ma.conflict_set_id AND mb.fact_id = b.id
+                     JOIN facts_conflictset s ON s.id = ma.conflict_set_id
+                    WHERE ma.fact_id = a.id AND s.project_id = %(project_id)s AND s.subject_id = %(subject_id)s)
+ ORDER BY p.distance, a.id, b.id
+ LIMIT %(max_pairs)s
+"""
+
+
+def similar_pairs(*, project_id: str, subject_id: str, ids: list, min_similarity: float) -> list[tuple]:
+    """(id, id, similarity) for the CONTRADICTION_MAX_PAIRS most alike pairs of the scope's active facts `ids` at
+    least `min_similarity` alike that share no conflict set."""
+    if len(ids) < 2:
+        return []
+    with read_connection().cursor() as cursor:
+        cursor.execute(CONTRADICTION_PAIRS_SQL, {"project_id": project_id, "subject_id": subject_id,
+                                                 "ids": [str(i) for i in ids], "min_similarity": min_similarity,
+                                                 "max_pairs": CONTRADICTION_MAX_PAIRS})
+        return [(a, b, float(similarity)) for a, b, similarity in cursor.fetchall()]

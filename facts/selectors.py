@@ -356,3 +356,51 @@ def procedure_list(*, project_id: str, subject_id: str | None, filters: dict) ->
 
 def procedure_get(*, project_id: str, procedure_id) -> Procedure | None:
     return Procedure.objects.filter(project_id=project_id, id=procedure_id).defer("embedding", "search_vector").first()
+
+
+# Consolidation's probe for near-duplicates (facts.services.fact_merge_duplicates): for each active fact of the
+# scope recorded in a window, its k nearest active facts of the scope at least `min_similarity` alike. A fact
+# becomes the near-duplicate of another only when one of them is new, so a run probes the facts recorded since
+# the last one, k neighbours each: (facts probed) x k pairs, never the scope's n^2. A distance of NaN (a vector
+# of zeros) fails `<=`. Keyset batches of DUPLICATE_PROBE_BATCH facts, oldest first.
+# -- uses: facts_fact_scope_recorded (the window), then per fact facts_fact_embedding_hnsw on large scopes
+# --       or facts_fact_scope_vectors with an exact sort on small ones, as fact_neighbours
+NEAR_DUPLICATES_SQL = """
+SELECT f.id, f.recorded_from, n.id, 1 - n.distance AS similarity
+  FROM (SELECT f.id, f.embedding, f.recorded_from FROM facts_fact f
+         WHERE f.project_id = %(project_id)s AND f.subject_id = %(subject_id)s AND f.status = 'active'
+           AND (f.recorded_from, f.id) > (%(after_at)s, %(after_id)s::uuid)
+         ORDER BY f.recorded_from, f.id
+         LIMIT %(batch)s) f
+  LEFT JOIN LATERAL (
+       SELECT o.id, o.embedding <=> f.embedding AS distance
+         FROM facts_fact o
+        WHERE o.project_id = %(project_id)s AND o.subject_id = %(subject_id)s AND o.status = 'active' AND o.id <> f.id
+        ORDER BY o.embedding <=> f.embedding
+        LIMIT %(k)s) n ON n.distance <= 1 - %(min_similarity)s
+"""
+DUPLICATE_PROBE_BATCH = 500
+
+
+def fact_near_duplicates(*, project_id: str, subject_id: str, recorded_since: datetime | None,
+                         min_similarity: float, k: int = NEIGHBOURS_PER_FACT) -> list[tuple]:
+    """(id, id, similarity) for each pair of the scope's active facts at least `min_similarity` alike where one
+    was recorded since `recorded_since` (None: any) and the other is among its k nearest; each pair once. Inside
+    a transaction (the hnsw settings are SET LOCAL)."""
+    after = (recorded_since or datetime.min.replace(tzinfo=dt_timezone.utc), uuid.UUID(int=0))
+    pairs: dict[tuple, float] = {}
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+        cursor.execute("SELECT set_config('hnsw.ef_search', %s, true)", [str(NEIGHBOURS_EF_SEARCH)])  # SET LOCAL
+        while True:
+            cursor.execute(NEAR_DUPLICATES_SQL, {
+                "project_id": project_id, "subject_id": subject_id, "after_at": after[0], "after_id": after[1],
+                "batch": DUPLICATE_PROBE_BATCH, "k": k, "min_similarity": min_similarity})
+            probed = set()
+            for fact_id, recorded_from, other, similarity in cursor.fetchall():
+                probed.add((recorded_from, fact_id))
+                if other is not None:
+                    pairs[(fact_id, other) if str(fact_id) < str(other) else (other, fact_id)] = float(similarity)
+            if len(probed) < DUPLICATE_PROBE_BATCH:
+                return [(a, b, similarity) for (a, b), similarity in pairs.items()]
+            after = max(probed, key=lambda p: (p[0], str(p[1])))

@@ -8,6 +8,7 @@ embedder refuses the request before anything is written.
 from __future__ import annotations
 
 import logging
+import uuid
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -456,6 +457,147 @@ def _record_conflict(fact: Fact, conflicts, *, actor: str, now, policy: str) -> 
     ConflictMember.objects.bulk_create(members)
     logger.info("conflict set %s: %s (similarity %.3f)", open_sets[0].id, signal.rule, similarity)
     return open_sets[0]
+
+
+# --- contradictions found at query time ------------------------------------------------------------------
+
+def _pairs_to_record(project_id: str, subject_id: str, pairs) -> dict[uuid.UUID, list[tuple]]:
+    """The pairs still worth recording, by winner: both facts active in the scope, and not already sharing a
+    conflict set (open: already proposed; closed with both active: a curator dismissed it or kept both, and that
+    stands). One (winner, loser) once, its most similar sighting."""
+    best: dict[tuple, object] = {}
+    for pair in pairs:
+        key = (uuid.UUID(str(pair.winner_id)), uuid.UUID(str(pair.loser_id)))
+        if key[0] != key[1] and (key not in best or pair.similarity > best[key].similarity):
+            best[key] = pair
+    active = set(Fact.objects.filter(id__in={i for key in best for i in key}, project_id=project_id,
+                                     subject_id=subject_id, status=FactStatus.ACTIVE).values_list("id", flat=True))
+    sets_of: dict[uuid.UUID, set] = defaultdict(set)
+    for set_id, fact_id in ConflictMember.objects.filter(fact_id__in=active).values_list("conflict_set_id", "fact_id"):
+        sets_of[fact_id].add(set_id)
+    by_winner: dict[uuid.UUID, list[tuple]] = defaultdict(list)
+    for (winner, loser), pair in best.items():
+        if winner in active and loser in active and not (sets_of[winner] & sets_of[loser]):
+            by_winner[winner].append((loser, pair.similarity, Signal(pair.rule, pair.detail)))
+    return by_winner
+
+
+@dataclass
+class ContradictionsRecorded:
+    """What recording a call's (or a consolidation's) contradicting pairs did."""
+
+    sets: list[ConflictSet] = field(default_factory=list)  # opened or joined (curator), resolved (newest_wins)
+    pairs: int = 0  # pairs recorded
+    superseded: int = 0  # facts superseded (newest_wins)
+    skipped: int = 0  # distinct pairs left alone: a fact no longer active, or the pair already shares a set
+
+
+def _record_contradictions(*, project_id: str, subject_id: str, pairs, actor: str, policy: str) -> ContradictionsRecorded:
+    """Each winner's pairs through the write path's _record_conflict, as if the winner had just been written:
+    under curator, opened or joined sets; under newest_wins, its losers superseded and a set recorded as resolved
+    by the system. Winners newest first, a fact superseded on the way superseding nothing more: with C over B and
+    B over A, A stays (as context.contradictions decides within a call)."""
+    now = timezone.now()
+    distinct = {(str(p.winner_id), str(p.loser_id)) for p in pairs if str(p.winner_id) != str(p.loser_id)}
+    by_winner = _pairs_to_record(project_id, subject_id, pairs)
+    winners = sorted(Fact.objects.filter(id__in=list(by_winner)).defer("embedding", "search_vector"),
+                     key=lambda f: (f.valid_from or f.recorded_from, f.recorded_from, str(f.id)), reverse=True)
+    gone: set[uuid.UUID] = set()
+    done = ContradictionsRecorded()
+    for winner in winners:
+        conflicts = [c for c in by_winner[winner.id] if c[0] not in gone]
+        if winner.id in gone or not conflicts:
+            continue
+        conflict_set = _record_conflict(winner, conflicts, actor=actor, now=now, policy=policy)
+        if conflict_set not in done.sets:
+            done.sets.append(conflict_set)
+        done.pairs += len(conflicts)
+        if policy == ConflictPolicy.NEWEST_WINS:
+            gone.update(c[0] for c in conflicts)
+            done.superseded += len(conflicts)
+    done.skipped = len(distinct) - done.pairs
+    return done
+
+
+def _try_lock_scope(project_id: str, subject_id: str) -> bool:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_try_advisory_xact_lock(hashtextextended(%s || chr(31) || %s, 0))",
+                       [project_id, subject_id])
+        return cursor.fetchone()[0]
+
+
+def contradiction_propose(*, project_id: str, subject_id: str, pairs, actor: str, wait: bool = True) -> list[ConflictSet]:
+    """Propose to curators the contradicting pairs a context call found among its candidates: under the project's
+    curator policy, each pair opens or joins a conflict set exactly as a write of its winner would
+    (_record_conflict). `pairs`: objects with winner_id, loser_id, similarity, rule and detail
+    (context.contradictions.Contradiction). Idempotent: a pair whose facts already share a set (open, or closed
+    by a curator with both kept or dismissed) or of which a fact is no longer active is left alone, so a
+    curator's dismissal sticks. Under newest_wins nothing is proposed (consolidation supersedes the loser).
+
+    Under the scope's writers' lock, as every write of the scope. wait=False (a context call, which must not
+    queue behind a batch of fact writes): when a writer holds it, nothing is proposed now and [] is returned;
+    manage.py consolidate proposes the pair later from the call's trace. Returns the sets opened or joined."""
+    if not pairs or selectors.project_settings(project_id).conflict_policy != ConflictPolicy.CURATOR:
+        return []
+    with transaction.atomic():
+        if wait:
+            _lock_scopes([(project_id, subject_id)])
+        elif not _try_lock_scope(project_id, subject_id):
+            return []
+        return _record_contradictions(project_id=project_id, subject_id=subject_id, pairs=pairs, actor=actor,
+                                      policy=ConflictPolicy.CURATOR).sets
+
+
+def contradiction_settle(*, project_id: str, subject_id: str, pairs, actor: str) -> ContradictionsRecorded:
+    """What consolidation does with the pairs query time decided for one call each: under newest_wins, the
+    loser is superseded by the winner, recorded as the write path records that policy (a conflict set resolved
+    by the system); under curator, the pair is proposed (contradiction_propose). Same pairs and same idempotence
+    as contradiction_propose."""
+    if not pairs:
+        return ContradictionsRecorded()
+    policy = selectors.project_settings(project_id).conflict_policy
+    with transaction.atomic():
+        _lock_scopes([(project_id, subject_id)])
+        return _record_contradictions(project_id=project_id, subject_id=subject_id, pairs=pairs, actor=actor,
+                                      policy=policy)
+
+
+# --- consolidation: near-duplicates merged ------------------------------------------------------------------
+
+def fact_merge_duplicates(*, project_id: str, subject_id: str, recorded_since: datetime | None = None) -> int:
+    """Merge the scope's active near-duplicates with a fact recorded since `recorded_since` (None: all), as the
+    write path would have had the newer come after the older was stored: a newer fact that pair_verdict calls a
+    duplicate of an older one (at least HAKI_DUPLICATE_SIMILARITY alike, no contradiction, names nothing the
+    older does not) is answered by the older, which it re-confirms (the later last_confirmed_at), and is
+    superseded by it. A newer fact that adds something stays, as at write time. Two such facts get stored when a
+    write's neighbour probe missed the other, before a threshold changed, or by an import. Pairs come from
+    facts.selectors.fact_near_duplicates, most alike first; a pair with a member in an open conflict set is left
+    to the curator. Under the scope's writers' lock. Returns the number of facts superseded."""
+    with transaction.atomic():
+        _lock_scopes([(project_id, subject_id)])
+        pairs = selectors.fact_near_duplicates(project_id=project_id, subject_id=subject_id,
+                                               recorded_since=recorded_since,
+                                               min_similarity=settings.HAKI_DUPLICATE_SIMILARITY)
+        if not pairs:
+            return 0
+        ids = {i for a, b, _ in pairs for i in (a, b)}
+        facts = {f.id: f for f in Fact.objects.filter(id__in=ids, status=FactStatus.ACTIVE)
+                 .exclude(selectors.in_open_conflict_q()).only("id", "text", "recorded_from", "last_confirmed_at")}
+        statements = _Statements()
+        now = timezone.now()
+        merged = 0
+        for a, b, similarity in sorted(pairs, key=lambda p: (-p[2], str(p[0]), str(p[1]))):
+            if a not in facts or b not in facts:  # superseded earlier in this run, or blocked
+                continue
+            older, newer = sorted((facts[a], facts[b]), key=lambda f: (f.recorded_from, str(f.id)))  # write order
+            if pair_verdict(statements(newer.text), statements(older.text), similarity)[0] != DUPLICATE:
+                continue
+            if newer.last_confirmed_at > older.last_confirmed_at:
+                Fact.objects.filter(id=older.id).update(last_confirmed_at=newer.last_confirmed_at)
+                older.last_confirmed_at = newer.last_confirmed_at
+            merged += _supersede([newer.id], by=older.id, now=now)
+            del facts[newer.id]
+        return merged
 
 
 def _supersede(fact_ids, *, by, now) -> int:

@@ -8,6 +8,7 @@ from django.utils import timezone
 from context import retrieval
 from facts.selectors import volatility_cutoffs
 from scripts import bench_data
+from hakimem.rowsecurity import API_ROLE, scope_enter
 from tests.context.plans import explain, load_30k
 
 pytestmark = pytest.mark.django_db
@@ -140,3 +141,18 @@ def test_procedures_sort_exactly_from_the_covering_index(procedures, scope):
     assert "facts_procedure_embedding_hnsw" not in plan, plan
     assert "Index Only Scan using facts_procedure_scope_vectors" in plan, plan  # the subject's range and the project's
     assert "Seq Scan on facts_procedure" not in plan, plan
+
+
+def test_query_time_contradictions_read_the_candidates_by_id(loaded):
+    # given a call's 64 candidates in the scope of 18,000 facts
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT id::text FROM facts_fact WHERE project_id = %s AND subject_id = 'big' LIMIT 64",
+                       [bench_data.PROJECT])
+        ids = [row[0] for row in cursor.fetchall()]
+        scope_enter(API_ROLE, bench_data.PROJECT)
+        cursor.execute("EXPLAIN (ANALYZE, COSTS OFF) " + retrieval.CONTRADICTION_PAIRS_SQL, {
+            "project_id": bench_data.PROJECT, "subject_id": "big", "ids": ids, "min_similarity": 0.75,
+            "max_pairs": retrieval.CONTRADICTION_MAX_PAIRS})
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+    # then their vectors are read by id, never by walking the scope
+    assert "Index Scan using facts_fact_pkey" in plan and "Seq Scan on facts_fact" not in plan, plan

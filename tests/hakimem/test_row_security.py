@@ -127,9 +127,10 @@ def test_the_roles_are_bound_by_row_security():
                        [[API_ROLE, STAFF_ROLE]])
         assert cursor.fetchall() == [(API_ROLE, False, False), (STAFF_ROLE, False, False)]
         cursor.execute("SELECT relname FROM pg_class WHERE relrowsecurity AND relkind = 'r' ORDER BY 1")
-        assert [r[0] for r in cursor.fetchall()] == ["facts_conflictmember", "facts_conflictset", "facts_consent",
-                                                     "facts_event", "facts_fact", "facts_identityblock",
-                                                     "facts_procedure", "facts_project", "facts_scopewrite", "traces_decision",
+        assert [r[0] for r in cursor.fetchall()] == ["context_consolidationmark", "facts_conflictmember",
+                                                     "facts_conflictset", "facts_consent", "facts_event", "facts_fact",
+                                                     "facts_identityblock", "facts_procedure", "facts_project",
+                                                     "facts_scopewrite", "traces_decision", "traces_itemaccess",
                                                      "traces_trace"]
 
 

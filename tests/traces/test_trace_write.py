@@ -14,24 +14,30 @@ pytestmark = pytest.mark.django_db
 AWKWARD = [0.1234565, 0.0000005, 1 / 3, 2 / 3, -0.0000004, 123.4567891, 1e-9, 0.9999995, 0.5, None]
 
 
+def awkward(n: int):
+    return AWKWARD[n % len(AWKWARD)]
+
+
 def test_inspect_answers_each_decision_as_recorded_with_scores_to_six_decimals(api):
-    # given decisions about facts and an episode with awkward scores, every reason code and an entity
-    facts = FactFactory.create_batch(6)
+    # given decisions about facts and an episode with awkward scores, every reason code, an entity and a winner
+    facts = FactFactory.create_batch(9)
     event = EventFactory()
-    codes = ["included", "multi_hop_expansion", "over_budget", "below_relevance_floor", "conflict_open", "volatility_expired"]
+    codes = ["included", "multi_hop_expansion", "over_budget", "below_relevance_floor", "conflict_open", "volatility_expired",
+             "consent_missing", "superseded_in_context", "below_min_score"]
     rows = [
-        DecisionRow(item_type="fact", item_id=fact.id, reason_code=code, rank=rank, score=AWKWARD[rank],
-                    similarity=AWKWARD[rank + 1], cosine_distance=AWKWARD[rank + 2], text_rank=AWKWARD[rank + 3],
-                    recency=AWKWARD[-1 - rank], tokens=10 + rank, entity="Lisbon" if code == "multi_hop_expansion" else "")
+        DecisionRow(item_type="fact", item_id=fact.id, reason_code=code, rank=rank, score=awkward(rank),
+                    similarity=awkward(rank + 1), cosine_distance=awkward(rank + 2), text_rank=awkward(rank + 3),
+                    recency=awkward(-1 - rank), tokens=10 + rank, entity="Lisbon" if code == "multi_hop_expansion" else "",
+                    by_item=facts[0].id if code == "superseded_in_context" else None)
         for rank, (fact, code) in enumerate(zip(facts, codes), start=1)
-    ] + [DecisionRow(item_type="episode", item_id=event.id, reason_code="included", rank=7, score=None,
+    ] + [DecisionRow(item_type="episode", item_id=event.id, reason_code="included", rank=10, score=None,
                      similarity=None, cosine_distance=None, text_rank=None, recency=None, tokens=3)]
 
     # when they are recorded
     trace_id = trace_record(trace={
         "project_id": PROJECT, "subject_id": "alice", "query": "where?", "budget_tokens": 900, "used_tokens": 40,
         "status": "ok", "empty_reason": None, "warnings": ["w"], "rendered": "<haki_memory>x</haki_memory>",
-        "facts_served": 2, "episodes_served": 1, "candidates": 7, "embedder": "hashing",
+        "facts_served": 2, "episodes_served": 1, "candidates": 10, "embedder": "hashing",
         "timings": {"embed": 1.25}, "latency_ms": 12.5, "created_at": timezone.now(),
     }, decisions=rows)
 
@@ -39,13 +45,15 @@ def test_inspect_answers_each_decision_as_recorded_with_scores_to_six_decimals(a
     body = api.get(f"/v1/inspect/{trace_id}").json()
     assert body["packet"]["warnings"] == ["w"] and body["timings_ms"] == {"embed": 1.25}
     kinds = {"included": "included", "multi_hop_expansion": "included", "over_budget": "excluded",
-             "below_relevance_floor": "excluded", "conflict_open": "blocked", "volatility_expired": "blocked"}
+             "below_relevance_floor": "excluded", "conflict_open": "blocked", "volatility_expired": "blocked",
+             "consent_missing": "blocked", "superseded_in_context": "excluded", "below_min_score": "excluded"}
     expected = [
         {"item_type": r.item_type, "item_id": str(r.item_id), "decision": kinds[r.reason_code], "reason_code": r.reason_code,
          "rank": r.rank, "score": None if r.score is None else round(r.score, 6),
          "score_parts": {name: None if getattr(r, name) is None else round(getattr(r, name), 6)
                          for name in ("similarity", "cosine_distance", "text_rank", "recency")},
-         "tokens": r.tokens, "entity": r.entity or None, "tier": None}
+         "tokens": r.tokens, "entity": r.entity or None, "tier": None,
+         "superseded_by": str(r.by_item) if r.by_item else None}
         for r in rows
     ]
     assert [{k: v for k, v in d.items() if k != "text"} for d in body["decisions"]] == expected

@@ -352,6 +352,7 @@ class Decision:
     tokens: int | None
     entity: str | None
     tier: str | None = None  # the section a tiered call packed the item for; None for a plain call
+    superseded_by: str | None = None  # superseded_in_context: the fact that won the contradiction
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Decision:
@@ -359,6 +360,7 @@ class Decision:
             item_type=d["item_type"], item_id=d["item_id"], text=d.get("text", ""), decision=d["decision"],
             reason_code=d["reason_code"], rank=d.get("rank"), score=d.get("score"),
             score_parts=d.get("score_parts") or {}, tokens=d.get("tokens"), entity=d.get("entity"), tier=d.get("tier"),
+            superseded_by=d.get("superseded_by"),
         )
 
 
