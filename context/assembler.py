@@ -27,7 +27,7 @@ from dataclasses import dataclass, field, replace
 from django.conf import settings
 from django.utils import timezone
 
-from context import render, retrieval, retrieval_asof
+from context import contradictions, render, retrieval, retrieval_asof
 from context.config import PLAIN, AssemblyConfig, CallOptions, default_config
 from context.entities import extract_entities
 from context.render import Layout
@@ -403,17 +403,15 @@ def _contradictions_in_context(packable: list[Decided], *, project_id, subject_i
     the older excluded for this call (superseded_in_context, naming the winner). Returns the packable others and
     the pairs found, which the call then proposes to curators under the project's curator policy (manage.py
     consolidate applies the rest)."""
-    from context import contradictions  # noqa: PLC0415  (lands with the access-contra branch)
-
     facts = [d for d in packable if d.item_type == ItemType.FACT]
     found = contradictions.find_contradictions(project_id=project_id, subject_id=subject_id,
                                                candidates=[d.item for d in facts])
     if not found:
         return packable, []
-    losers = {c.loser_id: c.winner_id for c in found}
+    losers = contradictions.losers(found)  # each loser with its most similar winner
     for d in facts:
         if d.item.id in losers:
-            d.reason, d.by_item = ReasonCode.SUPERSEDED_IN_CONTEXT, losers[d.item.id]
+            d.reason, d.by_item = ReasonCode.SUPERSEDED_IN_CONTEXT, losers[d.item.id].winner_id
     return [d for d in packable if d.reason != ReasonCode.SUPERSEDED_IN_CONTEXT], found
 
 
@@ -502,8 +500,10 @@ def context_assemble(*, project_id: str, subject_id: str, query: str, budget_tok
     else:
         lookup, memory, consented, decided, floor_hits, tiers, found, access = select()
     if found and rerun is None:
+        # Without waiting for the scope's writers: a context call never queues behind a batch of fact writes; a pair
+        # not proposed now is proposed by manage.py consolidate from the trace.
         fact_services.contradiction_propose(project_id=project_id, subject_id=subject_id, pairs=found,
-                                            actor=CONTRADICTION_ACTOR)
+                                            actor=CONTRADICTION_ACTOR, wait=False)
 
     served = [d for d in decided if d.reason in _SERVED]
     served.sort(key=lambda d: (d.reason != ReasonCode.INCLUDED, d.rank))  # by section when rendered

@@ -28,6 +28,7 @@ def decisions(packet) -> dict[str, Decision]:
 
 
 def identity_block(api, name, text, position=0, subject="alice", **fields):
+    """subject None: project-wide."""
     response = api.post("/v1/identity-blocks", {"project_id": PROJECT, "subject_id": subject, "name": name,
                                                 "text": text, "position": position, **fields}, format="json")
     assert response.status_code == 201, response.content
@@ -44,7 +45,7 @@ def procedure(api, title, text, subject="alice", **fields):
 @pytest.fixture
 def memory(api):
     """One of each: identity (project-wide and the subject's), a preference, facts, an episode, a procedure."""
-    identity_block(api, "persona", "You are Alice's gardening assistant.", subject="")
+    identity_block(api, "persona", "You are Alice's gardening assistant.", subject=None)
     identity_block(api, "tone", "Answer briefly.", position=1)
     FactFactory(text="Alice prefers organic fertiliser in the garden.", kind="preference")
     FactFactory(text="Alice's garden has six raised beds.", valid_from=timezone.now() - timedelta(days=400))
@@ -158,7 +159,8 @@ def test_higher_importance_moves_a_fact_up_all_else_equal(api):
     # given two facts alike in every signal but importance (same words, same time)
     now = timezone.now()
     low = FactFactory(text="Alice keeps the spare key under the blue pot.", importance=0.2, recorded_from=now)
-    high = FactFactory(text="Alice keeps the spare key under the blue pot!", importance=0.7, recorded_from=now)
+    high = FactFactory(text="Alice keeps the spare key under the blue pot.", importance=0.7, recorded_from=now,
+                       subject_id="alice", text_hash="another-version")  # the same words: only importance differs
     plain = {f["id"]: f["score"] for f in ask(api, "where is the spare key")["facts"]}
     tiered = ask(api, "where is the spare key", tiers=True)
     scores = {f["id"]: f["score"] for f in tiered["facts"]}
