@@ -7,15 +7,22 @@ Pipeline (each step is named in the trace's timings):
                (hybrid score on the union), one SQL round trip (context/retrieval.py). Hard filters are in
                the SQL.
  3. episodes   the same two phases over the scope's events; facts and episodes are then ranked together and
-               the CANDIDATE_LIMIT best of both are the call's candidates.
+               the call's candidate limit (CANDIDATE_LIMIT unless it asks) of both are the call's candidates.
  4. pack       blocked facts out (no consent to their category, open conflict, expired volatility), the
-               relevance floor out, then the rest in
-               descending score while they fit the token budget, a share held back for multi-hop.
-               The weights, tau, floor, phase-1 widths and multi-hop share are one AssemblyConfig
-               (context/config.py): today's constants for a call, overridable by a replay (context/replay.py).
+               relevance floor and the call's min_score out, then the rest in descending score while they fit the
+               budget, a share held back for multi-hop. The budget counts what is rendered (Budget,
+               context/render.py). The weights, tau, floor, phase-1 widths and multi-hop share are one
+               AssemblyConfig (context/config.py): today's constants for a call, overridable by a replay.
  5. multi_hop  if budget remains: facts sharing an entity with the facts served, by full text, one hop; then
                what it left goes back to the ranking.
  6. trace      one trace row and one decision row per candidate, in one statement.
+
+A tiered call (CallOptions.tiers, seed 003) ranks with five signals (importance and access frequency added), and
+between 4 and 5: drops the older of two contradicting candidate facts for the call (superseded_in_context), reads
+the procedures (the same two phases) and the identity blocks ("tiers" in the timings), then packs each tier under
+its own budget inside the call's total: identity, preferences, facts (with multi-hop), episodes, procedures
+("pack_tiers"). A plain call asks for none of it and is answered as seed 000 says.
+Every read runs in reads_for_scope: on a read replica holding the scope's latest writes, else on the primary.
 """
 from __future__ import annotations
 

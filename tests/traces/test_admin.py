@@ -139,3 +139,28 @@ def test_a_tiered_trace_shows_identity_and_procedure_decisions_with_their_tiers(
         ("procedure", "procedures", f"/admin/facts/procedure/{procedure.pk}/change/"),
     ]
     assert "Deploying: " in html and "Be brief." in html
+
+
+def test_a_fact_superseded_in_context_links_to_the_newer_fact(browser):
+    # given a tiered call that served the newer of two contradicting facts and excluded the older for the call
+    from django.utils import timezone
+
+    from traces.services import DecisionRow, trace_record
+
+    older, newer = FactFactory(text="Alice lives in Paris."), FactFactory(text="Alice no longer lives in Paris.")
+    rows = [DecisionRow(item_type="fact", item_id=newer.id, reason_code="included", rank=1, score=0.9, similarity=0.9,
+                        cosine_distance=0.1, text_rank=0.5, recency=1.0, tokens=7, tier="facts"),
+            DecisionRow(item_type="fact", item_id=older.id, reason_code="superseded_in_context", rank=2, score=0.8,
+                        similarity=0.8, cosine_distance=0.2, text_rank=0.5, recency=0.9, tokens=5, tier="facts",
+                        by_item=newer.id)]
+    trace_id = trace_record(trace={
+        "project_id": PROJECT, "subject_id": "alice", "query": "where?", "budget_tokens": 900, "used_tokens": 9,
+        "status": "ok", "empty_reason": None, "warnings": [], "rendered": "", "facts_served": 1, "episodes_served": 0,
+        "candidates": 2, "embedder": "hashing", "timings": {}, "latency_ms": 1.0, "created_at": timezone.now()},
+        decisions=rows)
+    # when a curator opens the trace
+    html = browser.get(f"{URL}{trace_id}/change/").content.decode()
+    # then the older fact's row says why, and links to the fact that won
+    row = re.search(r"<tr class=\"excluded\">.*?</tr>", html, re.S).group(0)
+    assert "superseded_in_context" in row and "Alice lives in Paris." in row
+    assert f'href="/admin/facts/fact/{newer.pk}/change/">newer fact</a>' in row
