@@ -217,3 +217,14 @@ def test_a_plain_call_leaves_contradictions_to_the_write_path(api):
     FactFactory(text="Alice is not allergic to peanuts.", recorded_from=now)
     packet = ask(api, "Is Alice allergic to peanuts?")
     assert len(packet["facts"]) == 2 and not ConflictSet.objects.exists()
+
+
+def test_a_tiered_call_replays_as_it_was_asked(api, memory):
+    # given a tiered call in markdown with a boost
+    packet = ask(api, "How is Alice's garden doing? Write the garden report.", tiers=True, render_format="markdown",
+                 category_boosts={"garden": 2.0})
+    # when it is replayed as the memory stood
+    body = api.post(f"/v1/inspect/{packet['trace_id']}/replay", {"as_of": "original"}, format="json").json()
+    # then it is replayed with its own asks: the same tiers, format and decisions
+    assert body["packet"]["rendered"] == packet["rendered"] and body["packet"]["tiers"] == packet["tiers"]
+    assert body["diff"]["identical"] is True
