@@ -36,7 +36,7 @@ browser-deps:
 test: $(VENV)/.installed browser-deps
 	HAKI_PGDATA=$(CURDIR)/var/pgdata-test HAKI_PGDATA_CLEANUP=delete $(PY) -m pytest $(PYTEST_ARGS)
 
-# While working: everything but the browser tests (chromium) and the real MiniLM model. `make test` stays the
+# While working: everything but the browser tests (chromium), the real MiniLM model and the read replica's server. `make test` stays the
 # one command that runs the whole suite.
 test-fast: $(VENV)/.installed
-	HAKI_PGDATA=$(CURDIR)/var/pgdata-test HAKI_PGDATA_CLEANUP=delete $(PY) -m pytest -m "not browser and not minilm" $(PYTEST_ARGS)
+	HAKI_PGDATA=$(CURDIR)/var/pgdata-test HAKI_PGDATA_CLEANUP=delete $(PY) -m pytest -m "not browser and not minilm and not replica" $(PYTEST_ARGS)

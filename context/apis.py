@@ -10,6 +10,8 @@ from context.serializers import (
     ContextRequestSchema,
     ContextRequestSerializer,
     ReplayRequestSerializer,
+    call_budget,
+    call_options,
     validate_budget,
 )
 from hakimem.auth import require_project
@@ -27,13 +29,16 @@ class ContextApi(APIView):
                    description="400 budget_exceeded when budget_tokens is not a positive integer up to the cap.")
     def post(self, request):
         data = request.data if isinstance(request.data, dict) else {}
-        budget = validate_budget(data)
+        if "budget_tokens" in data:
+            validate_budget(data)  # budget_exceeded before any other check, as always
         serializer = ContextRequestSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         params = serializer.validated_data
         require_project(request, params["project_id"])
+        options = call_options(params)
         packet = context_assemble(
-            project_id=params["project_id"], subject_id=params["subject_id"], query=params["query"], budget_tokens=budget
+            project_id=params["project_id"], subject_id=params["subject_id"], query=params["query"],
+            budget_tokens=call_budget(data, options), options=options,
         )
         return Response(packet)
 

@@ -7,15 +7,22 @@ Pipeline (each step is named in the trace's timings):
                (hybrid score on the union), one SQL round trip (context/retrieval.py). Hard filters are in
                the SQL.
  3. episodes   the same two phases over the scope's events; facts and episodes are then ranked together and
-               the CANDIDATE_LIMIT best of both are the call's candidates.
+               the call's candidate limit (CANDIDATE_LIMIT unless it asks) of both are the call's candidates.
  4. pack       blocked facts out (no consent to their category, open conflict, expired volatility), the
-               relevance floor out, then the rest in
-               descending score while they fit the token budget, a share held back for multi-hop.
-               The weights, tau, floor, phase-1 widths and multi-hop share are one AssemblyConfig
-               (context/config.py): today's constants for a call, overridable by a replay (context/replay.py).
+               relevance floor and the call's min_score out, then the rest in descending score while they fit the
+               budget, a share held back for multi-hop. The budget counts what is rendered (Budget,
+               context/render.py). The weights, tau, floor, phase-1 widths and multi-hop share are one
+               AssemblyConfig (context/config.py): today's constants for a call, overridable by a replay.
  5. multi_hop  if budget remains: facts sharing an entity with the facts served, by full text, one hop; then
                what it left goes back to the ranking.
  6. trace      one trace row and one decision row per candidate, in one statement.
+
+A tiered call (CallOptions.tiers, seed 003) ranks with five signals (importance and access frequency added), and
+between 4 and 5: drops the older of two contradicting candidate facts for the call (superseded_in_context), reads
+the procedures (the same two phases) and the identity blocks ("tiers" in the timings), then packs each tier under
+its own budget inside the call's total: identity, preferences, facts (with multi-hop), episodes, procedures
+("pack_tiers"). A plain call asks for none of it and is answered as seed 000 says.
+Every read runs in reads_for_scope: on a read replica holding the scope's latest writes, else on the primary.
 """
 from __future__ import annotations
 
@@ -27,15 +34,19 @@ from dataclasses import dataclass, field, replace
 from django.conf import settings
 from django.utils import timezone
 
-from context import retrieval, retrieval_asof
-from context.config import AssemblyConfig, default_config
+from context import contradictions, render, retrieval, retrieval_asof
+from context.config import PLAIN, AssemblyConfig, CallOptions, default_config
 from context.entities import extract_entities
-from context.render import render_packet
-from context.scoring import estimate_tokens, hybrid_score
-from context.serializers import packet_episode, packet_fact
-from facts.selectors import consent_gate, volatility_cutoffs
+from context.render import Layout
+from context.scoring import estimate_tokens, hybrid_score, tiered_score
+from context.serializers import packet_episode, packet_fact, packet_identity, packet_procedure
+from facts import selectors as fact_selectors
+from facts import services as fact_services
+from facts.selectors import SCOPE_WRITTEN_SQL, consent_gate, volatility_cutoffs
+from hakimem.db_router import reads_for_scope
 from hakimem.embeddings import EmbedderUnavailable, get_embedder, is_degenerate
 from traces.models import EmptyReason, ItemType, ReasonCode, TraceStatus
+from traces import selectors as trace_selectors
 from traces.services import DecisionRow, trace_record
 
 logger = logging.getLogger("hakimem.context")
@@ -49,6 +60,14 @@ WARNING_DEGENERATE_VECTOR = "degenerate_query_vector"
 # A name held by more of the facts table than this links nothing: in a chat stored turn by turn the speakers'
 # names are in every fact, and the hop brought back the newest turns that name them (docs/quality.md).
 MULTI_HOP_MAX_ENTITY_FREQUENCY = retrieval.LEXICAL_MAX_TERM_FREQUENCY
+
+# In a tiered call a fact of this importance or more renders among the preferences, whatever its kind (seed 003:
+# "entries of high importance marked as preferences"). Importance defaults to 0.5: only facts a client marked as
+# weighty reach it.
+PREFERENCE_MIN_IMPORTANCE = 0.8
+
+# Who proposes a pair found contradictory at query time to curators (the conflict set's opener).
+CONTRADICTION_ACTOR = "system:context"
 
 # Decisions a multi-hop pass never revisits: already served, or blocked.
 _SETTLED = (ReasonCode.INCLUDED, ReasonCode.CONFLICT_OPEN, ReasonCode.VOLATILITY_EXPIRED, ReasonCode.CONSENT_MISSING)
@@ -65,6 +84,45 @@ class Decided:
     tokens: int
     reason: str = ""
     entity: str = ""  # the shared name that brought it back, for multi-hop
+    by_item: object = None  # superseded_in_context: the newer fact that won
+    section: str = ""  # where it renders (context.render: preferences, facts, episodes, ...)
+    chars: int = 0  # what its line adds to `rendered`, newline included
+
+
+class Budget:
+    """What is left of a call's budget, in characters of `rendered` (context/render.py): packing in characters and
+    reporting estimate_tokens(rendered) is exact, where summing per-item token estimates would let the rendered block
+    overrun by the lines' remainders. A section's header is paid by the first item that opens it. A tier's budget
+    (tiered calls) is a child: an item takes from it and from the call's total."""
+
+    def __init__(self, chars: int, layout: Layout, parent: Budget | None = None):
+        self.left = chars
+        self.layout = layout
+        self.parent = parent
+        self.opened: set[str] = parent.opened if parent else set()
+
+    @classmethod
+    def of_tokens(cls, tokens: int, layout: Layout) -> Budget:
+        # estimate_tokens(rendered) = len(rendered) // 4 <= tokens while len(rendered) + 1 <= 4 * tokens + 4 (each
+        # line is counted with its newline, the last one's included); the wrapper is paid up front.
+        return cls(4 * tokens + 4 - layout.wrapper_chars(), layout)
+
+    def room(self) -> int:
+        return min(self.left, self.parent.room()) if self.parent else self.left
+
+    def cost(self, decided: Decided) -> int:
+        return decided.chars + (0 if decided.section in self.opened else self.layout.section_chars(decided.section))
+
+    def take(self, decided: Decided) -> bool:
+        cost = self.cost(decided)
+        if cost > self.room():
+            return False
+        budget = self
+        while budget is not None:
+            budget.left -= cost
+            budget = budget.parent
+        self.opened.add(decided.section)
+        return True
 
 
 @dataclass
@@ -99,28 +157,56 @@ def _query_vector(query: str, warnings: list[str]):
     return vector
 
 
-def rank_candidates(facts: list, episodes: list, config: AssemblyConfig | None = None) -> list[Decided]:
-    """Facts and episodes on one hybrid score, best first (ties: more recent, then by id), cut to
-    CANDIDATE_LIMIT: the call's candidates, each with its rank."""
-    pool = [(c, ItemType.FACT) for c in facts] + [(e, ItemType.EPISODE) for e in episodes]
+def section_of(item, item_type: str, tiered: bool) -> str:
+    """Where a candidate renders: episodes apart; a fact of kind preference (in a tiered call also one of high
+    importance) in the preferences section; procedures and identity blocks in their own."""
+    if item_type == ItemType.FACT:
+        if item.kind == "preference" or (tiered and item.importance >= PREFERENCE_MIN_IMPORTANCE):
+            return render.PREFERENCES
+        return render.FACTS
+    if item_type == ItemType.EPISODE:
+        return render.EPISODES
+    return render.PROCEDURES if item_type == ItemType.PROCEDURE else render.IDENTITY
+
+
+def candidate_decision(item, item_type: str, rank: int, layout: Layout, section: str | None = None, **kw) -> Decided:
+    section = section or section_of(item, item_type, layout.tiered)
+    return Decided(item=item, item_type=item_type, rank=rank, tokens=estimate_tokens(item.text), section=section,
+                   chars=layout.line_chars(section, item), **kw)
+
+
+def _score(item, config: AssemblyConfig, options: CallOptions, access: dict) -> float:
+    score = hybrid_score(item.similarity, item.text_rank, item.recency, config)
+    if options.tiers:
+        score = tiered_score(score, getattr(item, "importance", None), access.get(item.id, 0.0), config)
+    return score * options.category_boosts.get(getattr(item, "category", None), 1.0)
+
+
+def rank_candidates(facts: list, episodes: list, config: AssemblyConfig | None = None, layout: Layout = Layout(),
+                    options: CallOptions = PLAIN, access: dict | None = None, item_types=None) -> list[Decided]:
+    """Facts and episodes on one score, best first (ties: more recent, then by id), cut to the call's candidate
+    limit: the call's candidates, each with its rank. A plain call scores with seed 000's three signals; a tiered
+    one adds importance and access frequency; either multiplies by the call's category boosts."""
+    config = config or AssemblyConfig()
+    access = access or {}
+    pool = [(c, ItemType.FACT) for c in facts] + [(e, item_types or ItemType.EPISODE) for e in episodes]
     for item, _ in pool:
-        item.score = hybrid_score(item.similarity, item.text_rank, item.recency, config)
+        item.score = _score(item, config, options, access)
     pool.sort(key=lambda p: (-p[0].score, -p[0].recency, str(p[0].id)))
-    return [
-        Decided(item=item, item_type=kind, rank=i + 1, tokens=estimate_tokens(item.text))
-        for i, (item, kind) in enumerate(pool[: retrieval.CANDIDATE_LIMIT])
-    ]
+    return [candidate_decision(item, kind, i + 1, layout) for i, (item, kind) in enumerate(pool[: options.candidate_limit or retrieval.CANDIDATE_LIMIT])]
 
 
 def _without_consent(item, consented: frozenset[str] | None) -> bool:
     """A fact whose category its subject does not consent to, in a project that requires consent. Episodes
-    carry no category and are not gated."""
+    and procedures carry no consent gate."""
     return consented is not None and isinstance(item, retrieval.Candidate) and item.category not in consented
 
 
-def block(ranked: list[Decided], max_distance: float, consented: frozenset[str] | None = None) -> tuple[list[Decided], int]:
+def block(ranked: list[Decided], max_distance: float, consented: frozenset[str] | None = None,
+          min_score: float = 0.0) -> tuple[list[Decided], int]:
     """Decide the candidates that may not be served (no consent, open conflict, expired volatility, beyond the
-    relevance floor); returns the others in rank order and how many the floor held back."""
+    relevance floor, under the call's min_score); returns the others in rank order and how many the floor held
+    back."""
     packable, floor_hits = [], 0
     for d in ranked:
         item = d.item
@@ -133,21 +219,17 @@ def block(ranked: list[Decided], max_distance: float, consented: frozenset[str] 
         elif max_distance > 0 and item.distance is not None and item.distance > max_distance:
             d.reason = ReasonCode.BELOW_RELEVANCE_FLOOR
             floor_hits += 1
+        elif min_score > 0 and item.score < min_score:
+            d.reason = ReasonCode.BELOW_MIN_SCORE
         else:
             packable.append(d)
     return packable, floor_hits
 
 
-def pack(items: list[Decided], budget_left: int, fits_reason: str) -> int:
-    """Greedy in the given order; an item that does not fit is excluded and smaller ones after it may
-    still fit. Returns the budget left."""
-    for decided in items:
-        if decided.tokens <= budget_left:
-            decided.reason = fits_reason
-            budget_left -= decided.tokens
-        else:
-            decided.reason = ReasonCode.OVER_BUDGET
-    return budget_left
+def pack(items: list[Decided], budget: Budget, fits_reason: str) -> None:
+    """Greedy in the given order; an item that does not fit is excluded and smaller ones after it may still fit."""
+    for d in items:
+        d.reason = fits_reason if budget.take(d) else ReasonCode.OVER_BUDGET
 
 
 class Memory:
@@ -170,15 +252,28 @@ class Memory:
         self.entity_freq[name] = freq
         return freq
 
+    # Tiered calls only.
+    def procedures(self, lookup, qvec):
+        return retrieval.procedure_candidates(lookup, qvec=qvec)
+
+    def identity(self, project_id, subject_id):
+        return fact_selectors.identity_blocks_for(project_id=project_id, subject_id=subject_id)
+
+    def access(self, lookup, item_ids) -> dict:
+        """How often each item was served lately, normalised to [0, 1] (traces.selectors)."""
+        return trace_selectors.access_signal(project_id=lookup.project_id, subject_id=lookup.subject_id,
+                                             item_ids=item_ids, now=lookup.now)
+
 
 class MemoryAsOf(Memory):
     """The store as it stood at a past call's time (context/retrieval_asof.py), with what that call recorded
     of the things the store does not version: the names' frequencies and the volatility verdicts."""
 
-    def __init__(self, *, verdicts: dict, entity_freq: dict):
+    def __init__(self, *, verdicts: dict, entity_freq: dict, access: dict | None = None):
         super().__init__()
         self.verdicts = verdicts
         self.recorded_freq = entity_freq
+        self.recorded_access = access or {}
 
     def facts(self, lookup, qvec):
         if qvec is None:  # the as-of statements have no full-text-only path: a replay as it was needs the vector
@@ -198,18 +293,26 @@ class MemoryAsOf(Memory):
             return self.recorded_freq[name]
         return super().name_freq(name)
 
+    def access(self, lookup, item_ids) -> dict:
+        # What the call read; an item it did not record had none. Identity blocks and procedures are not versioned:
+        # a tiered replay as it was reads today's (README, Replay).
+        return {i: self.recorded_access[str(i)] for i in item_ids if str(i) in self.recorded_access}
 
-def multi_hop(lookup: retrieval.Lookup, query: str, decided: list[Decided], budget_left: int,
+
+def multi_hop(lookup: retrieval.Lookup, query: str, decided: list[Decided], budget: Budget,
               consented: frozenset[str] | None = None, memory: Memory | None = None,
-              config: AssemblyConfig | None = None) -> int:
+              config: AssemblyConfig | None = None) -> None:
     """One hop from the facts served to facts that share a name with them, within what budget is left;
     never subject to the relevance floor (its purpose is to bring back evidence far from the query). New
-    items are appended to `decided`. Returns the budget left."""
+    items are appended to `decided`. In a tiered call what it brings renders among the relevant facts, on the facts
+    tier's budget."""
     facts = [d for d in decided if d.item_type == ItemType.FACT]
     included = [d for d in facts if d.reason == ReasonCode.INCLUDED]
-    if budget_left <= 0 or not included:
-        return budget_left
+    if budget.room() <= 0 or not included:
+        return
     memory = memory or Memory()
+    layout = budget.layout
+    section = render.FACTS if layout.tiered else None
     entities = extract_entities([d.item.text for d in included], query, retrieval.MULTI_HOP_MAX_ENTITIES,
                                 too_common=lambda name: memory.name_freq(name) > MULTI_HOP_MAX_ENTITY_FREQUENCY)
     settled = [d.item.id for d in facts if d.reason in _SETTLED]
@@ -218,9 +321,9 @@ def multi_hop(lookup: retrieval.Lookup, query: str, decided: list[Decided], budg
     for entity, c in memory.hop(lookup, entities, settled):
         if _without_consent(c, consented):
             if c.id not in by_id:  # traced like a first-pass candidate, never served
-                d = Decided(item=c, item_type=ItemType.FACT, rank=len(decided) + 1, tokens=estimate_tokens(c.text),
-                            reason=ReasonCode.CONSENT_MISSING, entity=entity)
                 c.score = hybrid_score(None, 0.0, c.recency, config)
+                d = candidate_decision(c, ItemType.FACT, len(decided) + 1, layout, section, reason=ReasonCode.CONSENT_MISSING,
+                            entity=entity)
                 decided.append(d)
                 by_id[c.id] = d
             continue
@@ -231,11 +334,11 @@ def multi_hop(lookup: retrieval.Lookup, query: str, decided: list[Decided], budg
             d.entity = entity
         else:
             c.score = hybrid_score(None, 0.0, c.recency, config)
-            d = Decided(item=c, item_type=ItemType.FACT, rank=len(decided) + 1, tokens=estimate_tokens(c.text), entity=entity)
+            d = candidate_decision(c, ItemType.FACT, len(decided) + 1, layout, section, entity=entity)
             decided.append(d)
             by_id[c.id] = d
         hop_decided.append(d)
-    return pack(hop_decided, budget_left, ReasonCode.MULTI_HOP_EXPANSION)
+    pack(hop_decided, budget, ReasonCode.MULTI_HOP_EXPANSION)
 
 
 def _warnings_for_blocked(decided: list[Decided]) -> list[str]:
@@ -252,12 +355,14 @@ def _warnings_for_blocked(decided: list[Decided]) -> list[str]:
     return warnings
 
 
-def _decision_rows(decided: list[Decided]) -> list[DecisionRow]:
+def _decision_rows(decided: list[Decided], tiered: bool) -> list[DecisionRow]:
     return [
         DecisionRow(
-            item_type=d.item_type, item_id=d.item.id, reason_code=d.reason, rank=d.rank, score=d.item.score,
-            similarity=d.item.similarity, cosine_distance=d.item.distance, text_rank=d.item.text_rank,
-            recency=d.item.recency, tokens=d.tokens, entity=d.entity,
+            item_type=d.item_type, item_id=d.item.id, reason_code=d.reason, rank=d.rank,
+            score=getattr(d.item, "score", None), similarity=getattr(d.item, "similarity", None),
+            cosine_distance=getattr(d.item, "distance", None), text_rank=getattr(d.item, "text_rank", None),
+            recency=getattr(d.item, "recency", None), tokens=d.tokens, entity=d.entity,
+            tier=d.section if tiered else "", by_item=d.by_item,
         )
         for d in decided
     ]
@@ -286,60 +391,136 @@ def _text_record(text: retrieval.TextQuery) -> dict:
     return {"tsq": text.tsq, "leg_tsq": text.leg_tsq, "terms": list(text.terms), "weights": list(text.weights)}
 
 
+def _pack_with_multi_hop(lookup, query, decided, items, budget: Budget, reserve_tokens: int, consented, memory,
+                         config, timer: _Timer) -> None:
+    """The facts' pass: a share of the budget waits for multi-hop. Filled greedily, the first pass always spent it
+    all and the second hop never got in; what multi-hop does not use goes back to the first pass's ranking."""
+    reserve = 4 * int(reserve_tokens * config.multi_hop_share)
+    budget.left -= reserve
+    pack(items, budget, ReasonCode.INCLUDED)
+    budget.left += reserve
+    timer.lap("pack")
+    multi_hop(lookup, query, decided, budget, consented, memory, config)
+    pack([d for d in items if d.reason == ReasonCode.OVER_BUDGET], budget, ReasonCode.INCLUDED)
+    timer.lap("multi_hop")
+
+
+def _contradictions_in_context(packable: list[Decided], *, project_id, subject_id) -> tuple[list[Decided], list]:
+    """Seed 003's pass before packing: of two candidate facts that contradict each other, the newer is served and
+    the older excluded for this call (superseded_in_context, naming the winner). Returns the packable others and
+    the pairs found, which the call then proposes to curators under the project's curator policy (manage.py
+    consolidate applies the rest)."""
+    facts = [d for d in packable if d.item_type == ItemType.FACT]
+    found = contradictions.find_contradictions(project_id=project_id, subject_id=subject_id,
+                                               candidates=[d.item for d in facts])
+    if not found:
+        return packable, []
+    losers = contradictions.losers(found)  # each loser with its most similar winner
+    for d in facts:
+        if d.item.id in losers:
+            d.reason, d.by_item = ReasonCode.SUPERSEDED_IN_CONTEXT, losers[d.item.id].winner_id
+    return [d for d in packable if d.reason != ReasonCode.SUPERSEDED_IN_CONTEXT], found
+
+
+def _tier_budgets(total: Budget, options: CallOptions) -> dict[str, Budget]:
+    return {tier: Budget(4 * options.tier_budgets[tier], total.layout, parent=total) for tier in render.TIERS}
+
+
+def _served_lines(served: list[Decided], layout: Layout) -> dict[str, list[str]]:
+    lines: dict[str, list[str]] = {}
+    for d in served:
+        lines.setdefault(d.section, []).append(layout.line(d.section, d.item))
+    return lines
+
+
 def context_assemble(*, project_id: str, subject_id: str, query: str, budget_tokens: int,
-                     config: AssemblyConfig | None = None, rerun: Rerun | None = None) -> dict:
+                     config: AssemblyConfig | None = None, rerun: Rerun | None = None,
+                     options: CallOptions = PLAIN) -> dict:
     timer = _Timer()
     warnings: list[str] = []
     config = config or default_config()
     as_of = rerun.as_of if rerun else None
     recorded = rerun.recorded if rerun else {}
     now = as_of or timezone.now()
+    layout = Layout(tiered=options.tiers, fmt=options.render_format)
 
     qvec = _query_vector(query, warnings)
     timer.lap("embed")
 
-    lookup = retrieval.lookup_for(project_id=project_id, subject_id=subject_id, query=query, now=now,
-                                  cutoffs=volatility_cutoffs(now), config=config)
-    if as_of is not None:
-        # The words' weights came from pg_stats at the call's time: the recorded ones, when the trace has them.
-        lookup = replace(lookup, fact_text=_text_query(recorded.get("fact_text")) or lookup.fact_text,
-                         event_text=_text_query(recorded.get("event_text")) or lookup.event_text)
-        memory: Memory = MemoryAsOf(verdicts=rerun.verdicts, entity_freq=recorded.get("entity_freq", {}))
-        consented = (frozenset(recorded["consented"]) if recorded["consented"] is not None else None) \
-            if "consented" in recorded else consent_gate(project_id=project_id, subject_id=subject_id)
+    def select():
+        lookup = retrieval.lookup_for(project_id=project_id, subject_id=subject_id, query=query, now=now,
+                                      cutoffs=volatility_cutoffs(now), config=config, candidate_limit=options.candidate_limit)
+        if as_of is not None:
+            # The words' weights came from pg_stats at the call's time: the recorded ones, when the trace has them.
+            lookup = replace(lookup, fact_text=_text_query(recorded.get("fact_text")) or lookup.fact_text,
+                             event_text=_text_query(recorded.get("event_text")) or lookup.event_text,
+                             procedure_text=_text_query(recorded.get("procedure_text")) or lookup.procedure_text)
+            memory: Memory = MemoryAsOf(verdicts=rerun.verdicts, entity_freq=recorded.get("entity_freq", {}),
+                                        access=recorded.get("access", {}))
+            consented = (frozenset(recorded["consented"]) if recorded["consented"] is not None else None) \
+                if "consented" in recorded else consent_gate(project_id=project_id, subject_id=subject_id)
+        else:
+            memory = Memory()
+            consented = consent_gate(project_id=project_id, subject_id=subject_id)
+        facts = memory.facts(lookup, qvec)
+        timer.lap("retrieve")
+        episodes = memory.episodes(lookup, qvec)
+        access = memory.access(lookup, [c.id for c in facts] + [e.id for e in episodes]) if options.tiers else {}
+        decided = rank_candidates(facts, episodes, config, layout, options, access)
+        timer.lap("episodes")
+
+        packable, floor_hits = block(decided, config.max_distance, consented, options.min_score)
+        # Facts and episodes compete on one score for one budget. The specification packs facts first and gives episodes
+        # only what is left; on the quality harness that served no episode at all once a scope held ~900
+        # tokens of facts (evidence recall of "when" questions: 0.00), see docs/quality.md.
+        total = Budget.of_tokens(budget_tokens, layout)
+        tiers, found = None, []
+        if options.tiers:
+            packable, found = _contradictions_in_context(packable, project_id=project_id, subject_id=subject_id)
+            procedures = memory.procedures(lookup, qvec)
+            access.update(memory.access(lookup, [p.id for p in procedures]) if procedures else {})
+            ranked_procedures = rank_candidates([], procedures, config, layout, options, access, ItemType.PROCEDURE)
+            packable_procedures, _ = block(ranked_procedures, config.max_distance, consented, options.min_score)
+            identity = [candidate_decision(b, ItemType.IDENTITY, i + 1, layout)
+                        for i, b in enumerate(memory.identity(project_id, subject_id))]
+            decided = identity + decided + ranked_procedures
+            timer.lap("tiers")
+            tiers = _tier_budgets(total, options)
+            # Identity blocks are never ranked nor gated: in their order, while their tier has room.
+            pack(identity, tiers[render.IDENTITY], ReasonCode.INCLUDED)
+            pack([d for d in packable if d.section == render.PREFERENCES], tiers[render.PREFERENCES], ReasonCode.INCLUDED)
+            _pack_with_multi_hop(lookup, query, decided, [d for d in packable if d.section == render.FACTS],
+                                 tiers[render.FACTS], options.tier_budgets[render.FACTS], consented, memory, config, timer)
+            pack([d for d in packable if d.section == render.EPISODES], tiers[render.EPISODES], ReasonCode.INCLUDED)
+            pack(packable_procedures, tiers[render.PROCEDURES], ReasonCode.INCLUDED)
+            timer.lap("pack_tiers")
+        else:
+            _pack_with_multi_hop(lookup, query, decided, packable, total, budget_tokens, consented, memory, config, timer)
+
+        return lookup, memory, consented, decided, floor_hits, tiers, found, access
+
+    # Every read of a live call may go to a read replica that holds the scope's latest writes (hakimem/db_router.py);
+    # the trace, and a contradiction proposed to curators, are written on the primary. A replay reads on the primary.
+    if rerun is None:
+        lookup, memory, consented, decided, floor_hits, tiers, found, access = reads_for_scope(
+            select, written_sql=SCOPE_WRITTEN_SQL, params={"project_id": project_id, "subject_id": subject_id})
     else:
-        memory = Memory()
-        consented = consent_gate(project_id=project_id, subject_id=subject_id)
-    facts = memory.facts(lookup, qvec)
-    timer.lap("retrieve")
-    episodes = memory.episodes(lookup, qvec)
-    decided = rank_candidates(facts, episodes, config)
-    timer.lap("episodes")
-
-    packable, floor_hits = block(decided, config.max_distance, consented)
-    # Facts and episodes compete on one score for one budget. The specification packs facts first and gives episodes
-    # only what is left; on the quality harness that served no episode at all once a scope held ~900
-    # tokens of facts (evidence recall of "when" questions: 0.00), see docs/quality.md.
-    # A share of the budget waits for multi-hop: filled greedily, the first pass always spent it all and the
-    # second hop never got in. What multi-hop does not use goes back to the first pass's ranking below.
-    reserve = int(budget_tokens * config.multi_hop_share)
-    budget_left = pack(packable, budget_tokens - reserve, ReasonCode.INCLUDED) + reserve
-    timer.lap("pack")
-
-    budget_left = multi_hop(lookup, query, decided, budget_left, consented, memory, config)
-    leftovers = [d for d in packable if d.reason == ReasonCode.OVER_BUDGET]
-    budget_left = pack(leftovers, budget_left, ReasonCode.INCLUDED)
-    timer.lap("multi_hop")
+        lookup, memory, consented, decided, floor_hits, tiers, found, access = select()
+    if found and rerun is None:
+        # Without waiting for the scope's writers: a context call never queues behind a batch of fact writes; a pair
+        # not proposed now is proposed by manage.py consolidate from the trace.
+        fact_services.contradiction_propose(project_id=project_id, subject_id=subject_id, pairs=found,
+                                            actor=CONTRADICTION_ACTOR, wait=False)
 
     served = [d for d in decided if d.reason in _SERVED]
-    served.sort(key=lambda d: (d.reason != ReasonCode.INCLUDED, d.rank))
-    facts_out = [packet_fact(d) for d in served if d.item_type == ItemType.FACT]
+    served.sort(key=lambda d: (d.reason != ReasonCode.INCLUDED, d.rank))  # by section when rendered
+    facts_out = [packet_fact(d, layout.tiered) for d in served if d.item_type == ItemType.FACT]
     episodes_out = [packet_episode(d) for d in served if d.item_type == ItemType.EPISODE]
     warnings += _warnings_for_blocked(decided)
     empty_reason = EmptyReason.NO_RELEVANT_MEMORY if not served and floor_hits else None
     status = TraceStatus.DEGRADED if warnings else TraceStatus.OK
-    used_tokens = budget_tokens - budget_left
-    rendered = render_packet(facts_out, episodes_out)
+    rendered = layout.render(_served_lines(served, layout))
+    used_tokens = estimate_tokens(rendered) if rendered else 0
     timer.lap("render")
 
     packet = {
@@ -353,20 +534,33 @@ def context_assemble(*, project_id: str, subject_id: str, query: str, budget_tok
         "used_tokens": used_tokens,
         "rendered": rendered,
     }
+    if options.tiers:
+        packet["identity"] = [packet_identity(d) for d in served if d.item_type == ItemType.IDENTITY]
+        packet["procedures"] = [packet_procedure(d) for d in served if d.item_type == ItemType.PROCEDURE]
+        packet["tiers"] = {tier: {"budget_tokens": options.tier_budgets[tier],
+                                  "used_tokens": -(-(4 * options.tier_budgets[tier] - b.left) // 4)}
+                           for tier, b in tiers.items()}
+    if options != PLAIN:
+        packet["render_format"] = options.render_format
     # What the call used that the store does not version, so that a replay as it was can use it again
-    # (context/replay.py): the configuration, the words' weights, the consents read, the names' frequencies.
+    # (context/replay.py): the configuration, the words' weights, the consents read, the names' frequencies, and
+    # for a call that asked for more than a plain one, its options and the access frequencies it read.
     inputs = {
         "config": config.as_dict(), "fact_text": _text_record(lookup.fact_text),
-        "event_text": _text_record(lookup.event_text),
+        "event_text": _text_record(lookup.event_text), "procedure_text": _text_record(lookup.procedure_text),
         "consented": sorted(consented) if consented is not None else None, "entity_freq": memory.entity_freq,
     }
+    if options != PLAIN:
+        inputs["options"] = options.as_dict()
+    if access:
+        inputs["access"] = {str(k): v for k, v in access.items() if v}
     _record(packet, decided, timer, project_id=project_id, subject_id=subject_id, query=query, now=now,
-            inputs=inputs, rerun=rerun)
+            inputs=inputs, rerun=rerun, tiered=options.tiers)
     return packet
 
 
 def _record(packet: dict, decided: list[Decided], timer: _Timer, *, project_id, subject_id, query, now, inputs,
-            rerun: Rerun | None) -> None:
+            rerun: Rerun | None, tiered: bool) -> None:
     """The trace of the call and one decision row per candidate, in one statement."""
     trace_record(
         trace={
@@ -380,5 +574,5 @@ def _record(packet: dict, decided: list[Decided], timer: _Timer, *, project_id, 
             "created_at": timezone.now() if rerun and rerun.as_of else now, "inputs": inputs,
             "replay_of": str(rerun.replay_of) if rerun else None, "replay": rerun.marks if rerun else None,
         },
-        decisions=_decision_rows(decided),
+        decisions=_decision_rows(decided, tiered),
     )

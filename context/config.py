@@ -4,7 +4,7 @@ a replay (context/replay.py) may run with some of them overridden, each within O
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 
 from django.conf import settings
 
@@ -24,6 +24,8 @@ class AssemblyConfig:
     dense_top_k: int = retrieval.DENSE_TOP_K
     lexical_top_k: int = retrieval.LEXICAL_TOP_K
     multi_hop_share: float = MULTI_HOP_BUDGET_SHARE
+    w_importance: float = scoring.W_IMPORTANCE  # tiered calls only
+    w_access: float = scoring.W_ACCESS  # tiered calls only
 
     @property
     def tau_seconds(self) -> float:
@@ -56,6 +58,40 @@ OVERRIDE_RANGES = {
     "multi_hop_share": (0.0, 1.0),
 }
 INTEGER_OVERRIDES = frozenset({"dense_top_k", "lexical_top_k"})
+
+
+# --- what a call may ask for beyond seed 000 (POST /v1/context; context/serializers.py validates it) ----------
+
+# Per-tier budgets of a tiered call, in tokens (seed 003's defaults, plus 300 for preferences).
+DEFAULT_TIER_BUDGETS = {"identity": 500, "preferences": 300, "facts": 2000, "episodes": 1000, "procedures": 500}
+MAX_CANDIDATE_LIMIT = 256  # each candidate is a row scored in SQL and a decision row written: bounded per call
+MAX_CATEGORY_BOOST = 10.0
+MAX_CATEGORY_BOOSTS = 32
+
+
+@dataclass(frozen=True)
+class CallOptions:
+    """A call's asks. The defaults are a plain call: seed 000's single budget, exactly as before. `tiers` switches to
+    seed 003's assembler (identity blocks, five signals, a budget per tier, the five-section prompt, query-time
+    contradictions); boosts, min_score, candidate_limit and the render format work with either."""
+
+    tiers: bool = False
+    tier_budgets: dict = field(default_factory=dict)  # tier -> tokens; every tier present once tiers is on
+    category_boosts: dict = field(default_factory=dict)  # fact or procedure category -> score multiplier
+    min_score: float = 0.0  # 0 = off
+    candidate_limit: int | None = None  # None: retrieval.CANDIDATE_LIMIT
+    render_format: str = "xml"
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict | None) -> CallOptions:
+        data = data or {}
+        return cls(**{k: v for k, v in data.items() if k in cls.__dataclass_fields__})
+
+
+PLAIN = CallOptions()
 
 
 def default_config() -> AssemblyConfig:

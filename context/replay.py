@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections import Counter
 
 from context.assembler import Rerun, context_assemble
-from context.config import AssemblyConfig, default_config
+from context.config import AssemblyConfig, CallOptions, default_config
 from traces.models import ReasonCode, Trace
 from traces.selectors import trace_decisions
 
@@ -56,8 +56,11 @@ def context_replay(*, trace: Trace, as_of: str = AS_OF_NOW, overrides: dict | No
         rerun = Rerun(replay_of=trace.id, marks={"as_of": as_of, "overrides": overrides})
     config = base.with_overrides(overrides)
     budget = overrides.get("budget_tokens", trace.budget_tokens)
+    # The call's own asks (tiers, boosts, min_score, candidate_limit, render format) are part of the call: replayed
+    # as they were asked, whichever memory the replay reads.
     packet = context_assemble(project_id=trace.project_id, subject_id=trace.subject_id, query=trace.query,
-                              budget_tokens=budget, config=config, rerun=rerun)
+                              budget_tokens=budget, config=config, rerun=rerun,
+                              options=CallOptions.from_dict(recorded.get("options")))
     if not Trace.objects.filter(id=packet["trace_id"]).exists():
         raise ReplayRefused("the subject was erased while the replay ran")
     replayed = trace_decisions(trace=Trace(id=packet["trace_id"], project_id=trace.project_id))

@@ -1,18 +1,21 @@
 """The retrieval SQL of POST /v1/context: every query the assembler runs against the memory store.
 
 Invariants (each query below keeps all of them; tests/context/test_retrieval_plans.py checks the plans):
-1. Scope first: every query filters the exact scope `project_id = %(project_id)s AND subject_id = %(subject_id)s`,
-   and every other table it reads (conflict sets and members, a leg's rows fetched again by id) on the project
-   too: each statement then names its project for every table, what a database distributed by project needs to
-   run it on one shard (docs/scaling.md; tests/context/test_statements_filter_on_project.py).
+1. Scope first: every query filters the exact scope `project_id = %(project_id)s AND subject_id = %(subject_id)s`;
+   procedures, which may be written for the whole project, the subject's and the project-wide ones:
+   `subject_id IN (%(subject_id)s, '')`, never another subject's. Every other table a query reads (conflict sets
+   and members, a leg's rows fetched again by id) it filters on the project too: each statement then names its
+   project for every table, what a database distributed by project needs to run it on one shard
+   (docs/scaling.md; tests/context/test_statements_filter_on_project.py).
 2. Hard filters before any score: `status = 'active'` and `valid_to IS NULL OR valid_to > %(now)s` sit in the
    WHERE clause of each fact leg, so a retracted, superseded or no-longer-valid fact is never scored (events
-   have no status or validity: the scope is their only filter).
+   have no status or validity: the scope is their only filter; procedures have a status and no validity).
    Facts blocked by an open conflict set or by expired volatility are *not* filtered here: they are
    returned flagged (`in_open_conflict`, `expired`) so the trace can say why they were not served.
 3. Each phase-1 leg takes its top K first and only then scores those rows (at most DENSE_TOP_K +
    LEXICAL_TOP_K in all); the statement returns the CANDIDATE_LIMIT best by hybrid score, with only what
-   packing needs: never the embedding. Facts and events take the same path, one statement each (_hybrid_sql).
+   packing needs: never the embedding. Facts, events and procedures take the same path, one statement each
+   (_hybrid_sql).
 4. Parameters go through the driver; nothing is formatted into SQL text. The connection never uses
    server-side prepared statements (see hakimem/dbserver.py): generic plans lose the hnsw index.
 """
@@ -25,12 +28,13 @@ import weakref
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from django.db import connection, transaction
+from django.db import transaction
 
 from context import scoring
 from facts.scope_graphs import SCOPE_GRAPH_PREFIX, scope_graph_name
 from facts.text import STOP_WORDS
 from hakimem.db import dict_rows
+from hakimem.db_router import read_connection
 from hakimem.embeddings import vector_literal
 
 # Phase 1 fetches DENSE_TOP_K nearest facts and LEXICAL_TOP_K best full-text matches; phase 2 scores that
@@ -99,12 +103,13 @@ LEXICAL_MAX_TERM_FREQUENCY = 0.02
 LEXICAL_LEG_MAX_MATCHES = 1000
 TABLE_STATS_TTL_SECONDS = 300.0
 
-# The two tables a context call ranks; each has its own statistics, graph and covering index.
-FACTS, EVENTS = "facts_fact", "facts_event"
+# The tables a context call ranks; each has its own statistics, graph and covering index.
+FACTS, EVENTS, PROCEDURES = "facts_fact", "facts_event", "facts_procedure"
+RANKED_TABLES = (FACTS, EVENTS, PROCEDURES)
 
 # The planner's own statistics, refreshed by autovacuum's ANALYZE: the table's row estimate, its most common
 # lexemes (share of rows holding each) and its most common subjects (share of rows of each). pg_stats hides
-# them from the row-security roles a request runs as: hakimem_table_stats (facts/migrations/0006) reads them
+# them from the row-security roles a request runs as: hakimem_table_stats (facts/migrations/0008, 0010) reads them
 # as the tables' owner.
 TABLE_STATS_SQL = """
 SELECT * FROM hakimem_table_stats(%(table)s::regclass, %(scope_graphs)s)
@@ -126,17 +131,19 @@ class TableStats:
         floor = self.rarest_tracked or (1.0 / self.rows if self.rows >= 1 else 1e-3)
         return math.log(1.0 / min(max(self.term_freq.get(term, floor), 1e-9), 1.0)) + 1e-6
 
-    def scope_rows(self, subject_id: str) -> float:
-        """Estimated rows of a subject. Subject ids are compared across projects: an over-estimate when two
+    def scope_rows(self, subject_id: str, *, project_wide: bool = False) -> float:
+        """Estimated rows of a subject, and with project_wide those of every project's whole-project rows
+        (subject_id '', procedures). Subject ids are compared across projects: an over-estimate when two
         projects share one, which only makes the leg more careful."""
-        return self.rows * self.subject_freq.get(subject_id, self.other_subject_freq)
+        rows = self.rows * self.subject_freq.get(subject_id, self.other_subject_freq)
+        return rows + (self.scope_rows("") if project_wide else 0.0)
 
-    def dense_exact(self, project_id: str, subject_id: str) -> bool:
+    def dense_exact(self, project_id: str, subject_id: str, *, project_wide: bool = False) -> bool:
         """True when sorting the scope exactly is expected to cost less than the filtered hnsw scan (always,
         until the table is first analysed: a new table is small). Never for a scope with its own graph."""
         if scope_graph_name(project_id, subject_id) in self.scope_graphs:
             return False
-        scope = self.scope_rows(subject_id)
+        scope = self.scope_rows(subject_id, project_wide=project_wide)
         if scope < 1:
             return True
         visited = max(DENSE_TOP_K, HNSW_EF_SEARCH) * self.rows / scope
@@ -147,15 +154,15 @@ _table_stats: dict = {"at": -1e9, "stats": {}}
 
 
 def table_stats(table: str = FACTS) -> TableStats:
-    """Read at most every TABLE_STATS_TTL_SECONDS per process, both tables at once."""
+    """Read at most every TABLE_STATS_TTL_SECONDS per process, every ranked table at once."""
     now = time.monotonic()
     if now - _table_stats["at"] > TABLE_STATS_TTL_SECONDS:
-        _table_stats.update(at=now, stats={name: _read_table_stats(name) for name in (FACTS, EVENTS)})
+        _table_stats.update(at=now, stats={name: _read_table_stats(name) for name in RANKED_TABLES})
     return _table_stats["stats"][table]
 
 
 def _read_table_stats(table: str) -> TableStats:
-    with connection.cursor() as cursor:
+    with read_connection().cursor() as cursor:
         cursor.execute(TABLE_STATS_SQL, {"table": table, "scope_graphs": SCOPE_GRAPH_PREFIX + "%"})
         reltuples, elems, elem_freqs, subjects, subject_freqs, n_distinct, graphs = cursor.fetchone()
     term_freq = dict(zip(elems, elem_freqs)) if elems else {}  # elem_freqs has 3 trailing summary values
@@ -194,7 +201,7 @@ def text_queries(query: str, subject_id: str, table: str = FACTS) -> TextQuery:
     if not terms:
         return TextQuery()
     stats = table_stats(table)
-    scope_rows = stats.scope_rows(subject_id)
+    scope_rows = stats.scope_rows(subject_id, project_wide=table == PROCEDURES)
     freq = stats.term_freq
     informative = [t for t in terms if freq.get(t, 0.0) <= LEXICAL_MAX_TERM_FREQUENCY]
     if not informative:
@@ -223,8 +230,10 @@ class Lookup:
     cutoffs: dict
     fact_text: TextQuery = TextQuery()
     event_text: TextQuery = TextQuery()
+    procedure_text: TextQuery = TextQuery()
     # context.config.AssemblyConfig (weights, tau, widths) when a replay overrides them; None = the constants.
     config: object = None
+    candidate_limit: int | None = None  # a call may ask for fewer or more (context.config.MAX_CANDIDATE_LIMIT)
 
     def params(self, text: TextQuery) -> dict:
         c = self.config
@@ -241,17 +250,19 @@ class Lookup:
             "volatile_cutoff": self.cutoffs["volatile"],
             "top_k": c.lexical_top_k if c else LEXICAL_TOP_K,
             "dense_k": c.dense_top_k if c else DENSE_TOP_K,
-            "candidate_limit": CANDIDATE_LIMIT,
+            "candidate_limit": self.candidate_limit or CANDIDATE_LIMIT,
             "w_similarity": c.w_similarity if c else scoring.W_SIMILARITY,
             "w_text": c.w_text_rank if c else scoring.W_TEXT,
             "w_recency": c.w_recency if c else scoring.W_RECENCY,
         }
 
 
-def lookup_for(*, project_id: str, subject_id: str, query: str, now: datetime, cutoffs: dict, config=None) -> Lookup:
+def lookup_for(*, project_id: str, subject_id: str, query: str, now: datetime, cutoffs: dict, config=None,
+               candidate_limit: int | None = None) -> Lookup:
     return Lookup(project_id=project_id, subject_id=subject_id, now=now, cutoffs=cutoffs,
                   fact_text=text_queries(query, subject_id, FACTS), event_text=text_queries(query, subject_id, EVENTS),
-                  config=config)
+                  procedure_text=text_queries(query, subject_id, PROCEDURES), config=config,
+                  candidate_limit=candidate_limit)
 
 
 @dataclass
@@ -260,6 +271,7 @@ class Candidate:
     text: str
     category: str
     kind: str
+    importance: float
     metadata: dict
     valid_from: datetime | None
     recorded_from: datetime
@@ -285,14 +297,31 @@ class EpisodeCandidate:
     score: float = 0.0
 
 
+@dataclass
+class ProcedureCandidate:
+    id: object
+    title: str
+    text: str
+    category: str
+    importance: float
+    metadata: dict
+    updated_at: datetime
+    similarity: float | None
+    distance: float | None
+    text_rank: float
+    recency: float
+    score: float = 0.0
+
+
 _TUNED_CONNECTIONS: "weakref.WeakSet" = weakref.WeakSet()
 
 
-def _settings_for_hnsw(cursor) -> None:
+def _settings_for_hnsw(cursor, connection) -> None:
     """Once per database connection: session-level settings (SET LOCAL would need a transaction around
     a read-only query), so the hot path does not pay a round trip for them on every call. Inside a
     transaction (every API request's, hakimem/rowsecurity.py) the connection counts as tuned once that
-    transaction commits: a rollback would undo them."""
+    transaction commits: a rollback would undo them. `connection` is the one the call reads on (a read replica's
+    connections are tuned on their own)."""
     raw = connection.connection
     if raw in _TUNED_CONNECTIONS:
         return
@@ -302,13 +331,13 @@ def _settings_for_hnsw(cursor) -> None:
         {"ef": str(HNSW_EF_SEARCH), "max": str(HNSW_MAX_SCAN_TUPLES)},
     )
     if connection.in_atomic_block:
-        transaction.on_commit(lambda: _TUNED_CONNECTIONS.add(raw))
+        transaction.on_commit(lambda: _TUNED_CONNECTIONS.add(raw), using=connection.alias)
     else:
         _TUNED_CONNECTIONS.add(raw)
 
 
 _FACT_COLUMNS = """
-       f.id, f.text, f.category, f.kind, f.metadata, f.valid_from, f.recorded_from"""
+       f.id, f.text, f.category, f.kind, f.importance, f.metadata, f.valid_from, f.recorded_from"""
 
 # Why a fact `f` is blocked: the ranked queries return both as flags, multi-hop filters them out.
 # The scope columns are redundant (a set holds facts of one scope) but bound every plan to the scope: with
@@ -327,6 +356,8 @@ _BLOCK_FLAGS = f"""
 
 _RECENCY = "exp(-greatest(extract(epoch FROM (%(now)s - coalesce(f.valid_from, f.recorded_from))), 0) / %(tau_seconds)s)"
 _EVENT_RECENCY = "exp(-greatest(extract(epoch FROM (%(now)s - e.occurred_at)), 0) / %(tau_seconds)s)"
+# A procedure is as fresh as its last edit: its steps are kept current in place.
+_PROCEDURE_RECENCY = "exp(-greatest(extract(epoch FROM (%(now)s - x.updated_at)), 0) / %(tau_seconds)s)"
 
 _HARD_FILTERS = """f.project_id = %(project_id)s AND f.subject_id = %(subject_id)s AND f.status = 'active'
                    AND (f.valid_to IS NULL OR f.valid_to > %(now)s)"""
@@ -403,6 +434,17 @@ _EVENTS = _Source(
        {_EVENT_RECENCY} AS recency""",
 )
 
+# Procedures: the subject's own and the project's (subject_id ''), active ones only.
+_PROCEDURES = _Source(
+    table=PROCEDURES, a="x", time="x.updated_at",
+    filters="x.project_id = %(project_id)s AND x.subject_id IN (%(subject_id)s, '') AND x.status = 'active'",
+    row=f"""
+       x.id, x.title, x.text, x.category, x.importance, x.metadata, x.updated_at,
+       {_distance("x")} AS distance,
+       {text_rank_sql("x")} AS text_rank,
+       {_PROCEDURE_RECENCY} AS recency""",
+)
+
 # The SQL twin of context.scoring.hybrid_score (weights passed from there), used only to keep the best
 # CANDIDATE_LIMIT rows of the pool; the assembler scores them again in Python, and a test pins the two
 # orders together. Ties break as the assembler's sort does: more recent first, then by id.
@@ -466,6 +508,10 @@ HYBRID_EXACT_CANDIDATES_SQL = _hybrid_sql(_FACTS, exact=True)
 EPISODES_HYBRID_SQL = _hybrid_sql(_EVENTS, exact=False)
 # -- uses: facts_event_scope_vectors (dense leg), facts_event_search_gin (lexical leg)
 EPISODES_HYBRID_EXACT_SQL = _hybrid_sql(_EVENTS, exact=True)
+# -- uses: facts_procedure_embedding_hnsw (dense leg), facts_procedure_search_gin (lexical leg)
+PROCEDURES_HYBRID_SQL = _hybrid_sql(_PROCEDURES, exact=False)
+# -- uses: facts_procedure_scope_vectors (dense leg: the subject's range and the project's), facts_procedure_search_gin
+PROCEDURES_HYBRID_EXACT_SQL = _hybrid_sql(_PROCEDURES, exact=True)
 
 
 # Degraded path: no usable query vector. Lexical leg only, or the most recent facts when no word matches.
@@ -498,6 +544,20 @@ SELECT e.id, e.text, e.occurred_at, e.metadata,
   FROM facts_event e
  WHERE {_EVENTS.filters}
  ORDER BY (%(tsq)s <> '' AND e.search_vector @@ websearch_to_tsquery('simple', %(tsq)s)) DESC, e.occurred_at DESC
+ LIMIT %(top_k)s
+"""
+
+# Degraded path for procedures: full-text matches first, then the most recently edited. A scope holds few
+# procedures: its rows are read from the scope index and sorted.
+# -- uses: facts_procedure_scope_vectors (the scope's active rows)
+PROCEDURES_LEXICAL_SQL = f"""
+SELECT x.id, x.title, x.text, x.category, x.importance, x.metadata, x.updated_at,
+       {_PROCEDURE_RECENCY} AS recency,
+       NULL::float8 AS similarity, NULL::float8 AS distance,
+       {text_rank_sql("x")} AS text_rank
+  FROM facts_procedure x
+ WHERE {_PROCEDURES.filters}
+ ORDER BY (%(tsq)s <> '' AND x.search_vector @@ websearch_to_tsquery('simple', %(tsq)s)) DESC, x.updated_at DESC, x.id
  LIMIT %(top_k)s
 """
 
@@ -538,7 +598,7 @@ def _candidate(r: dict) -> Candidate:
     """A fact row as a Candidate; the multi-hop query selects no similarity, text rank or block flags (its
     facts are found by a shared name, and blocked facts are filtered out in its SQL)."""
     return Candidate(
-        id=r["id"], text=r["text"], category=r["category"], kind=r["kind"], metadata=r["metadata"],
+        id=r["id"], text=r["text"], category=r["category"], kind=r["kind"], importance=r["importance"], metadata=r["metadata"],
         valid_from=r["valid_from"], recorded_from=r["recorded_from"], similarity=r.get("similarity"),
         distance=r.get("distance"), text_rank=float(r.get("text_rank") or 0.0), recency=float(r["recency"]),
         in_open_conflict=bool(r.get("in_open_conflict")), expired=bool(r.get("expired")),
@@ -547,14 +607,15 @@ def _candidate(r: dict) -> Candidate:
 
 def _ranked_rows(lookup: Lookup, qvec, table: str, text: TextQuery, graph_sql: str, exact_sql: str, degraded_sql: str) -> list[dict]:
     params = lookup.params(text)
+    connection = read_connection()
     with connection.cursor() as cursor:
         if qvec is None:
             cursor.execute(degraded_sql, params)
         else:
-            if table_stats(table).dense_exact(lookup.project_id, lookup.subject_id):
+            if table_stats(table).dense_exact(lookup.project_id, lookup.subject_id, project_wide=table == PROCEDURES):
                 sql = exact_sql
             else:
-                _settings_for_hnsw(cursor)
+                _settings_for_hnsw(cursor, connection)
                 sql = graph_sql
             cursor.execute(sql, {**params, "qvec": vector_literal(qvec)})
         return dict_rows(cursor, json_columns=["metadata"])
@@ -570,6 +631,21 @@ def episode_candidates(lookup: Lookup, *, qvec) -> list[EpisodeCandidate]:
     rows = _ranked_rows(lookup, qvec, EVENTS, lookup.event_text, EPISODES_HYBRID_SQL, EPISODES_HYBRID_EXACT_SQL,
                         EPISODES_LEXICAL_SQL)
     return [_episode(r) for r in rows]
+
+
+def procedure_candidates(lookup: Lookup, *, qvec) -> list[ProcedureCandidate]:
+    """The subject's and the project's active procedures for the call, at most CANDIDATE_LIMIT, best hybrid score
+    first (qvec None: the degraded path's order)."""
+    rows = _ranked_rows(lookup, qvec, PROCEDURES, lookup.procedure_text, PROCEDURES_HYBRID_SQL,
+                        PROCEDURES_HYBRID_EXACT_SQL, PROCEDURES_LEXICAL_SQL)
+    return [
+        ProcedureCandidate(
+            id=r["id"], title=r["title"], text=r["text"], category=r["category"], importance=float(r["importance"]),
+            metadata=r["metadata"], updated_at=r["updated_at"], similarity=r["similarity"], distance=r["distance"],
+            text_rank=float(r["text_rank"] or 0.0), recency=float(r["recency"]),
+        )
+        for r in rows
+    ]
 
 
 def _episode(r: dict) -> EpisodeCandidate:
@@ -589,7 +665,54 @@ def multi_hop_candidates(lookup: Lookup, *, entities: list[str], exclude_ids: li
         "exclude": [str(i) for i in exclude_ids],
         "per_entity": MULTI_HOP_MAX_PER_ENTITY,
     }
-    with connection.cursor() as cursor:
+    with read_connection().cursor() as cursor:
         cursor.execute(multi_hop_sql(len(entities)), params)
         rows = dict_rows(cursor, json_columns=["metadata"])
     return [(r["entity"], _candidate(r)) for r in rows]
+
+
+# Query-time contradictions (context/contradictions.py): the pairs among a call's fact candidates whose stored
+# vectors are at least `min_similarity` alike, in one statement: the candidates' rows are read once, by id
+# within the scope (invariant 1; they are active facts, and the status filter lets the planner read them from
+# facts_fact_scope_vectors when that costs less), then compared pairwise: n (n - 1) / 2 distances, at most
+# CONTRADICTION_MAX_CANDIDATES candidates (~1 us each: 64 candidates 1.6 ms, 128 candidates 7.8 ms), of which
+# the CONTRADICTION_MAX_PAIRS most alike go on to the rules (~50 us a pair in Python): on a chat stored turn by
+# turn, 128 candidates held ~160 pairs above 0.75, and 128 facts that all say where Paul lives 2,470
+# (scripts/bench_contradictions.py). Negations, the most alike, come first. A pair whose distance is NaN (a
+# vector of zeros, see _distance) fails `<=`: PostgreSQL sorts NaN above every number. A pair that already shares a conflict set is the store's
+# business, not this call's: open, both are blocked and never candidates; closed with both still active, a
+# curator dismissed it or kept both, and that decision stands at query time too.
+# -- uses: facts_fact_pkey (one probe per candidate id) or facts_fact_scope_vectors (small scopes);
+# --       facts_conflictmember_fact and conflict_member_unique for the pairs above the threshold only
+CONTRADICTION_MAX_CANDIDATES = 64
+CONTRADICTION_MAX_PAIRS = 256
+CONTRADICTION_PAIRS_SQL = """
+WITH c AS MATERIALIZED (
+    SELECT f.id, f.embedding FROM facts_fact f
+     WHERE f.project_id = %(project_id)s AND f.subject_id = %(subject_id)s AND f.status = 'active'
+       AND f.id = ANY(%(ids)s::uuid[])
+)
+SELECT a.id, b.id, 1 - p.distance AS similarity
+  FROM c a JOIN c b ON a.id < b.id
+ CROSS JOIN LATERAL (SELECT a.embedding <=> b.embedding AS distance) p
+ WHERE p.distance <= 1 - %(min_similarity)s
+   AND NOT EXISTS (SELECT 1 FROM facts_conflictmember ma
+                     JOIN facts_conflictmember mb ON mb.conflict_set_id = ma.conflict_set_id AND mb.fact_id = b.id
+                                                 AND mb.project_id = ma.project_id
+                     JOIN facts_conflictset s ON s.id = ma.conflict_set_id AND s.project_id = ma.project_id
+                    WHERE ma.fact_id = a.id AND ma.project_id = %(project_id)s AND s.subject_id = %(subject_id)s)
+ ORDER BY p.distance, a.id, b.id
+ LIMIT %(max_pairs)s
+"""
+
+
+def similar_pairs(*, project_id: str, subject_id: str, ids: list, min_similarity: float) -> list[tuple]:
+    """(id, id, similarity) for the CONTRADICTION_MAX_PAIRS most alike pairs of the scope's active facts `ids` at
+    least `min_similarity` alike that share no conflict set."""
+    if len(ids) < 2:
+        return []
+    with read_connection().cursor() as cursor:
+        cursor.execute(CONTRADICTION_PAIRS_SQL, {"project_id": project_id, "subject_id": subject_id,
+                                                 "ids": [str(i) for i in ids], "min_similarity": min_similarity,
+                                                 "max_pairs": CONTRADICTION_MAX_PAIRS})
+        return [(a, b, float(similarity)) for a, b, similarity in cursor.fetchall()]

@@ -13,6 +13,8 @@ The weights are documented here and are not part of the API contract: they may c
 """
 from __future__ import annotations
 
+from hakimem.tokens import estimate_tokens  # noqa: F401 (the assembler and the scripts import it from here)
+
 # Tuned on the quality harness's dev split (docs/quality.md): recency 0.15 -> 0.05 lifted evidence recall at
 # a 300-token budget from 0.854 to 0.887 (temporal questions 0.824 -> 0.971: an event that happened a year
 # ago lost to any fact written today). Similarity and text kept the specification's values.
@@ -21,6 +23,16 @@ W_TEXT = 0.25
 W_RECENCY = 0.05
 TAU_DAYS = 30.0
 TAU_SECONDS = TAU_DAYS * 86400.0
+
+# Seed 003's further two signals, for tiered calls only (a plain call ranks as seed 000 says):
+#     score_tiered = score + W_IMPORTANCE * importance + W_ACCESS * access
+# importance in [0, 1] as written (default 0.5; episodes, which carry none, count as NEUTRAL_IMPORTANCE) and access
+# in [0, 1], how often the item was served lately (traces.selectors). Relevance dominates; these two decide among
+# candidates that relevance leaves close, which in a dense store is often. Like the three above they are named
+# constants: change them only with a run of the quality harness and of scripts/bench.py (docs/quality.md).
+W_IMPORTANCE = 0.10
+W_ACCESS = 0.05
+NEUTRAL_IMPORTANCE = 0.5
 
 
 def hybrid_score(similarity: float | None, text_rank: float, recency: float, config=None) -> float:
@@ -33,6 +45,7 @@ def hybrid_score(similarity: float | None, text_rank: float, recency: float, con
     return score
 
 
-def estimate_tokens(text: str) -> int:
-    """About four characters per token: cheap, tokenizer-free, and what the budget is counted in."""
-    return max(1, len(text) // 4)
+def tiered_score(base: float, importance: float | None, access: float, config=None) -> float:
+    """A tiered call's five-signal score from the three-signal `base` (hybrid_score)."""
+    w_imp, w_acc = (config.w_importance, config.w_access) if config else (W_IMPORTANCE, W_ACCESS)
+    return base + w_imp * (NEUTRAL_IMPORTANCE if importance is None else importance) + w_acc * access

@@ -1,10 +1,21 @@
 from django.conf import settings
 from rest_framework import serializers
 
-from context.config import INTEGER_OVERRIDES, OVERRIDE_RANGES
+from context.config import (
+    DEFAULT_TIER_BUDGETS,
+    INTEGER_OVERRIDES,
+    MAX_CANDIDATE_LIMIT,
+    MAX_CATEGORY_BOOST,
+    MAX_CATEGORY_BOOSTS,
+    OVERRIDE_RANGES,
+    CallOptions,
+)
+from context.render import RENDER_FORMATS, XML
+from facts.models import CATEGORY_MAX
 from hakimem.errors import ApiError, ErrorCode
 from hakimem.fields import (
     ScopeIdField,
+    StrictBooleanField,
     StrictCharField,
     StrictFloatField,
     StrictIntegerField,
@@ -14,16 +25,90 @@ from hakimem.serializers import StrictSerializer, iso
 QUERY_MAX = 4000
 
 
+MIN_SCORE_MAX = 10.0  # a score is at most ~1 before boosts, MAX_CATEGORY_BOOST times that after
+
+
+class TierBudgetsSerializer(StrictSerializer):
+    """Tokens per tier; a tier left out keeps its default (DEFAULT_TIER_BUDGETS), 0 turns it off."""
+
+    identity = StrictIntegerField(required=False, min_value=0, help_text="default 500")
+    preferences = StrictIntegerField(required=False, min_value=0, help_text="default 300")
+    facts = StrictIntegerField(required=False, min_value=0, help_text="default 2000")
+    episodes = StrictIntegerField(required=False, min_value=0, help_text="default 1000")
+    procedures = StrictIntegerField(required=False, min_value=0, help_text="default 500")
+
+    def validate(self, attrs):
+        limit = settings.HAKI_MAX_BUDGET_TOKENS
+        too_big = [tier for tier, tokens in attrs.items() if tokens > limit]
+        if too_big:
+            raise serializers.ValidationError({tier: [f"must be at most {limit}"] for tier in too_big})
+        return attrs
+
+
+class CategoryBoostsField(serializers.DictField):
+    """{"decision": 1.5}: a fact's or procedure's score is multiplied by its category's boost."""
+
+    def __init__(self, **kwargs):
+        super().__init__(child=StrictFloatField(min_value=0.0, max_value=MAX_CATEGORY_BOOST), **kwargs)
+
+    def to_internal_value(self, data):
+        if not isinstance(data, dict):
+            raise serializers.ValidationError("must be an object of category: multiplier")
+        if len(data) > MAX_CATEGORY_BOOSTS:
+            raise serializers.ValidationError(f"at most {MAX_CATEGORY_BOOSTS} categories")
+        long = [k for k in data if len(k) > CATEGORY_MAX]
+        if long:
+            raise serializers.ValidationError(f"a category is at most {CATEGORY_MAX} characters")
+        return super().to_internal_value(data)
+
+
 class ContextRequestSerializer(StrictSerializer):
     project_id = ScopeIdField()
     subject_id = ScopeIdField()
     query = StrictCharField(max_length=QUERY_MAX, trim_whitespace=False, allow_blank=False)
     budget_tokens = serializers.JSONField(required=False, allow_null=True)  # checked by validate_budget
+    # Beyond seed 000 (context.config.CallOptions); a request without any of them is a plain call, as before.
+    tiers = StrictBooleanField(required=False, help_text="seed 003's assembler: identity blocks, five signals, "
+                               "a budget per tier, five sections, query-time contradictions")
+    tier_budgets = TierBudgetsSerializer(required=False, help_text="implies tiers; each tier defaults to "
+                                         "identity 500, preferences 300, facts 2000, episodes 1000, procedures 500")
+    category_boosts = CategoryBoostsField(required=False)
+    min_score = StrictFloatField(required=False, min_value=0.0, max_value=MIN_SCORE_MAX,
+                                 help_text="candidates scoring below it are left out (below_min_score); 0 = off")
+    candidate_limit = StrictIntegerField(required=False, min_value=1, max_value=MAX_CANDIDATE_LIMIT,
+                                         help_text="candidates kept after phase 2 (default 128)")
+    render_format = serializers.ChoiceField(choices=RENDER_FORMATS, required=False, help_text="xml (default) or markdown")
 
     def validate_query(self, value):
         if not value.strip():
             raise serializers.ValidationError("must contain non-whitespace text")
         return value
+
+    def validate(self, attrs):
+        if attrs.get("tiers") is False and "tier_budgets" in attrs:
+            raise serializers.ValidationError({"tier_budgets": ["tier budgets need tiers: leave tiers out or set it true"]})
+        return attrs
+
+
+def call_options(params: dict) -> CallOptions:
+    """The validated request's asks; tier_budgets implies tiers."""
+    tiered = params.get("tiers", False) or "tier_budgets" in params
+    return CallOptions(
+        tiers=tiered,
+        tier_budgets={**DEFAULT_TIER_BUDGETS, **params.get("tier_budgets", {})} if tiered else {},
+        category_boosts=params.get("category_boosts", {}),
+        min_score=params.get("min_score", 0.0),
+        candidate_limit=params.get("candidate_limit"),
+        render_format=params.get("render_format", XML),
+    )
+
+
+def call_budget(data: dict, options: CallOptions) -> int:
+    """budget_tokens as sent (validate_budget); a tiered call that sends none gets the sum of its tiers' budgets,
+    within HAKI_MAX_BUDGET_TOKENS."""
+    if options.tiers and "budget_tokens" not in data:
+        return max(1, min(sum(options.tier_budgets.values()), settings.HAKI_MAX_BUDGET_TOKENS))
+    return validate_budget(data)
 
 
 def validate_budget(data: dict) -> int:
@@ -42,10 +127,11 @@ def validate_budget(data: dict) -> int:
     return value
 
 
-def packet_fact(decided) -> dict:
-    """A served fact as the packet shows it (decided: context.assembler.Decided)."""
+def packet_fact(decided, tiered: bool = False) -> dict:
+    """A served fact as the packet shows it (decided: context.assembler.Decided); a tiered call says which tier
+    served it (preferences or facts)."""
     item = decided.item
-    return {
+    fact = {
         "id": str(item.id),
         "text": item.text,
         "category": item.category,
@@ -55,6 +141,27 @@ def packet_fact(decided) -> dict:
         "reason_code": str(decided.reason),
         "valid_from": iso(item.valid_from),
         "recorded_from": iso(item.recorded_from),
+        "metadata": item.metadata,
+    }
+    if tiered:
+        fact["tier"] = decided.section
+    return fact
+
+
+def packet_identity(decided) -> dict:
+    item = decided.item
+    return {"id": str(item.id), "name": item.name, "text": item.text, "tokens": decided.tokens}
+
+
+def packet_procedure(decided) -> dict:
+    item = decided.item
+    return {
+        "id": str(item.id),
+        "title": item.title,
+        "text": item.text,
+        "category": item.category,
+        "score": round(item.score, 6),
+        "tokens": decided.tokens,
         "metadata": item.metadata,
     }
 
@@ -84,6 +191,7 @@ class PacketFactSerializer(serializers.Serializer):
     valid_from = serializers.DateTimeField(allow_null=True)
     recorded_from = serializers.DateTimeField()
     metadata = serializers.DictField()
+    tier = serializers.CharField(required=False, help_text="tiered calls: preferences or facts")
 
 
 class PacketEpisodeSerializer(serializers.Serializer):
@@ -95,6 +203,28 @@ class PacketEpisodeSerializer(serializers.Serializer):
     metadata = serializers.DictField()
 
 
+class PacketIdentitySerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    name = serializers.CharField()
+    text = serializers.CharField()
+    tokens = serializers.IntegerField()
+
+
+class PacketProcedureSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    title = serializers.CharField()
+    text = serializers.CharField()
+    category = serializers.CharField(allow_blank=True)
+    score = serializers.FloatField()
+    tokens = serializers.IntegerField()
+    metadata = serializers.DictField()
+
+
+class TierUseSerializer(serializers.Serializer):
+    budget_tokens = serializers.IntegerField()
+    used_tokens = serializers.IntegerField(help_text="what the tier's section adds to rendered, header included")
+
+
 class ContextPacketSerializer(serializers.Serializer):
     trace_id = serializers.UUIDField()
     status = serializers.CharField()
@@ -103,8 +233,13 @@ class ContextPacketSerializer(serializers.Serializer):
     warnings = serializers.ListField(child=serializers.CharField())
     empty_reason = serializers.CharField(allow_null=True)
     budget_tokens = serializers.IntegerField()
-    used_tokens = serializers.IntegerField()
+    used_tokens = serializers.IntegerField(help_text="estimate_tokens(rendered): what the block costs, wrapper and "
+                                           "section headers included; never above budget_tokens")
     rendered = serializers.CharField(allow_blank=True, help_text='the packet as a prompt block, "" when empty')
+    render_format = serializers.CharField(required=False, help_text="present when the call asked for more than a plain one")
+    identity = PacketIdentitySerializer(many=True, required=False, help_text="tiered calls")
+    procedures = PacketProcedureSerializer(many=True, required=False, help_text="tiered calls")
+    tiers = serializers.DictField(child=TierUseSerializer(), required=False, help_text="tiered calls")
 
 
 class ContextRequestSchema(ContextRequestSerializer):

@@ -1,9 +1,10 @@
-"""The curators' admin for the memory store: facts, episodes and conflict sets.
+"""The curators' admin for the memory store: facts, episodes, conflict sets, identity blocks and procedures.
 
-Nothing here writes a row through a model form: every field is read-only, and the two things a curator does
-run the services the API runs (conflict_resolve for a conflict set, fact_retract for a fact). Adding and
-deleting are off: facts come from applications (POST /v1/facts, which embeds them) and erasure is
-DELETE /v1/subjects.
+Facts, episodes and conflict sets are never written through a model form: every field is read-only, and the two
+things a curator does run the services the API runs (conflict_resolve for a conflict set, fact_retract for a
+fact). Adding and deleting them are off: facts come from applications (POST /v1/facts, which embeds them) and
+erasure is DELETE /v1/subjects. Identity blocks and procedures are written by people: their forms validate, and
+the services the API calls save them (identity_block_create, procedure_update, ...).
 
 A curator also asks why a fact was or was not served, and the answer is in traces.Decision, a layer above
 this app: traces registers the function that counts those decisions (register_decision_counts, called from
@@ -37,9 +38,13 @@ from facts.models import (
     Event,
     Fact,
     FactStatus,
+    IdentityBlock,
+    Procedure,
+    ProcedureStatus,
     Project,
 )
 from hakimem.admin_filters import ProjectFilter, StaffProjectsMixin, SubjectFilter
+from hakimem.tokens import estimate_tokens
 
 NO_SAVE_BUTTONS = {"show_save": False, "show_save_and_continue": False, "show_save_and_add_another": False}
 
@@ -409,3 +414,142 @@ class ConsentAdmin(ReadOnlyAdmin):
     list_filter = (ProjectFilter, "category")
     search_fields = ("subject_id",)
     fields = ("project_id", "subject_id", "category", "granted_at", "granted_by", "revoked_at", "revoked_by")
+
+
+# --- identity blocks and procedures: written by people, here as through the API ----------------------------
+
+class _ScopedForm(forms.ModelForm):
+    """A block's or a procedure's scope: a project the signed-in person may act on (row security would refuse
+    the write of any other), and an empty subject for the whole project."""
+
+    allowed_projects: list[str] | None = None  # set per request by ScopedWriteAdmin.get_form; None: every project
+
+    def clean_project_id(self):
+        project_id = self.cleaned_data["project_id"]
+        if self.allowed_projects is not None and project_id not in self.allowed_projects:
+            raise forms.ValidationError("You may not write to this project.")
+        return project_id
+
+
+class ScopedWriteAdmin(StaffProjectsMixin, admin.ModelAdmin):
+    """Adds and edits through the app's services, as the API does: a form validates, a service writes."""
+
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        from hakimem.models import staff_projects
+
+        form = super().get_form(request, obj, change=change, **kwargs)
+        return type(form.__name__, (form,), {"allowed_projects": staff_projects(request.user)})
+
+    def get_readonly_fields(self, request, obj=None):
+        return ("project_id", "subject_id", "created_at", "updated_at") if obj else ("created_at", "updated_at")
+
+    def _service_errors(self, form, exc: services.ServiceValidationError) -> None:
+        for error in exc.errors:
+            form.add_error(error["field"] if error["field"] in form.fields else None, error["message"])
+
+
+class IdentityBlockForm(_ScopedForm):
+    class Meta:
+        model = IdentityBlock
+        fields = ("project_id", "subject_id", "name", "text", "position", "enabled", "metadata")
+        widgets = {"text": forms.Textarea(attrs={"rows": 6})}
+
+    def clean(self):
+        cleaned = super().clean()
+        if self.instance._state.adding and not self.errors:
+            try:
+                services.identity_block_check_new(project_id=cleaned["project_id"], subject_id=cleaned.get("subject_id", ""),
+                                                  name=cleaned["name"])
+            except services.ServiceValidationError as exc:
+                raise forms.ValidationError([e["message"] for e in exc.errors]) from exc
+        return cleaned
+
+
+@admin.register(IdentityBlock)
+class IdentityBlockAdmin(ScopedWriteAdmin):
+    """Always-on texts. Saved by identity_block_create / identity_block_update, deleted by identity_block_delete."""
+
+    form = IdentityBlockForm
+    list_display = ("name", "scope", "project_id", "position", "enabled", "tokens", "updated_at")
+    list_filter = (ProjectFilter, SubjectFilter, "enabled")
+    search_fields = ("name", "text")
+    ordering = ("project_id", "subject_id", "position", "name")
+
+    @admin.display(description="subject", ordering="subject_id")
+    def scope(self, obj):
+        return obj.subject_id or "(whole project)"
+
+    @admin.display(description="tokens")
+    def tokens(self, obj):
+        return estimate_tokens(obj.text)
+
+    def save_model(self, request, obj, form, change):
+        if change:
+            changes = {name: form.cleaned_data[name] for name in form.changed_data if name in services.IDENTITY_FIELDS}
+            saved = services.identity_block_update(block=obj, changes=changes)
+        else:
+            saved = services.identity_block_create(**{name: form.cleaned_data[name] for name in IdentityBlockForm.Meta.fields})
+        obj.pk, obj.created_at, obj.updated_at = saved.pk, saved.created_at, saved.updated_at
+
+    def delete_model(self, request, obj):
+        services.identity_block_delete(block=obj)
+
+    def delete_queryset(self, request, queryset):
+        for block in queryset:
+            services.identity_block_delete(block=block)
+
+
+class ProcedureForm(_ScopedForm):
+    class Meta:
+        model = Procedure
+        fields = ("project_id", "subject_id", "title", "text", "category", "importance", "metadata")
+        widgets = {"text": forms.Textarea(attrs={"rows": 10})}
+
+
+@admin.register(Procedure)
+class ProcedureAdmin(ScopedWriteAdmin):
+    """Workflows. Saved by procedure_create / procedure_update (which embed them), retracted by procedure_retract,
+    as DELETE /v1/procedures/{id} does; never deleted here (erasure deletes)."""
+
+    form = ProcedureForm
+    list_display = ("title", "scope", "project_id", "status", "category", "importance", "updated_at")
+    list_filter = (ProjectFilter, SubjectFilter, "status", "category")
+    search_fields = ("title", "text")
+    ordering = ("-updated_at", "-id")
+    actions = ["retract"]
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).defer("embedding", "search_vector")
+
+    def get_readonly_fields(self, request, obj=None):
+        if obj is not None and obj.status != ProcedureStatus.ACTIVE:  # only an active procedure changes
+            return (*ProcedureForm.Meta.fields, "status", "created_at", "updated_at")
+        return (*super().get_readonly_fields(request, obj), "status")
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+    @admin.display(description="subject", ordering="subject_id")
+    def scope(self, obj):
+        return obj.subject_id or "(whole project)"
+
+    def save_model(self, request, obj, form, change):
+        if change:
+            changes = {name: form.cleaned_data[name] for name in form.changed_data if name in services.PROCEDURE_FIELDS}
+            saved = services.procedure_update(procedure=obj, changes=changes)
+        else:
+            saved = services.procedure_create(**{name: form.cleaned_data[name] for name in ProcedureForm.Meta.fields})
+        obj.pk, obj.status, obj.created_at, obj.updated_at = saved.pk, saved.status, saved.created_at, saved.updated_at
+
+    @admin.action(description="Retract the selected procedures (never served again)", permissions=["change"])
+    def retract(self, request, queryset):
+        for procedure in queryset.filter(status=ProcedureStatus.ACTIVE):
+            try:
+                # The log entry (it holds the title) commits with the retraction, under the scope's lock: before
+                # an erasure, which deletes it, or not at all.
+                with transaction.atomic():
+                    services.procedure_retract(procedure=procedure)
+                    self.log_change(request, procedure, "Retracted.")
+            except Procedure.DoesNotExist:  # its scope was erased meanwhile
+                continue
+        messages.success(request, "The selected procedures are retracted.")

@@ -7,7 +7,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from facts import selectors, services
-from facts.models import ConflictSet, Fact
+from facts.models import ConflictSet, Fact, IdentityBlock, Procedure
 from facts.serializers import (
     ConflictDetailSerializer,
     ConflictListQuerySerializer,
@@ -36,11 +36,23 @@ from facts.serializers import (
     ProjectOutSerializer,
     ProjectPatchSerializer,
     FactWrittenSerializer,
+    IdentityBlockInSerializer,
+    IdentityBlockListQuerySerializer,
+    IdentityBlockListSerializer,
+    IdentityBlockOutSerializer,
+    IdentityBlockPatchSerializer,
+    ProcedureInSerializer,
+    ProcedureListQuerySerializer,
+    ProcedureOutSerializer,
+    ProcedurePageSerializer,
+    ProcedurePatchSerializer,
     ScopeQuerySerializer,
     conflict_out,
     consent_out,
     event_out,
     fact_out,
+    identity_block_out,
+    procedure_out,
     project_out,
 )
 from hakimem.auth import require_project
@@ -339,3 +351,115 @@ class SubjectConsentDetailApi(APIView):
         except services.ConsentNotFound as exc:
             raise ApiError(ErrorCode.NOT_FOUND, f"No current consent to this category ({exc}).", status_code=404) from exc
         return Response({"consent": consent_out(consent) if consent else None, "erased": receipt})
+
+
+class IdentityBlocksApi(APIView):
+    """GET: the blocks that apply to a subject (or the project-wide ones), in serving order. POST: a new one."""
+
+    @extend_schema(operation_id="identity_blocks_list", summary="Identity blocks: the project-wide ones, and a subject's",
+                   parameters=[IdentityBlockListQuerySerializer],
+                   responses={200: IdentityBlockListSerializer, **errors(400, 404)})
+    def get(self, request):
+        params = validated(IdentityBlockListQuerySerializer, query_params(request))
+        require_project(request, params["project_id"])
+        blocks = selectors.identity_block_list(project_id=params["project_id"], subject_id=params.get("subject_id"))
+        return Response({"identity_blocks": [identity_block_out(b) for b in blocks]})
+
+    @extend_schema(summary="Write an identity block: an always-on text for a subject or the whole project",
+                   request=IdentityBlockInSerializer,
+                   responses={201: IdentityBlockOutSerializer, **errors(400, 404, 413, 415)})
+    def post(self, request):
+        params = validated(IdentityBlockInSerializer, request.data)
+        require_project(request, params["project_id"])
+        try:
+            block = services.identity_block_create(**params)
+        except services.ServiceValidationError as exc:
+            raise service_errors(exc) from exc
+        return Response(identity_block_out(block), status=status.HTTP_201_CREATED)
+
+
+def _identity_block_or_404(request, block_id) -> IdentityBlock:
+    block = selectors.identity_block_get(project_id=request.user.project_id, block_id=block_id)
+    if block is None:
+        raise ApiError(ErrorCode.NOT_FOUND, "No such identity block.", status_code=404)
+    return block
+
+
+class IdentityBlockDetailApi(APIView):
+    @extend_schema(summary="One identity block", responses={200: IdentityBlockOutSerializer, **errors(404)})
+    def get(self, request, block_id):
+        return Response(identity_block_out(_identity_block_or_404(request, block_id)))
+
+    @extend_schema(summary="Edit an identity block (the fields sent)", request=IdentityBlockPatchSerializer,
+                   responses={200: IdentityBlockOutSerializer, **errors(400, 404, 413, 415)})
+    def patch(self, request, block_id):
+        block = _identity_block_or_404(request, block_id)
+        changes = validated(IdentityBlockPatchSerializer, request.data)
+        try:
+            block = services.identity_block_update(block=block, changes=changes)
+        except IdentityBlock.DoesNotExist as exc:  # deleted since it was looked up
+            raise ApiError(ErrorCode.NOT_FOUND, "No such identity block.", status_code=404) from exc
+        except services.ServiceValidationError as exc:
+            raise service_errors(exc) from exc
+        return Response(identity_block_out(block))
+
+    @extend_schema(summary="Delete an identity block (set enabled false to keep it unserved)",
+                   responses={204: None, **errors(404)})
+    def delete(self, request, block_id):
+        services.identity_block_delete(block=_identity_block_or_404(request, block_id))
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class ProceduresApi(APIView):
+    @extend_schema(operation_id="procedures_list", summary="Procedures: the project-wide ones, and a subject's, newest first",
+                   parameters=[ProcedureListQuerySerializer], responses={200: ProcedurePageSerializer, **errors(400, 404)})
+    def get(self, request):
+        params = validated(ProcedureListQuerySerializer, query_params(request))
+        require_project(request, params["project_id"])
+        qs = selectors.procedure_list(project_id=params["project_id"], subject_id=params.get("subject_id"), filters=params)
+        rows, next_cursor = keyset(qs, "created_at", params)
+        return page_response(rows, next_cursor, procedure_out, "procedures")
+
+    @extend_schema(summary="Write a procedure (a workflow) for a subject or the whole project", request=ProcedureInSerializer,
+                   responses={201: ProcedureOutSerializer, **errors(400, 404, 413, 415)})
+    def post(self, request):
+        params = validated(ProcedureInSerializer, request.data)
+        require_project(request, params["project_id"])
+        return Response(procedure_out(services.procedure_create(**params)), status=status.HTTP_201_CREATED)
+
+
+def _procedure_or_404(request, procedure_id) -> Procedure:
+    procedure = selectors.procedure_get(project_id=request.user.project_id, procedure_id=procedure_id)
+    if procedure is None:
+        raise ApiError(ErrorCode.NOT_FOUND, "No such procedure.", status_code=404)
+    return procedure
+
+
+class ProcedureDetailApi(APIView):
+    @extend_schema(summary="One procedure", responses={200: ProcedureOutSerializer, **errors(404)})
+    def get(self, request, procedure_id):
+        return Response(procedure_out(_procedure_or_404(request, procedure_id)))
+
+    @extend_schema(summary="Edit a procedure in place (the fields sent); a new title or text is embedded again",
+                   request=ProcedurePatchSerializer,
+                   responses={200: ProcedureOutSerializer, **errors(400, 404, 409, 413, 415)})
+    def patch(self, request, procedure_id):
+        procedure = _procedure_or_404(request, procedure_id)
+        changes = validated(ProcedurePatchSerializer, request.data)
+        try:
+            procedure = services.procedure_update(procedure=procedure, changes=changes)
+        except Procedure.DoesNotExist as exc:  # its scope was erased since it was looked up
+            raise ApiError(ErrorCode.NOT_FOUND, "No such procedure.", status_code=404) from exc
+        except services.ProcedureNotActive as exc:
+            raise ApiError(ErrorCode.PROCEDURE_NOT_ACTIVE, f"{str(exc).capitalize()}; only active procedures can be "
+                                                           "edited.", status_code=409) from exc
+        return Response(procedure_out(procedure))
+
+    @extend_schema(summary="Retract a procedure (never served again; erasure deletes it)",
+                   responses={200: ProcedureOutSerializer, **errors(404)})
+    def delete(self, request, procedure_id):
+        try:
+            procedure = services.procedure_retract(procedure=_procedure_or_404(request, procedure_id))
+        except Procedure.DoesNotExist as exc:
+            raise ApiError(ErrorCode.NOT_FOUND, "No such procedure.", status_code=404) from exc
+        return Response(procedure_out(procedure))

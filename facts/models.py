@@ -199,7 +199,7 @@ class Fact(ScopedModel):
     last_confirmed_at = models.DateTimeField(help_text="Volatility TTLs count from here; a repeat write moves it.")
     # No database constraint from Django on these two: the database's keys are (id, project_id) (docs/scaling.md),
     # and the constraints are composite, (x_id, project_id) -> (id, project_id), written by
-    # facts/migrations/0010_project_in_keys: a fact can only point at a row of its own project.
+    # facts/migrations/0012_project_in_keys: a fact can only point at a row of its own project.
     superseded_by = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="supersedes", db_constraint=False,
     )
@@ -291,7 +291,7 @@ class ConflictMember(models.Model):
     # Its set's project, written with the row: the distribution column every scoped table holds (docs/scaling.md),
     # which the composite foreign keys to the set and the fact include, and row security filters on.
     project_id = models.CharField(max_length=SCOPE_ID_MAX)
-    # Composite constraints in the database, as on Fact (facts/migrations/0010_project_in_keys).
+    # Composite constraints in the database, as on Fact (facts/migrations/0012_project_in_keys).
     conflict_set = models.ForeignKey(ConflictSet, on_delete=models.CASCADE, related_name="members", db_constraint=False)
     fact = models.ForeignKey(Fact, on_delete=models.CASCADE, related_name="conflict_memberships", db_constraint=False)
     added_at = models.DateTimeField()
@@ -354,3 +354,124 @@ class ReembedRun(models.Model):
     def __str__(self) -> str:
         state = f"finished {self.finished_at:%Y-%m-%d %H:%M}" if self.finished_at else "unfinished"
         return f"reembed {self.pk} with {self.provider}/{self.model} ({state})"
+
+
+PROJECT_WIDE = ""  # the subject_id of an identity block or a procedure that applies to every subject of its project
+IDENTITY_NAME_MAX = 100
+IDENTITY_TEXT_MAX = 4000
+IDENTITY_BLOCKS_PER_SCOPE = 50  # always-on texts share one small tier budget: more than this is a mistake
+PROCEDURE_TITLE_MAX = 200
+PROCEDURE_TEXT_MAX = 8000
+
+
+def validate_scope_id_or_project_wide(value: str) -> None:
+    if value != PROJECT_WIDE:
+        validate_scope_id(value)
+
+
+class IdentityBlock(models.Model):
+    """A short always-on text (a persona, a standing instruction) for a project (subject_id '') or one subject.
+    Served first, in `position` order, never ranked: nothing to embed or index for search. A DELETE removes the
+    row (`enabled` is the switch that keeps it); the traces' decisions that served it keep its id."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    project_id = models.CharField(max_length=SCOPE_ID_MAX, validators=[validate_scope_id])
+    subject_id = models.CharField(max_length=SCOPE_ID_MAX, blank=True, default=PROJECT_WIDE,
+                                  validators=[validate_scope_id_or_project_wide],
+                                  help_text="Empty: every subject of the project.")
+    name = models.CharField(max_length=IDENTITY_NAME_MAX)
+    text = models.TextField()
+    position = models.PositiveIntegerField(default=0, help_text="Blocks are served by position, then name.")
+    enabled = models.BooleanField(default=True)
+    metadata = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            # Its index also serves every read: a scope's blocks, by (project_id, subject_id).
+            models.UniqueConstraint(name="identity_block_name_unique_in_scope", fields=["project_id", "subject_id", "name"]),
+            _text_length_check("identity_block_text_length", IDENTITY_TEXT_MAX),
+            models.CheckConstraint(name="identity_block_name_not_empty", condition=Q(GreaterThanOrEqual(Length("name"), 1))),
+            _metadata_object_check("identity_block_metadata_object"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.subject_id or 'project-wide'})"
+
+
+class ProcedureStatus(models.TextChoices):
+    ACTIVE = "active"
+    RETRACTED = "retracted"  # by DELETE /v1/procedures/{id}: never served again, kept for the traces naming it
+
+
+class Procedure(models.Model):
+    """A workflow ("how we deploy", "how the user likes reports written") for a project (subject_id '') or one
+    subject: the third memory layer, embedded and full-text indexed like facts and retrieved by the same
+    two-phase path (context.retrieval.procedure_candidates)."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    project_id = models.CharField(max_length=SCOPE_ID_MAX, validators=[validate_scope_id])
+    subject_id = models.CharField(max_length=SCOPE_ID_MAX, blank=True, default=PROJECT_WIDE,
+                                  validators=[validate_scope_id_or_project_wide],
+                                  help_text="Empty: every subject of the project.")
+    title = models.CharField(max_length=PROCEDURE_TITLE_MAX)
+    text = models.TextField(help_text="The steps.")
+    category = models.CharField(max_length=CATEGORY_MAX, blank=True, default="")
+    importance = models.FloatField(default=0.5)
+    embedding = HalfVectorField(dimensions=EMBED_DIM)
+    search_vector = models.GeneratedField(
+        expression=SearchVector("title", "text", config="simple"), output_field=SearchVectorField(), db_persist=True
+    )
+    status = models.CharField(max_length=16, choices=ProcedureStatus.choices, default=ProcedureStatus.ACTIVE)
+    metadata = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        indexes = [
+            # Partial on active, as for facts: retrieval reads active procedures only.
+            HnswIndex(
+                name="facts_procedure_embedding_hnsw", fields=["embedding"], opclasses=["halfvec_cosine_ops"],
+                m=HNSW_M, ef_construction=HNSW_EF_CONSTRUCTION, condition=Q(status="active"),
+            ),
+            GinIndex(name="facts_procedure_search_gin", fields=["search_vector"], condition=Q(status="active")),
+            # The exact dense leg reads a scope's vectors from here, index-only, as for facts and events
+            # (context.retrieval: a subject's procedures and the project-wide ones, two ranges of it).
+            models.Index(name="facts_procedure_scope_vectors", fields=["project_id", "subject_id"],
+                         include=["id", "embedding"], condition=Q(status="active")),
+            # The list (GET /v1/procedures), newest first, one keyset page at a time.
+            models.Index(name="facts_procedure_scope_created", fields=["project_id", "subject_id", "-created_at", "-id"]),
+        ]
+        constraints = [
+            models.CheckConstraint(name="procedure_status_valid", condition=Q(status__in=ProcedureStatus.values)),
+            _text_length_check("procedure_text_length", PROCEDURE_TEXT_MAX),
+            models.CheckConstraint(name="procedure_title_length",
+                                   condition=Q(GreaterThanOrEqual(Length("title"), 1))
+                                   & Q(LessThanOrEqual(Length("title"), PROCEDURE_TITLE_MAX))),
+            models.CheckConstraint(name="procedure_importance_range",
+                                   condition=Q(importance__gte=0) & Q(importance__lte=1)),
+            _metadata_object_check("procedure_metadata_object"),
+        ]
+
+    def __str__(self) -> str:
+        return self.title[:80]
+
+
+class ScopeWrite(models.Model):
+    """The last transaction that changed what a context call of a scope reads: its facts, events, conflict sets,
+    consents, identity blocks or procedures (subject_id "" for the project's own settings and its project-wide
+    blocks and procedures). Written by triggers on those tables (facts/migrations/0011_scope_writes.py), so every writer is covered: the API, the admin, the extraction
+    worker, erasure. A read replica serves a scope's context call only when it holds the same rows as the
+    primary here (hakimem/db_router.py, docs/scaling.md): the call then sees every write committed before it.
+    Erasure deletes the scope's row, which names the subject."""
+
+    pk = models.CompositePrimaryKey("project_id", "subject_id")
+    project_id = models.CharField(max_length=SCOPE_ID_MAX)
+    subject_id = models.CharField(max_length=SCOPE_ID_MAX, blank=True)
+    # pg_current_xact_id() of the writing transaction: unique per transaction, so comparing for equality tells
+    # whether a replica has replayed this very commit (a counter would restart after an erasure deleted the row).
+    written_by = models.BigIntegerField()
+
+    def __str__(self) -> str:
+        return f"{self.project_id}/{self.subject_id or '*'}"

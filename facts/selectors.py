@@ -22,12 +22,17 @@ from facts.models import (
     Consent,
     ConsentWritePolicy,
     Event,
+    PROJECT_WIDE,
     Fact,
+    IdentityBlock,
+    Procedure,
     Project,
     Volatility,
 )
 from hakimem.db import fetch_dicts
+from hakimem.db_router import read_connection
 from hakimem.embeddings import vector_literal
+from hakimem.tokens import estimate_tokens
 
 NEIGHBOURS_PER_FACT = 8
 NEIGHBOURS_EF_SEARCH = 100  # hnsw.ef_search of the write-time probe (the context path sets its own)
@@ -79,11 +84,19 @@ SELECT ARRAY(SELECT c.category FROM facts_consent c
 
 def consent_gate(*, project_id: str, subject_id: str) -> frozenset[str] | None:
     """None when the project does not require consent; else the categories the subject consents to now
-    (read on every call: a revocation holds from the very next one)."""
-    with connection.cursor() as cursor:
+    (read on every call: a revocation holds from the very next one). A context call's read: on the read replica
+    when it serves the call (hakimem.db_router)."""
+    with read_connection().cursor() as cursor:
         cursor.execute(_CONSENT_GATE_SQL, {"p": project_id, "s": subject_id})
         row = cursor.fetchone()
     return None if row is None else frozenset(row[0])
+
+
+# The scope's write record (facts.models.ScopeWrite) and its project's, as one text (NULL: none); a read replica
+# serves a context call only when this text is the same there as on the primary (hakimem.db_router.reads_for_scope).
+# uses: facts_scopewrite_pkey
+SCOPE_WRITTEN_SQL = """SELECT string_agg(w.subject_id || ':' || w.written_by, ',' ORDER BY w.subject_id)
+  FROM facts_scopewrite w WHERE w.project_id = %(project_id)s AND w.subject_id IN (%(subject_id)s, '')"""
 
 
 def consent_history(*, project_id: str, subject_id: str) -> QuerySet:
@@ -205,7 +218,10 @@ def expired_q(now: datetime | None = None) -> Q:
 
 
 def in_open_conflict_q() -> Q:
-    return Q(Exists(ConflictMember.objects.filter(fact=OuterRef("pk"), conflict_set__status=ConflictStatus.OPEN)))
+    # The member's and its set's project equal the fact's: each reads in the fact's project (docs/scaling.md).
+    return Q(Exists(ConflictMember.objects.filter(project_id=OuterRef("project_id"), fact=OuterRef("pk"),
+                                                  conflict_set__project_id=OuterRef("project_id"),
+                                                  conflict_set__status=ConflictStatus.OPEN)))
 
 
 def event_get(*, project_id: str, event_id) -> Event | None:
@@ -291,3 +307,103 @@ def fact_neighbours(*, project_id: str, subject_id: str, vectors: list, exclude_
         for idx, fact_id, text, similarity in cursor.fetchall():
             out[idx - 1].append((fact_id, text, float(similarity)))
     return out
+
+
+# --- identity blocks and procedures ---------------------------------------------------------------------------
+
+def _applying_to(queryset: QuerySet, project_id: str, subject_id: str | None) -> QuerySet:
+    """The rows that apply to a subject: the project-wide ones and the subject's own; without a subject, the
+    project-wide ones only."""
+    subjects = [PROJECT_WIDE] if subject_id is None else [PROJECT_WIDE, subject_id]
+    return queryset.filter(project_id=project_id, subject_id__in=subjects)
+
+
+def identity_block_list(*, project_id: str, subject_id: str | None) -> QuerySet:
+    """In the order a context call serves them: project-wide first ('' sorts before any subject id), then the
+    subject's, each by position then name; disabled ones included."""
+    return _applying_to(IdentityBlock.objects.all(), project_id, subject_id).order_by("subject_id", "position", "name")
+
+
+def identity_block_get(*, project_id: str, block_id) -> IdentityBlock | None:
+    return IdentityBlock.objects.filter(project_id=project_id, id=block_id).first()
+
+
+@dataclass(frozen=True)
+class ServedIdentityBlock:
+    """An identity block as a context call serves it."""
+
+    id: uuid.UUID
+    name: str
+    text: str
+    project_wide: bool
+    tokens: int
+
+
+def identity_blocks_for(*, project_id: str, subject_id: str) -> list[ServedIdentityBlock]:
+    """The enabled blocks a context call for the subject serves, in order (identity_block_list's), in one query
+    of the columns it needs. -- uses: identity_block_name_unique_in_scope (project_id, subject_id, name)"""
+    rows = (_applying_to(IdentityBlock.objects.filter(enabled=True), project_id, subject_id)
+            .order_by("subject_id", "position", "name").values_list("id", "name", "text", "subject_id"))
+    return [ServedIdentityBlock(id=block_id, name=name, text=text, project_wide=subject == PROJECT_WIDE,
+                                tokens=estimate_tokens(text))
+            for block_id, name, text, subject in rows]
+
+
+def procedure_list(*, project_id: str, subject_id: str | None, filters: dict) -> QuerySet:
+    qs = _applying_to(Procedure.objects.defer("embedding", "search_vector"), project_id, subject_id)
+    for name in ("status", "category"):
+        if filters.get(name):
+            qs = qs.filter(**{name: filters[name]})
+    return qs
+
+
+def procedure_get(*, project_id: str, procedure_id) -> Procedure | None:
+    return Procedure.objects.filter(project_id=project_id, id=procedure_id).defer("embedding", "search_vector").first()
+
+
+# Consolidation's probe for near-duplicates (facts.services.fact_merge_duplicates): for each active fact of the
+# scope recorded in a window, its k nearest active facts of the scope at least `min_similarity` alike. A fact
+# becomes the near-duplicate of another only when one of them is new, so a run probes the facts recorded since
+# the last one, k neighbours each: (facts probed) x k pairs, never the scope's n^2. A distance of NaN (a vector
+# of zeros) fails `<=`. Keyset batches of DUPLICATE_PROBE_BATCH facts, oldest first.
+# -- uses: facts_fact_scope_recorded (the window), then per fact facts_fact_embedding_hnsw on large scopes
+# --       or facts_fact_scope_vectors with an exact sort on small ones, as fact_neighbours
+NEAR_DUPLICATES_SQL = """
+SELECT f.id, f.recorded_from, n.id, 1 - n.distance AS similarity
+  FROM (SELECT f.id, f.embedding, f.recorded_from FROM facts_fact f
+         WHERE f.project_id = %(project_id)s AND f.subject_id = %(subject_id)s AND f.status = 'active'
+           AND (f.recorded_from, f.id) > (%(after_at)s, %(after_id)s::uuid)
+         ORDER BY f.recorded_from, f.id
+         LIMIT %(batch)s) f
+  LEFT JOIN LATERAL (
+       SELECT o.id, o.embedding <=> f.embedding AS distance
+         FROM facts_fact o
+        WHERE o.project_id = %(project_id)s AND o.subject_id = %(subject_id)s AND o.status = 'active' AND o.id <> f.id
+        ORDER BY o.embedding <=> f.embedding
+        LIMIT %(k)s) n ON n.distance <= 1 - %(min_similarity)s
+"""
+DUPLICATE_PROBE_BATCH = 500
+
+
+def fact_near_duplicates(*, project_id: str, subject_id: str, recorded_since: datetime | None,
+                         min_similarity: float, k: int = NEIGHBOURS_PER_FACT) -> list[tuple]:
+    """(id, id, similarity) for each pair of the scope's active facts at least `min_similarity` alike where one
+    was recorded since `recorded_since` (None: any) and the other is among its k nearest; each pair once. Inside
+    a transaction (the hnsw settings are SET LOCAL)."""
+    after = (recorded_since or datetime.min.replace(tzinfo=dt_timezone.utc), uuid.UUID(int=0))
+    pairs: dict[tuple, float] = {}
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+        cursor.execute("SELECT set_config('hnsw.ef_search', %s, true)", [str(NEIGHBOURS_EF_SEARCH)])  # SET LOCAL
+        while True:
+            cursor.execute(NEAR_DUPLICATES_SQL, {
+                "project_id": project_id, "subject_id": subject_id, "after_at": after[0], "after_id": after[1],
+                "batch": DUPLICATE_PROBE_BATCH, "k": k, "min_similarity": min_similarity})
+            probed = set()
+            for fact_id, recorded_from, other, similarity in cursor.fetchall():
+                probed.add((recorded_from, fact_id))
+                if other is not None:
+                    pairs[(fact_id, other) if str(fact_id) < str(other) else (other, fact_id)] = float(similarity)
+            if len(probed) < DUPLICATE_PROBE_BATCH:
+                return [(a, b, similarity) for (a, b), similarity in pairs.items()]
+            after = max(probed, key=lambda p: (p[0], str(p[1])))

@@ -8,6 +8,7 @@ embedder refuses the request before anything is written.
 from __future__ import annotations
 
 import logging
+import uuid
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -34,9 +35,13 @@ from facts.models import (
     ConsentWritePolicy,
     Event,
     ExtractionStatus,
+    IDENTITY_BLOCKS_PER_SCOPE,
     Fact,
     FactKind,
     FactStatus,
+    IdentityBlock,
+    Procedure,
+    ProcedureStatus,
     Project,
     Volatility,
 )
@@ -478,6 +483,148 @@ def _record_conflict(fact: Fact, conflicts, *, actor: str, now, policy: str) -> 
     return open_sets[0]
 
 
+# --- contradictions found at query time ------------------------------------------------------------------
+
+def _pairs_to_record(project_id: str, subject_id: str, pairs) -> dict[uuid.UUID, list[tuple]]:
+    """The pairs still worth recording, by winner: both facts active in the scope, and not already sharing a
+    conflict set (open: already proposed; closed with both active: a curator dismissed it or kept both, and that
+    stands). One (winner, loser) once, its most similar sighting."""
+    best: dict[tuple, object] = {}
+    for pair in pairs:
+        key = (uuid.UUID(str(pair.winner_id)), uuid.UUID(str(pair.loser_id)))
+        if key[0] != key[1] and (key not in best or pair.similarity > best[key].similarity):
+            best[key] = pair
+    active = set(Fact.objects.filter(id__in={i for key in best for i in key}, project_id=project_id,
+                                     subject_id=subject_id, status=FactStatus.ACTIVE).values_list("id", flat=True))
+    sets_of: dict[uuid.UUID, set] = defaultdict(set)
+    members = ConflictMember.objects.filter(project_id=project_id, fact_id__in=active)
+    for set_id, fact_id in members.values_list("conflict_set_id", "fact_id"):
+        sets_of[fact_id].add(set_id)
+    by_winner: dict[uuid.UUID, list[tuple]] = defaultdict(list)
+    for (winner, loser), pair in best.items():
+        if winner in active and loser in active and not (sets_of[winner] & sets_of[loser]):
+            by_winner[winner].append((loser, pair.similarity, Signal(pair.rule, pair.detail)))
+    return by_winner
+
+
+@dataclass
+class ContradictionsRecorded:
+    """What recording a call's (or a consolidation's) contradicting pairs did."""
+
+    sets: list[ConflictSet] = field(default_factory=list)  # opened or joined (curator), resolved (newest_wins)
+    pairs: int = 0  # pairs recorded
+    superseded: int = 0  # facts superseded (newest_wins)
+    skipped: int = 0  # distinct pairs left alone: a fact no longer active, or the pair already shares a set
+
+
+def _record_contradictions(*, project_id: str, subject_id: str, pairs, actor: str, policy: str) -> ContradictionsRecorded:
+    """Each winner's pairs through the write path's _record_conflict, as if the winner had just been written:
+    under curator, opened or joined sets; under newest_wins, its losers superseded and a set recorded as resolved
+    by the system. Winners newest first, a fact superseded on the way superseding nothing more: with C over B and
+    B over A, A stays (as context.contradictions decides within a call)."""
+    now = timezone.now()
+    distinct = {(str(p.winner_id), str(p.loser_id)) for p in pairs if str(p.winner_id) != str(p.loser_id)}
+    by_winner = _pairs_to_record(project_id, subject_id, pairs)
+    winners = sorted(Fact.objects.filter(project_id=project_id, id__in=list(by_winner)).defer("embedding", "search_vector"),
+                     key=lambda f: (f.valid_from or f.recorded_from, f.recorded_from, str(f.id)), reverse=True)
+    gone: set[uuid.UUID] = set()
+    done = ContradictionsRecorded()
+    for winner in winners:
+        conflicts = [c for c in by_winner[winner.id] if c[0] not in gone]
+        if winner.id in gone or not conflicts:
+            continue
+        conflict_set = _record_conflict(winner, conflicts, actor=actor, now=now, policy=policy)
+        if conflict_set not in done.sets:
+            done.sets.append(conflict_set)
+        done.pairs += len(conflicts)
+        if policy == ConflictPolicy.NEWEST_WINS:
+            gone.update(c[0] for c in conflicts)
+            done.superseded += len(conflicts)
+    done.skipped = len(distinct) - done.pairs
+    return done
+
+
+def _try_lock_scope(project_id: str, subject_id: str) -> bool:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_try_advisory_xact_lock(hashtextextended(%s || chr(31) || %s, 0))",
+                       [project_id, subject_id])
+        return cursor.fetchone()[0]
+
+
+def contradiction_propose(*, project_id: str, subject_id: str, pairs, actor: str, wait: bool = True) -> list[ConflictSet]:
+    """Propose to curators the contradicting pairs a context call found among its candidates: under the project's
+    curator policy, each pair opens or joins a conflict set exactly as a write of its winner would
+    (_record_conflict). `pairs`: objects with winner_id, loser_id, similarity, rule and detail
+    (context.contradictions.Contradiction). Idempotent: a pair whose facts already share a set (open, or closed
+    by a curator with both kept or dismissed) or of which a fact is no longer active is left alone, so a
+    curator's dismissal sticks. Under newest_wins nothing is proposed (consolidation supersedes the loser).
+
+    Under the scope's writers' lock, as every write of the scope. wait=False (a context call, which must not
+    queue behind a batch of fact writes): when a writer holds it, nothing is proposed now and [] is returned;
+    manage.py consolidate proposes the pair later from the call's trace. Returns the sets opened or joined."""
+    if not pairs or selectors.project_settings(project_id).conflict_policy != ConflictPolicy.CURATOR:
+        return []
+    with transaction.atomic():
+        if wait:
+            _lock_scopes([(project_id, subject_id)])
+        elif not _try_lock_scope(project_id, subject_id):
+            return []
+        return _record_contradictions(project_id=project_id, subject_id=subject_id, pairs=pairs, actor=actor,
+                                      policy=ConflictPolicy.CURATOR).sets
+
+
+def contradiction_settle(*, project_id: str, subject_id: str, pairs, actor: str) -> ContradictionsRecorded:
+    """What consolidation does with the pairs query time decided for one call each: under newest_wins, the
+    loser is superseded by the winner, recorded as the write path records that policy (a conflict set resolved
+    by the system); under curator, the pair is proposed (contradiction_propose). Same pairs and same idempotence
+    as contradiction_propose."""
+    if not pairs:
+        return ContradictionsRecorded()
+    policy = selectors.project_settings(project_id).conflict_policy
+    with transaction.atomic():
+        _lock_scopes([(project_id, subject_id)])
+        return _record_contradictions(project_id=project_id, subject_id=subject_id, pairs=pairs, actor=actor,
+                                      policy=policy)
+
+
+# --- consolidation: near-duplicates merged ------------------------------------------------------------------
+
+def fact_merge_duplicates(*, project_id: str, subject_id: str, recorded_since: datetime | None = None) -> int:
+    """Merge the scope's active near-duplicates with a fact recorded since `recorded_since` (None: all), as the
+    write path would have had the newer come after the older was stored: a newer fact that pair_verdict calls a
+    duplicate of an older one (at least HAKI_DUPLICATE_SIMILARITY alike, no contradiction, names nothing the
+    older does not) is answered by the older, which it re-confirms (the later last_confirmed_at), and is
+    superseded by it. A newer fact that adds something stays, as at write time. Two such facts get stored when a
+    write's neighbour probe missed the other, before a threshold changed, or by an import. Pairs come from
+    facts.selectors.fact_near_duplicates, most alike first; a pair with a member in an open conflict set is left
+    to the curator. Under the scope's writers' lock. Returns the number of facts superseded."""
+    with transaction.atomic():
+        _lock_scopes([(project_id, subject_id)])
+        pairs = selectors.fact_near_duplicates(project_id=project_id, subject_id=subject_id,
+                                               recorded_since=recorded_since,
+                                               min_similarity=settings.HAKI_DUPLICATE_SIMILARITY)
+        if not pairs:
+            return 0
+        ids = {i for a, b, _ in pairs for i in (a, b)}
+        facts = {f.id: f for f in Fact.objects.filter(project_id=project_id, id__in=ids, status=FactStatus.ACTIVE)
+                 .exclude(selectors.in_open_conflict_q()).only("id", "text", "recorded_from", "last_confirmed_at")}
+        statements = _Statements()
+        now = timezone.now()
+        merged = 0
+        for a, b, similarity in sorted(pairs, key=lambda p: (-p[2], str(p[0]), str(p[1]))):
+            if a not in facts or b not in facts:  # superseded earlier in this run, or blocked
+                continue
+            older, newer = sorted((facts[a], facts[b]), key=lambda f: (f.recorded_from, str(f.id)))  # write order
+            if pair_verdict(statements(newer.text), statements(older.text), similarity)[0] != DUPLICATE:
+                continue
+            if newer.last_confirmed_at > older.last_confirmed_at:
+                Fact.objects.filter(project_id=project_id, id=older.id).update(last_confirmed_at=newer.last_confirmed_at)
+                older.last_confirmed_at = newer.last_confirmed_at
+            merged += _supersede([newer.id], by=older.id, now=now, project_id=project_id)
+            del facts[newer.id]
+        return merged
+
+
 def _supersede(fact_ids, *, by, now, project_id: str) -> int:
     return Fact.objects.filter(project_id=project_id, id__in=list(fact_ids), status=FactStatus.ACTIVE).update(
         status=FactStatus.SUPERSEDED, recorded_to=now, superseded_by_id=by
@@ -661,10 +808,11 @@ def _erase(project_id: str, subject_id: str | None) -> dict[str, int]:
     counts: dict[str, int] = {}
     for _, eraser in _ERASERS:  # rows that point at facts go first; the traces' eraser locks out trace writes
         counts.update(eraser(project_id, subject_id))
-    content_types = ContentType.objects.get_for_models(Fact, ConflictSet, Event)
+    content_types = ContentType.objects.get_for_models(Fact, ConflictSet, Event, IdentityBlock, Procedure)
     params = {
         "p": project_id, "s": subject_id, "ct_fact": content_types[Fact].id,
         "ct_conflict_set": content_types[ConflictSet].id, "ct_event": content_types[Event].id,
+        "ct_identity_block": content_types[IdentityBlock].id, "ct_procedure": content_types[Procedure].id,
     }
     # Plain DELETEs rather than the ORM's collector: it would load every row to emulate ON DELETE in Python.
     # References inside the scope (superseded_by, source_event) disappear together; Django's foreign keys are
@@ -679,18 +827,37 @@ def _erase(project_id: str, subject_id: str | None) -> dict[str, int]:
          " OR (l.content_type_id = %(ct_conflict_set)s AND l.object_id IN (SELECT c.id::text FROM facts_conflictset c"
          " WHERE " + erase_condition(subject_id, "c") + "))"
          " OR (l.content_type_id = %(ct_event)s AND l.object_id IN (SELECT e.id::text FROM facts_event e WHERE "
-         + erase_condition(subject_id, "e") + "))"),
+         + erase_condition(subject_id, "e") + "))"
+         " OR (l.content_type_id = %(ct_identity_block)s AND l.object_id IN (SELECT b.id::text FROM facts_identityblock b"
+         " WHERE " + erase_condition(subject_id, "b") + "))"
+         " OR (l.content_type_id = %(ct_procedure)s AND l.object_id IN (SELECT x.id::text FROM facts_procedure x WHERE "
+         + erase_condition(subject_id, "x") + "))"),
         ("conflict_members", "DELETE FROM facts_conflictmember m USING facts_conflictset c"
          " WHERE m.conflict_set_id = c.id AND m.project_id = c.project_id AND " + erase_condition(subject_id, "c")),
         ("conflict_sets", "DELETE FROM facts_conflictset c WHERE " + erase_condition(subject_id, "c")),
         ("facts", "DELETE FROM facts_fact f WHERE " + erase_condition(subject_id, "f")),
         ("events", "DELETE FROM facts_event e WHERE " + erase_condition(subject_id, "e")),
+        # A subject's own; the project-wide ones (subject_id '') go only with their project.
+        ("identity_blocks", "DELETE FROM facts_identityblock b WHERE " + erase_condition(subject_id, "b")),
+        ("procedures", "DELETE FROM facts_procedure x WHERE " + erase_condition(subject_id, "x")),
+        # Last: the deletes above recorded the scope as written (facts.models.ScopeWrite), and that record names the
+        # subject. The project's own record (no subject) stays, and is rewritten below.
+        ("scope_writes", "DELETE FROM facts_scopewrite w WHERE " + erase_condition(subject_id, "w") + " AND w.subject_id <> ''"),
     ]
     with connection.cursor() as cursor:
         for name, statement in statements:
             cursor.execute(statement, params)
             counts[name] = cursor.rowcount
+        # With the scope's record gone, the primary says "no record" for it, and so would a replica that has not
+        # replayed the erasure but predates the scope's first recorded write. The project's record, which every
+        # context call of the project compares too, tells them apart.
+        cursor.execute(_PROJECT_WRITTEN_SQL, params)
     return counts
+
+
+_PROJECT_WRITTEN_SQL = """
+INSERT INTO facts_scopewrite AS w (project_id, subject_id, written_by) VALUES (%(p)s, '', pg_current_xact_id()::text::bigint)
+ON CONFLICT (project_id, subject_id) DO UPDATE SET written_by = EXCLUDED.written_by"""
 
 
 # Erasing some facts of a scope (a revoked category) reaches the rows other apps hold about those facts: the
@@ -783,6 +950,135 @@ def consent_revoke(*, project_id: str, subject_id: str, category: str, actor: st
             current.save(update_fields=["revoked_at", "revoked_by"])
         receipt = _erase_category(project_id, subject_id, category) if erase else None
     return current, receipt
+
+
+# --- identity blocks --------------------------------------------------------------------------------------
+# Written under their scope's writers' lock, (project, '') for the project-wide ones: a subject's erasure,
+# which holds its scope's, never misses one committed meanwhile, and a scope's name and block count are
+# checked with no other writer in between.
+
+IDENTITY_FIELDS = ("name", "text", "position", "enabled", "metadata")
+
+
+def _check_identity_name(*, project_id: str, subject_id: str, name: str, exclude_id=None) -> None:
+    taken = IdentityBlock.objects.filter(project_id=project_id, subject_id=subject_id, name=name)
+    if exclude_id is not None:
+        taken = taken.exclude(id=exclude_id)
+    if taken.exists():
+        scope = "the project" if not subject_id else "this subject"
+        raise ServiceValidationError([{"index": None, "field": "name",
+                                       "message": f"{scope} already has an identity block named {name!r}"}])
+
+
+def identity_block_check_new(*, project_id: str, subject_id: str, name: str) -> None:
+    """ServiceValidationError when the scope may not take a block of this name: the name is taken there, or
+    the scope holds IDENTITY_BLOCKS_PER_SCOPE already. identity_block_create checks it again under the lock; a
+    form asks first, to show the error beside its fields."""
+    if IdentityBlock.objects.filter(project_id=project_id, subject_id=subject_id).count() >= IDENTITY_BLOCKS_PER_SCOPE:
+        raise ServiceValidationError([{"index": None, "field": "subject_id", "message":
+                                       f"a scope holds at most {IDENTITY_BLOCKS_PER_SCOPE} identity blocks"}])
+    _check_identity_name(project_id=project_id, subject_id=subject_id, name=name)
+
+
+def identity_block_create(*, project_id: str, subject_id: str, name: str, text: str, position: int = 0,
+                          enabled: bool = True, metadata: dict | None = None) -> IdentityBlock:
+    """A new block for the project (subject_id '') or a subject; its name is unique in that scope, and a scope
+    holds at most IDENTITY_BLOCKS_PER_SCOPE."""
+    with transaction.atomic():
+        _lock_scopes([(project_id, subject_id)])
+        identity_block_check_new(project_id=project_id, subject_id=subject_id, name=name)
+        return IdentityBlock.objects.create(project_id=project_id, subject_id=subject_id, name=name, text=text,
+                                            position=position, enabled=enabled, metadata=metadata or {})
+
+
+def identity_block_update(*, block: IdentityBlock, changes: dict) -> IdentityBlock:
+    """Edit IDENTITY_FIELDS in place. Raises IdentityBlock.DoesNotExist when it was deleted (or its subject
+    erased) meanwhile."""
+    with transaction.atomic():
+        _lock_scopes([(block.project_id, block.subject_id)])
+        block = IdentityBlock.objects.select_for_update().get(id=block.id)
+        if "name" in changes and changes["name"] != block.name:
+            _check_identity_name(project_id=block.project_id, subject_id=block.subject_id, name=changes["name"],
+                                 exclude_id=block.id)
+        fields = [name for name in IDENTITY_FIELDS if name in changes]
+        for name in fields:
+            setattr(block, name, changes[name])
+        if fields:
+            block.save(update_fields=[*fields, "updated_at"])
+    return block
+
+
+def identity_block_delete(*, block: IdentityBlock) -> None:
+    """Deleting one already gone is harmless."""
+    with transaction.atomic():
+        _lock_scopes([(block.project_id, block.subject_id)])
+        IdentityBlock.objects.filter(id=block.id).delete()
+
+
+# --- procedures -------------------------------------------------------------------------------------------
+
+PROCEDURE_FIELDS = ("title", "text", "category", "importance", "metadata")
+
+
+def procedure_embedding_text(title: str, text: str) -> str:
+    """What a procedure's vector is computed from: the title first (an embedder that truncates keeps it), then
+    the steps, as its full-text vector reads title || ' ' || text."""
+    return f"{title}\n{text}"
+
+
+def procedure_create(*, project_id: str, subject_id: str, title: str, text: str, category: str = "",
+                     importance: float = 0.5, metadata: dict | None = None) -> Procedure:
+    """Embedded first, as facts are (a failing embedder refuses the write before anything is stored), then
+    stored under the scope's writers' lock."""
+    vector = get_embedder().embed([procedure_embedding_text(title, text)])[0]
+    with transaction.atomic():
+        _lock_scopes([(project_id, subject_id)])
+        return Procedure.objects.create(project_id=project_id, subject_id=subject_id, title=title, text=text,
+                                        category=category, importance=importance, embedding=vector,
+                                        metadata=metadata or {})
+
+
+class ProcedureNotActive(Exception):
+    pass
+
+
+def procedure_update(*, procedure: Procedure, changes: dict) -> Procedure:
+    """Edit PROCEDURE_FIELDS in place (a procedure has no versions: its steps are meant to be kept current); a
+    new title or text is embedded again. Only an active procedure changes: ProcedureNotActive otherwise, and
+    Procedure.DoesNotExist when its scope was erased meanwhile."""
+    title, text = changes.get("title", procedure.title), changes.get("text", procedure.text)
+    vector = None
+    if (title, text) != (procedure.title, procedure.text):
+        vector = get_embedder().embed([procedure_embedding_text(title, text)])[0]
+    with transaction.atomic():
+        _lock_scopes([(procedure.project_id, procedure.subject_id)])
+        procedure = Procedure.objects.select_for_update().defer("search_vector").get(id=procedure.id)
+        if procedure.status != ProcedureStatus.ACTIVE:
+            raise ProcedureNotActive(f"the procedure is {procedure.status}")
+        before = (procedure.title, procedure.text)
+        fields = [name for name in PROCEDURE_FIELDS if name in changes]
+        for name in fields:
+            setattr(procedure, name, changes[name])
+        after = (procedure.title, procedure.text)
+        if after != before:  # embedded above, unless another edit changed the other half meanwhile
+            procedure.embedding = vector if vector is not None and after == (title, text) else (
+                get_embedder().embed([procedure_embedding_text(*after)])[0])
+            fields.append("embedding")
+        if fields:
+            procedure.save(update_fields=[*fields, "updated_at"])
+    return procedure
+
+
+def procedure_retract(*, procedure: Procedure) -> Procedure:
+    """Never served again; kept (with the traces that served it) until its scope is erased. Retracting twice
+    is harmless; Procedure.DoesNotExist when its scope was erased meanwhile."""
+    with transaction.atomic():
+        _lock_scopes([(procedure.project_id, procedure.subject_id)])
+        procedure = Procedure.objects.select_for_update().defer("search_vector").get(id=procedure.id)
+        if procedure.status != ProcedureStatus.RETRACTED:
+            procedure.status = ProcedureStatus.RETRACTED
+            procedure.save(update_fields=["status", "updated_at"])
+    return procedure
 
 
 def subject_erase(*, project_id: str, subject_id: str) -> dict[str, int]:

@@ -16,4 +16,8 @@ urlpatterns = [
     path("subjects/<str:subject_id>/consents/<str:category>", apis.SubjectConsentDetailApi.as_view(),
          name="subject-consent"),
     path("project", apis.ProjectApi.as_view(), name="project"),
+    path("identity-blocks", apis.IdentityBlocksApi.as_view(), name="identity-blocks"),
+    path("identity-blocks/<uuid:block_id>", apis.IdentityBlockDetailApi.as_view(), name="identity-block-detail"),
+    path("procedures", apis.ProceduresApi.as_view(), name="procedures"),
+    path("procedures/<uuid:procedure_id>", apis.ProcedureDetailApi.as_view(), name="procedure-detail"),
 ]

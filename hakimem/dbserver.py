@@ -144,6 +144,21 @@ def database_settings(url: str, *, pool: dict | None = None) -> dict:
     }
 
 
+# A replica that does not answer must not hold a context call for long: it then reads on the primary
+# (hakimem/db_router.py). libpq's connect_timeout counts whole seconds, 2 at the least.
+REPLICA_CONNECT_TIMEOUT = 2
+REPLICA_POOL_WAIT = 1.0
+
+
+def replica_settings(url: str, *, pool: dict | None = None) -> dict:
+    """The DATABASES entry of a read replica (DATABASE_URL_REPLICA): the primary's, with short waits. For the
+    test runner it mirrors "default" (the replica replays the primary's test database, it gets none of its own)."""
+    entry = database_settings(url, pool={**pool, "timeout": min(pool["timeout"], REPLICA_POOL_WAIT)} if pool else None)
+    entry["OPTIONS"].setdefault("connect_timeout", REPLICA_CONNECT_TIMEOUT)
+    entry["TEST"] = {"MIRROR": "default"}
+    return entry
+
+
 def client_program(name: str) -> str:
     """A PostgreSQL client program (pg_dump, pg_restore): HAKI_PG_BIN's when set, else the embedded server's
     own (PostgreSQL 18, which dumps any older server too)."""

@@ -21,8 +21,13 @@ DISTRIBUTED = (
     "facts_conflictset",
     "facts_conflictmember",
     "facts_consent",
+    "facts_identityblock",
+    "facts_procedure",
+    "facts_scopewrite",
     "traces_trace",
     "traces_decision",
+    "traces_itemaccess",
+    "context_consolidationmark",
 )
 
 # Copied to every node. None today: the only small shared tables are read alone, never joined with the memory
@@ -53,7 +58,7 @@ LOCAL = {
     "procrastinate_workers": "the extraction queue",
 }
 
-# The foreign keys between distributed tables (facts/migrations/0010_project_in_keys): dropped before the tables are
+# The foreign keys between distributed tables (facts/migrations/0012_project_in_keys): dropped before the tables are
 # distributed and added again after, as Citus's documentation advises for tables that already hold rows.
 COMPOSITE_FOREIGN_KEYS = (
     ("facts_fact", "facts_fact_superseded_by_same_project", "superseded_by_id", "facts_fact"),
@@ -63,11 +68,25 @@ COMPOSITE_FOREIGN_KEYS = (
 )
 
 
+# The statement triggers that record each scope's writes for read replicas (facts/migrations/0011_scope_writes):
+# (table, trigger). Citus refuses to distribute a table that has triggers unless citus.enable_unsafe_triggers is
+# on, and whether it then runs these (statement-level, with a transition table, writing another distributed
+# table) on the shards was not tested: the script drops them, and docs/scaling.md says how a cluster that wants
+# read-your-writes on replicas could put them back.
+SCOPE_WRITE_TRIGGERS = tuple(
+    (table, f"scope_written_{event}")
+    for table in ("facts_fact", "facts_event", "facts_conflictset", "facts_consent", "facts_identityblock",
+                  "facts_procedure", "facts_project")
+    for event in ("insert", "update", "delete")
+)
+
+
 def distribute_sql() -> list[str]:
     """The statements that distribute a restored database on a Citus coordinator, in order. Not run by any test
     against Citus (there is none here): docs/scaling.md says what was and was not verified."""
     anchor = DISTRIBUTED[0]
-    statements = [f"ALTER TABLE {t} DROP CONSTRAINT {name}" for t, name, _, _ in COMPOSITE_FOREIGN_KEYS]
+    statements = [f"DROP TRIGGER {trigger} ON {t}" for t, trigger in SCOPE_WRITE_TRIGGERS]
+    statements += [f"ALTER TABLE {t} DROP CONSTRAINT {name}" for t, name, _, _ in COMPOSITE_FOREIGN_KEYS]
     statements.append(f"SELECT create_distributed_table('{anchor}', '{DISTRIBUTION_COLUMN}')")
     statements += [f"SELECT create_distributed_table('{t}', '{DISTRIBUTION_COLUMN}', colocate_with => '{anchor}')"
                    for t in DISTRIBUTED[1:]]

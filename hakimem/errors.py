@@ -38,6 +38,7 @@ class ErrorCode(str, enum.Enum):
     EMBEDDER_UNAVAILABLE = "embedder_unavailable"
     CONFLICT_NOT_OPEN = "conflict_not_open"
     FACT_NOT_ACTIVE = "fact_not_active"
+    PROCEDURE_NOT_ACTIVE = "procedure_not_active"
     CONSENT_MISSING = "consent_missing"
     PAYLOAD_TOO_LARGE = "payload_too_large"
     RATE_LIMITED = "rate_limited"

@@ -143,3 +143,12 @@ class StrictIntegerField(serializers.IntegerField):
         if isinstance(data, bool) or not isinstance(data, int):
             raise serializers.ValidationError("must be an integer")
         return super().to_internal_value(data)
+
+
+class StrictBooleanField(serializers.BooleanField):
+    """true or false only: "yes", 1 and "false" (a string) are refused rather than guessed."""
+
+    def to_internal_value(self, data):
+        if not isinstance(data, bool):
+            raise serializers.ValidationError("must be true or false")
+        return data

@@ -8,6 +8,9 @@ hakimem/gunicorn_conf.py, and /metrics adds them up whichever worker answers):
 - hakimem_context_calls_total{status}, hakimem_context_decisions_total{reason_code};
 - hakimem_embed_seconds{provider, kind}: the model's time for one query or a batch of texts, and
   hakimem_embed_query_cache_total{result}: the query vectors the cache answered (hit) or the model made (miss);
+- hakimem_context_reads_total{database, reason}: where a context call read when a read replica is configured
+  (hakimem/db_router.py): replica/fresh, primary/replica_behind (the scope was written since the replica's
+  replay point), primary/replica_unavailable;
 - hakimem_db_pool_connections{state}: the pool's open connections (size), idle ones (available) and requests
   waiting for one (waiting), summed over the live workers; hakimem_db_pool_max: their bound.
 
@@ -43,6 +46,8 @@ EMBED = Histogram("hakimem_embed_seconds", "Time of the embedding model: one que
                   ["provider", "kind"], buckets=_PHASE_BUCKETS)
 EMBED_QUERY_CACHE = Counter("hakimem_embed_query_cache", "Query vectors from the cache (hit) or the model (miss)",
                             ["result"])
+CONTEXT_READS = Counter("hakimem_context_reads", "Where context calls read, with a read replica configured",
+                        ["database", "reason"])
 POOL = Gauge("hakimem_db_pool_connections", "Database pool: open connections (size), idle ones (available), "
              "requests waiting for one (waiting)", ["state"], multiprocess_mode="livesum")
 POOL_MAX = Gauge("hakimem_db_pool_max", "Database pool: the most connections it may open", multiprocess_mode="livesum")
@@ -114,6 +119,10 @@ def context_call_observed(*, trace: dict, reason_codes: list[str], write_seconds
             "used_tokens": trace.get("used_tokens"), "budget_tokens": trace.get("budget_tokens"),
             "embedder": trace.get("embedder"),
         }))
+
+
+def context_reads(database: str, reason: str) -> None:
+    CONTEXT_READS.labels(database, reason).inc()
 
 
 # --- the embedder --------------------------------------------------------------------------------------

@@ -29,7 +29,7 @@ _MEANING = {
     403: "permission_denied / consent_missing (a category the subject has not consented to)",
     404: "not_found: nothing with this id in the key's project (another project's scope answers the same)",
     405: "method_not_allowed",
-    409: "conflict_not_open / fact_not_active",
+    409: "conflict_not_open / fact_not_active / procedure_not_active",
     413: "payload_too_large: the body is larger than HAKI_MAX_BODY_BYTES",
     415: "unsupported_media_type: send application/json",
     503: "database_unavailable or embedder_unavailable: nothing was written; retry later",

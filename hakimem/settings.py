@@ -9,7 +9,7 @@ import os
 import secrets
 from pathlib import Path
 
-from hakimem.dbserver import database_settings, start_embedded
+from hakimem.dbserver import database_settings, replica_settings, start_embedded
 from hakimem.rates import parse_rate
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -124,6 +124,12 @@ else:
     # running for the next process.
     DATABASES = {"default": database_settings(start_embedded(_pgdata, cleanup=os.environ.get("HAKI_PGDATA_CLEANUP") or None),
                                               pool=_pool)}
+
+# A streaming replica of that database: context calls read there when it holds their scope's latest writes
+# (hakimem/db_router.py, docs/scaling.md "Read replicas"); every write stays on DATABASES["default"].
+if os.environ.get("DATABASE_URL_REPLICA"):
+    DATABASES["replica"] = replica_settings(os.environ["DATABASE_URL_REPLICA"], pool=_pool)
+    DATABASE_ROUTERS = ["hakimem.db_router.ReplicaRouter"]
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 LANGUAGE_CODE = "en-us"

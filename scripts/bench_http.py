@@ -182,9 +182,10 @@ def _percentiles(values: list[float]) -> dict:
 
 
 def load_phase(base: str, key: str, project: str, subject: str, queries: list[str], *, clients: int,
-               duration: float | None = None) -> dict:
+               duration: float | None = None, asks: dict | None = None) -> dict:
     """POST /v1/context with each text of `queries` once, from `clients` threads, for at most `duration`
-    seconds. Latency in ms of the calls that answered 200; errors counted by status (or exception name)."""
+    seconds (`asks`: more of the request, e.g. tiers). Latency in ms of the calls that answered 200; errors
+    counted by status (or exception name)."""
     texts = iter(queries)
     lock = threading.Lock()
     latencies: list[float] = []
@@ -197,7 +198,7 @@ def load_phase(base: str, key: str, project: str, subject: str, queries: list[st
                 query = next(texts, None)
             if query is None:
                 return
-            body = {"project_id": project, "subject_id": subject, "query": query, "budget_tokens": 900}
+            body = {"project_id": project, "subject_id": subject, "query": query, "budget_tokens": 900, **(asks or {})}
             started = time.perf_counter()
             try:
                 status, _ = request(base, "POST", "/v1/context", body, key)
@@ -289,6 +290,27 @@ def in_process_assembler(project: str, subject: str, queries: list[str]) -> dict
     return _percentiles(timings)
 
 
+# --tiers: what a tiered call costs beside a plain one. Each project measured gets project-wide identity blocks and
+# procedures (a team's handful), so that a tiered call has all five tiers to fill.
+TIERED_ASKS = {"tiers": True}  # with budget_tokens 900: the same total as the plain calls, split by tier
+BENCH_PROCEDURES = 20
+
+
+def seed_tiers(base: str, key: str, project: str) -> None:
+    """Two identity blocks and BENCH_PROCEDURES procedures, project-wide, unless the project has them."""
+    status, body = request(base, "GET", f"/v1/identity-blocks?project_id={project}", key=key)
+    if status == 200 and body and body.get("identity_blocks"):
+        return
+    for i, text in enumerate(["You are the assistant of a small consultancy.", "Answer in plain words; cite dates."]):
+        request(base, "POST", "/v1/identity-blocks", {"project_id": project, "name": f"block-{i}", "text": text,
+                                                      "position": i}, key)
+    for i in range(BENCH_PROCEDURES):
+        request(base, "POST", "/v1/procedures", {
+            "project_id": project, "title": f"Procedure {i}: how we handle request type {i}",
+            "text": f"Check the client's file, confirm the dates, write the summary for case type {i}, then file it.",
+        }, key)
+
+
 def _scopes(total: int, seed: int, ingested: int) -> list[tuple[str, str, str, int, int]]:
     """(label, project, subject, facts, query seed) of every scope measured; queries name each scope's cast."""
     from scripts import bench_data
@@ -308,7 +330,7 @@ def _scopes(total: int, seed: int, ingested: int) -> list[tuple[str, str, str, i
 def run(*, total: int, embedder: str, queries: int, clients: int, duration: float, ingest_batches: int,
         server_kind: str = "gunicorn", workers: int | None = None, threads: int | None = None, seed: int = 7,
         reload: bool = False, cache_dir: Path = ROOT / "var" / "bench-cache", server_env: dict | None = None,
-        log: Path | None = None) -> dict:
+        log: Path | None = None, tiers: bool = False) -> dict:
     from itertools import islice
 
     from django.conf import settings
@@ -357,10 +379,27 @@ def run(*, total: int, embedder: str, queries: int, clients: int, duration: floa
             result["one_client"] = load_phase(server.url, key, project, subject, single, clients=1)
             result["concurrent"] = load_phase(server.url, key, project, subject, rest, clients=clients, duration=duration)
             result["in_process_assembler_ms"] = in_process_assembler(project, subject, single)
+            if tiers:
+                # Tiered calls with texts of their own, then plain ones again: the ratio compares neighbours in time.
+                seed_tiers(server.url, key, project)
+                tiered_texts, plain_again = rest[-2 * queries:-queries], rest[-queries:]
+                tiered = load_phase(server.url, key, project, subject, tiered_texts, clients=1, asks=TIERED_ASKS)
+                plain = load_phase(server.url, key, project, subject, plain_again, clients=1)
+                result["tiers"] = {"tiered": tiered, "plain": plain, "p50_ratio": _ratio(tiered, plain, "p50"),
+                                   "p95_ratio": _ratio(tiered, plain, "p95")}
+                print(f"{label:>7} tiered: p50 {tiered['latency_ms'].get('p50')} p95 {tiered['latency_ms'].get('p95')} ms"
+                      f" | plain beside it: p50 {plain['latency_ms'].get('p50')} p95 {plain['latency_ms'].get('p95')} ms"
+                      f" | ratio p50 {result['tiers']['p50_ratio']} p95 {result['tiers']['p95_ratio']}",
+                      file=sys.stderr, flush=True)
             report["scopes"][label] = result
             print_scope(label, result)
     report["load_avg_1m_at_end"] = round(os.getloadavg()[0], 2)
     return report
+
+
+def _ratio(a: dict, b: dict, pct: str):
+    x, y = a["latency_ms"].get(pct), b["latency_ms"].get(pct)
+    return round(x / y, 2) if x and y else None
 
 
 def print_scope(label: str, s: dict) -> None:
@@ -408,6 +447,8 @@ def main(argv=None) -> int:
     parser.add_argument("--no-keepalive", action="store_true", help="a new connection for every request")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--reload", action="store_true", help="reload the dataset even if it is there")
+    parser.add_argument("--tiers", action="store_true",
+                        help="per scope, also 1-client tiered calls (tiers: true) beside plain ones, and their ratio")
     parser.add_argument("--out", type=Path, default=ROOT / "bench-output" / "bench_http.json")
     args = parser.parse_args(argv)
 
@@ -425,7 +466,7 @@ def main(argv=None) -> int:
     report = run(total=args.total, embedder=args.embedder, queries=args.queries, clients=args.clients,
                  duration=args.duration, ingest_batches=args.ingest_batches, server_kind=args.server,
                  workers=args.workers, threads=args.threads, seed=args.seed, reload=args.reload,
-                 log=args.out.with_suffix(".server.log"))
+                 log=args.out.with_suffix(".server.log"), tiers=args.tiers)
     print_report(report)
     args.out.write_text(json.dumps(report, indent=1))
     print(f"written {args.out}")

@@ -17,6 +17,9 @@ ROLES: dict[str, list[str]] = {
         "facts.view_conflictset", "facts.change_conflictset",  # change: resolve through conflict_resolve
         "facts.view_fact", "facts.change_fact",  # change: retract through fact_retract
         "facts.view_event",  # a fact's source event and a trace's episodes link to it
+        # written by people, through the same services as the API
+        "facts.view_identityblock", "facts.add_identityblock", "facts.change_identityblock", "facts.delete_identityblock",
+        "facts.view_procedure", "facts.add_procedure", "facts.change_procedure",  # change: retract too
         "traces.view_trace",
     ],
     PRODUCT_OWNERS: [],

@@ -369,6 +369,9 @@ def _term_pins(term: list[Tok], block: Block, pinned: set[int]) -> list[Ref]:
                     return [ref]
         return []
     op, rest = term[used], term[used + 1:]
+    if len(rest) == 1 and rest[0].kind == "group" and rest[0].children and not rest[0].children[0].is_kw(
+            "SELECT", "WITH"):
+        rest = rest[0].children  # the ORM's outer references: = ("facts_fact"."project_id")
     if op.kind == "op" and op.text == "=":
         if _is_value(rest):
             return [ref]

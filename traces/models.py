@@ -8,7 +8,7 @@ import uuid
 from django.db import models
 from django.db.models import Q
 
-from facts.models import Event, Fact
+from facts.models import Event, Fact, IdentityBlock, Procedure
 from hakimem.validators import SCOPE_ID_MAX
 
 
@@ -35,6 +35,10 @@ class ReasonCode(models.TextChoices):
     CONFLICT_OPEN = "conflict_open"
     VOLATILITY_EXPIRED = "volatility_expired"
     CONSENT_MISSING = "consent_missing"
+    # The older of a contradicting pair among the call's candidates; the decision names the newer one
+    # (Decision.superseded_by). For this call only: consolidation (manage.py consolidate) applies it to the store.
+    SUPERSEDED_IN_CONTEXT = "superseded_in_context"
+    BELOW_MIN_SCORE = "below_min_score"  # under the request's min_score
 
 
 DECISION_OF_REASON = {
@@ -45,12 +49,28 @@ DECISION_OF_REASON = {
     ReasonCode.CONFLICT_OPEN: DecisionKind.BLOCKED,
     ReasonCode.VOLATILITY_EXPIRED: DecisionKind.BLOCKED,
     ReasonCode.CONSENT_MISSING: DecisionKind.BLOCKED,
+    ReasonCode.SUPERSEDED_IN_CONTEXT: DecisionKind.EXCLUDED,
+    ReasonCode.BELOW_MIN_SCORE: DecisionKind.EXCLUDED,
 }
 
 
 class ItemType(models.TextChoices):
     FACT = "fact"
     EPISODE = "episode"
+    PROCEDURE = "procedure"
+    IDENTITY = "identity"  # an identity block
+
+
+# The sections of a tiered call (issue 15), as a decision records them; '' for a call that asks for no tiers.
+TIER_MAX = 16
+
+
+_ITEM_COLUMNS = ("fact", "event", "procedure", "identity_block")
+
+
+def _one_item(item_type: str, column: str) -> Q:
+    """A decision of `item_type` names its item in `column` and in no other item column."""
+    return Q(item_type=item_type, **{f"{c}__isnull": c != column for c in _ITEM_COLUMNS})
 
 
 class Trace(models.Model):
@@ -107,7 +127,7 @@ class Decision(models.Model):
     # Through the trace instead (a subquery per policy check), the stats overview of 200k decisions took 3x
     # as long under row security (hashed subplan, no parallel scan).
     project_id = models.CharField(max_length=SCOPE_ID_MAX)
-    item_type = models.CharField(max_length=8, choices=ItemType.choices)
+    item_type = models.CharField(max_length=16, choices=ItemType.choices)
     # No database constraint on these two: PostgreSQL checks a foreign key by taking FOR KEY SHARE on the
     # referenced row, so every context call would lock (and dirty the pages of) the ~130 facts it merely
     # considered, contending with writers. Facts and events are only ever deleted by subject erasure,
@@ -121,6 +141,20 @@ class Decision(models.Model):
         Event, null=True, blank=True, on_delete=models.DO_NOTHING, db_constraint=False, db_index=False,
         related_name="decisions",
     )
+    # Procedures, like facts, are retracted rather than deleted, and erased with their scope (subject or project:
+    # a project-wide one goes with its project). An identity block is deleted by its DELETE: the decisions that
+    # served it keep its id, the record of what a call served (the trace's `rendered` holds its text anyway).
+    procedure = models.ForeignKey(
+        Procedure, null=True, blank=True, on_delete=models.DO_NOTHING, db_constraint=False, db_index=False,
+        related_name="decisions",
+    )
+    identity_block = models.ForeignKey(
+        IdentityBlock, null=True, blank=True, on_delete=models.DO_NOTHING, db_constraint=False, db_index=False,
+        related_name="decisions",
+    )
+    # Database default: the bulk loaders (scripts/bench_stats.py) name only the columns they know.
+    tier = models.CharField(max_length=TIER_MAX, blank=True, default="", db_default="",
+                            help_text="The section of a tiered call the item was packed for; empty for a plain call.")
     decision = models.CharField(max_length=16, choices=DecisionKind.choices)
     reason_code = models.CharField(max_length=32, choices=ReasonCode.choices)
     rank = models.PositiveIntegerField(help_text="1-based position in the scored order (facts and episodes apart)")
@@ -131,6 +165,9 @@ class Decision(models.Model):
     recency = models.FloatField(null=True)
     tokens = models.PositiveIntegerField()
     entity = models.CharField(max_length=64, blank=True, default="", help_text="multi-hop: the shared name")
+    # superseded_in_context: the fact that won the contradiction. No foreign key, as for fact above; no index:
+    # only consolidation reads it, through the decisions of that reason (traces_decision_superseded below).
+    superseded_by = models.UUIDField(null=True, blank=True, db_index=False)
 
     class Meta:
         indexes = [
@@ -138,13 +175,60 @@ class Decision(models.Model):
             models.Index(name="traces_decision_fact", fields=["fact", "decision"]),
             # partial: ~95% of decisions are about facts and hold no event
             models.Index(name="traces_decision_event", fields=["event"], condition=Q(event__isnull=False)),
+            # Consolidation's reading of the pairs query time decided (context/consolidation.py). Partial: a
+            # context call writes an entry here only for a contradiction, none for its ~130 other decisions.
+            models.Index(name="traces_decision_superseded", fields=["project_id", "trace"],
+                         condition=Q(reason_code="superseded_in_context")),
         ]
         constraints = [
             models.CheckConstraint(
                 name="decision_one_item",
-                condition=(Q(item_type="fact", fact__isnull=False, event__isnull=True)
-                           | Q(item_type="episode", event__isnull=False, fact__isnull=True)),
+                condition=_one_item("fact", "fact") | _one_item("episode", "event") | _one_item("procedure", "procedure")
+                | _one_item("identity", "identity_block"),
             ),
             models.CheckConstraint(name="decision_kind_valid", condition=Q(decision__in=DecisionKind.values)),
             models.CheckConstraint(name="decision_reason_valid", condition=Q(reason_code__in=ReasonCode.values)),
         ]
+
+
+# How long a serving counts. 30 days, the recency signal's tau (context.scoring.TAU_DAYS): a fact served every day
+# of a month holds a count near 30 x (1 - 1/e) ~ 19, and one served daily for good settles at 30 (the rate times
+# tau); a serving weighs half after 21 days (tau x ln 2). A week would forget a weekly routine between two uses;
+# a year would let what mattered last spring outrank what matters now.
+ACCESS_TAU_DAYS = 30.0
+ACCESS_TAU_SECONDS = ACCESS_TAU_DAYS * 86400.0
+# Below this decayed count a row is deleted by consolidation (traces.services.item_access_prune): one serving
+# about three months old (tau x ln 20), worth 0.01 as a signal (traces.selectors.access_score). Without it the
+# table would keep a row for every item ever served.
+ACCESS_MIN_COUNT = 0.05
+
+
+class ItemAccess(models.Model):
+    """How often an item (fact, episode) was served by context calls, decayed over time: the access frequency
+    signal. One row per item, kept by the trace writer (traces.services.TRACE_INSERT_SQL): each trace that serves
+    the item (included or multi_hop_expansion) moves `count` to its value as of the trace's time and adds 1.
+    Replays count nothing. `count` is as of `at`; traces.selectors.access_frequency decays it to the caller's
+    time. No foreign key, as for decisions: serving an item must not lock it. Erasure deletes the rows with the
+    scope's traces (traces.services.traces_erase, traces_erase_naming); pruning traces leaves them (the count
+    outlives the calls it sums)."""
+
+    # One row per item: an item id names one item of one scope, so this key is unique on (project_id, item_id)
+    # too. The project leads, for a table distributed by project; the subject before the item lets this one
+    # index serve every reader: the assembler's probe of a call's ids (traces.selectors.access_frequency), the
+    # writer's upsert, a scope's erasure and consolidation's decay. A second index on the scope cost each new
+    # row one more index insert for reads that are rare.
+    pk = models.CompositePrimaryKey("project_id", "subject_id", "item_id")
+    project_id = models.CharField(max_length=SCOPE_ID_MAX)
+    subject_id = models.CharField(max_length=SCOPE_ID_MAX)
+    item_type = models.CharField(max_length=16, choices=ItemType.choices)
+    item_id = models.UUIDField()
+    count = models.FloatField(help_text="servings, each decayed by exp(-age / ACCESS_TAU_DAYS), as of `at`")
+    at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(name="itemaccess_count_positive", condition=Q(count__gt=0)),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.item_type} {str(self.item_id)[:8]}: {self.count:.2f} as of {self.at:%Y-%m-%d}"

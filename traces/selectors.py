@@ -5,35 +5,48 @@ from dataclasses import dataclass
 
 from django.db.models import Count
 
-from facts.models import Event, Fact
+from facts.models import Event, Fact, IdentityBlock, Procedure
 from hakimem.db import fetch_dicts, with_tables
+from hakimem.db_router import read_connection
 from hakimem.serializers import iso
-from traces.models import Decision, DecisionKind, Trace
+from traces.models import ACCESS_TAU_SECONDS, Decision, DecisionKind, ItemAccess, Trace
+
+# The access count at which the access signal is one half: access_score(count) = count / (count + ACCESS_HALF).
+# Five servings in about the last month (ACCESS_TAU_DAYS): an item served once scores 0.17, one served in
+# most calls of an active conversation (20 and more) 0.8 and up, never above 1, so a single hot item cannot
+# outweigh the relevance signals however often it was served.
+ACCESS_HALF = 5.0
 
 
 def trace_get(*, project_id: str, trace_id) -> Trace | None:
     return Trace.objects.filter(project_id=project_id, id=trace_id).first()
 
 
-# The item's text is in the facts app's tables, named from its models.
+# The item's text is in the facts app's tables, named from its models. A procedure shows its title and its
+# steps; an identity block deleted since the call has no text left ('').
 TRACE_DECISIONS_SQL = with_tables(
     """
-    SELECT d.item_type, coalesce(d.fact_id, d.event_id) AS item_id, d.decision, d.reason_code, d.rank,
-           d.score, d.similarity, d.cosine_distance, d.text_rank, d.recency, d.tokens, d.entity,
-           coalesce(f.text, e.text) AS text
+    SELECT d.item_type, coalesce(d.fact_id, d.event_id, d.procedure_id, d.identity_block_id) AS item_id, d.decision,
+           d.reason_code, d.rank, d.score, d.similarity, d.cosine_distance, d.text_rank, d.recency, d.tokens, d.entity,
+           d.tier, d.superseded_by, coalesce(f.text, e.text, x.title || ': ' || x.text, b.text, '') AS text
       FROM traces_decision d
       LEFT JOIN {fact} f ON f.id = d.fact_id AND f.project_id = d.project_id
       LEFT JOIN {event} e ON e.id = d.event_id AND e.project_id = d.project_id
+      LEFT JOIN {procedure} x ON x.id = d.procedure_id AND x.project_id = d.project_id
+      LEFT JOIN {identity_block} b ON b.id = d.identity_block_id AND b.project_id = d.project_id
      WHERE d.trace_id = %(trace_id)s AND d.project_id = %(project_id)s
-     ORDER BY d.item_type DESC, d.rank
+     ORDER BY array_position(ARRAY['identity', 'fact', 'episode', 'procedure'], d.item_type::text), d.rank
     """,
     fact=Fact,
     event=Event,
+    procedure=Procedure,
+    identity_block=IdentityBlock,
 )
 
 
 def trace_decisions(*, trace: Trace) -> list[dict]:
-    """Every decision of the trace with the item's text, facts first then episodes, each by rank."""
+    """Every decision of the trace with the item's text, in the order of the prompt's sections: identity blocks,
+    facts, episodes, procedures, each by rank."""
     return fetch_dicts(TRACE_DECISIONS_SQL, {"trace_id": trace.id, "project_id": trace.project_id})
 
 
@@ -82,6 +95,8 @@ def trace_inspect(*, trace: Trace) -> dict:
                 },
                 "tokens": d["tokens"],
                 "entity": d["entity"] or None,
+                "tier": d["tier"] or None,
+                "superseded_by": str(d["superseded_by"]) if d["superseded_by"] else None,
             }
             for d in decisions
         ],
@@ -122,3 +137,46 @@ def fact_decision_counts(*, fact_ids) -> dict:
         ]
         for fact_id in fact_ids
     }
+
+
+# Per context call: the candidates' access counts, one probe of the primary key (project_id, subject_id,
+# item_id) per id.
+# -- uses: traces_itemaccess_pkey
+ACCESS_FREQUENCY_SQL = with_tables(
+    """
+    SELECT a.item_id, a.count * exp(-greatest(extract(epoch FROM (%(now)s::timestamptz - a.at)), 0) / %(tau)s)
+      FROM {item_access} a
+     WHERE a.project_id = %(project_id)s AND a.subject_id = %(subject_id)s AND a.item_id = ANY(%(item_ids)s::uuid[])
+    """,
+    item_access=ItemAccess,
+)
+
+
+def access_frequency(*, project_id: str, subject_id: str, item_ids, now) -> dict:
+    """How often each item was served by past context calls, each serving decayed by exp(-age / ACCESS_TAU_DAYS),
+    as of `now`: {item id (as given): count}, 0.0 for an item never served. One query. A `now` before an
+    item's last serving counts it as of that serving (the counts are not versioned: a replay as the memory stood
+    reads today's)."""
+    asked = {str(i): i for i in item_ids}
+    counts = dict.fromkeys(asked.values(), 0.0)
+    if not asked:
+        return counts
+    with read_connection().cursor() as cursor:  # a live call's reads may go to a replica (hakimem/db_router.py)
+        cursor.execute(ACCESS_FREQUENCY_SQL, {"project_id": project_id, "subject_id": subject_id,
+                                              "item_ids": list(asked), "now": now, "tau": ACCESS_TAU_SECONDS})
+        for item_id, count in cursor.fetchall():
+            counts[asked[str(item_id)]] = float(count)
+    return counts
+
+
+def access_score(count: float) -> float:
+    """An access count (access_frequency) as a signal in [0, 1): count / (count + ACCESS_HALF), 0 for an item
+    never served."""
+    return count / (count + ACCESS_HALF) if count > 0 else 0.0
+
+
+def access_signal(*, project_id: str, subject_id: str, item_ids, now) -> dict:
+    """The access frequency signal of each item, in [0, 1): access_score of its access_frequency as of `now`;
+    {item id (as given): signal}, 0.0 for an item never served. One query."""
+    counts = access_frequency(project_id=project_id, subject_id=subject_id, item_ids=item_ids, now=now)
+    return {item_id: access_score(count) for item_id, count in counts.items()}

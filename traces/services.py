@@ -9,18 +9,18 @@ from datetime import datetime
 
 from django.db import connection
 
-from facts.models import Event, Fact
+from facts.models import Event, Fact, IdentityBlock, Procedure
 from facts.services import erase_condition
 from hakimem import observability
 from hakimem.db import with_tables
-from traces.models import DECISION_OF_REASON
+from traces.models import ACCESS_MIN_COUNT, ACCESS_TAU_SECONDS, DECISION_OF_REASON, ItemAccess, ReasonCode
 
 logger = logging.getLogger("hakimem.traces")
 
 
 @dataclass
 class DecisionRow:
-    item_type: str  # fact | episode
+    item_type: str  # traces.models.ItemType: fact | episode | procedure | identity
     item_id: object
     reason_code: str
     rank: int
@@ -31,7 +31,12 @@ class DecisionRow:
     recency: float | None
     tokens: int
     entity: str = ""
+    tier: str = ""  # the section a tiered call packed the item for (identity, preferences, ...); '' for a plain call
+    by_item: object = None  # superseded_in_context: the id of the fact that won (Decision.superseded_by)
 
+
+# The decisions that serve their item: what the access frequency counts.
+SERVED_REASONS = (ReasonCode.INCLUDED, ReasonCode.MULTI_HOP_EXPANSION)
 
 # The scope's trace lock: every trace write shares it, erasure (traces_erase, inside subject_erase's
 # transaction) takes it exclusively until it commits. So no trace of a scope commits between the eraser's
@@ -46,13 +51,36 @@ _DECISION_OF_REASON_SQL = "CASE d.reason_code {} END".format(
     " ".join(f"WHEN '{reason.value}' THEN '{kind.value}'" for reason, kind in DECISION_OF_REASON.items())
 )
 
+# Served decisions count towards their item's access frequency (traces.models.ItemAccess), in the same
+# statement: a data-modifying CTE runs to completion whether or not the final INSERT reads it. The count is
+# decayed from its row's time to the trace's, or the new serving decayed to the row's time when a call that
+# started earlier commits later (a count never grows by decay). Replays are no calls and count nothing; identity
+# blocks, served to every tiered call and never ranked, neither.
+# Concurrent calls of one scope serve the same items: each upserts its rows in item id order, so two writers
+# wait for each other's row locks in the same order and cannot deadlock (two orders would: A holds x and wants
+# y while B holds y and wants x). DISTINCT ON keeps one row per item: ON CONFLICT may not touch a row twice.
+_ACCESS_UPSERT_SQL = """, a AS (
+    INSERT INTO {item_access} AS x (project_id, subject_id, item_type, item_id, count, at)
+    SELECT DISTINCT ON (d.item_id) t.project_id, %(subject_id)s, d.item_type, d.item_id, 1, %(created_at)s::timestamptz
+      FROM t, d
+     WHERE d.reason_code IN (""" + ", ".join(f"'{code.value}'" for code in SERVED_REASONS) + """)
+       AND d.item_type <> 'identity' AND %(replay_of)s::uuid IS NULL
+     ORDER BY d.item_id
+        ON CONFLICT (project_id, subject_id, item_id) DO UPDATE
+       SET count = x.count * exp(-greatest(extract(epoch FROM excluded.at - x.at), 0) / %(access_tau_seconds)s)
+                   + exp(-greatest(extract(epoch FROM x.at - excluded.at), 0) / %(access_tau_seconds)s),
+           at = greatest(x.at, excluded.at)
+)"""
+
 # The trace and all its decisions in one round trip, and in one transaction with the lock: two statements
 # sent as one (client-side binding, the simple query protocol runs them as one implicit transaction; inside
 # an atomic block, the lock lasts until that block commits). The INSERT is the second statement, so its
 # snapshot is taken once the lock is held: a context call that read the scope's facts before an erasure and
-# writes after it sees them gone, and writes nothing. Facts and events are deleted only by erasure, which
-# takes a whole scope: a named item that no longer exists means the scope was erased after the call read it,
-# and the trace (its `rendered` holds the erased texts, its decisions name deleted rows) must not be written.
+# writes after it sees them gone, and writes nothing. Facts, events and procedures are deleted only by erasure,
+# which takes a whole scope: a named item that no longer exists means the scope was erased after the call read
+# it, and the trace (its `rendered` holds the erased texts, its decisions name deleted rows) must not be written.
+# An identity block is also deleted by its own DELETE: a call that served one deleted meanwhile is not traced
+# either (rare, and a trace naming a row that no longer exists is the case the check exists to refuse).
 #
 # The INSERT of the trace is a data-modifying CTE; the decisions arrive as one text, a line per decision and
 # tab-separated fields (_decision_lines), split by the server. Cost for 150 decisions, CPU of client + backend
@@ -65,7 +93,8 @@ SELECT pg_advisory_xact_lock_shared(""" + TRACE_LOCK_KEY + """);
 WITH d AS MATERIALIZED (
     SELECT e[1] AS item_type, e[2]::uuid AS item_id, e[3] AS reason_code, e[4]::int AS rank, e[5]::float8 AS score,
            e[6]::float8 AS similarity, e[7]::float8 AS cosine_distance, e[8]::float8 AS text_rank,
-           e[9]::float8 AS recency, e[10]::int AS tokens, coalesce(e[11], '') AS entity
+           e[9]::float8 AS recency, e[10]::int AS tokens, coalesce(e[11], '') AS entity, coalesce(e[12], '') AS tier,
+           e[13]::uuid AS superseded_by
       FROM string_to_table(%(decisions)s, E'\\n') AS line, string_to_array(line, E'\\t', '') AS e
 ), t AS (
     INSERT INTO traces_trace (id, project_id, subject_id, query, budget_tokens, used_tokens, status, empty_reason,
@@ -79,17 +108,27 @@ WITH d AS MATERIALIZED (
                            SELECT FROM {fact} f WHERE f.id = d.item_id AND f.project_id = %(project_id)s))
        AND NOT EXISTS (SELECT FROM d WHERE d.item_type = 'episode' AND NOT EXISTS (
                            SELECT FROM {event} e WHERE e.id = d.item_id AND e.project_id = %(project_id)s))
+       AND NOT EXISTS (SELECT FROM d WHERE d.item_type = 'procedure' AND NOT EXISTS (
+                           SELECT FROM {procedure} x WHERE x.id = d.item_id AND x.project_id = %(project_id)s))
+       AND NOT EXISTS (SELECT FROM d WHERE d.item_type = 'identity' AND NOT EXISTS (
+                           SELECT FROM {identity_block} b WHERE b.id = d.item_id AND b.project_id = %(project_id)s))
     RETURNING id, project_id
-)
-INSERT INTO traces_decision (trace_id, project_id, item_type, fact_id, event_id, decision, reason_code, rank, score,
-                             similarity, cosine_distance, text_rank, recency, tokens, entity)
+)""" + _ACCESS_UPSERT_SQL + """
+INSERT INTO traces_decision (trace_id, project_id, item_type, fact_id, event_id, procedure_id, identity_block_id,
+                             decision, reason_code, rank, score, similarity, cosine_distance, text_rank, recency,
+                             tokens, entity, tier, superseded_by)
 SELECT t.id, t.project_id, d.item_type, CASE WHEN d.item_type = 'fact' THEN d.item_id END,
-       CASE WHEN d.item_type = 'episode' THEN d.item_id END, """ + _DECISION_OF_REASON_SQL + """, d.reason_code,
-       d.rank, d.score, d.similarity, d.cosine_distance, d.text_rank, d.recency, d.tokens, d.entity
+       CASE WHEN d.item_type = 'episode' THEN d.item_id END, CASE WHEN d.item_type = 'procedure' THEN d.item_id END,
+       CASE WHEN d.item_type = 'identity' THEN d.item_id END, """ + _DECISION_OF_REASON_SQL + """, d.reason_code,
+       d.rank, d.score, d.similarity, d.cosine_distance, d.text_rank, d.recency, d.tokens, d.entity, d.tier,
+       d.superseded_by
   FROM t, d
 """,
     fact=Fact,
     event=Event,
+    procedure=Procedure,
+    identity_block=IdentityBlock,
+    item_access=ItemAccess,
 )
 
 
@@ -101,10 +140,11 @@ def _f(value) -> str:
 
 def _decision_lines(decisions: list[DecisionRow]) -> str:
     """One line per decision, fields separated by tabs. None of them can hold a tab or a line break: item types,
-    reason codes and numbers by construction, entities are names (context.entities.ENTITY_RE)."""
+    reason codes, tiers, ids and numbers by construction, entities are names (context.entities.ENTITY_RE)."""
     return "\n".join(
         f"{d.item_type}\t{d.item_id}\t{d.reason_code}\t{d.rank}\t{_f(d.score)}\t{_f(d.similarity)}\t"
-        f"{_f(d.cosine_distance)}\t{_f(d.text_rank)}\t{_f(d.recency)}\t{d.tokens}\t{d.entity}"
+        f"{_f(d.cosine_distance)}\t{_f(d.text_rank)}\t{_f(d.recency)}\t{d.tokens}\t{d.entity}\t{d.tier}\t"
+        f"{'' if d.by_item is None else d.by_item}"
         for d in decisions
     )
 
@@ -116,8 +156,8 @@ def trace_record(*, trace: dict, decisions: list[DecisionRow]) -> uuid.UUID:
     trace_id = trace.get("id") or uuid.uuid4()
     # An unknown item type or reason code fails the table's check constraints; a tab or line break in an entity
     # would shift the fields of its line instead.
-    if any("\t" in d.entity or "\n" in d.entity for d in decisions):
-        raise ValueError("an entity is a name, without tabs or line breaks")
+    if any("\t" in d.entity or "\n" in d.entity or "\t" in d.tier or "\n" in d.tier for d in decisions):
+        raise ValueError("an entity is a name and a tier a word, without tabs or line breaks")
     params = {
         **trace,
         "id": str(trace_id),
@@ -127,6 +167,7 @@ def trace_record(*, trace: dict, decisions: list[DecisionRow]) -> uuid.UUID:
         "replay_of": trace.get("replay_of"),
         "replay": json.dumps(trace["replay"]) if trace.get("replay") is not None else None,
         "decisions": _decision_lines(decisions),
+        "access_tau_seconds": ACCESS_TAU_SECONDS,
     }
     with connection.cursor() as cursor:
         cursor.execute(TRACE_INSERT_SQL, params)
@@ -142,7 +183,8 @@ def trace_record(*, trace: dict, decisions: list[DecisionRow]) -> uuid.UUID:
 
 
 def traces_erase(project_id: str, subject_id: str | None) -> dict[str, int]:
-    """Registered with facts.services' erasure: a trace holds the subject's query text and ids. For one
+    """Registered with facts.services' erasure: a trace holds the subject's query text and ids, an access
+    count its items' ids. For one
     subject, first takes the scope's trace lock exclusively, held until the erasure commits: trace writes
     already holding it are waited for (their traces are deleted below), later ones wait and then find the
     scope's items gone (TRACE_INSERT_SQL). A whole project (subject_id None) is erased without it: only the
@@ -163,12 +205,18 @@ def traces_erase(project_id: str, subject_id: str | None) -> dict[str, int]:
         cursor.execute(
             "DELETE FROM traces_trace t WHERE " + erase_condition(subject_id, "t"), {"p": project_id, "s": subject_id}
         )
-        return {"decisions": decisions, "traces": cursor.rowcount}
+        traces = cursor.rowcount
+        # The scope's access counts name its items: they go too.
+        cursor.execute(
+            "DELETE FROM traces_itemaccess a WHERE " + erase_condition(subject_id, "a"), {"p": project_id, "s": subject_id}
+        )
+        return {"decisions": decisions, "traces": traces, "item_accesses": cursor.rowcount}
 
 
 def traces_erase_naming(project_id: str, subject_id: str, fact_ids: list) -> dict[str, int]:
     """Registered with facts.services' erasure of a category: the scope's traces whose decisions name one of
-    `fact_ids` go whole (their rendered text may quote the fact), with all their decisions. Takes the scope's
+    `fact_ids` go whole (their rendered text may quote the fact), with all their decisions, and the facts'
+    access counts. Takes the scope's
     trace lock exclusively, as traces_erase does: a context call that read those facts before the erasure
     writes its trace before it (deleted here) or finds them gone and writes none."""
     with connection.cursor() as cursor:
@@ -184,7 +232,10 @@ def traces_erase_naming(project_id: str, subject_id: str, fact_ids: list) -> dic
         cursor.execute("DELETE FROM traces_decision WHERE project_id = %s AND trace_id = ANY(%s)", [project_id, trace_ids])
         decisions = cursor.rowcount
         cursor.execute("DELETE FROM traces_trace WHERE project_id = %s AND id = ANY(%s)", [project_id, trace_ids])
-        return {"decisions": decisions, "traces": cursor.rowcount}
+        traces = cursor.rowcount
+        cursor.execute("DELETE FROM traces_itemaccess WHERE project_id = %(p)s AND subject_id = %(s)s"
+                       " AND item_id = ANY(%(ids)s)", {"ids": fact_ids, "p": project_id, "s": subject_id})
+        return {"decisions": decisions, "traces": traces, "item_accesses": cursor.rowcount}
 
 
 # The projects that have traces, one index probe each (a loose scan of traces_trace_project_time): the prune
@@ -252,3 +303,62 @@ def traces_prune(*, before: datetime, batch_size: int = PRUNE_BATCH_SIZE, dry_ru
                 if traces < batch_size:
                     break
     return counts
+
+
+# --- access counts: what consolidation prunes ---------------------------------------------------------------
+
+# One batch of access counts in key order (the primary key: project, subject, item), and among them the rows
+# whose count, decayed to %(now)s, is under ACCESS_MIN_COUNT, deleted. Those rows are locked SKIP LOCKED: a row
+# a trace writer is updating is being served again, so not stale, and the pruner never waits for a writer
+# (which locks its rows in item order) while holding rows the writer wants. Only deleted: a count stored decayed
+# to now would read the same as the one stored (the reader decays from `at`), for a write of every row.
+# -- uses: traces_itemaccess_pkey
+_ACCESS_PRUNE_BATCH_SQL = """
+WITH batch AS MATERIALIZED (
+    SELECT project_id, subject_id, item_id FROM traces_itemaccess
+     WHERE (project_id, subject_id, item_id) > (%(after_p)s, %(after_s)s, %(after_i)s::uuid){project}
+     ORDER BY project_id, subject_id, item_id
+     LIMIT %(limit)s
+), stale AS (
+    SELECT a.project_id, a.subject_id, a.item_id FROM traces_itemaccess a
+     WHERE (a.project_id, a.subject_id, a.item_id) IN (SELECT * FROM batch){project_a}
+       AND a.count * exp(-greatest(extract(epoch FROM %(now)s::timestamptz - a.at), 0) / %(tau)s) < %(min_count)s
+       FOR UPDATE SKIP LOCKED
+), gone AS (
+    DELETE FROM traces_itemaccess a USING stale s
+     WHERE (a.project_id, a.subject_id, a.item_id) = (s.project_id, s.subject_id, s.item_id){project_a}
+       AND NOT %(dry_run)s
+    RETURNING 1
+)
+SELECT (SELECT count(*) FROM batch), (SELECT count(*) FROM stale), (SELECT count(*) FROM gone), last.*
+  FROM (SELECT * FROM batch ORDER BY project_id DESC, subject_id DESC, item_id DESC LIMIT 1) last
+"""
+# Of every project; of one, each statement names it (single-shard when distributed by project, docs/scaling.md).
+ACCESS_PRUNE_BATCH_SQL = _ACCESS_PRUNE_BATCH_SQL.format(project="", project_a="")
+PROJECT_ACCESS_PRUNE_BATCH_SQL = _ACCESS_PRUNE_BATCH_SQL.format(project=" AND project_id = %(project_id)s",
+                                                                project_a=" AND a.project_id = %(project_id)s")
+
+ACCESS_PRUNE_BATCH_SIZE = 5000
+
+
+def item_access_prune(*, now: datetime, project_id: str | None = None, dry_run: bool = False,
+                      batch_size: int = ACCESS_PRUNE_BATCH_SIZE) -> dict[str, int]:
+    """Delete the access counts (of `project_id`, or all) that have decayed below ACCESS_MIN_COUNT by `now`,
+    batch_size rows looked at per transaction; returns how many were deleted and kept. With dry_run, counts
+    what would go and deletes nothing."""
+    after = ("", "", "00000000-0000-0000-0000-000000000000")
+    counts = {"item_accesses_deleted": 0, "item_accesses_kept": 0}
+    with connection.cursor() as cursor:
+        while True:
+            cursor.execute(ACCESS_PRUNE_BATCH_SQL if project_id is None else PROJECT_ACCESS_PRUNE_BATCH_SQL, {
+                "after_p": after[0], "after_s": after[1], "after_i": after[2], "project_id": project_id,
+                "limit": batch_size, "now": now, "tau": ACCESS_TAU_SECONDS, "min_count": ACCESS_MIN_COUNT,
+                "dry_run": dry_run})
+            row = cursor.fetchone()
+            if row is None:  # an empty batch
+                return counts
+            looked, stale, gone, *after = row
+            counts["item_accesses_deleted"] += stale if dry_run else gone
+            counts["item_accesses_kept"] += looked - (stale if dry_run else gone)
+            if looked < batch_size:
+                return counts

@@ -91,3 +91,27 @@ def test_async_retries_are_bounded(live_server, api_key, monkeypatch):
     with pytest.raises(UnavailableError) as raised:
         run(scenario())
     assert (raised.value.status, raised.value.code) == (503, "embedder_unavailable")
+
+
+def test_async_identity_blocks_and_procedures(live_server, api_key):
+    async def scenario():
+        async with AsyncClient(live_server.url, api_key, project_id=PROJECT) as haki:
+            block = await haki.create_identity_block("dana", "persona", "Be brief.")
+            changed = await haki.update_identity_block(block.id, position=3)
+            listed = await haki.list_identity_blocks("dana")
+            fetched = await haki.get_identity_block(block.id)
+            await haki.delete_identity_block(block.id)
+            procedure = await haki.write_procedure(None, "How we deploy", "Tag and run.")
+            edited = await haki.update_procedure(procedure.id, importance=0.2)
+            page = await haki.list_procedures("dana")
+            got = await haki.get_procedure(procedure.id)
+            retracted = await haki.retract_procedure(procedure.id)
+            try:
+                await haki.get_identity_block(block.id)
+            except NotFoundError:
+                gone = True
+            return changed, listed, fetched, edited, page, got, retracted, gone
+
+    changed, listed, fetched, edited, page, got, retracted, gone = run(scenario())
+    assert changed.position == 3 and [b.id for b in listed] == [fetched.id] and gone
+    assert edited.importance == 0.2 and [p.id for p in page] == [got.id] and retracted.status == "retracted"

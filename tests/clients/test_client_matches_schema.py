@@ -31,8 +31,12 @@ MODELS = [
     (models.ContextPacket, "ContextPacket", {"raw"}),
     (models.PacketFact, "PacketFact", {"raw"}),
     (models.PacketEpisode, "PacketEpisode", {"raw"}),
+    (models.PacketIdentity, "PacketIdentity", set()),
+    (models.PacketProcedure, "PacketProcedure", set()),
     (models.Trace, "Inspection", {"raw"}),
     (models.Replay, "Replay", {"raw"}),
+    (models.IdentityBlock, "IdentityBlockOut", {"raw"}),
+    (models.Procedure, "ProcedureOut", {"raw"}),
 ]
 
 
@@ -50,10 +54,15 @@ def _requests_the_client_sends() -> set[tuple[str, str]]:
         endpoints.write_facts([{"subject_id": "s", "text": "t"}], None), endpoints.list_facts("s", None),
         endpoints.get_fact(AN_ID), endpoints.update_fact(AN_ID, {"importance": 0.5}), endpoints.retract_fact(AN_ID),
         endpoints.fact_history(AN_ID), endpoints.write_events([{"subject_id": "s", "text": "t", "occurred_at": None}], None),
-        endpoints.list_events("s", None), endpoints.get_event(AN_ID), endpoints.context("s", "q", None, None),
+        endpoints.list_events("s", None), endpoints.get_event(AN_ID), endpoints.context("s", "q", None, None, {}),
         endpoints.inspect(AN_ID), endpoints.replay(AN_ID, "original", {"w_recency": 0.1}),
         endpoints.list_conflicts(None), endpoints.get_conflict(AN_ID), endpoints.resolve_conflict(AN_ID, None, True, ""),
         endpoints.erase_subject("s", None), endpoints.health(),
+        endpoints.create_identity_block("s", "persona", "t", None), endpoints.list_identity_blocks(None, None),
+        endpoints.get_identity_block(AN_ID), endpoints.update_identity_block(AN_ID, {"enabled": False}),
+        endpoints.delete_identity_block(AN_ID), endpoints.write_procedure(None, "title", "t", None),
+        endpoints.list_procedures("s", None), endpoints.get_procedure(AN_ID), endpoints.update_procedure(AN_ID, {"importance": 0.1}),
+        endpoints.retract_procedure(AN_ID),
     ]
     public = {name for name in vars(_Endpoints) if not name.startswith("_")}
     assert len(calls) == len(public), "a method of _Endpoints is not exercised here: add it"

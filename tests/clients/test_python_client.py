@@ -271,8 +271,43 @@ def test_replay_returns_the_new_packet_and_the_diff(haki):
     haki.write_fact("alice", "Alice grows leeks in her garden.")
     packet = haki.context("alice", "What does Alice grow in her garden?")
     # when it is replayed with a budget for one of them
-    replay = haki.replay(packet.trace_id, overrides={"budget_tokens": 9})
+    replay = haki.replay(packet.trace_id, overrides={"budget_tokens": 20})  # the block with one line
     # then the client carries the replay's trace, the new packet and what was lost
     assert replay.replay_of == packet.trace_id and replay.as_of == "now" and replay.trace_id != packet.trace_id
     assert len(replay.packet.facts) == 1 and len(replay.diff["lost"]) == 1
     assert haki.inspect(replay.trace_id).replay_of == packet.trace_id
+
+
+# --- identity blocks and procedures --------------------------------------------------------------------
+
+def test_identity_blocks_through_their_lifecycle(haki):
+    from hakimem_client import IdentityBlock
+
+    wide = haki.create_identity_block(None, "persona", "You are a patient tutor.", position=1)
+    own = haki.create_identity_block("alice", "tone", "Answer in French.", metadata={"by": "ops"})
+    assert isinstance(wide, IdentityBlock) and wide.subject_id is None and wide.tokens == 6
+    assert [b.name for b in haki.list_identity_blocks("alice")] == ["persona", "tone"]
+    assert [b.name for b in haki.list_identity_blocks()] == ["persona"]
+    assert haki.update_identity_block(own.id, enabled=False).enabled is False
+    assert haki.get_identity_block(own.id).metadata == {"by": "ops"}
+    assert haki.delete_identity_block(own.id) is None
+    with pytest.raises(NotFoundError):
+        haki.get_identity_block(own.id)
+    with pytest.raises(InvalidRequestError):
+        haki.create_identity_block(None, "persona", "Again.")
+
+
+def test_procedures_through_their_lifecycle(haki):
+    from hakimem_client import Procedure
+
+    wide = haki.write_procedure(None, "How we deploy", "Tag, run the pipeline, watch.", category="ops")
+    own = haki.write_procedure("alice", "Alice's reports", "Summary first.", importance=0.9)
+    assert isinstance(own, Procedure) and own.importance == 0.9 and wide.subject_id is None
+    page = haki.list_procedures("alice", limit=1)
+    assert [p.id for p in page] == [own.id] and page.next_cursor
+    assert [p.id for p in haki.list_procedures("alice", cursor=page.next_cursor)] == [wide.id]
+    assert haki.update_procedure(own.id, text="Summary first, then details.").text == "Summary first, then details."
+    assert haki.retract_procedure(own.id).status == "retracted"
+    with pytest.raises(ConflictStateError):
+        haki.update_procedure(own.id, importance=0.1)
+    assert haki.get_procedure(wide.id).category == "ops"

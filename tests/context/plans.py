@@ -23,12 +23,13 @@ def explain(subject: str, query: str, sql: str = retrieval.HYBRID_CANDIDATES_SQL
     now = timezone.now()
     lookup = retrieval.lookup_for(project_id=bench_data.PROJECT, subject_id=subject, query=query, now=now,
                                   cutoffs=volatility_cutoffs(now))
-    text = lookup.fact_text if table == retrieval.FACTS else lookup.event_text
+    text = {retrieval.FACTS: lookup.fact_text, retrieval.EVENTS: lookup.event_text,
+            retrieval.PROCEDURES: lookup.procedure_text}[table]
     params = {**lookup.params(text), "qvec": vector_literal(get_embedder().embed_query(query))}
     # As a request runs it: under row-level security, as the API role seeing the key's project (the test's
     # transaction is rolled back, role and project with it).
     scope_enter(API_ROLE, bench_data.PROJECT)
     with connection.cursor() as cursor:
-        retrieval._settings_for_hnsw(cursor)
+        retrieval._settings_for_hnsw(cursor, connection)
         cursor.execute("EXPLAIN (ANALYZE, COSTS OFF) " + sql, params)
         return "\n".join(row[0] for row in cursor.fetchall())

@@ -314,7 +314,7 @@ def test_phase_two_keeps_the_best_candidates_by_the_assemblers_own_score(monkeyp
     from context import retrieval
     from context.scoring import hybrid_score
 
-    monkeypatch.setattr(retrieval.TableStats, "dense_exact", lambda self, project, subject: dense_exact)
+    monkeypatch.setattr(retrieval.TableStats, "dense_exact", lambda self, project, subject, **scope: dense_exact)
     now = timezone.now()
     for i in range(30):
         FactFactory(text=f"Alice's garden has {i} tomato plants and a pear tree number {i % 7}.",
@@ -430,7 +430,8 @@ def test_the_episode_graph_scan_gets_the_hnsw_settings_when_the_fact_leg_sorts_e
 
     FactFactory(text="Marie met Julien in Lyon.")
     EventFactory(text="Marie met Julien.")
-    stats = {retrieval.FACTS: retrieval.TableStats(), retrieval.EVENTS: retrieval.TableStats(rows=1e6, subject_freq={"alice": 1.0})}
+    stats = {retrieval.FACTS: retrieval.TableStats(), retrieval.EVENTS: retrieval.TableStats(rows=1e6, subject_freq={"alice": 1.0}),
+             retrieval.PROCEDURES: retrieval.TableStats()}
     monkeypatch.setattr(retrieval, "table_stats", lambda table=retrieval.FACTS: stats[table])
     assert stats[retrieval.FACTS].dense_exact(PROJECT, "alice") and not stats[retrieval.EVENTS].dense_exact(PROJECT, "alice")
     with connection.cursor() as cursor:  # as a new connection is: defaults, not yet tuned

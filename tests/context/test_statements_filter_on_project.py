@@ -2,14 +2,19 @@
 database distributed by project, such a statement runs on the one shard holding the project. The statements are
 captured as the API runs them and parsed (tests/sqlscope.py); the SQL constants of the retrieval path are parsed
 too, the branches a test call does not take included."""
+from datetime import timedelta
+
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 
-from context import retrieval, retrieval_asof
+from context import consolidation, retrieval, retrieval_asof
+from facts.models import ConflictSet
 from hakimem.distribution import DISTRIBUTED
 from tests.conftest import PROJECT
-from tests.facts.factories import ConflictSetFactory, EventFactory, FactFactory
+from tests.facts.factories import (ConflictSetFactory, EventFactory, FactFactory, IdentityBlockFactory,
+                                   ProcedureFactory)
 from tests.sqlscope import Statement, tokenize
 from traces import selectors as trace_selectors
 from traces import services as trace_services
@@ -54,6 +59,8 @@ def assert_all_filtered(statements: list[str]) -> None:
      " WHERE m.fact_id = f.id AND m.project_id = f.project_id)", []),
     ("SELECT * FROM facts_fact f WHERE f.project_id = 'x' AND EXISTS (SELECT 1 FROM facts_conflictmember m"
      " WHERE m.fact_id = f.id)", ["facts_conflictmember m"]),
+    ('SELECT * FROM "facts_fact" WHERE "facts_fact"."project_id" = %s AND EXISTS (SELECT 1 FROM "facts_conflictmember"'
+     ' U0 WHERE U0."project_id" = ("facts_fact"."project_id"))', []),
     ("UPDATE facts_fact SET status = 'retracted' WHERE id = ANY(%s)", ["facts_fact facts_fact"]),
     ("UPDATE facts_fact SET status = 'retracted' WHERE id = ANY(%s) AND project_id = %s", []),
     ("DELETE FROM traces_decision d USING traces_trace t WHERE d.trace_id = t.id AND t.project_id = %(p)s",
@@ -82,11 +89,20 @@ def test_the_tokenizer_keeps_strings_and_nesting():
     ("episodes, graph", retrieval.EPISODES_HYBRID_SQL),
     ("episodes, exact", retrieval.EPISODES_HYBRID_EXACT_SQL),
     ("episodes, lexical (degraded)", retrieval.EPISODES_LEXICAL_SQL),
+    ("procedures, graph", retrieval.PROCEDURES_HYBRID_SQL),
+    ("procedures, exact", retrieval.PROCEDURES_HYBRID_EXACT_SQL),
+    ("procedures, lexical (degraded)", retrieval.PROCEDURES_LEXICAL_SQL),
     ("multi-hop", retrieval.multi_hop_sql(2)),
+    ("query-time contradictions", retrieval.CONTRADICTION_PAIRS_SQL),
+    ("access signal", trace_selectors.ACCESS_FREQUENCY_SQL),
     ("replay: facts as of", retrieval_asof.FACTS_AS_OF_SQL),
     ("replay: events as of", retrieval_asof.EVENTS_AS_OF_SQL),
     ("trace write", trace_services.TRACE_INSERT_SQL),
     ("inspect: decisions", trace_selectors.TRACE_DECISIONS_SQL),
+    ("consolidate: a project's scopes", consolidation.PROJECT_SCOPES_SQL),
+    ("consolidate: superseded pairs", consolidation.SUPERSEDED_PAIRS_SQL),
+    ("consolidate: the pairs' facts", consolidation.PAIR_FACTS_SQL),
+    ("consolidate: a project's access counts", trace_services.PROJECT_ACCESS_PRUNE_BATCH_SQL),
 ])
 def test_every_retrieval_statement_filters_every_table_on_the_project(name, sql):
     assert unfiltered(sql) == []
@@ -116,11 +132,60 @@ def memory(db):
 @pytest.mark.django_db
 @pytest.mark.parametrize("dense_exact", [True, False], ids=["exact", "graph"])
 def test_a_context_call_with_multi_hop_and_its_trace_write(api, memory, monkeypatch, dense_exact):
-    monkeypatch.setattr(retrieval.TableStats, "dense_exact", lambda self, p, s: dense_exact)
+    monkeypatch.setattr(retrieval.TableStats, "dense_exact", lambda self, p, s, project_wide=False: dense_exact)
     packet = {}
     statements = captured(lambda: packet.update(_ask(api, "Who is Marie's brother?")))
     assert Decision.objects.filter(trace_id=packet["trace_id"], reason_code="multi_hop_expansion").exists()
     assert any("INSERT INTO traces_trace" in sql for sql in statements)
+    assert_all_filtered(statements)
+
+
+@pytest.fixture
+def tiered_memory(db):
+    """Identity blocks (the project's and the subject's), procedures, and two facts that contradict each other,
+    written around the write path (no conflict set yet: the call finds the pair)."""
+    IdentityBlockFactory(subject_id="", name="persona", text="You are Alice's gardening assistant.")
+    IdentityBlockFactory(name="tone", text="Answer briefly.", position=1)
+    ProcedureFactory(title="Garden report", text="Write the garden report as a short list, beds first, then pests.")
+    ProcedureFactory(subject_id="", title="Pest check", text="Look under the leaves of every bed for aphids.")
+    now = timezone.now()
+    FactFactory(text="Alice is allergic to peanuts.", recorded_from=now - timedelta(days=30))
+    FactFactory(text="Alice is not allergic to peanuts.", recorded_from=now)
+    FactFactory(text="Alice's garden has six raised beds.")
+    EventFactory(text="Alice planted garlic in the garden.")
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("dense_exact", [True, False], ids=["exact", "graph"])
+def test_a_tiered_call_and_its_trace_write(api, tiered_memory, monkeypatch, dense_exact):
+    monkeypatch.setattr(retrieval.TableStats, "dense_exact", lambda self, p, s, project_wide=False: dense_exact)
+    traces = []
+
+    def ask():
+        response = api.post("/v1/context", {"project_id": PROJECT, "subject_id": "alice", "tiers": True,
+                                            "query": "Is Alice allergic to peanuts? Write the garden report."},
+                            format="json")
+        assert response.status_code == 200, response.content
+        traces.append(response.json()["trace_id"])
+
+    statements = captured(ask) + captured(ask)  # the second call finds the first one's access counts
+    # the first call served identity blocks and procedures, and found the contradiction (proposed to curators)
+    kinds = set(Decision.objects.filter(trace_id=traces[0]).values_list("item_type", flat=True))
+    assert {"identity", "procedure", "fact"} <= kinds
+    assert Decision.objects.filter(trace_id=traces[0], reason_code="superseded_in_context").exists()
+    assert ConflictSet.objects.filter(project_id=PROJECT, status="open").exists()
+    for table in ("facts_identityblock", "facts_procedure", "traces_itemaccess", "facts_conflictmember"):
+        assert any(table in sql for sql in statements), table
+    assert_all_filtered(statements)
+
+
+@pytest.mark.django_db
+def test_consolidation_of_a_project(api, tiered_memory):
+    response = api.post("/v1/context", {"project_id": PROJECT, "subject_id": "alice", "tiers": True,
+                                        "query": "Is Alice allergic to peanuts?"}, format="json")
+    assert response.status_code == 200, response.content
+    statements = captured(lambda: consolidation.consolidate(project_id=PROJECT))
+    assert any("traces_itemaccess" in sql for sql in statements)
     assert_all_filtered(statements)
 
 

@@ -1,7 +1,8 @@
 import factory
 from django.utils import timezone
 
-from facts.models import ConflictMember, ConflictSet, Event, Fact
+from facts.models import ConflictMember, ConflictSet, Event, Fact, IdentityBlock, Procedure
+from facts.services import procedure_embedding_text
 from facts.text import text_hash
 from hakimem.embeddings import get_embedder
 from tests.conftest import PROJECT
@@ -55,3 +56,26 @@ class ConflictSetFactory(factory.django.DjangoModelFactory):
             [ConflictMember(project_id=self.project_id, conflict_set=self, fact=fact, added_at=self.opened_at)
              for fact in facts]
         )
+
+
+class IdentityBlockFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = IdentityBlock
+
+    project_id = PROJECT
+    subject_id = "alice"
+    name = factory.Sequence(lambda n: f"block-{n}")
+    text = "Answer in short sentences."
+
+
+class ProcedureFactory(factory.django.DjangoModelFactory):
+    """A procedure of alice, embedded as procedure_create embeds one."""
+
+    class Meta:
+        model = Procedure
+
+    project_id = PROJECT
+    subject_id = "alice"
+    title = factory.Sequence(lambda n: f"Procedure number {n}")
+    text = "1. Open the checklist. 2. Follow it."
+    embedding = factory.LazyAttribute(lambda o: get_embedder().embed([procedure_embedding_text(o.title, o.text)])[0])

@@ -263,3 +263,63 @@ def test_events_are_filtered_by_extraction_status_and_show_it(client, curator):
     # and its page shows the status and the error
     page = listed(client, f"/admin/facts/event/{failed.pk}/change/")
     assert "failed" in page.lower() and "timeout" in page
+
+
+# --- identity blocks and procedures: written here through the API's services ------------------------------
+
+def test_a_curator_adds_edits_and_deletes_an_identity_block(client, curator):
+    from facts.models import IdentityBlock
+
+    as_curator(client, curator)
+    form = {"project_id": PROJECT, "subject_id": "", "name": "persona", "text": "You are a patient tutor.",
+            "position": 0, "enabled": "on", "metadata": "{}"}
+    response = client.post("/admin/facts/identityblock/add/", form)
+    assert response.status_code == 302, response.content.decode()[:2000]
+    block = IdentityBlock.objects.get()
+    assert (block.subject_id, block.text, block.enabled) == ("", "You are a patient tutor.", True)
+    # the same name again in the same scope is refused beside the form, and nothing is written
+    again = client.post("/admin/facts/identityblock/add/", form)
+    assert again.status_code == 200 and "already has an identity block named" in again.content.decode()
+    assert IdentityBlock.objects.count() == 1
+    listing = listed(client, "/admin/facts/identityblock/")
+    assert "persona" in listing and "(whole project)" in listing
+    edited = client.post(change_url(block), {"name": "persona", "text": "You are brief.", "position": 2,
+                                             "metadata": "{}"})  # enabled unticked
+    assert edited.status_code == 302
+    block.refresh_from_db()
+    assert (block.text, block.position, block.enabled) == ("You are brief.", 2, False)
+    assert client.post(f"/admin/facts/identityblock/{block.pk}/delete/", {"post": "yes"}).status_code == 302
+    assert not IdentityBlock.objects.exists()
+
+
+def test_a_curator_limited_to_a_project_cannot_write_a_block_to_another(client, roles):
+    from facts.models import IdentityBlock
+    from hakimem.models import StaffProjectAccess
+
+    limited = make_user("lim", staff=True, groups=["curators"])
+    StaffProjectAccess.objects.create(user=limited, project_id=PROJECT)
+    client.force_login(limited)
+    response = client.post("/admin/facts/identityblock/add/", {
+        "project_id": OTHER_PROJECT, "subject_id": "", "name": "persona", "text": "x", "position": 0, "metadata": "{}"})
+    assert response.status_code == 200 and "You may not write to this project." in response.content.decode()
+    assert not IdentityBlock.objects.exists()
+
+
+def test_a_curator_adds_a_procedure_embedded_and_retracts_it(client, curator):
+    from facts.models import Procedure
+
+    as_curator(client, curator)
+    response = client.post("/admin/facts/procedure/add/", {
+        "project_id": PROJECT, "subject_id": "alice", "title": "How Alice likes reports",
+        "text": "A summary first.", "category": "", "importance": 0.7, "metadata": "{}"})
+    assert response.status_code == 302, response.content.decode()[:2000]
+    procedure = Procedure.objects.get()
+    assert procedure.importance == 0.7 and any(procedure.embedding.to_list())
+    response = client.post("/admin/facts/procedure/", {"action": "retract", "_selected_action": [str(procedure.pk)]})
+    assert response.status_code == 302
+    procedure.refresh_from_db()
+    assert procedure.status == "retracted"
+    assert LogEntry.objects.filter(object_id=str(procedure.pk), change_message="Retracted.").exists()
+    # a retracted procedure's page shows it and offers nothing to change
+    page = listed(client, change_url(procedure))
+    assert "A summary first." in page and 'name="title"' not in page

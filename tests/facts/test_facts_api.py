@@ -10,7 +10,7 @@ from facts import services
 from facts.models import ConflictSet, Event, Fact
 from tests.conftest import PROJECT, REQUEST_OVERHEAD_QUERIES, error_code, rows_mentioning
 from tests.facts.factories import EventFactory, FactFactory
-from traces.models import Decision
+from traces.models import Decision, ItemAccess
 
 pytestmark = pytest.mark.django_db
 
@@ -381,17 +381,28 @@ def test_erasing_a_subject_leaves_nothing(api):
     api.post("/v1/events", {"project_id": PROJECT, "subject_id": "zoe-42", "text": "Zoe's secret party.", "occurred_at": "2026-01-01T10:00:00Z"}, format="json")
     api.post("/v1/context", {"project_id": PROJECT, "subject_id": "zoe-42", "query": "Where does Paul live?"}, format="json")
     post_fact(api, "Bob keeps his own facts.", subject_id="bob")
+    # her own identity block and procedure, and the project's, which stay
+    for subject in ("zoe-42", None):
+        scope = {"project_id": PROJECT, **({"subject_id": subject} if subject else {})}
+        assert api.post("/v1/identity-blocks", {**scope, "name": f"tone of {subject}", "text": f"Zoe's tone {subject}."},
+                        format="json").status_code == 201
+        assert api.post("/v1/procedures", {**scope, "title": f"Zoe's reports {subject}", "text": "Short ones."},
+                        format="json").status_code == 201
     ids = [str(i) for i in Fact.objects.filter(subject_id="zoe-42").values_list("id", flat=True)]
     decisions = Decision.objects.filter(trace__subject_id="zoe-42").count()
-    assert decisions >= 3 and rows_mentioning("zoe-42")
+    accesses = ItemAccess.objects.filter(subject_id="zoe-42").count()  # the episode served
+    assert decisions >= 3 and accesses >= 1 and rows_mentioning("zoe-42")
 
     response = api.delete(f"/v1/subjects/zoe-42?project_id={PROJECT}")
     assert response.status_code == 200
     deleted = response.json()["deleted"]
-    assert deleted == {"decisions": decisions, "traces": 1, "conflict_members": 2, "conflict_sets": 1, "facts": 2, "events": 1,
-                       "admin_log_entries": 0, "scope_graphs": 0, "consents": 0}
+    assert deleted == {"decisions": decisions, "traces": 1, "item_accesses": accesses, "conflict_members": 2,
+                       "conflict_sets": 1, "facts": 2, "events": 1, "admin_log_entries": 0, "scope_graphs": 0,
+                       "consents": 0, "identity_blocks": 1, "procedures": 1, "scope_writes": 1}
     for needle in ["zoe-42", "Zoe's secret party", "Bordeaux", *ids]:
         assert rows_mentioning(needle) == {}, needle
+    assert rows_mentioning("Zoe's tone None") == {"facts_identityblock": 1}
+    assert rows_mentioning("Zoe's reports None") == {"facts_procedure": 1}
     assert Fact.objects.filter(subject_id="bob").count() == 1
 
 

@@ -5,9 +5,9 @@ from django.utils import timezone
 from facts import services
 from facts.services import FactInput
 from hakimem.embeddings import get_embedder
-from facts.models import ConflictSet, Event, Fact
+from facts.models import ConflictSet, Event, Fact, Procedure
 from tests.conftest import PROJECT
-from tests.facts.factories import ConflictSetFactory, EventFactory, FactFactory
+from tests.facts.factories import ConflictSetFactory, EventFactory, FactFactory, IdentityBlockFactory, ProcedureFactory
 from tests.traces.factories import record_call
 from traces.models import Trace
 
@@ -15,12 +15,17 @@ pytestmark = pytest.mark.django_db
 
 
 def test_erasing_a_project_takes_all_its_subjects_and_their_traces_and_nothing_else():
-    # given a benchmark project with two subjects (a conflict set, a fact, an episode, a trace) and another project
+    # given a benchmark project with two subjects (a conflict set, a fact, an episode, two traces, one serving the
+    # fact) and another project
     conflict_set = ConflictSetFactory(project_id="bench-x", subject_id="s1")
-    FactFactory(project_id="bench-x", subject_id="s2")
+    served = FactFactory(project_id="bench-x", subject_id="s2")
     EventFactory(project_id="bench-x", subject_id="s2")
     record_call(at=timezone.now(), project_id="bench-x", subject_id="s1",
                 facts=[(fact, "conflict_open") for fact in conflict_set.facts.all()])
+    record_call(at=timezone.now(), project_id="bench-x", subject_id="s2", facts=[(served, "included")])
+    IdentityBlockFactory(project_id="bench-x", subject_id=""), IdentityBlockFactory(project_id="bench-x", subject_id="s1")
+    ProcedureFactory(project_id="bench-x", subject_id="")
+    kept_procedure = ProcedureFactory(project_id=PROJECT, subject_id="")
     kept = FactFactory(project_id=PROJECT, subject_id="s1")
     record_call(at=timezone.now(), project_id=PROJECT, subject_id="s1", facts=[(kept, "included")])
 
@@ -28,9 +33,11 @@ def test_erasing_a_project_takes_all_its_subjects_and_their_traces_and_nothing_e
     counts = services.project_erase(project_id="bench-x")
 
     # then
-    assert counts == {"decisions": 2, "traces": 1, "conflict_members": 2, "conflict_sets": 1, "facts": 3, "events": 1,
-                      "admin_log_entries": 0, "consents": 0}
+    assert counts == {"decisions": 3, "traces": 2, "item_accesses": 1, "conflict_members": 2, "conflict_sets": 1,
+                      "facts": 3, "events": 1, "admin_log_entries": 0, "consents": 0, "identity_blocks": 2,
+                      "procedures": 1, "scope_writes": 2}
     assert list(Fact.objects.values_list("id", flat=True)) == [kept.id]
+    assert list(Procedure.objects.values_list("id", flat=True)) == [kept_procedure.id]
     assert not Event.objects.exists() and not ConflictSet.objects.exists()
     assert list(Trace.objects.values_list("project_id", flat=True)) == [PROJECT]
 

@@ -3,7 +3,8 @@ catalog of the migrated database, so a table or key added by a later migration i
 import pytest
 from django.db import connection
 
-from hakimem.distribution import COMPOSITE_FOREIGN_KEYS, DISTRIBUTED, DISTRIBUTION_COLUMN, LOCAL, REFERENCE, distribute_sql
+from hakimem.distribution import (COMPOSITE_FOREIGN_KEYS, DISTRIBUTED, DISTRIBUTION_COLUMN, LOCAL, REFERENCE,
+                                  SCOPE_WRITE_TRIGGERS, distribute_sql)
 
 pytestmark = pytest.mark.django_db
 
@@ -82,7 +83,7 @@ def test_every_primary_key_and_unique_index_of_a_distributed_table_holds_project
     indexes = _unique_indexes()
     wrong = [definition for table, _, columns, definition in indexes
              if table in DISTRIBUTED and DISTRIBUTION_COLUMN not in columns]
-    assert wrong == [], "add project_id to these keys (facts/migrations/0010_project_in_keys shows how)"
+    assert wrong == [], "add project_id to these keys (facts/migrations/0012_project_in_keys shows how)"
     primary = {table for (table,) in _rows("""
         SELECT t.relname FROM pg_index x JOIN pg_class t ON t.oid = x.indrelid
          WHERE x.indisprimary AND t.relnamespace = current_schema()::regnamespace""")}
@@ -115,9 +116,21 @@ def test_the_distribution_script_distributes_each_table_after_those_it_reference
     assert order == list(DISTRIBUTED)
     for table, _, _, target in COMPOSITE_FOREIGN_KEYS:
         assert DISTRIBUTED.index(target) <= DISTRIBUTED.index(table)
-    # the foreign keys are dropped before the first table is distributed and added back after the last
+    # the scope-write triggers and the foreign keys are dropped before the first table is distributed, and the
+    # foreign keys added back after the last
     first = next(i for i, s in enumerate(statements) if "create_distributed_table" in s)
     last = max(i for i, s in enumerate(statements) if "create_distributed_table" in s)
-    assert all("DROP CONSTRAINT" in s for s in statements[:first])
+    before = statements[:first]
+    assert [s for s in before if "DROP TRIGGER" in s] == before[:len(SCOPE_WRITE_TRIGGERS)]
+    assert all("DROP CONSTRAINT" in s for s in before[len(SCOPE_WRITE_TRIGGERS):])
     assert all("ADD CONSTRAINT" in s for s in statements[last + 1:])
-    assert len(statements[:first]) == len(statements[last + 1:]) == len(COMPOSITE_FOREIGN_KEYS)
+    assert len(before) - len(SCOPE_WRITE_TRIGGERS) == len(statements[last + 1:]) == len(COMPOSITE_FOREIGN_KEYS)
+
+
+def test_the_distribution_script_drops_every_trigger_of_a_distributed_table():
+    # Citus refuses to distribute a table that has triggers (unless citus.enable_unsafe_triggers, untested)
+    found = set(_rows(f"""
+        SELECT c.relname, t.tgname FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid
+         WHERE NOT t.tgisinternal AND c.relname = ANY(ARRAY{list(DISTRIBUTED)})"""))
+    assert found == set(SCOPE_WRITE_TRIGGERS)
+    assert {f"DROP TRIGGER {trigger} ON {table}" for table, trigger in found} <= set(distribute_sql())

@@ -8,7 +8,7 @@ from facts.models import Fact
 from hakimem.models import StaffProjectAccess
 from hakimem.rowsecurity import API_ROLE, STAFF_ROLE
 from tests.conftest import OTHER_PROJECT, PROJECT, error_code, make_client, make_user
-from tests.facts.factories import ConflictSetFactory, EventFactory, FactFactory
+from tests.facts.factories import ConflictSetFactory, EventFactory, FactFactory, IdentityBlockFactory, ProcedureFactory
 from tests.traces.factories import record_call
 
 pytestmark = [pytest.mark.django_db, pytest.mark.urls("tests.hakimem.unscoped_urls")]
@@ -25,6 +25,8 @@ def two_projects():
         EventFactory(project_id=project)
         ConflictSetFactory(project_id=project)
         record_call(at=timezone.now(), project_id=project, facts=[(fact, "included")])
+        IdentityBlockFactory(project_id=project, subject_id="")
+        ProcedureFactory(project_id=project, subject_id="")
 
 
 def _own(project: str, body: dict) -> dict:
@@ -36,6 +38,8 @@ def _own(project: str, body: dict) -> dict:
         "conflict_member_rows": 2,
         "traces": [project],
         "decisions": 1,
+        "identity_blocks": [project],
+        "procedures": [project],
     }
 
 
@@ -64,7 +68,7 @@ def test_a_request_without_a_project_sees_nothing(two_projects, client):
     body = client.get("/v1/test/unscoped-open").json()
     # then an unset project sees no row at all, rather than every row
     assert body == {"facts": [], "events": [], "conflict_sets": [], "conflict_members": [],
-                    "conflict_member_rows": 0, "traces": [], "decisions": 0}
+                    "conflict_member_rows": 0, "traces": [], "decisions": 0, "identity_blocks": [], "procedures": []}
 
 
 def test_anonymous_pages_see_nothing_and_signed_in_staff_see_every_project(two_projects, roles):
@@ -123,8 +127,10 @@ def test_the_roles_are_bound_by_row_security():
                        [[API_ROLE, STAFF_ROLE]])
         assert cursor.fetchall() == [(API_ROLE, False, False), (STAFF_ROLE, False, False)]
         cursor.execute("SELECT relname FROM pg_class WHERE relrowsecurity AND relkind = 'r' ORDER BY 1")
-        assert [r[0] for r in cursor.fetchall()] == ["facts_conflictmember", "facts_conflictset", "facts_consent",
-                                                     "facts_event", "facts_fact", "facts_project", "traces_decision",
+        assert [r[0] for r in cursor.fetchall()] == ["context_consolidationmark", "facts_conflictmember",
+                                                     "facts_conflictset", "facts_consent", "facts_event", "facts_fact",
+                                                     "facts_identityblock", "facts_procedure", "facts_project",
+                                                     "facts_scopewrite", "traces_decision", "traces_itemaccess",
                                                      "traces_trace"]
 
 

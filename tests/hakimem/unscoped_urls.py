@@ -6,7 +6,7 @@ from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from facts.models import ConflictMember, ConflictSet, Event, Fact
+from facts.models import ConflictMember, ConflictSet, Event, Fact, IdentityBlock, Procedure
 from traces.models import Decision, Trace
 
 
@@ -20,6 +20,8 @@ def _everything() -> dict:
         "conflict_member_rows": ConflictMember.objects.count(),
         "traces": sorted(Trace.objects.values_list("project_id", flat=True)),
         "decisions": Decision.objects.count(),
+        "identity_blocks": sorted(IdentityBlock.objects.values_list("project_id", flat=True)),
+        "procedures": sorted(Procedure.objects.values_list("project_id", flat=True)),
     }
 
 

@@ -24,7 +24,9 @@ def test_ensure_roles_creates_both_groups_with_their_permissions():
     call_command("ensure_roles", stdout=out)
     assert permissions_of("curators") == {
         "facts.view_conflictset", "facts.change_conflictset", "facts.view_fact", "facts.change_fact",
-        "facts.view_event", "traces.view_trace",
+        "facts.view_event", "traces.view_trace", "facts.view_identityblock", "facts.add_identityblock",
+        "facts.change_identityblock", "facts.delete_identityblock", "facts.view_procedure", "facts.add_procedure",
+        "facts.change_procedure",
     }
     assert permissions_of("product-owners") == set()
     assert "curators: facts.view_conflictset" in out.getvalue()

@@ -30,10 +30,12 @@ from hakimem_client.models import (
     EraseResult,
     Event,
     Fact,
+    IdentityBlock,
     NewEvent,
     Replay,
     NewFact,
     Page,
+    Procedure,
     Trace,
     body_of,
 )
@@ -179,11 +181,66 @@ class _Endpoints:
     def get_event(self, event_id: str) -> _Call:
         return _Call("GET", f"/v1/events/{quote(str(event_id), safe='')}", Event.from_dict, idempotent=True)
 
+    # --- identity blocks and procedures ----------------------------------------------------------------
+    # subject_id None: the whole project's.
+    def _scoped_body(self, subject_id: str | None, project_id: str | None, fields: dict[str, Any]) -> dict[str, Any]:
+        body = {"project_id": self._project(project_id), **{k: v for k, v in fields.items() if v is not None}}
+        if subject_id is not None:
+            body["subject_id"] = subject_id
+        return body
+
+    def create_identity_block(self, subject_id: str | None, name: str, text: str, project_id: str | None,
+                              **options: Any) -> _Call:
+        body = self._scoped_body(subject_id, project_id, {"name": name, "text": text, **options})
+        return _Call("POST", "/v1/identity-blocks", IdentityBlock.from_dict, json=body)
+
+    def list_identity_blocks(self, subject_id: str | None, project_id: str | None) -> _Call:
+        params = _params(project_id=self._project(project_id), subject_id=subject_id)
+        return _Call("GET", "/v1/identity-blocks", lambda b: [IdentityBlock.from_dict(x) for x in b["identity_blocks"]],
+                     params=params, idempotent=True)
+
+    def get_identity_block(self, block_id: str) -> _Call:
+        return _Call("GET", f"/v1/identity-blocks/{quote(str(block_id), safe='')}", IdentityBlock.from_dict,
+                     idempotent=True)
+
+    def update_identity_block(self, block_id: str, changes: dict[str, Any]) -> _Call:
+        return _Call("PATCH", f"/v1/identity-blocks/{quote(str(block_id), safe='')}", IdentityBlock.from_dict,
+                     json=changes)
+
+    def delete_identity_block(self, block_id: str) -> _Call:
+        # A second delete answers 404 (NotFoundError), after the first has done its work: retried on a lost
+        # connection like the other deletes.
+        return _Call("DELETE", f"/v1/identity-blocks/{quote(str(block_id), safe='')}", lambda b: None, idempotent=True)
+
+    def write_procedure(self, subject_id: str | None, title: str, text: str, project_id: str | None,
+                        **options: Any) -> _Call:
+        body = self._scoped_body(subject_id, project_id, {"title": title, "text": text, **options})
+        return _Call("POST", "/v1/procedures", Procedure.from_dict, json=body)
+
+    def list_procedures(self, subject_id: str | None, project_id: str | None, **filters: Any) -> _Call:
+        params = _params(project_id=self._project(project_id), subject_id=subject_id, **filters)
+        return _Call("GET", "/v1/procedures",
+                     lambda b: Page([Procedure.from_dict(x) for x in b["procedures"]], b["next_cursor"]),
+                     params=params, idempotent=True)
+
+    def get_procedure(self, procedure_id: str) -> _Call:
+        return _Call("GET", f"/v1/procedures/{quote(str(procedure_id), safe='')}", Procedure.from_dict, idempotent=True)
+
+    def update_procedure(self, procedure_id: str, changes: dict[str, Any]) -> _Call:
+        return _Call("PATCH", f"/v1/procedures/{quote(str(procedure_id), safe='')}", Procedure.from_dict, json=changes)
+
+    def retract_procedure(self, procedure_id: str) -> _Call:
+        # Retracting twice is harmless on the server: safe to repeat.
+        return _Call("DELETE", f"/v1/procedures/{quote(str(procedure_id), safe='')}", Procedure.from_dict,
+                     idempotent=True)
+
     # --- context and traces ----------------------------------------------------------------------------
-    def context(self, subject_id: str, query: str, budget_tokens: int | None, project_id: str | None) -> _Call:
+    def context(self, subject_id: str, query: str, budget_tokens: int | None, project_id: str | None,
+                asks: dict[str, Any]) -> _Call:
         body: dict[str, Any] = {"project_id": self._project(project_id), "subject_id": subject_id, "query": query}
         if budget_tokens is not None:
             body["budget_tokens"] = budget_tokens
+        body.update({k: v for k, v in asks.items() if v is not None})
         # It only reads memory and writes its own trace: repeating it is safe.
         return _Call("POST", "/v1/context", ContextPacket.from_dict, json=body, idempotent=True)
 
@@ -350,10 +407,58 @@ class Client(_Common):
         """One event, with the status of its fact extraction when the server extracts."""
         return self._send(self._endpoints.get_event(event_id))
 
+    # --- identity blocks and procedures ----------------------------------------------------------------
+    def create_identity_block(self, subject_id: str | None, name: str, text: str, *, project_id: str | None = None,
+                              **options: Any) -> IdentityBlock:
+        """subject_id None: a block of the whole project. Options: position, enabled, metadata."""
+        return self._send(self._endpoints.create_identity_block(subject_id, name, text, project_id, **options))
+
+    def list_identity_blocks(self, subject_id: str | None = None, *, project_id: str | None = None) -> list[IdentityBlock]:
+        """The project's blocks and, with a subject, the subject's own after them, in serving order."""
+        return self._send(self._endpoints.list_identity_blocks(subject_id, project_id))
+
+    def get_identity_block(self, block_id: str) -> IdentityBlock:
+        return self._send(self._endpoints.get_identity_block(block_id))
+
+    def update_identity_block(self, block_id: str, **changes: Any) -> IdentityBlock:
+        """Changes: name, text, position, enabled, metadata."""
+        return self._send(self._endpoints.update_identity_block(block_id, changes))
+
+    def delete_identity_block(self, block_id: str) -> None:
+        return self._send(self._endpoints.delete_identity_block(block_id))
+
+    def write_procedure(self, subject_id: str | None, title: str, text: str, *, project_id: str | None = None,
+                        **options: Any) -> Procedure:
+        """subject_id None: a procedure of the whole project. Options: category, importance, metadata."""
+        return self._send(self._endpoints.write_procedure(subject_id, title, text, project_id, **options))
+
+    def list_procedures(self, subject_id: str | None = None, *, project_id: str | None = None,
+                        **filters: Any) -> Page[Procedure]:
+        """The project's procedures and, with a subject, the subject's own, newest first. Filters: status,
+        category, limit (1-200), cursor."""
+        return self._send(self._endpoints.list_procedures(subject_id, project_id, **filters))
+
+    def get_procedure(self, procedure_id: str) -> Procedure:
+        return self._send(self._endpoints.get_procedure(procedure_id))
+
+    def update_procedure(self, procedure_id: str, **changes: Any) -> Procedure:
+        """Changes: title, text (embedded again), category, importance, metadata."""
+        return self._send(self._endpoints.update_procedure(procedure_id, changes))
+
+    def retract_procedure(self, procedure_id: str) -> Procedure:
+        return self._send(self._endpoints.retract_procedure(procedure_id))
+
     # --- context and traces ----------------------------------------------------------------------------
     def context(self, subject_id: str, query: str, *, budget_tokens: int | None = None,
-                project_id: str | None = None) -> ContextPacket:
-        return self._send(self._endpoints.context(subject_id, query, budget_tokens, project_id))
+                project_id: str | None = None, tiers: bool | None = None, tier_budgets: dict[str, int] | None = None,
+                category_boosts: dict[str, float] | None = None, min_score: float | None = None,
+                candidate_limit: int | None = None, render_format: str | None = None) -> ContextPacket:
+        """The packet for one LLM turn. Anything left None is not sent: a plain call. `tiers=True` (or
+        `tier_budgets`) asks for identity blocks, preferences, facts, episodes and procedures, each under its own
+        budget, rendered in five sections."""
+        asks = {"tiers": tiers, "tier_budgets": tier_budgets, "category_boosts": category_boosts,
+                "min_score": min_score, "candidate_limit": candidate_limit, "render_format": render_format}
+        return self._send(self._endpoints.context(subject_id, query, budget_tokens, project_id, asks))
 
     def inspect(self, trace_id: str) -> Trace:
         return self._send(self._endpoints.inspect(trace_id))
@@ -485,10 +590,50 @@ class AsyncClient(_Common):
     async def get_event(self, event_id: str) -> Event:
         return await self._send(self._endpoints.get_event(event_id))
 
+    # --- identity blocks and procedures ----------------------------------------------------------------
+    async def create_identity_block(self, subject_id: str | None, name: str, text: str, *,
+                                    project_id: str | None = None, **options: Any) -> IdentityBlock:
+        return await self._send(self._endpoints.create_identity_block(subject_id, name, text, project_id, **options))
+
+    async def list_identity_blocks(self, subject_id: str | None = None, *,
+                                   project_id: str | None = None) -> list[IdentityBlock]:
+        return await self._send(self._endpoints.list_identity_blocks(subject_id, project_id))
+
+    async def get_identity_block(self, block_id: str) -> IdentityBlock:
+        return await self._send(self._endpoints.get_identity_block(block_id))
+
+    async def update_identity_block(self, block_id: str, **changes: Any) -> IdentityBlock:
+        return await self._send(self._endpoints.update_identity_block(block_id, changes))
+
+    async def delete_identity_block(self, block_id: str) -> None:
+        return await self._send(self._endpoints.delete_identity_block(block_id))
+
+    async def write_procedure(self, subject_id: str | None, title: str, text: str, *, project_id: str | None = None,
+                              **options: Any) -> Procedure:
+        return await self._send(self._endpoints.write_procedure(subject_id, title, text, project_id, **options))
+
+    async def list_procedures(self, subject_id: str | None = None, *, project_id: str | None = None,
+                              **filters: Any) -> Page[Procedure]:
+        return await self._send(self._endpoints.list_procedures(subject_id, project_id, **filters))
+
+    async def get_procedure(self, procedure_id: str) -> Procedure:
+        return await self._send(self._endpoints.get_procedure(procedure_id))
+
+    async def update_procedure(self, procedure_id: str, **changes: Any) -> Procedure:
+        return await self._send(self._endpoints.update_procedure(procedure_id, changes))
+
+    async def retract_procedure(self, procedure_id: str) -> Procedure:
+        return await self._send(self._endpoints.retract_procedure(procedure_id))
+
     # --- context and traces ----------------------------------------------------------------------------
     async def context(self, subject_id: str, query: str, *, budget_tokens: int | None = None,
-                      project_id: str | None = None) -> ContextPacket:
-        return await self._send(self._endpoints.context(subject_id, query, budget_tokens, project_id))
+                      project_id: str | None = None, tiers: bool | None = None,
+                      tier_budgets: dict[str, int] | None = None, category_boosts: dict[str, float] | None = None,
+                      min_score: float | None = None, candidate_limit: int | None = None,
+                      render_format: str | None = None) -> ContextPacket:
+        asks = {"tiers": tiers, "tier_budgets": tier_budgets, "category_boosts": category_boosts,
+                "min_score": min_score, "candidate_limit": candidate_limit, "render_format": render_format}
+        return await self._send(self._endpoints.context(subject_id, query, budget_tokens, project_id, asks))
 
     async def inspect(self, trace_id: str) -> Trace:
         return await self._send(self._endpoints.inspect(trace_id))

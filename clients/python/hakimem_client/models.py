@@ -77,6 +77,61 @@ class Event:
 
 
 @dataclass(frozen=True)
+class IdentityBlock:
+    """An always-on text (a persona, a standing instruction) of a subject, or of the whole project (subject_id
+    None); served first in a tiered context call, by position then name."""
+
+    id: str
+    project_id: str
+    subject_id: str | None
+    name: str
+    text: str
+    tokens: int  # its cost in the identity tier's budget
+    position: int
+    enabled: bool
+    metadata: dict[str, Any]
+    created_at: datetime | None
+    updated_at: datetime | None
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> IdentityBlock:
+        return cls(
+            id=d["id"], project_id=d["project_id"], subject_id=d.get("subject_id"), name=d["name"], text=d["text"],
+            tokens=d.get("tokens", 0), position=d.get("position", 0), enabled=d.get("enabled", True),
+            metadata=d.get("metadata") or {}, created_at=_dt(d.get("created_at")), updated_at=_dt(d.get("updated_at")),
+            raw=d,
+        )
+
+
+@dataclass(frozen=True)
+class Procedure:
+    """A workflow ("how we deploy") of a subject, or of the whole project (subject_id None)."""
+
+    id: str
+    project_id: str
+    subject_id: str | None
+    title: str
+    text: str
+    status: str  # active | retracted
+    category: str
+    importance: float
+    metadata: dict[str, Any]
+    created_at: datetime | None
+    updated_at: datetime | None
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Procedure:
+        return cls(
+            id=d["id"], project_id=d["project_id"], subject_id=d.get("subject_id"), title=d["title"], text=d["text"],
+            status=d.get("status", "active"), category=d.get("category", ""), importance=d.get("importance", 0.5),
+            metadata=d.get("metadata") or {}, created_at=_dt(d.get("created_at")), updated_at=_dt(d.get("updated_at")),
+            raw=d,
+        )
+
+
+@dataclass(frozen=True)
 class NewFact:
     """A fact to write (`Client.write_facts`). None leaves a field to the server's default."""
 
@@ -177,6 +232,7 @@ class PacketFact:
     valid_from: datetime | None
     recorded_from: datetime | None
     metadata: dict[str, Any]
+    tier: str = ""  # tiered calls: "preferences" or "facts"
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> PacketFact:
@@ -184,7 +240,7 @@ class PacketFact:
             id=d["id"], text=d["text"], category=d.get("category", ""), kind=d.get("kind", "fact"),
             score=d.get("score", 0.0), tokens=d.get("tokens", 0), reason_code=d.get("reason_code", ""),
             valid_from=_dt(d.get("valid_from")), recorded_from=_dt(d.get("recorded_from")),
-            metadata=d.get("metadata") or {},
+            metadata=d.get("metadata") or {}, tier=d.get("tier", ""),
         )
 
 
@@ -205,18 +261,40 @@ class PacketEpisode:
         )
 
 
-OPEN_TAG, CLOSE_TAG = "<haki_memory>", "</haki_memory>"
+@dataclass(frozen=True)
+class PacketIdentity:
+    """An identity block a tiered call served (always first, never ranked)."""
+
+    id: str
+    name: str
+    text: str
+    tokens: int
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> PacketIdentity:
+        return cls(id=d["id"], name=d.get("name", ""), text=d["text"], tokens=d.get("tokens", 0))
 
 
-def _clean(text: str) -> str:
-    # As the server does: a stored text must not be able to close the block early and speak outside it.
-    return " ".join(text.replace("haki_memory", "haki memory").split())
+@dataclass(frozen=True)
+class PacketProcedure:
+    id: str
+    title: str
+    text: str
+    category: str
+    score: float
+    tokens: int
+    metadata: dict[str, Any]
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> PacketProcedure:
+        return cls(id=d["id"], title=d.get("title", ""), text=d["text"], category=d.get("category", ""),
+                   score=d.get("score", 0.0), tokens=d.get("tokens", 0), metadata=d.get("metadata") or {})
 
 
 @dataclass(frozen=True)
 class ContextPacket:
-    """What `POST /v1/context` served for one LLM turn. `render()` is the prompt block; `rendered` is the
-    server's own rendering of it (the two are the same text)."""
+    """What `POST /v1/context` served for one LLM turn. `rendered` (and `render()`, `str()`) is the prompt block
+    as the server rendered it and counted it in the budget: put it in the prompt as it is."""
 
     trace_id: str
     status: str
@@ -227,6 +305,11 @@ class ContextPacket:
     budget_tokens: int
     used_tokens: int
     rendered: str
+    # Tiered calls only (tiers=True): the identity blocks and procedures served, and each tier's budget and use.
+    identity: list[PacketIdentity] = field(default_factory=list)
+    procedures: list[PacketProcedure] = field(default_factory=list)
+    tiers: dict[str, dict[str, int]] = field(default_factory=dict)
+    render_format: str | None = None
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
@@ -235,34 +318,20 @@ class ContextPacket:
             trace_id=d["trace_id"], status=d["status"], facts=[PacketFact.from_dict(f) for f in d.get("facts", [])],
             episodes=[PacketEpisode.from_dict(e) for e in d.get("episodes", [])], warnings=d.get("warnings", []),
             empty_reason=d.get("empty_reason"), budget_tokens=d.get("budget_tokens", 0),
-            used_tokens=d.get("used_tokens", 0), rendered=d.get("rendered", ""), raw=d,
+            used_tokens=d.get("used_tokens", 0), rendered=d.get("rendered", ""),
+            identity=[PacketIdentity.from_dict(i) for i in d.get("identity", [])],
+            procedures=[PacketProcedure.from_dict(p) for p in d.get("procedures", [])],
+            tiers=d.get("tiers", {}), render_format=d.get("render_format"), raw=d,
         )
 
     @property
     def is_empty(self) -> bool:
-        return not self.facts and not self.episodes
+        return not self.rendered
 
     def render(self) -> str:
-        """The packet as a prompt block: `<haki_memory>` with preferences, then facts, then dated episodes;
-        the empty string for an empty packet (a block saying nothing was found would only distract the model)."""
-        if self.is_empty:
-            return ""
-        preferences = [f for f in self.facts if f.kind == "preference"]
-        plain = [f for f in self.facts if f.kind != "preference"]
-        lines = [OPEN_TAG]
-        if preferences:
-            lines.append("Preferences:")
-            lines += [f"- {_clean(f.text)}" for f in preferences]
-        if plain:
-            lines.append("Facts:")
-            for f in plain:
-                since = f" (since {f.valid_from.date().isoformat()})" if f.valid_from else ""
-                lines.append(f"- {_clean(f.text)}{since}")
-        if self.episodes:
-            lines.append("Episodes:")
-            lines += [f"- {e.occurred_at.date().isoformat()}: {_clean(e.text)}" for e in self.episodes]
-        lines.append(CLOSE_TAG)
-        return "\n".join(lines)
+        """The prompt block: `rendered`, or "" for an empty packet (a block saying nothing was found would only
+        distract the model). The server renders it once, so that what the budget counted is what the model reads."""
+        return self.rendered
 
     def __str__(self) -> str:
         return self.render()
@@ -272,7 +341,7 @@ class ContextPacket:
 class Decision:
     """One candidate a context call considered: included, excluded or blocked, and why."""
 
-    item_type: str  # fact | episode
+    item_type: str  # fact | episode | procedure | identity
     item_id: str
     text: str
     decision: str  # included | excluded | blocked
@@ -282,13 +351,16 @@ class Decision:
     score_parts: dict[str, float | None]
     tokens: int | None
     entity: str | None
+    tier: str | None = None  # the section a tiered call packed the item for; None for a plain call
+    superseded_by: str | None = None  # superseded_in_context: the fact that won the contradiction
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Decision:
         return cls(
             item_type=d["item_type"], item_id=d["item_id"], text=d.get("text", ""), decision=d["decision"],
             reason_code=d["reason_code"], rank=d.get("rank"), score=d.get("score"),
-            score_parts=d.get("score_parts") or {}, tokens=d.get("tokens"), entity=d.get("entity"),
+            score_parts=d.get("score_parts") or {}, tokens=d.get("tokens"), entity=d.get("entity"), tier=d.get("tier"),
+            superseded_by=d.get("superseded_by"),
         )
 
 

@@ -1,7 +1,8 @@
-"""project_id in the primary keys of traces and decisions, as in the memory store (facts/migrations/0010_project_in_keys,
+"""project_id in the primary keys of traces and decisions, as in the memory store (facts/migrations/0012_project_in_keys,
 docs/scaling.md): Citus enforces a key of a distributed table only when it holds the distribution column. id leads,
 so lookups by id alone keep their index. No foreign key to change: decisions hold none in the database (their
-trace, fact and event are checked by the trace writer, traces/services.py). Reversible."""
+trace, fact, event, procedure and identity block are checked by the trace writer, traces/services.py). Access
+counts (traces_itemaccess, 0011) are keyed by (project_id, subject_id, item_id) already. Reversible."""
 from django.db import migrations
 
 KEYED = ("traces_trace", "traces_decision")
@@ -10,7 +11,7 @@ KEYED = ("traces_trace", "traces_decision")
 class Migration(migrations.Migration):
 
     dependencies = [
-        ("traces", "0008_trace_replay_inputs"),
+        ("traces", "0011_item_access"),
     ]
 
     operations = [

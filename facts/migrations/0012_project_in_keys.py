@@ -2,8 +2,10 @@
 (docs/scaling.md), which enforces a primary key, a unique constraint or a foreign key between distributed tables
 only when it holds the distribution column.
 
-- Primary keys become (id, project_id). id leads: every lookup by id alone (the ORM's saves, the admin) keeps
-  its index, and (id, project_id) serves the lookups that give both.
+- Primary keys become (id, project_id), identity blocks' and procedures' too. id leads: every lookup by id alone
+  (the ORM's saves, the admin) keeps its index, and (id, project_id) serves the lookups that give both.
+  Identity blocks' unique name already holds the project (identity_block_name_unique_in_scope); scope write
+  records (facts_scopewrite) are keyed by (project_id, subject_id) since 0011.
 - Conflict members get their set's project (backfilled from the sets), and their unique pair holds it.
 - The foreign keys inside the store become composite, (x_id, project_id) -> (id, project_id): no row can point
   at another project's row. Django's own constraints, on the id alone, cannot reference a key that id no longer
@@ -21,7 +23,8 @@ from django.db import migrations, models
 
 from hakimem.rowsecurity import disable_sql, enable_child_sql, enable_sql
 
-KEYED = ("facts_fact", "facts_event", "facts_conflictset", "facts_conflictmember", "facts_consent")
+KEYED = ("facts_fact", "facts_event", "facts_conflictset", "facts_conflictmember", "facts_consent",
+         "facts_identityblock", "facts_procedure")
 
 # (table, constraint, column, referenced table)
 REFERENCES = (
@@ -49,7 +52,7 @@ BACKWARD = [
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('facts', '0009_event_extraction'),
+        ('facts', '0011_scope_writes'),
     ]
 
     operations = [
