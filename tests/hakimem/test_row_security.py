@@ -124,8 +124,9 @@ def test_the_roles_are_bound_by_row_security():
         assert cursor.fetchall() == [(API_ROLE, False, False), (STAFF_ROLE, False, False)]
         cursor.execute("SELECT relname FROM pg_class WHERE relrowsecurity AND relkind = 'r' ORDER BY 1")
         assert [r[0] for r in cursor.fetchall()] == ["facts_conflictmember", "facts_conflictset", "facts_consent",
-                                                     "facts_event", "facts_fact", "facts_project", "traces_decision",
-                                                     "traces_trace"]
+                                                     "facts_event", "facts_fact", "facts_project", "stats_factservedday",
+                                                     "stats_hourlatencies", "stats_hourtotals", "stats_rollupmark",
+                                                     "stats_subjectday", "traces_decision", "traces_trace"]
 
 
 def test_without_the_database_an_api_request_answers_503_in_the_contract(api, monkeypatch):
