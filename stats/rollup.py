@@ -306,15 +306,16 @@ def rollup_erase(project_id: str, subject_id: str | None, trace_ids: list | None
     if trace_ids is not None:
         _subtract(project_id, SUBTRACT_TRACES_SQL, {"trace_ids": [str(i) for i in trace_ids]})
         return {}
-    _subtract(project_id, SUBTRACT_SUBJECT_SQL, {"subject_id": subject_id})
-    return {
+    counts = {  # first: the subtraction would leave none of them to count
         "stats_subject_days": SubjectDay.objects.filter(project_id=project_id, subject_id=subject_id).delete()[0],
         "stats_fact_days": FactServedDay.objects.filter(project_id=project_id, subject_id=subject_id).delete()[0],
     }
+    _subtract(project_id, SUBTRACT_SUBJECT_SQL, {"subject_id": subject_id})
+    return counts
 
 
 def rollup_erase_facts(project_id: str, subject_id: str, fact_ids: list) -> dict[str, int]:
-    """Registered with facts.services' erasure of a category: the days the revoked facts were served, of every
-    period (the traces' share of the other rows went out with them, rollup_erase)."""
+    """Registered with facts.services' erasure of a category: the days the revoked facts were served that
+    outlived their traces (pruned); the share of the traces erased with them went out first (rollup_erase)."""
     deleted, _ = FactServedDay.objects.filter(project_id=project_id, subject_id=subject_id, fact_id__in=fact_ids).delete()
     return {"stats_fact_days": deleted}

@@ -389,7 +389,8 @@ def test_erasing_a_subject_leaves_nothing(api):
     assert response.status_code == 200
     deleted = response.json()["deleted"]
     assert deleted == {"decisions": decisions, "traces": 1, "conflict_members": 2, "conflict_sets": 1, "facts": 2, "events": 1,
-                       "admin_log_entries": 0, "scope_graphs": 0, "consents": 0}
+                       "admin_log_entries": 0, "scope_graphs": 0, "consents": 0, "stats_subject_days": 0,
+                       "stats_fact_days": 0}
     for needle in ["zoe-42", "Zoe's secret party", "Bordeaux", *ids]:
         assert rows_mentioning(needle) == {}, needle
     assert Fact.objects.filter(subject_id="bob").count() == 1

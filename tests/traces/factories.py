@@ -19,7 +19,7 @@ def _rows(item_type: str, items) -> list[DecisionRow]:
 
 def record_call(
     *, at, project_id=PROJECT, subject_id="alice", query="what does Alice like?", latency_ms=10.0, used_tokens=0,
-    budget_tokens=900, facts=(), episodes=(), empty_reason=None, warnings=(), rendered="",
+    budget_tokens=900, facts=(), episodes=(), empty_reason=None, warnings=(), rendered="", replay_of=None,
 ) -> uuid.UUID:
     """facts and episodes: (item, reason_code) pairs, in rank order. Returns the trace id."""
     served = lambda pairs: sum(DECISION_OF_REASON[code] == DecisionKind.INCLUDED for _, code in pairs)  # noqa: E731
@@ -30,7 +30,7 @@ def record_call(
             "warnings": list(warnings), "rendered": rendered, "facts_served": served(facts),
             "episodes_served": served(episodes), "candidates": len(facts), "embedder": "hashing",
             "timings": {"embed": 1.5, "retrieve": latency_ms - 2.5, "pack": 1.0}, "latency_ms": latency_ms,
-            "created_at": at,
+            "created_at": at, "replay_of": replay_of, "replay": {"as_of": None, "overrides": {}} if replay_of else None,
         },
         decisions=_rows("fact", facts) + _rows("episode", episodes),
     )
