@@ -258,10 +258,11 @@ def main() -> None:
         for name, sql in QUERIES.items():
             p50, p95 = percentiles(lambda sql=sql: execute(sql, params), args.runs)
             print(f"  raw {name:<45} p50 {p50:8.1f} ms  p95 {p95:8.1f} ms")
-        hours = selectors._split(PROJECT, period, rollup.HOUR)
+        mark = rollup.rolled_until(PROJECT)
+        hours = selectors._split(mark, period, rollup.HOUR)
         explained = {name: {**params, **hours} for name in ROLLUP_QUERIES}
-        explained["rollup: facts never served (count)"] = {**params, **selectors._split(PROJECT, period, rollup.DAY)}
-        explained["rollup: subjects by calls (page)"] = {**params, **selectors._split(PROJECT, days, rollup.DAY),
+        explained["rollup: facts never served (count)"] = {**params, **selectors._split(mark, period, rollup.DAY)}
+        explained["rollup: subjects by calls (page)"] = {**params, **selectors._split(mark, days, rollup.DAY),
                                                          "since": days.since, "until": days.until}
         counts = selectors.fetch_dicts(selectors.LATENCY_COUNTS_SQL, explained["rollup: latency counts per bucket"])
         middle = sum(row["calls"] for row in counts) // 2

@@ -176,11 +176,12 @@ class Overview:
 def stats_overview(*, project_id: str, period: Period, rollup: bool = True) -> Overview:
     params = {"project_id": project_id, "since": period.since, "until": period.until}
     if rollup:
-        hours = _split(project_id, period, HOUR)
+        mark = rolled_until(project_id)
+        hours = _split(mark, period, HOUR)
         totals = fetch_dicts(ROLLUP_TOTALS_SQL, {**params, **hours}, json_columns=["empty_reasons", "decisions"])[0]
         (totals["latency_p50"], totals["latency_p95"]), = _latency_percentiles(project_id, hours, per_day=False).values()
         by_reason = totals["decisions"]
-        never_served = fetch_dicts(ROLLUP_NEVER_SERVED_COUNT_SQL, {**params, **_split(project_id, period, DAY)})[0]["n"]
+        never_served = fetch_dicts(ROLLUP_NEVER_SERVED_COUNT_SQL, {**params, **_split(mark, period, DAY)})[0]["n"]
     else:
         totals = fetch_dicts(TRACE_TOTALS_SQL, params, json_columns=["empty_reasons"])[0]
         by_reason = {row["reason_code"]: row["n"] for row in fetch_dicts(DECISIONS_BY_REASON_SQL, params)}
@@ -257,7 +258,7 @@ class Day:
 def calls_per_day(*, project_id: str, period: Period, rollup: bool = True) -> list[Day]:
     params = {"project_id": project_id, "since": period.since, "until": period.until}
     if rollup:
-        hours = _split(project_id, period, HOUR)
+        hours = _split(rolled_until(project_id), period, HOUR)
         rows = fetch_dicts(ROLLUP_CALLS_PER_DAY_SQL, {**params, **hours})
         percentiles = _latency_percentiles(project_id, hours, per_day=True)
         for row in rows:
@@ -280,7 +281,7 @@ def subjects_by_calls(*, project_id: str, period: Period, limit: int = TOP_SUBJE
     """The subjects with the most context calls: subject_id, context_calls, injection_rate."""
     params = {"project_id": project_id, "since": period.since, "until": period.until, "limit": limit}
     if rollup:
-        return fetch_dicts(ROLLUP_SUBJECTS_BY_CALLS_SQL, {**params, **_split(project_id, period, DAY)})
+        return fetch_dicts(ROLLUP_SUBJECTS_BY_CALLS_SQL, {**params, **_split(rolled_until(project_id), period, DAY)})
     return fetch_dicts(SUBJECTS_BY_CALLS_SQL, params)
 
 
@@ -290,7 +291,7 @@ def facts_never_served(*, project_id: str, period: Period, limit: int = NEVER_SE
     recorded_from. stats_overview counts them all."""
     params = {"project_id": project_id, "since": period.since, "until": period.until, "limit": limit}
     if rollup:
-        return fetch_dicts(ROLLUP_NEVER_SERVED_SQL, {**params, **_split(project_id, period, DAY)})
+        return fetch_dicts(ROLLUP_NEVER_SERVED_SQL, {**params, **_split(rolled_until(project_id), period, DAY)})
     return fetch_dicts(NEVER_SERVED_SQL, params)
 
 
@@ -305,11 +306,10 @@ def project_ids() -> list[str]:
 
 # --- the same, from the rollup ------------------------------------------------------------------------------
 
-def _split(project_id: str, period: Period, unit: timedelta) -> dict:
+def _split(mark: datetime | None, period: Period, unit: timedelta) -> dict:
     """The period's part the rollup holds in whole units (hours or days): [rolled_since, rolled_until), and the
     rest as two intervals for the raw query (RAW_INTERVALS): the partial unit at the start, and what came
     after the project's mark (or the partial unit at the end)."""
-    mark = rolled_until(project_id)
     since, until = period.since, period.until
     start = ceil_to(since, unit)
     if mark is None:
