@@ -30,6 +30,7 @@ from hakimem.models import ApiKey
 from stats.models import FactServedDay, HourLatencies, HourTotals, SubjectDay
 from stats.rollup import (
     DAY,
+    DECISIONS_OF_T,
     HOUR,
     HOUR_TOTALS_OF_T,
     LATENCY_BUCKET_SQL,
@@ -330,6 +331,7 @@ def _sum_json(column: str) -> str:
 #    traces_decision_trace_rank for the raw intervals (an hour or two).
 ROLLUP_TOTALS_SQL = with_tables("""
 WITH t AS MATERIALIZED (""" + TRACES_IN_INTERVALS + """),
+td AS (""" + DECISIONS_OF_T + """),
 hours AS (
     SELECT context_calls, calls_with_facts, used_tokens, empty_reasons, decisions
       FROM {hour_totals}
