@@ -191,6 +191,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--keep", action="store_true", help="leave the project's rows in the database")
     parser.add_argument("--reuse", action="store_true", help="use the rows an earlier --keep run left")
+    parser.add_argument("--reuse-rollup", action="store_true", help="and its rollup, not built again")
     args = parser.parse_args()
 
     loaded = "the rows of an earlier run" if args.reuse else f"{args.traces:,} traces, {args.traces * DECISIONS_PER_TRACE:,} decisions"
@@ -199,7 +200,8 @@ def main() -> None:
         cleanup()
         load(args.traces)
     try:
-        rollup.stats_rollup_forget(project_id=PROJECT)
+        if not args.reuse_rollup:
+            rollup.stats_rollup_forget(project_id=PROJECT)
         start = time.perf_counter()
         built = rollup.stats_rollup(project_ids=[PROJECT])
         build_s = time.perf_counter() - start

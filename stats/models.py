@@ -49,6 +49,8 @@ class HourLatencies(models.Model):
 
     class Meta:
         indexes = [
+            # the calls per bucket over a period, without reading the values (an index-only scan)
+            models.Index(name="stats_latency_hour_calls", fields=["project_id", "hour"], include=["bucket", "calls"]),
             # the values of one bucket over a period, read for the rank a percentile falls on
             models.Index(name="stats_latency_bucket_hour", fields=["project_id", "bucket", "hour"]),
         ]
@@ -80,4 +82,8 @@ class FactServedDay(models.Model):
     served = models.IntegerField()
 
     class Meta:
-        indexes = [models.Index(name="stats_factservedday_subject", fields=["project_id", "subject_id"])]
+        indexes = [
+            models.Index(name="stats_factservedday_subject", fields=["project_id", "subject_id"]),
+            # the facts served in a period, read whole (index-only) for the facts never served
+            models.Index(name="stats_factservedday_day", fields=["project_id", "day"], include=["fact_id"]),
+        ]
