@@ -461,27 +461,31 @@ SELECT subject_id, sum(context_calls)::int8 AS context_calls,
  LIMIT %(limit)s
 """, subject_day=SubjectDay)
 
-# Facts never served: the active facts without a served day in the rolled days (NOT IN: a hash of the period's
-# served days, read from stats_factservedday_day; a probe per fact took twice as long at 5,000 facts), then, of those few, the ones without an included decision in the raw intervals
-# (a probe of traces_decision_fact each, as the raw query). Materialised in that order: the raw intervals may
-# hold a day of decisions, which a hash anti-join would read whole (OFFSET 0 keeps the NOT EXISTS a probe per
-# candidate: PostgreSQL does not turn a subquery with an OFFSET into a join).
+# Facts never served: the active facts without a served day in the rolled days (an anti-join: a probe of
+# stats_factservedday_pkey per fact, or a hash of the period's served days from stats_factservedday_day; NOT IN
+# was hashed only while they fit in work_mem, and took 4.8 s when they did not). Then, of those few, the ones
+# without an included decision in the raw intervals: a probe of traces_decision_fact per candidate, then of
+# traces_trace_pkey per decision found. The OFFSET 0s pin that order (PostgreSQL does not turn a subquery with an
+# OFFSET into a join): the raw intervals may hold a day of decisions, which a hash anti-join read whole, and a
+# plan driven by the intervals' traces probed their decisions once per candidate (2.4 s).
 _ROLLUP_NEVER_SERVED = with_tables(("""
 WITH candidates AS MATERIALIZED (
     SELECT f.id, f.subject_id, f.text, f.category, f.recorded_from
       FROM {fact} f
      WHERE f.project_id = %(project_id)s AND f.status = 'active' AND f.recorded_from < %(until)s
-       AND f.id NOT IN (SELECT s.fact_id FROM {fact_served_day} s
-                         WHERE s.project_id = %(project_id)s AND s.day >= %(rolled_since)s AND s.day < %(rolled_until)s)
+       AND NOT EXISTS (SELECT 1 FROM {fact_served_day} s
+                        WHERE s.project_id = %(project_id)s AND s.fact_id = f.id
+                          AND s.day >= %(rolled_since)s AND s.day < %(rolled_until)s)
 )
 SELECT {columns}
   FROM candidates c
  WHERE NOT EXISTS (
        SELECT 1
          FROM traces_decision d
-         JOIN traces_trace t ON t.id = d.trace_id
-        WHERE d.fact_id = c.id AND d.decision = 'included' AND t.replay_of IS NULL
-          AND """ + RAW_INTERVALS + """
+        WHERE d.fact_id = c.id AND d.decision = 'included'
+          AND EXISTS (SELECT 1 FROM traces_trace t
+                       WHERE t.id = d.trace_id AND t.replay_of IS NULL AND """ + RAW_INTERVALS + """
+                      OFFSET 0)
        OFFSET 0)
 """).replace("{columns}", "{{columns}}"), fact=Fact, fact_served_day=FactServedDay)
 ROLLUP_NEVER_SERVED_COUNT_SQL = _ROLLUP_NEVER_SERVED.replace("{columns}", "count(*) AS n")
