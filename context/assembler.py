@@ -6,8 +6,9 @@ Pipeline (each step is named in the trace's timings):
  2. retrieve   facts: phase 1 (dense top-K by hnsw or an exact sort ∪ lexical top-K by GIN) and phase 2
                (hybrid score on the union), one SQL round trip (context/retrieval.py). Hard filters are in
                the SQL.
- 3. episodes   the same two phases over the scope's events; facts and episodes are then ranked together and
-               the call's candidate limit (CANDIDATE_LIMIT unless it asks) of both are the call's candidates.
+ 3. episodes   the same two phases over the scope's events (and a tiered call's procedures, and the access counts
+               of all its candidates); facts and episodes are then ranked together and the call's candidate
+               limit (CANDIDATE_LIMIT unless it asks) of both are the call's candidates.
  4. pack       blocked facts out (no consent to their category, open conflict, expired volatility), the
                relevance floor and the call's min_score out, then the rest in descending score while they fit the
                budget, a share held back for multi-hop. The budget counts what is rendered (Budget,
@@ -18,8 +19,8 @@ Pipeline (each step is named in the trace's timings):
  6. trace      one trace row and one decision row per candidate, in one statement.
 
 A tiered call (CallOptions.tiers, seed 003) ranks with five signals (importance and access frequency added), and
-between 4 and 5: drops the older of two contradicting candidate facts for the call (superseded_in_context), reads
-the procedures (the same two phases) and the identity blocks ("tiers" in the timings), then packs each tier under
+between 4 and 5: drops the older of two contradicting candidate facts for the call (superseded_in_context), ranks
+the procedures and reads the identity blocks ("tiers" in the timings), then packs each tier under
 its own budget inside the call's total: identity, preferences, facts (with multi-hop), episodes, procedures
 ("pack_tiers"). A plain call asks for none of it and is answered as seed 000 says.
 Every read runs in reads_for_scope: on a read replica holding the scope's latest writes, else on the primary.
@@ -465,7 +466,9 @@ def context_assemble(*, project_id: str, subject_id: str, query: str, budget_tok
         facts = memory.facts(lookup, qvec)
         timer.lap("retrieve")
         episodes = memory.episodes(lookup, qvec)
-        access = memory.access(lookup, [c.id for c in facts] + [e.id for e in episodes]) if options.tiers else {}
+        procedures = memory.procedures(lookup, qvec) if options.tiers else []
+        # One read of the access counts for every candidate of a tiered call (its fifth signal).
+        access = memory.access(lookup, [i.id for i in (*facts, *episodes, *procedures)]) if options.tiers else {}
         decided = rank_candidates(facts, episodes, config, layout, options, access)
         timer.lap("episodes")
 
@@ -477,8 +480,6 @@ def context_assemble(*, project_id: str, subject_id: str, query: str, budget_tok
         tiers, found = None, []
         if options.tiers:
             packable, found = _contradictions_in_context(packable, project_id=project_id, subject_id=subject_id)
-            procedures = memory.procedures(lookup, qvec)
-            access.update(memory.access(lookup, [p.id for p in procedures]) if procedures else {})
             ranked_procedures = rank_candidates([], procedures, config, layout, options, access, ItemType.PROCEDURE)
             packable_procedures, _ = block(ranked_procedures, config.max_distance, consented, options.min_score)
             identity = [candidate_decision(b, ItemType.IDENTITY, i + 1, layout)

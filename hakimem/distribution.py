@@ -28,6 +28,11 @@ DISTRIBUTED = (
     "traces_decision",
     "traces_itemaccess",
     "context_consolidationmark",
+    "stats_rollupmark",
+    "stats_hourtotals",
+    "stats_hourlatencies",
+    "stats_subjectday",
+    "stats_factservedday",
 )
 
 # Copied to every node. None today: the only small shared tables are read alone, never joined with the memory

@@ -1,7 +1,9 @@
-"""How fast is GET /v1/stats/overview on a busy project? Loads one, times the overview, cleans up.
+"""How fast is GET /v1/stats/overview on a busy project, from the raw query and from the rollup? Loads one,
+builds its rollup, times both, checks they answer the same, cleans up.
 
-    .venv/bin/python scripts/bench_stats.py                 # 100k traces, 1M decisions, 5 runs
+    .venv/bin/python scripts/bench_stats.py                 # 1M traces, 10M decisions, 10 runs
     .venv/bin/python scripts/bench_stats.py --traces 20000 --runs 3 --keep
+    .venv/bin/python scripts/bench_stats.py --reuse         # the rows a --keep run left, not loaded again
 
 Writes into the development database (the embedded server in var/pgdata, or DATABASE_URL), project
 "stats-bench", with INSERT ... SELECT generate_series (no row crosses the wire): 500 subjects with 10 facts
@@ -9,12 +11,15 @@ and 2 episodes each, `--traces` context calls spread over the last 30 days, 10 d
 2 episodes) with a realistic mix of reason codes, and 60 open conflict sets. Every row of the project is
 deleted at the end (and before loading, should an earlier run have been interrupted), unless --keep.
 
-Prints the p50 of `--runs` runs (after one warm-up) of stats_overview and of each query of stats/selectors.py,
-then EXPLAIN (ANALYZE, BUFFERS) of the slowest query.
+Then builds the project's rollup from scratch (manage.py stats_rollup's work, timed) and prints, for the
+overview (as the API runs it: under row-level security, as the API role) and the pages' other reads, the p50
+and p95 of `--runs` runs (after one warm-up) from the raw query and from the rollup, and their ratio; then
+EXPLAIN (ANALYZE, BUFFERS) of the rollup's statements. The machine's load average is printed with the figures.
 """
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import time
@@ -33,7 +38,8 @@ from django.utils import timezone  # noqa: E402
 
 from facts.services import project_erase  # noqa: E402
 from hakimem.rowsecurity import API_ROLE, scope_enter  # noqa: E402
-from stats import selectors  # noqa: E402
+from stats import rollup, selectors  # noqa: E402
+from stats.serializers import overview_out  # noqa: E402
 
 PROJECT = "stats-bench"
 SUBJECTS = 500
@@ -116,14 +122,18 @@ LOAD_SQL = [
      """),
 ]
 
-QUERIES = {  # everything the overview and the /stats/ page run
+QUERIES = {  # the raw statements the overview and the /stats/ page run without the rollup
     "overview: trace totals": selectors.TRACE_TOTALS_SQL,
     "overview: decisions by reason code": selectors.DECISIONS_BY_REASON_SQL,
     "overview: store": selectors.STORE_SQL,
     "overview: facts never served (count)": selectors.NEVER_SERVED_COUNT_SQL,
-    "page: calls per day": selectors.CALLS_PER_DAY_SQL,
-    "page: subjects by calls": selectors.SUBJECTS_BY_CALLS_SQL,
-    "page: facts never served (list)": selectors.NEVER_SERVED_SQL,
+}
+ROLLUP_QUERIES = {  # the rollup's, EXPLAINed
+    "rollup: totals and decisions": selectors.ROLLUP_TOTALS_SQL,
+    "rollup: latency counts per bucket": selectors.LATENCY_COUNTS_SQL,
+    "rollup: latency values at the ranks": selectors.LATENCY_VALUES_SQL,
+    "rollup: facts never served (count)": selectors.ROLLUP_NEVER_SERVED_COUNT_SQL,
+    "rollup: subjects by calls (page)": selectors.ROLLUP_SUBJECTS_BY_CALLS_SQL,
 }
 
 
@@ -136,9 +146,22 @@ def execute(sql: str, params: dict) -> float:
     return (time.perf_counter() - start) * 1000
 
 
-def p50(run, runs: int) -> float:
-    run()  # warm-up: the figures are for a server that has the project's pages in its buffers
-    return statistics.median(run() for _ in range(runs))
+def timed(function) -> float:
+    start = time.perf_counter()
+    function()
+    return (time.perf_counter() - start) * 1000
+
+
+def percentiles(run, runs: int) -> tuple[float, float]:
+    """p50 and p95 (nearest rank) of `runs` runs after a warm-up: the figures are for a server that has the
+    project's pages in its buffers."""
+    run()
+    times = sorted(run() for _ in range(runs))
+    return statistics.median(times), times[min(len(times) - 1, round(0.95 * len(times) + 0.5) - 1)]
+
+
+def load_average() -> str:
+    return "load average " + " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 def cleanup() -> None:
@@ -152,49 +175,109 @@ def load(traces: int) -> None:
         print(f"  loaded {name:<17} {ms / 1000:6.1f} s")
     with connection.cursor() as cursor:
         for table in ("traces_trace", "traces_decision", "facts_fact", "facts_event", "facts_conflictset"):
-            cursor.execute(f"ANALYZE {table}")
+            cursor.execute(f"VACUUM ANALYZE {table}")
+
+
+def payload(overview) -> dict:
+    """The API's answer, without the age of the oldest conflict (it grows between two calls)."""
+    out = overview_out(overview)
+    out["open_conflicts"].pop("oldest_age_seconds")
+    return out
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--traces", type=int, default=100_000)
-    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--traces", type=int, default=1_000_000)
+    parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--keep", action="store_true", help="leave the project's rows in the database")
+    parser.add_argument("--reuse", action="store_true", help="use the rows an earlier --keep run left")
+    parser.add_argument("--reuse-rollup", action="store_true", help="and its rollup, not built again")
     args = parser.parse_args()
 
-    print(f"project {PROJECT!r}: {args.traces:,} traces, {args.traces * DECISIONS_PER_TRACE:,} decisions")
-    cleanup()
-    try:
+    loaded = "the rows of an earlier run" if args.reuse else f"{args.traces:,} traces, {args.traces * DECISIONS_PER_TRACE:,} decisions"
+    print(f"project {PROJECT!r}: {loaded}; {load_average()}")
+    if not args.reuse:
+        cleanup()
         load(args.traces)
+    try:
+        if not args.reuse_rollup:
+            rollup.stats_rollup_forget(project_id=PROJECT)
+        start = time.perf_counter()
+        built = rollup.stats_rollup(project_ids=[PROJECT])
+        build_s = time.perf_counter() - start
+        with connection.cursor() as cursor:
+            for table in ("stats_hourtotals", "stats_hourlatencies", "stats_subjectday", "stats_factservedday"):
+                cursor.execute(f"VACUUM ANALYZE {table}")
+            cursor.execute("SELECT relname, n_live_tup, pg_size_pretty(pg_total_relation_size(relid)) FROM pg_stat_user_tables"
+                           " WHERE relname LIKE 'stats\\_%%' ORDER BY relname")
+            sizes = cursor.fetchall()
+        print(f"  rollup built in {build_s:.1f} s: {built['traces']:,} traces in {built['hours']:,} hours "
+              f"({built['days']} transactions); {load_average()}")
+        for name, rows, size in sizes:
+            print(f"    {name:<22} {rows:>9,} rows {size:>9}")
+
         now = timezone.now()
         period = selectors.Period(since=now - timedelta(days=30), until=now)
-        params = {"project_id": PROJECT, "since": period.since, "until": period.until, "limit": selectors.TOP_SUBJECTS}
+        days = selectors.days_period((now - timedelta(days=29)).date(), now.date())
+        print(f"  mark {rollup.rolled_until(PROJECT).isoformat()}; the overview's period {period.since.isoformat()} "
+              f"to {period.until.isoformat()}")
 
-        overview = selectors.stats_overview(project_id=PROJECT, period=period)
-        print(f"  in the period: {overview.context_calls:,} context calls, {overview.decisions_total:,} decisions, "
-              f"injection rate {overview.injection_rate:.3f}, {overview.facts_never_served} facts never served")
+        raw, rolled = (selectors.stats_overview(project_id=PROJECT, period=period, rollup=flag) for flag in (False, True))
+        same = payload(raw) == payload(rolled)
+        print(f"  in the period: {raw.context_calls:,} context calls, {raw.decisions_total:,} decisions, injection rate "
+              f"{raw.injection_rate:.3f}, {raw.facts_never_served} facts never served; rollup's payload identical: {same}")
+        if not same:
+            print(f"    raw    {payload(raw)}\n    rollup {payload(rolled)}")
+        page_same = all(
+            getattr(selectors, name)(project_id=PROJECT, period=days, rollup=False)
+            == getattr(selectors, name)(project_id=PROJECT, period=days, rollup=True)
+            for name in ("calls_per_day", "subjects_by_calls", "facts_never_served"))
+        print(f"  the page's per-day series, top subjects and never-served list identical: {page_same}")
 
-        def timed_overview() -> float:
-            start = time.perf_counter()
-            selectors.stats_overview(project_id=PROJECT, period=period)
-            return (time.perf_counter() - start) * 1000
-
-        figure = p50(timed_overview, args.runs)
-        print(f"\nstats_overview over 30 days: p50 {figure:.1f} ms ({args.runs} runs after a warm-up)")
         # As GET /v1/stats/overview runs it: under row-level security, as the API role seeing the project.
-        with transaction.atomic():
-            scope_enter(API_ROLE, PROJECT)
-            secured = p50(timed_overview, args.runs)
-            transaction.set_rollback(True)
-        print(f"stats_overview under row-level security (as {API_ROLE}): p50 {secured:.1f} ms\n")
-        timings = {name: p50(lambda sql=sql: execute(sql, params), args.runs) for name, sql in QUERIES.items()}
-        for name, ms in timings.items():
-            print(f"  {name:<40} p50 {ms:8.1f} ms")
-        slowest = max(timings, key=timings.get)
-        print(f"\nEXPLAIN (ANALYZE, BUFFERS) of the slowest query, {slowest}:\n")
-        with connection.cursor() as cursor:
-            cursor.execute("EXPLAIN (ANALYZE, BUFFERS) " + QUERIES[slowest], params)
-            print("\n".join(row[0] for row in cursor.fetchall()))
+        print(f"\n{'':<44} {'raw p50':>9} {'p95':>9} {'rollup p50':>11} {'p95':>9} {'ratio p50':>10}")
+        reads = {
+            "stats_overview, 30 days (API, row security)": lambda flag: selectors.stats_overview(
+                project_id=PROJECT, period=period, rollup=flag),
+            "page: calls per day (30 whole days)": lambda flag: selectors.calls_per_day(
+                project_id=PROJECT, period=days, rollup=flag),
+            "page: subjects by calls": lambda flag: selectors.subjects_by_calls(
+                project_id=PROJECT, period=days, rollup=flag),
+            "page: facts never served (list)": lambda flag: selectors.facts_never_served(
+                project_id=PROJECT, period=days, rollup=flag),
+        }
+        for name, read in reads.items():
+            with transaction.atomic():
+                if "API" in name:
+                    scope_enter(API_ROLE, PROJECT)
+                raw_p50, raw_p95 = percentiles(lambda: timed(lambda: read(False)), args.runs)
+                rollup_p50, rollup_p95 = percentiles(lambda: timed(lambda: read(True)), args.runs)
+                transaction.set_rollback(True)
+            print(f"  {name:<42} {raw_p50:9.1f} {raw_p95:9.1f} {rollup_p50:11.1f} {rollup_p95:9.1f} {raw_p50 / rollup_p50:9.1f}x")
+        print(f"  ({args.runs} runs each after a warm-up, ms; {load_average()})\n")
+
+        params = {"project_id": PROJECT, "since": period.since, "until": period.until, "limit": selectors.TOP_SUBJECTS}
+        for name, sql in QUERIES.items():
+            p50, p95 = percentiles(lambda sql=sql: execute(sql, params), args.runs)
+            print(f"  raw {name:<45} p50 {p50:8.1f} ms  p95 {p95:8.1f} ms")
+        mark = rollup.rolled_until(PROJECT)
+        hours = selectors._split(mark, period, rollup.HOUR)
+        explained = {name: {**params, **hours} for name in ROLLUP_QUERIES}
+        explained["rollup: facts never served (count)"] = {**params, **selectors._split(mark, period, rollup.DAY)}
+        explained["rollup: subjects by calls (page)"] = {**params, **selectors._split(mark, days, rollup.DAY),
+                                                         "since": days.since, "until": days.until}
+        counts = selectors.fetch_dicts(selectors.LATENCY_COUNTS_SQL, explained["rollup: latency counts per bucket"])
+        middle = sum(row["calls"] for row in counts) // 2
+        for row in counts:  # the bucket holding the median, at its first rank: a typical values read
+            if middle < row["calls"]:
+                explained["rollup: latency values at the ranks"].update(groups=[None], buckets=[row["bucket"]], ranks=[middle])
+                break
+            middle -= row["calls"]
+        for name, sql in ROLLUP_QUERIES.items():
+            print(f"\nEXPLAIN (ANALYZE, BUFFERS) {name}:\n")
+            with connection.cursor() as cursor:
+                cursor.execute("EXPLAIN (ANALYZE, BUFFERS) " + sql, explained[name])
+                print("\n".join(row[0] for row in cursor.fetchall()))
     finally:
         if not args.keep:
             cleanup()

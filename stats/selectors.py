@@ -5,12 +5,18 @@ Invariants of every query below:
 - replays (traces with replay_of, context/replay.py) are never counted: they are not calls of the application;
 - it filters on project_id, and a query over traces on the period [since, until) of created_at, which
   traces_trace_project_time serves: nothing of another project is ever counted;
-- the work is done in SQL: an overview is four aggregate statements whatever the number of traces, never a
+- the work is done in SQL: an overview is a few aggregate statements whatever the number of traces, never a
   Python loop over rows.
-scripts/bench_stats.py times them on 100k traces and 1M decisions in one project's 30 days.
+
+Each function reads the rollup (stats/rollup.py) for the whole hours (days, for the per-subject and per-fact
+rows) of the period before the project's mark, and runs the raw query over the rest: the partial hour or day
+at the period's start and what came after the mark. The raw queries below are the definition: with
+rollup=False a function runs them over the whole period, and a test checks both give the same numbers.
+scripts/bench_stats.py times both on 1M traces and 10M decisions.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 from datetime import timezone as dt_timezone
@@ -21,6 +27,19 @@ from facts.models import ConflictSet, Fact
 from facts.selectors import conflict_list
 from hakimem.db import fetch_dicts, with_tables
 from hakimem.models import ApiKey
+from stats.models import FactServedDay, HourLatencies, HourTotals, SubjectDay
+from stats.rollup import (
+    DAY,
+    DECISIONS_OF_T,
+    HOUR,
+    HOUR_TOTALS_OF_T,
+    LATENCY_BUCKET_SQL,
+    RAW_INTERVALS,
+    TRACES_IN_INTERVALS,
+    ceil_to,
+    raw_intervals,
+    rolled_until,
+)
 from traces.models import EmptyReason, ReasonCode
 
 DEFAULT_PERIOD = timedelta(days=30)
@@ -155,12 +174,20 @@ class Overview:
         return sum(self.decisions_by_reason_code.values())
 
 
-def stats_overview(*, project_id: str, period: Period) -> Overview:
+def stats_overview(*, project_id: str, period: Period, rollup: bool = True) -> Overview:
     params = {"project_id": project_id, "since": period.since, "until": period.until}
-    totals = fetch_dicts(TRACE_TOTALS_SQL, params, json_columns=["empty_reasons"])[0]
-    by_reason = {row["reason_code"]: row["n"] for row in fetch_dicts(DECISIONS_BY_REASON_SQL, params)}
+    if rollup:
+        mark = rolled_until(project_id)
+        hours = _split(mark, period, HOUR)
+        totals = fetch_dicts(ROLLUP_TOTALS_SQL, {**params, **hours}, json_columns=["empty_reasons", "decisions"])[0]
+        (totals["latency_p50"], totals["latency_p95"]), = _latency_percentiles(project_id, hours, per_day=False).values()
+        by_reason = totals["decisions"]
+        never_served = fetch_dicts(ROLLUP_NEVER_SERVED_COUNT_SQL, {**params, **_split(mark, period, DAY)})[0]["n"]
+    else:
+        totals = fetch_dicts(TRACE_TOTALS_SQL, params, json_columns=["empty_reasons"])[0]
+        by_reason = {row["reason_code"]: row["n"] for row in fetch_dicts(DECISIONS_BY_REASON_SQL, params)}
+        never_served = fetch_dicts(NEVER_SERVED_COUNT_SQL, params)[0]["n"]
     store = fetch_dicts(STORE_SQL, params)[0]
-    never_served = fetch_dicts(NEVER_SERVED_COUNT_SQL, params)[0]["n"]
     empty = totals["empty_reasons"]
     oldest = store["oldest_open_conflict_at"]
     return Overview(
@@ -229,8 +256,16 @@ class Day:
         return self.calls_with_facts / self.context_calls if self.context_calls else None
 
 
-def calls_per_day(*, project_id: str, period: Period) -> list[Day]:
-    rows = fetch_dicts(CALLS_PER_DAY_SQL, {"project_id": project_id, "since": period.since, "until": period.until})
+def calls_per_day(*, project_id: str, period: Period, rollup: bool = True) -> list[Day]:
+    params = {"project_id": project_id, "since": period.since, "until": period.until}
+    if rollup:
+        hours = _split(rolled_until(project_id), period, HOUR)
+        rows = fetch_dicts(ROLLUP_CALLS_PER_DAY_SQL, {**params, **hours})
+        percentiles = _latency_percentiles(project_id, hours, per_day=True)
+        for row in rows:
+            row["latency_p50"], row["latency_p95"] = percentiles.get(row["day"], (None, None))
+    else:
+        rows = fetch_dicts(CALLS_PER_DAY_SQL, params)
     return [
         Day(
             day=row["day"].astimezone(dt_timezone.utc).date(),
@@ -243,21 +278,22 @@ def calls_per_day(*, project_id: str, period: Period) -> list[Day]:
     ]
 
 
-def subjects_by_calls(*, project_id: str, period: Period, limit: int = TOP_SUBJECTS) -> list[dict]:
+def subjects_by_calls(*, project_id: str, period: Period, limit: int = TOP_SUBJECTS, rollup: bool = True) -> list[dict]:
     """The subjects with the most context calls: subject_id, context_calls, injection_rate."""
-    return fetch_dicts(
-        SUBJECTS_BY_CALLS_SQL,
-        {"project_id": project_id, "since": period.since, "until": period.until, "limit": limit},
-    )
+    params = {"project_id": project_id, "since": period.since, "until": period.until, "limit": limit}
+    if rollup:
+        return fetch_dicts(ROLLUP_SUBJECTS_BY_CALLS_SQL, {**params, **_split(rolled_until(project_id), period, DAY)})
+    return fetch_dicts(SUBJECTS_BY_CALLS_SQL, params)
 
 
-def facts_never_served(*, project_id: str, period: Period, limit: int = NEVER_SERVED_SHOWN) -> list[dict]:
+def facts_never_served(*, project_id: str, period: Period, limit: int = NEVER_SERVED_SHOWN,
+                       rollup: bool = True) -> list[dict]:
     """The oldest active facts no context call of the period served: id, subject_id, text, category,
     recorded_from. stats_overview counts them all."""
-    return fetch_dicts(
-        NEVER_SERVED_SQL,
-        {"project_id": project_id, "since": period.since, "until": period.until, "limit": limit},
-    )
+    params = {"project_id": project_id, "since": period.since, "until": period.until, "limit": limit}
+    if rollup:
+        return fetch_dicts(ROLLUP_NEVER_SERVED_SQL, {**params, **_split(rolled_until(project_id), period, DAY)})
+    return fetch_dicts(NEVER_SERVED_SQL, params)
 
 
 def open_conflicts_oldest_first(*, project_id: str, limit: int = OPEN_CONFLICTS_SHOWN) -> list[ConflictSet]:
@@ -267,3 +303,191 @@ def open_conflicts_oldest_first(*, project_id: str, limit: int = OPEN_CONFLICTS_
 def project_ids() -> list[str]:
     """Every project that has (or had) an API key: the projects that can make context calls."""
     return list(ApiKey.objects.order_by("project_id").values_list("project_id", flat=True).distinct())
+
+
+# --- the same, from the rollup ------------------------------------------------------------------------------
+
+def _split(mark: datetime | None, period: Period, unit: timedelta) -> dict:
+    """The period's part the rollup holds in whole units (hours or days): [rolled_since, rolled_until), and the
+    rest as two intervals for the raw query (RAW_INTERVALS): the partial unit at the start, and what came
+    after the project's mark (or the partial unit at the end)."""
+    since, until = period.since, period.until
+    start = ceil_to(since, unit)
+    if mark is None:
+        end = start
+    else:
+        end = mark if mark <= until else until - (until - start) % unit
+    if end <= start:  # nothing rolled up in the period: all of it raw
+        return {"rolled_since": since, "rolled_until": since, **raw_intervals((since, until))}
+    return {"rolled_since": start, "rolled_until": end, **raw_intervals((since, start), (end, until))}
+
+
+def _sum_json(column: str) -> str:
+    return (f"(SELECT coalesce(jsonb_object_agg(key, n), jsonb_build_object()) FROM (SELECT key, sum(value::bigint) AS n"
+            f" FROM hours, jsonb_each_text(hours.{column}) GROUP BY key) s) AS {column}")
+
+
+# -- uses: stats_hourtotals_pkey (project_id, hour) for the rolled hours; traces_trace_project_time and
+#    traces_decision_trace_rank for the raw intervals (an hour or two).
+ROLLUP_TOTALS_SQL = with_tables("""
+WITH t AS MATERIALIZED (""" + TRACES_IN_INTERVALS + """),
+td AS (""" + DECISIONS_OF_T + """),
+hours AS (
+    SELECT context_calls, calls_with_facts, used_tokens, empty_reasons, decisions
+      FROM {hour_totals}
+     WHERE project_id = %(project_id)s AND hour >= %(rolled_since)s AND hour < %(rolled_until)s
+    UNION ALL
+    SELECT context_calls, calls_with_facts, used_tokens, empty_reasons, decisions FROM (""" + HOUR_TOTALS_OF_T + """) a
+)
+SELECT coalesce(sum(context_calls), 0)::int8 AS context_calls, coalesce(sum(calls_with_facts), 0)::int8 AS calls_with_facts,
+       (sum(used_tokens)::numeric / nullif(sum(context_calls), 0))::float8 AS mean_used_tokens,
+       """ + _sum_json("empty_reasons") + """, """ + _sum_json("decisions") + """
+  FROM hours
+""", hour_totals=HourTotals)
+
+ROLLUP_CALLS_PER_DAY_SQL = with_tables("""
+WITH t AS MATERIALIZED (""" + TRACES_IN_INTERVALS + """),
+per_day AS (
+    SELECT day, sum(context_calls) AS context_calls, sum(calls_with_facts) AS calls_with_facts
+      FROM (SELECT date_trunc('day', hour, 'UTC') AS day, context_calls, calls_with_facts
+              FROM {hour_totals}
+             WHERE project_id = %(project_id)s AND hour >= %(rolled_since)s AND hour < %(rolled_until)s
+            UNION ALL
+            SELECT date_trunc('day', created_at, 'UTC'), 1, (facts_served > 0)::int FROM t) x
+     GROUP BY day
+)
+SELECT days.day, coalesce(p.context_calls, 0)::int8 AS context_calls, coalesce(p.calls_with_facts, 0)::int8 AS calls_with_facts
+  FROM generate_series(date_trunc('day', %(since)s::timestamptz, 'UTC'),
+                       %(until)s::timestamptz - interval '1 microsecond', interval '1 day') AS days(day)
+  LEFT JOIN per_day p USING (day)
+ ORDER BY days.day
+""", hour_totals=HourTotals)
+
+# Latency percentiles in two steps, each exact: the calls per bucket (and per day for the pages' series), from
+# which the ranks percentile_cont reads are located in a bucket, then the values at those ranks within their
+# bucket. {group} is the day, or NULL for the whole period.
+# -- uses: stats_latency_hour_calls (project_id, hour) INCLUDE (bucket, calls), then stats_latency_bucket_hour
+#    per rank.
+_LATENCY_GROUP = {False: ("NULL::timestamptz", "NULL::timestamptz"),
+                  True: ("date_trunc('day', hour, 'UTC')", "date_trunc('day', created_at, 'UTC')")}
+
+
+def _latency_sql(per_day: bool) -> tuple[str, str]:
+    rolled_group, raw_group = _LATENCY_GROUP[per_day]
+    bucket = LATENCY_BUCKET_SQL.format(x="latency_ms")
+    counts = with_tables("""
+WITH t AS MATERIALIZED (""" + TRACES_IN_INTERVALS + """)
+SELECT grp, bucket, sum(calls)::int8 AS calls
+  FROM (SELECT """ + rolled_group + """ AS grp, bucket, calls
+          FROM {hour_latencies}
+         WHERE project_id = %(project_id)s AND hour >= %(rolled_since)s AND hour < %(rolled_until)s
+        UNION ALL
+        SELECT """ + raw_group + """, """ + bucket + """, 1 FROM t) x
+ GROUP BY grp, bucket
+ ORDER BY grp, bucket
+""", hour_latencies=HourLatencies)
+    values = with_tables("""
+WITH t AS MATERIALIZED (""" + TRACES_IN_INTERVALS + """)
+SELECT w.i, (SELECT v
+               FROM (SELECT unnest(l.latencies) AS v
+                       FROM {hour_latencies} l
+                      WHERE l.project_id = %(project_id)s AND l.bucket = w.bucket
+                        AND l.hour >= greatest(%(rolled_since)s, w.grp) AND l.hour < least(%(rolled_until)s, w.grp + interval '1 day')
+                     UNION ALL
+                     SELECT latency_ms FROM t
+                      WHERE """ + bucket + """ = w.bucket AND """ + raw_group + """ IS NOT DISTINCT FROM w.grp) x
+              ORDER BY v OFFSET w.rank LIMIT 1) AS v
+  FROM unnest(%(groups)s::timestamptz[], %(buckets)s::int2[], %(ranks)s::int8[]) WITH ORDINALITY AS w(grp, bucket, rank, i)
+""", hour_latencies=HourLatencies)
+    return counts, values
+
+
+LATENCY_COUNTS_SQL, LATENCY_VALUES_SQL = _latency_sql(per_day=False)
+DAY_LATENCY_COUNTS_SQL, DAY_LATENCY_VALUES_SQL = _latency_sql(per_day=True)
+PERCENTILES = (0.5, 0.95)
+
+
+def _latency_percentiles(project_id: str, hours: dict, *, per_day: bool) -> dict:
+    """{group: (p50, p95)}, each as percentile_cont computes it (float8 arithmetic, the same operations): the
+    values at ranks floor and ceil of q * (n - 1), 0-based, and their linear interpolation."""
+    counts_sql, values_sql = (DAY_LATENCY_COUNTS_SQL, DAY_LATENCY_VALUES_SQL) if per_day else (LATENCY_COUNTS_SQL, LATENCY_VALUES_SQL)
+    params = {"project_id": project_id, **hours}
+    buckets: dict = {}
+    for row in fetch_dicts(counts_sql, params):
+        buckets.setdefault(row["grp"], []).append((row["bucket"], row["calls"]))
+    wanted = []  # (group, bucket, rank within the bucket), and where each percentile reads them
+    reads: dict = {}
+    for group, counts in buckets.items():
+        total = sum(n for _, n in counts)
+        for q in PERCENTILES:
+            position = q * (total - 1)
+            first, second = math.floor(position), math.ceil(position)
+            reads[group, q] = (position - first, first, second)
+            for rank in {first, second}:
+                before = 0
+                for bucket, n in counts:
+                    if rank < before + n:
+                        wanted.append((group, bucket, rank - before, rank))
+                        break
+                    before += n
+    if not wanted:
+        return {None: (None, None)} if not per_day else {}
+    rows = fetch_dicts(values_sql, {**params, "groups": [w[0] for w in wanted], "buckets": [w[1] for w in wanted],
+                                    "ranks": [w[2] for w in wanted]})
+    value = {(w[0], w[3]): row["v"] for w, row in zip(wanted, sorted(rows, key=lambda r: r["i"]))}
+    result = {}
+    for group in buckets:
+        pair = []
+        for q in PERCENTILES:
+            proportion, first, second = reads[group, q]
+            low, high = value[group, first], value[group, second]
+            pair.append(low + (proportion * (high - low)) if second > first else low)
+        result[group] = tuple(pair)
+    return result
+
+
+# -- uses: stats_subjectday_pkey (project_id, day, subject_id) for the rolled days; traces_trace_project_time.
+ROLLUP_SUBJECTS_BY_CALLS_SQL = with_tables("""
+WITH t AS MATERIALIZED (""" + TRACES_IN_INTERVALS + """)
+SELECT subject_id, sum(context_calls)::int8 AS context_calls,
+       sum(calls_with_facts)::float8 / sum(context_calls)::float8 AS injection_rate
+  FROM (SELECT subject_id, context_calls, calls_with_facts
+          FROM {subject_day}
+         WHERE project_id = %(project_id)s AND day >= %(rolled_since)s AND day < %(rolled_until)s
+        UNION ALL
+        SELECT subject_id, 1, (facts_served > 0)::int FROM t) x
+ GROUP BY subject_id
+ ORDER BY context_calls DESC, subject_id
+ LIMIT %(limit)s
+""", subject_day=SubjectDay)
+
+# Facts never served: the active facts without a served day in the rolled days (an anti-join: a probe of
+# stats_factservedday_pkey per fact, or a hash of the period's served days from stats_factservedday_day; NOT IN
+# was hashed only while they fit in work_mem, and took 4.8 s when they did not). Then, of those few, the ones
+# without an included decision in the raw intervals: a probe of traces_decision_fact per candidate, then of
+# traces_trace_pkey per decision found. The OFFSET 0s pin that order (PostgreSQL does not turn a subquery with an
+# OFFSET into a join): the raw intervals may hold a day of decisions, which a hash anti-join read whole, and a
+# plan driven by the intervals' traces probed their decisions once per candidate (2.4 s).
+_ROLLUP_NEVER_SERVED = with_tables(("""
+WITH candidates AS MATERIALIZED (
+    SELECT f.id, f.subject_id, f.text, f.category, f.recorded_from
+      FROM {fact} f
+     WHERE f.project_id = %(project_id)s AND f.status = 'active' AND f.recorded_from < %(until)s
+       AND NOT EXISTS (SELECT 1 FROM {fact_served_day} s
+                        WHERE s.project_id = %(project_id)s AND s.fact_id = f.id
+                          AND s.day >= %(rolled_since)s AND s.day < %(rolled_until)s)
+)
+SELECT {columns}
+  FROM candidates c
+ WHERE NOT EXISTS (
+       SELECT 1
+         FROM traces_decision d
+        WHERE d.fact_id = c.id AND d.decision = 'included'
+          AND EXISTS (SELECT 1 FROM traces_trace t
+                       WHERE t.id = d.trace_id AND t.replay_of IS NULL AND """ + RAW_INTERVALS + """
+                      OFFSET 0)
+       OFFSET 0)
+""").replace("{columns}", "{{columns}}"), fact=Fact, fact_served_day=FactServedDay)
+ROLLUP_NEVER_SERVED_COUNT_SQL = _ROLLUP_NEVER_SERVED.replace("{columns}", "count(*) AS n")
+ROLLUP_NEVER_SERVED_SQL = (_ROLLUP_NEVER_SERVED.replace("{columns}", "c.id, c.subject_id, c.text, c.category, c.recorded_from")
+                           + " ORDER BY c.recorded_from, c.id LIMIT %(limit)s")

@@ -4,6 +4,7 @@ import json
 import logging
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -182,6 +183,26 @@ def trace_record(*, trace: dict, decisions: list[DecisionRow]) -> uuid.UUID:
     return trace_id
 
 
+# Apps above traces that sum them (stats' rollup) take the share of the traces an erasure deletes out of their
+# sums: a hook gets (project_id, subject_id, trace_ids) before the traces go, under the trace lock: the
+# subject's traces (trace_ids None), some of them (a revoked category's), or a whole project's (subject_id None).
+# It returns counts for the erasure's receipt.
+BeforeErase = Callable[[str, str | None, list | None], dict[str, int]]
+_BEFORE_ERASE: list[tuple[str, BeforeErase]] = []
+
+
+def register_before_erase(name: str, hook: BeforeErase) -> None:
+    if name not in {n for n, _ in _BEFORE_ERASE}:
+        _BEFORE_ERASE.append((name, hook))
+
+
+def _before_erase(project_id: str, subject_id: str | None, trace_ids: list | None) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for _, hook in _BEFORE_ERASE:
+        counts.update(hook(project_id, subject_id, trace_ids))
+    return counts
+
+
 def traces_erase(project_id: str, subject_id: str | None) -> dict[str, int]:
     """Registered with facts.services' erasure: a trace holds the subject's query text and ids, an access
     count its items' ids. For one
@@ -195,6 +216,7 @@ def traces_erase(project_id: str, subject_id: str | None) -> dict[str, int]:
         if subject_id is not None:
             cursor.execute("SELECT pg_advisory_xact_lock(" + TRACE_LOCK_KEY + ")",
                            {"project_id": project_id, "subject_id": subject_id})
+        counts = _before_erase(project_id, subject_id, None)
         cursor.execute(
             "DELETE FROM traces_decision d USING traces_trace t WHERE d.trace_id = t.id AND d.project_id = t.project_id"
             " AND "
@@ -210,7 +232,7 @@ def traces_erase(project_id: str, subject_id: str | None) -> dict[str, int]:
         cursor.execute(
             "DELETE FROM traces_itemaccess a WHERE " + erase_condition(subject_id, "a"), {"p": project_id, "s": subject_id}
         )
-        return {"decisions": decisions, "traces": traces, "item_accesses": cursor.rowcount}
+        return {**counts, "decisions": decisions, "traces": traces, "item_accesses": cursor.rowcount}
 
 
 def traces_erase_naming(project_id: str, subject_id: str, fact_ids: list) -> dict[str, int]:
@@ -229,13 +251,14 @@ def traces_erase_naming(project_id: str, subject_id: str, fact_ids: list) -> dic
             {"ids": fact_ids, "p": project_id, "s": subject_id},
         )
         trace_ids = [row[0] for row in cursor.fetchall()]
+        counts = _before_erase(project_id, subject_id, trace_ids) if trace_ids else {}
         cursor.execute("DELETE FROM traces_decision WHERE project_id = %s AND trace_id = ANY(%s)", [project_id, trace_ids])
         decisions = cursor.rowcount
         cursor.execute("DELETE FROM traces_trace WHERE project_id = %s AND id = ANY(%s)", [project_id, trace_ids])
         traces = cursor.rowcount
         cursor.execute("DELETE FROM traces_itemaccess WHERE project_id = %(p)s AND subject_id = %(s)s"
                        " AND item_id = ANY(%(ids)s)", {"ids": fact_ids, "p": project_id, "s": subject_id})
-        return {"decisions": decisions, "traces": traces, "item_accesses": cursor.rowcount}
+        return {**counts, "decisions": decisions, "traces": traces, "item_accesses": cursor.rowcount}
 
 
 # The projects that have traces, one index probe each (a loose scan of traces_trace_project_time): the prune

@@ -130,8 +130,9 @@ def test_the_roles_are_bound_by_row_security():
         assert [r[0] for r in cursor.fetchall()] == ["context_consolidationmark", "facts_conflictmember",
                                                      "facts_conflictset", "facts_consent", "facts_event", "facts_fact",
                                                      "facts_identityblock", "facts_procedure", "facts_project",
-                                                     "facts_scopewrite", "traces_decision", "traces_itemaccess",
-                                                     "traces_trace"]
+                                                     "facts_scopewrite", "stats_factservedday", "stats_hourlatencies",
+                                                     "stats_hourtotals", "stats_rollupmark", "stats_subjectday",
+                                                     "traces_decision", "traces_itemaccess", "traces_trace"]
 
 
 def test_without_the_database_an_api_request_answers_503_in_the_contract(api, monkeypatch):

@@ -30,7 +30,7 @@ def record_call(
             "warnings": list(warnings), "rendered": rendered, "facts_served": served(facts),
             "episodes_served": served(episodes), "candidates": len(facts), "embedder": "hashing",
             "timings": {"embed": 1.5, "retrieve": latency_ms - 2.5, "pack": 1.0}, "latency_ms": latency_ms,
-            "created_at": at, "replay_of": replay_of,
+            "created_at": at, "replay_of": replay_of, "replay": {"as_of": None, "overrides": {}} if replay_of else None,
         },
         decisions=_rows("fact", facts) + _rows("episode", episodes),
     )

@@ -1,0 +1,334 @@
+"""The statistics' rollup (stats/models.py): built hour by hour by `manage.py stats_rollup` (or the periodic task
+stats.tasks.stats_rollup), read by stats/selectors.py, and taken apart by the erasers.
+
+Why a job and not the trace writer: a writer adding each call to its project's current row would hold that
+row's lock to the end of the request's transaction, so a project's context calls would queue one behind the
+other. The job sums closed hours once; the overview reads the rollup up to its mark and the raw query after it.
+
+Invariants:
+- one SQL per aggregate, over a set of traces `t`: the job runs it over an hour range to write the rows, the
+  selectors over the part of a period not rolled up, the erasers over the traces they delete to take their
+  share out. So the rows hold what the raw query would count, by construction;
+- replays (replay_of) are never counted, as in stats/selectors.py;
+- the job waits ROLLUP_LAG past the end of an hour before rolling it up: a trace is written at the end of its
+  context call, dated at its start, and must have committed by then or it would never be counted;
+- the job (exclusively) and the erasers (shared) take the project's rollup lock: an erasure either runs before
+  the job reads the hour (and the job does not see the erased traces) or after it wrote the rows (and takes the
+  traces' share out of them).
+- stats keep their history past the traces' retention: traces_prune deletes traces, not their rollup, so the
+  overview of a period before the retention cutoff still answers (the raw query no longer can). An erasure
+  deletes the subject's rows of every period, and takes its traces' share out of the hourly totals.
+"""
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from datetime import timezone as dt_timezone
+
+from django.db import connection, transaction
+from django.utils import timezone
+
+from hakimem.db import fetch_dicts, with_tables
+from stats.models import FactServedDay, HourLatencies, HourTotals, RollupMark, SubjectDay
+from traces.services import TRACE_PROJECTS_SQL
+
+ROLLUP_LAG = timedelta(minutes=10)
+HOUR = timedelta(hours=1)
+DAY = timedelta(days=1)
+
+# ~3.2% wide buckets of latency (ln scale, 32 per e-fold); the clamp keeps ln defined and the value an int.
+LATENCY_BUCKET_SQL = "floor(ln(least(greatest({x}, 0.001), 1e9)) * 32)::int2"
+
+# The project's rollup lock, seed 2 (facts.services' scope lock is seed 0, traces' trace lock seed 1).
+ROLLUP_LOCK_KEY = "hashtextextended(%(project_id)s, 2)"
+
+# --- the traces an aggregate reads: a CTE named t ------------------------------------------------------------
+
+TRACE_COLUMNS = "t.id, t.subject_id, t.created_at, t.facts_served, t.used_tokens, t.latency_ms, t.empty_reason"
+
+# A project's traces in two [since, until) intervals (the job: one, the other empty; the selectors: the parts of
+# a period not rolled up, at its start and its end). Two parameters each rather than an array: the planner then
+# estimates each range from its bounds (with an array it guessed a third of the table, and hashed all of it).
+RAW_INTERVALS = """(t.created_at >= %(raw1_since)s AND t.created_at < %(raw1_until)s
+        OR t.created_at >= %(raw2_since)s AND t.created_at < %(raw2_until)s)"""
+# -- uses: traces_trace_project_time, a range scan per interval (BitmapOr)
+TRACES_IN_INTERVALS = """
+SELECT """ + TRACE_COLUMNS + """
+  FROM traces_trace t
+ WHERE t.project_id = %(project_id)s AND t.replay_of IS NULL
+   AND """ + RAW_INTERVALS + """
+"""
+
+
+def raw_intervals(*intervals: tuple[datetime, datetime]) -> dict:
+    """The parameters of RAW_INTERVALS: up to two [since, until), the missing ones empty."""
+    padded = [*intervals, *[(intervals[0][0], intervals[0][0])] * (2 - len(intervals))]
+    return {f"raw{i}_{end}": bound for i, pair in enumerate(padded, 1) for end, bound in zip(("since", "until"), pair)}
+
+# What an erasure deletes and the rollup counted: rolled up (before the mark), not replays.
+# -- uses: traces_trace_scope_time (project_id, subject_id, created_at)
+TRACES_OF_SUBJECT = """
+SELECT """ + TRACE_COLUMNS + """
+  FROM traces_trace t
+ WHERE t.project_id = %(project_id)s AND t.subject_id = %(subject_id)s AND t.created_at < %(rolled_until)s
+   AND t.replay_of IS NULL
+"""
+# -- uses: traces_trace_pkey
+TRACES_BY_ID = """
+SELECT """ + TRACE_COLUMNS + """
+  FROM traces_trace t
+ WHERE t.id = ANY(%(trace_ids)s::uuid[]) AND t.project_id = %(project_id)s AND t.created_at < %(rolled_until)s
+   AND t.replay_of IS NULL
+"""
+
+# --- the aggregates, over t ---------------------------------------------------------------------------------
+
+# The decisions of t, a CTE named td beside it, read by the hourly totals and the facts' served days.
+# -- uses: traces_decision_trace_rank (trace_id leads it), a probe per trace
+DECISIONS_OF_T = """
+SELECT t.created_at, t.subject_id, d.reason_code, d.decision, d.fact_id
+  FROM t JOIN traces_decision d ON d.trace_id = t.id
+"""
+
+HOUR_TOTALS_OF_T = """
+SELECT c.hour, c.context_calls, c.calls_with_facts, c.used_tokens,
+       coalesce(e.empty_reasons, jsonb_build_object()) AS empty_reasons,
+       coalesce(x.decisions, jsonb_build_object()) AS decisions
+  FROM (SELECT date_trunc('hour', created_at, 'UTC') AS hour, count(*) AS context_calls,
+               count(*) FILTER (WHERE facts_served > 0) AS calls_with_facts, sum(used_tokens) AS used_tokens
+          FROM t GROUP BY 1) c
+  LEFT JOIN (SELECT hour, jsonb_object_agg(empty_reason, n) AS empty_reasons
+               FROM (SELECT date_trunc('hour', created_at, 'UTC') AS hour, empty_reason, count(*) AS n
+                       FROM t WHERE empty_reason IS NOT NULL GROUP BY 1, 2) e0
+              GROUP BY hour) e USING (hour)
+  LEFT JOIN (SELECT hour, jsonb_object_agg(reason_code, n) AS decisions
+               FROM (SELECT date_trunc('hour', created_at, 'UTC') AS hour, reason_code, count(*) AS n
+                       FROM td GROUP BY 1, 2) x0
+              GROUP BY hour) x USING (hour)
+"""
+
+LATENCIES_OF_T = """
+SELECT date_trunc('hour', created_at, 'UTC') AS hour, """ + LATENCY_BUCKET_SQL.format(x="latency_ms") + """ AS bucket,
+       count(*) AS calls, array_agg(latency_ms ORDER BY latency_ms) AS latencies
+  FROM t GROUP BY 1, 2
+"""
+
+SUBJECT_DAYS_OF_T = """
+SELECT date_trunc('day', created_at, 'UTC') AS day, subject_id, count(*) AS context_calls,
+       count(*) FILTER (WHERE facts_served > 0) AS calls_with_facts
+  FROM t GROUP BY 1, 2
+"""
+
+FACT_DAYS_OF_T = """
+SELECT date_trunc('day', created_at, 'UTC') AS day, fact_id, subject_id, count(*) AS served
+  FROM td
+ WHERE decision = 'included' AND fact_id IS NOT NULL
+ GROUP BY 1, 2, 3
+"""
+
+_ROLLUP_TABLES = {"hour_totals": HourTotals, "hour_latencies": HourLatencies, "subject_day": SubjectDay,
+                  "fact_served_day": FactServedDay}
+
+# --- the job ----------------------------------------------------------------------------------------------
+
+# One range of whole hours of one project, in one statement. The hourly rows are new (the mark says the hours
+# were never rolled up); the daily ones may hold the earlier hours of their day, and add these.
+ROLLUP_SQL = with_tables("""
+WITH t AS MATERIALIZED (""" + TRACES_IN_INTERVALS + """),
+td AS MATERIALIZED (""" + DECISIONS_OF_T + """),
+h AS (
+    INSERT INTO {hour_totals} (project_id, hour, context_calls, calls_with_facts, used_tokens, empty_reasons, decisions)
+    SELECT %(project_id)s, a.* FROM (""" + HOUR_TOTALS_OF_T + """) a
+    RETURNING 1
+), l AS (
+    INSERT INTO {hour_latencies} (project_id, hour, bucket, calls, latencies)
+    SELECT %(project_id)s, a.* FROM (""" + LATENCIES_OF_T + """) a
+    RETURNING 1
+), s AS (
+    INSERT INTO {subject_day} AS r (project_id, day, subject_id, context_calls, calls_with_facts)
+    SELECT %(project_id)s, a.* FROM (""" + SUBJECT_DAYS_OF_T + """) a
+    ON CONFLICT (project_id, day, subject_id) DO UPDATE
+       SET context_calls = r.context_calls + excluded.context_calls,
+           calls_with_facts = r.calls_with_facts + excluded.calls_with_facts
+    RETURNING 1
+), f AS (
+    INSERT INTO {fact_served_day} AS r (project_id, day, fact_id, subject_id, served)
+    SELECT %(project_id)s, a.* FROM (""" + FACT_DAYS_OF_T + """) a
+    ON CONFLICT (project_id, fact_id, day) DO UPDATE SET served = r.served + excluded.served
+    RETURNING 1
+)
+SELECT (SELECT count(*) FROM t) AS traces, (SELECT count(*) FROM h) AS hours, (SELECT count(*) FROM l) AS latency_rows,
+       (SELECT count(*) FROM s) AS subject_days, (SELECT count(*) FROM f) AS fact_days
+""", **_ROLLUP_TABLES)
+
+
+def floor_to(moment: datetime, unit: timedelta) -> datetime:
+    moment = moment.astimezone(dt_timezone.utc)
+    if unit == DAY:
+        return moment.replace(hour=0, minute=0, second=0, microsecond=0)
+    return moment.replace(minute=0, second=0, microsecond=0)
+
+
+def ceil_to(moment: datetime, unit: timedelta) -> datetime:
+    floor = floor_to(moment, unit)
+    return floor if floor == moment else floor + unit
+
+
+def _lock(project_id: str, *, shared: bool) -> None:
+    function = "pg_advisory_xact_lock_shared" if shared else "pg_advisory_xact_lock"
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT {function}({ROLLUP_LOCK_KEY})", {"project_id": project_id})
+
+
+def rolled_until(project_id: str) -> datetime | None:
+    """The project's mark: its traces created before it are in the rollup. None: never rolled up."""
+    return RollupMark.objects.filter(project_id=project_id).values_list("rolled_until", flat=True).first()
+
+
+def _roll_one_day(project_id: str, target: datetime) -> dict | None:
+    """Roll up the project's next hours up to the end of their day (at most up to target), in one transaction;
+    None when there is nothing left to roll up."""
+    with transaction.atomic():
+        _lock(project_id, shared=False)
+        mark = RollupMark.objects.select_for_update().filter(project_id=project_id).first()
+        if mark is None:
+            with connection.cursor() as cursor:
+                # -- uses: traces_trace_project_time (the first entry of the project)
+                cursor.execute("SELECT min(created_at) FROM traces_trace WHERE project_id = %s", [project_id])
+                first = cursor.fetchone()[0]
+            start = floor_to(first, HOUR) if first is not None else target
+            mark = RollupMark(project_id=project_id, rolled_until=min(start, target))
+        start = mark.rolled_until
+        if start >= target:
+            mark.save()
+            return None
+        end = min(floor_to(start, DAY) + DAY, target)
+        with connection.cursor() as cursor:
+            # A day of a busy project is ~1/30 of the decisions: the planner then hashed the whole table (a seq
+            # scan of 10M rows, 3.4 s) rather than probe traces_decision_trace_rank per trace; the job's work
+            # must grow with the day it reads, not with the table.
+            cursor.execute("SET LOCAL enable_seqscan = off")
+        counts = fetch_dicts(ROLLUP_SQL, {"project_id": project_id, **raw_intervals((start, end))})[0]
+        mark.rolled_until = end
+        mark.save()
+        return counts
+
+
+def stats_rollup(*, now: datetime | None = None, project_ids: list[str] | None = None) -> dict[str, int]:
+    """Roll up every closed hour (ended ROLLUP_LAG ago) not rolled up yet, of every project with traces (or of
+    `project_ids`), a day per transaction. Idempotent: an hour is rolled up once, the mark says which."""
+    target = floor_to((now or timezone.now()) - ROLLUP_LAG, HOUR)
+    if project_ids is None:
+        with connection.cursor() as cursor:
+            cursor.execute(TRACE_PROJECTS_SQL)
+            project_ids = [row[0] for row in cursor.fetchall()]
+    totals = {"projects": 0, "days": 0, "traces": 0, "hours": 0}
+    for project_id in project_ids:
+        totals["projects"] += 1
+        while (counts := _roll_one_day(project_id, target)) is not None:
+            totals["days"] += 1
+            totals["traces"] += counts["traces"]
+            totals["hours"] += counts["hours"]
+    return totals
+
+
+@transaction.atomic
+def stats_rollup_forget(*, project_id: str) -> None:
+    """Delete the project's rollup and its mark: the next stats_rollup rebuilds it from the traces there are."""
+    _lock(project_id, shared=False)
+    for model in (RollupMark, HourTotals, HourLatencies, SubjectDay, FactServedDay):
+        model.objects.filter(project_id=project_id).delete()
+
+
+# --- the erasers ------------------------------------------------------------------------------------------
+
+def _minus_json(column: str) -> str:
+    """{key: n} of the row minus the erased traces' {key: n}, keys at 0 dropped (as the raw query never has
+    them)."""
+    return (f"(SELECT coalesce(jsonb_object_agg(key, n), jsonb_build_object()) FROM (SELECT key, value::bigint"
+            f" - coalesce((a.{column} ->> key)::bigint, 0) AS n FROM jsonb_each_text(r.{column})) m WHERE n <> 0)")
+
+
+# The erased traces' share out of every row they were counted in (the rows left at zero go next). Latencies:
+# the multiset difference (EXCEPT ALL) takes out one occurrence of each erased value.
+_SUBTRACT_FROM_T = """
+h AS (
+    UPDATE {hour_totals} r
+       SET context_calls = r.context_calls - a.context_calls, calls_with_facts = r.calls_with_facts - a.calls_with_facts,
+           used_tokens = r.used_tokens - a.used_tokens, empty_reasons = """ + _minus_json("empty_reasons") + """,
+           decisions = """ + _minus_json("decisions") + """
+      FROM (""" + HOUR_TOTALS_OF_T + """) a
+     WHERE r.project_id = %(project_id)s AND r.hour = a.hour
+    RETURNING 1
+), l AS (
+    UPDATE {hour_latencies} r
+       SET calls = r.calls - a.calls,
+           latencies = ARRAY(SELECT v FROM (SELECT unnest(r.latencies) EXCEPT ALL SELECT unnest(a.latencies)) k(v) ORDER BY v)
+      FROM (""" + LATENCIES_OF_T + """) a
+     WHERE r.project_id = %(project_id)s AND r.hour = a.hour AND r.bucket = a.bucket
+    RETURNING 1
+), s AS (
+    UPDATE {subject_day} r
+       SET context_calls = r.context_calls - a.context_calls, calls_with_facts = r.calls_with_facts - a.calls_with_facts
+      FROM (""" + SUBJECT_DAYS_OF_T + """) a
+     WHERE r.project_id = %(project_id)s AND r.day = a.day AND r.subject_id = a.subject_id
+    RETURNING 1
+), f AS (
+    UPDATE {fact_served_day} r SET served = r.served - a.served
+      FROM (""" + FACT_DAYS_OF_T + """) a
+     WHERE r.project_id = %(project_id)s AND r.fact_id = a.fact_id AND r.day = a.day
+    RETURNING 1
+)
+SELECT (SELECT count(*) FROM t) AS traces
+"""
+_WITH_TD = "td AS MATERIALIZED (" + DECISIONS_OF_T + "),"
+SUBTRACT_SUBJECT_SQL = with_tables("WITH t AS MATERIALIZED (" + TRACES_OF_SUBJECT + ")," + _WITH_TD + _SUBTRACT_FROM_T,
+                                   **_ROLLUP_TABLES)
+SUBTRACT_TRACES_SQL = with_tables("WITH t AS MATERIALIZED (" + TRACES_BY_ID + ")," + _WITH_TD + _SUBTRACT_FROM_T,
+                                  **_ROLLUP_TABLES)
+
+EMPTIED_ROWS_SQL = [
+    with_tables("DELETE FROM {t} WHERE project_id = %(project_id)s AND context_calls = 0", t=HourTotals),
+    with_tables("DELETE FROM {t} WHERE project_id = %(project_id)s AND calls = 0", t=HourLatencies),
+    with_tables("DELETE FROM {t} WHERE project_id = %(project_id)s AND context_calls = 0", t=SubjectDay),
+    with_tables("DELETE FROM {t} WHERE project_id = %(project_id)s AND served = 0", t=FactServedDay),
+]
+
+
+def _subtract(project_id: str, statement: str, params: dict) -> None:
+    mark = rolled_until(project_id)
+    if mark is None:
+        return
+    with connection.cursor() as cursor:
+        cursor.execute(statement, {**params, "project_id": project_id, "rolled_until": mark})
+        for statement in EMPTIED_ROWS_SQL:
+            cursor.execute(statement, {"project_id": project_id})
+
+
+def rollup_erase(project_id: str, subject_id: str | None, trace_ids: list | None) -> dict[str, int]:
+    """Called by the traces' erasers (traces.services.register_before_erase) before they delete traces, under
+    their trace lock: a subject's traces (trace_ids None), some of them (a revoked category's), or a whole
+    project (subject_id None). Their share goes out of the totals and latencies; a subject's daily rows go
+    whole, of every period (those of pruned traces too). Returns the subject's rows deleted."""
+    _lock(project_id, shared=True)
+    if subject_id is None:
+        counts = {"stats_subject_days": SubjectDay.objects.filter(project_id=project_id).delete()[0],
+                  "stats_fact_days": FactServedDay.objects.filter(project_id=project_id).delete()[0]}
+        for model in (HourTotals, HourLatencies, RollupMark):
+            model.objects.filter(project_id=project_id).delete()
+        return counts
+    if trace_ids is not None:
+        _subtract(project_id, SUBTRACT_TRACES_SQL, {"trace_ids": [str(i) for i in trace_ids]})
+        return {}
+    counts = {  # first: the subtraction would leave none of them to count
+        "stats_subject_days": SubjectDay.objects.filter(project_id=project_id, subject_id=subject_id).delete()[0],
+        "stats_fact_days": FactServedDay.objects.filter(project_id=project_id, subject_id=subject_id).delete()[0],
+    }
+    _subtract(project_id, SUBTRACT_SUBJECT_SQL, {"subject_id": subject_id})
+    return counts
+
+
+def rollup_erase_facts(project_id: str, subject_id: str, fact_ids: list) -> dict[str, int]:
+    """Registered with facts.services' erasure of a category: the days the revoked facts were served that
+    outlived their traces (pruned); the share of the traces erased with them went out first (rollup_erase)."""
+    deleted, _ = FactServedDay.objects.filter(project_id=project_id, subject_id=subject_id, fact_id__in=fact_ids).delete()
+    return {"stats_fact_days": deleted}
