@@ -196,7 +196,10 @@ def test_a_projects_erasure_deletes_its_rollup(calls):
 
 def test_the_api_reads_the_rollup_under_row_security(api, calls):
     # given the API's answer from the raw query (nothing rolled up yet)
-    params = {"project_id": PROJECT, "since": "2026-03-01T08:00:00Z", "until": "2026-03-06T20:00:00Z"}
+    # Whole days: once traces are pruned, the rollup answers for what it holds, whole hours (totals, latencies) and
+    # whole days (subjects, facts served); a period's partial first or last day of facts served comes from the raw
+    # traces, which the prune deleted.
+    params = {"project_id": PROJECT, "since": "2026-03-01T00:00:00Z", "until": "2026-03-07T00:00:00Z"}
     raw = api.get("/v1/stats/overview", params).json()
     # when the week is rolled up, and its traces then pruned (so that only the rollup can answer)
     stats_rollup(now=AFTER_ALL)

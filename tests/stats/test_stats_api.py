@@ -25,7 +25,8 @@ def test_overview_numbers_on_a_known_week(api, week):
     assert body["empty_reasons"] == {"no_relevant_memory": 1}
     assert body["decisions_by_reason_code"] == {
         "included": 4, "multi_hop_expansion": 0, "over_budget": 1, "below_relevance_floor": 2,
-        "conflict_open": 2, "volatility_expired": 0, "consent_missing": 0,
+        "conflict_open": 2, "volatility_expired": 0, "consent_missing": 0, "below_min_score": 0,
+        "superseded_in_context": 0,
     }
     assert body["mean_used_tokens"] == 47.5
     assert body["latency_ms"] == {"p50": 25.0, "p95": 38.5}  # percentile_cont over 10, 20, 30, 40

@@ -114,22 +114,29 @@ def test_traces_are_read_only_even_for_a_superuser(client, calls):
     assert Trace.objects.get(id=calls["served"]).query == "What should Alice avoid eating?"
 
 
-def test_a_tiered_trace_shows_identity_and_procedure_decisions_with_their_tiers(browser):
+def _tiered_trace(rows):
+    """A tiered call's trace holding `rows` (DecisionRow), written by the trace writer."""
     from django.utils import timezone
 
+    from traces.services import trace_record
+
+    return trace_record(trace={
+        "project_id": PROJECT, "subject_id": "alice", "query": "how?", "budget_tokens": 900, "used_tokens": 9,
+        "status": "ok", "empty_reason": None, "warnings": [], "rendered": "", "facts_served": 1, "episodes_served": 0,
+        "candidates": len(rows), "embedder": "hashing", "timings": {}, "latency_ms": 1.0, "created_at": timezone.now()},
+        decisions=rows)
+
+
+def test_a_tiered_trace_shows_identity_and_procedure_decisions_with_their_tiers(browser):
     from tests.facts.factories import IdentityBlockFactory, ProcedureFactory
-    from traces.services import DecisionRow, trace_record
+    from traces.services import DecisionRow
 
     block, procedure, fact = IdentityBlockFactory(text="Be brief."), ProcedureFactory(title="Deploying"), FactFactory()
     rows = [DecisionRow(item_type=kind, item_id=item.id, reason_code="included", rank=1, score=None, similarity=None,
                         cosine_distance=None, text_rank=None, recency=None, tokens=3, tier=tier)
             for kind, item, tier in [("procedure", procedure, "procedures"), ("fact", fact, "facts"),
                                      ("identity", block, "identity")]]
-    trace_id = trace_record(trace={
-        "project_id": PROJECT, "subject_id": "alice", "query": "how?", "budget_tokens": 900, "used_tokens": 9,
-        "status": "ok", "empty_reason": None, "warnings": [], "rendered": "", "facts_served": 1, "episodes_served": 0,
-        "candidates": 3, "embedder": "hashing", "timings": {}, "latency_ms": 1.0, "created_at": timezone.now()},
-        decisions=rows)
+    trace_id = _tiered_trace(rows)
     html = browser.get(f"{URL}{trace_id}/change/").content.decode()
     shown = re.findall(r'<td class="num">1</td>\s*<td>([\w ]+)</td>\s*<td>(\w*)</td>.*?href="(/admin/facts/\w+/[0-9a-f-]+/change/)"',
                        html, re.S)
@@ -143,9 +150,7 @@ def test_a_tiered_trace_shows_identity_and_procedure_decisions_with_their_tiers(
 
 def test_a_fact_superseded_in_context_links_to_the_newer_fact(browser):
     # given a tiered call that served the newer of two contradicting facts and excluded the older for the call
-    from django.utils import timezone
-
-    from traces.services import DecisionRow, trace_record
+    from traces.services import DecisionRow
 
     older, newer = FactFactory(text="Alice lives in Paris."), FactFactory(text="Alice no longer lives in Paris.")
     rows = [DecisionRow(item_type="fact", item_id=newer.id, reason_code="included", rank=1, score=0.9, similarity=0.9,
@@ -153,11 +158,7 @@ def test_a_fact_superseded_in_context_links_to_the_newer_fact(browser):
             DecisionRow(item_type="fact", item_id=older.id, reason_code="superseded_in_context", rank=2, score=0.8,
                         similarity=0.8, cosine_distance=0.2, text_rank=0.5, recency=0.9, tokens=5, tier="facts",
                         by_item=newer.id)]
-    trace_id = trace_record(trace={
-        "project_id": PROJECT, "subject_id": "alice", "query": "where?", "budget_tokens": 900, "used_tokens": 9,
-        "status": "ok", "empty_reason": None, "warnings": [], "rendered": "", "facts_served": 1, "episodes_served": 0,
-        "candidates": 2, "embedder": "hashing", "timings": {}, "latency_ms": 1.0, "created_at": timezone.now()},
-        decisions=rows)
+    trace_id = _tiered_trace(rows)
     # when a curator opens the trace
     html = browser.get(f"{URL}{trace_id}/change/").content.decode()
     # then the older fact's row says why, and links to the fact that won
