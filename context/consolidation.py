@@ -64,20 +64,24 @@ SELECT w.id, l.id, w.text, l.text, 1 - (w.embedding <=> l.embedding)
     fact=Fact,
 )
 
-# Projects and their subjects holding facts: a loose scan of facts_fact_scope_status, one probe per scope.
-SCOPES_SQL = """
+# Projects and their subjects holding facts: a loose scan of facts_fact_scope_status, one probe per scope. Of
+# one project, each probe names it (a single-shard statement on a database distributed by project,
+# docs/scaling.md); of every project, it walks them all.
+_SCOPES_SQL = """
 WITH RECURSIVE s AS (
-    (SELECT project_id, subject_id FROM facts_fact WHERE %(project_id)s::text IS NULL OR project_id = %(project_id)s
+    (SELECT project_id, subject_id FROM facts_fact {first}
       ORDER BY project_id, subject_id LIMIT 1)
     UNION ALL
     SELECT n.project_id, n.subject_id FROM s CROSS JOIN LATERAL (
         SELECT f.project_id, f.subject_id FROM facts_fact f
-         WHERE (f.project_id, f.subject_id) > (s.project_id, s.subject_id)
-           AND (%(project_id)s::text IS NULL OR f.project_id = %(project_id)s)
+         WHERE (f.project_id, f.subject_id) > (s.project_id, s.subject_id){next}
          ORDER BY f.project_id, f.subject_id LIMIT 1) n
 )
 SELECT project_id, subject_id FROM s
 """
+SCOPES_SQL = _SCOPES_SQL.format(first="", next="")
+PROJECT_SCOPES_SQL = _SCOPES_SQL.format(first="WHERE project_id = %(project_id)s",
+                                        next=" AND f.project_id = %(project_id)s")
 
 
 @dataclass
@@ -99,7 +103,7 @@ class ConsolidationReport:
 
 def _scopes(project_id: str | None) -> dict[str, list[str]]:
     with connection.cursor() as cursor:
-        cursor.execute(SCOPES_SQL, {"project_id": project_id})
+        cursor.execute(SCOPES_SQL if project_id is None else PROJECT_SCOPES_SQL, {"project_id": project_id})
         scopes: dict[str, list[str]] = {}
         for project, subject in cursor.fetchall():
             scopes.setdefault(project, []).append(subject)

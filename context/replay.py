@@ -63,7 +63,7 @@ def context_replay(*, trace: Trace, as_of: str = AS_OF_NOW, overrides: dict | No
                               options=CallOptions.from_dict(recorded.get("options")))
     if not Trace.objects.filter(id=packet["trace_id"]).exists():
         raise ReplayRefused("the subject was erased while the replay ran")
-    replayed = trace_decisions(trace=Trace(id=packet["trace_id"]))
+    replayed = trace_decisions(trace=Trace(id=packet["trace_id"], project_id=trace.project_id))
     return {
         "trace_id": packet["trace_id"],
         "replay_of": str(trace.id),

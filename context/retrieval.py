@@ -3,7 +3,10 @@
 Invariants (each query below keeps all of them; tests/context/test_retrieval_plans.py checks the plans):
 1. Scope first: every query filters the exact scope `project_id = %(project_id)s AND subject_id = %(subject_id)s`;
    procedures, which may be written for the whole project, the subject's and the project-wide ones:
-   `subject_id IN (%(subject_id)s, '')`, never another subject's.
+   `subject_id IN (%(subject_id)s, '')`, never another subject's. Every other table a query reads (conflict sets
+   and members, a leg's rows fetched again by id) it filters on the project too: each statement then names its
+   project for every table, what a database distributed by project needs to run it on one shard
+   (docs/scaling.md; tests/context/test_statements_filter_on_project.py).
 2. Hard filters before any score: `status = 'active'` and `valid_to IS NULL OR valid_to > %(now)s` sit in the
    WHERE clause of each fact leg, so a retracted, superseded or no-longer-valid fact is never scored (events
    have no status or validity: the scope is their only filter; procedures have a status and no validity).
@@ -339,10 +342,11 @@ _FACT_COLUMNS = """
 # Why a fact `f` is blocked: the ranked queries return both as flags, multi-hop filters them out.
 # The scope columns are redundant (a set holds facts of one scope) but bound every plan to the scope: with
 # `status = 'open'` alone, a planner that trusts small statistics walks every open set of every project
-# through facts_conflict_scope_status, once per candidate (tests/context/test_cross_tenant_plans.py).
+# through facts_conflict_scope_status, once per candidate (tests/context/test_cross_tenant_plans.py). The project
+# is the call's parameter rather than f's column: `f` is often a leg's subquery, which names no table.
 _IN_OPEN_CONFLICT = """EXISTS (SELECT 1 FROM facts_conflictmember m JOIN facts_conflictset s ON s.id = m.conflict_set_id
-                WHERE m.fact_id = f.id AND s.project_id = f.project_id AND s.subject_id = f.subject_id
-                  AND s.status = 'open')"""
+                WHERE m.fact_id = f.id AND m.project_id = %(project_id)s AND s.project_id = %(project_id)s
+                  AND s.subject_id = f.subject_id AND s.status = 'open')"""
 _EXPIRED = """((f.volatility = 'stable' AND f.last_confirmed_at < %(stable_cutoff)s)
          OR (f.volatility = 'volatile' AND f.last_confirmed_at < %(volatile_cutoff)s))"""
 
@@ -472,7 +476,7 @@ def _hybrid_sql(src: _Source, *, exact: bool) -> str:
      LIMIT %(dense_k)s
 ), dense AS (
     SELECT {src.row}
-      FROM nearest JOIN {src.table} {a} ON {a}.id = nearest.id
+      FROM nearest JOIN {src.table} {a} ON {a}.id = nearest.id AND {a}.project_id = %(project_id)s
 )"""
     else:
         dense = f"""dense AS (
@@ -526,7 +530,7 @@ WITH lexical AS (
 SELECT {_FACT_COLUMNS},
        NULL::float8 AS similarity, NULL::float8 AS distance,
 {_SCORED_POOL}
-  FROM pool JOIN facts_fact f ON f.id = pool.id
+  FROM pool JOIN facts_fact f ON f.id = pool.id AND f.project_id = %(project_id)s
  LIMIT %(candidate_limit)s
 """
 
@@ -694,8 +698,9 @@ SELECT a.id, b.id, 1 - p.distance AS similarity
  WHERE p.distance <= 1 - %(min_similarity)s
    AND NOT EXISTS (SELECT 1 FROM facts_conflictmember ma
                      JOIN facts_conflictmember mb ON mb.conflict_set_id = ma.conflict_set_id AND mb.fact_id = b.id
-                     JOIN facts_conflictset s ON s.id = ma.conflict_set_id
-                    WHERE ma.fact_id = a.id AND s.project_id = %(project_id)s AND s.subject_id = %(subject_id)s)
+                                                 AND mb.project_id = ma.project_id
+                     JOIN facts_conflictset s ON s.id = ma.conflict_set_id AND s.project_id = ma.project_id
+                    WHERE ma.fact_id = a.id AND ma.project_id = %(project_id)s AND s.subject_id = %(subject_id)s)
  ORDER BY p.distance, a.id, b.id
  LIMIT %(max_pairs)s
 """

@@ -46,7 +46,8 @@ _FACTS_AT = """f.project_id = %(project_id)s AND f.subject_id = %(subject_id)s
                    AND (f.valid_to IS NULL OR f.valid_to > %(now)s)"""
 
 _IN_OPEN_CONFLICT_AT = """EXISTS (SELECT 1 FROM facts_conflictmember m JOIN facts_conflictset s ON s.id = m.conflict_set_id
-                WHERE m.fact_id = f.id AND s.project_id = f.project_id AND s.subject_id = f.subject_id
+                WHERE m.fact_id = f.id AND m.project_id = %(project_id)s AND s.project_id = %(project_id)s
+                  AND s.subject_id = f.subject_id
                   AND s.opened_at <= %(now)s AND (s.resolved_at IS NULL OR s.resolved_at > %(now)s)
                   AND m.added_at <= %(now)s)"""
 

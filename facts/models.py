@@ -197,10 +197,14 @@ class Fact(ScopedModel):
     recorded_from = models.DateTimeField()
     recorded_to = models.DateTimeField(null=True, blank=True)
     last_confirmed_at = models.DateTimeField(help_text="Volatility TTLs count from here; a repeat write moves it.")
+    # No database constraint from Django on these two: the database's keys are (id, project_id) (docs/scaling.md),
+    # and the constraints are composite, (x_id, project_id) -> (id, project_id), written by
+    # facts/migrations/0012_project_in_keys: a fact can only point at a row of its own project.
     superseded_by = models.ForeignKey(
-        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="supersedes"
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="supersedes", db_constraint=False,
     )
-    source_event = models.ForeignKey(Event, null=True, blank=True, on_delete=models.SET_NULL, related_name="facts")
+    source_event = models.ForeignKey(Event, null=True, blank=True, on_delete=models.SET_NULL, related_name="facts",
+                                     db_constraint=False)
     metadata = models.JSONField(default=dict, blank=True)
 
     class Meta:
@@ -284,13 +288,18 @@ class ConflictSet(ScopedModel):
 
 
 class ConflictMember(models.Model):
-    conflict_set = models.ForeignKey(ConflictSet, on_delete=models.CASCADE, related_name="members")
-    fact = models.ForeignKey(Fact, on_delete=models.CASCADE, related_name="conflict_memberships")
+    # Its set's project, written with the row: the distribution column every scoped table holds (docs/scaling.md),
+    # which the composite foreign keys to the set and the fact include, and row security filters on.
+    project_id = models.CharField(max_length=SCOPE_ID_MAX)
+    # Composite constraints in the database, as on Fact (facts/migrations/0012_project_in_keys).
+    conflict_set = models.ForeignKey(ConflictSet, on_delete=models.CASCADE, related_name="members", db_constraint=False)
+    fact = models.ForeignKey(Fact, on_delete=models.CASCADE, related_name="conflict_memberships", db_constraint=False)
     added_at = models.DateTimeField()
     kept = models.BooleanField(null=True, blank=True, help_text="Set when the set is resolved.")
 
     class Meta:
-        constraints = [models.UniqueConstraint(name="conflict_member_unique", fields=["conflict_set", "fact"])]
+        constraints = [models.UniqueConstraint(name="conflict_member_unique",
+                                               fields=["conflict_set", "fact", "project_id"])]
         indexes = [models.Index(name="facts_conflictmember_fact", fields=["fact"])]
 
 

@@ -218,7 +218,10 @@ def expired_q(now: datetime | None = None) -> Q:
 
 
 def in_open_conflict_q() -> Q:
-    return Q(Exists(ConflictMember.objects.filter(fact=OuterRef("pk"), conflict_set__status=ConflictStatus.OPEN)))
+    # The member's and its set's project equal the fact's: each reads in the fact's project (docs/scaling.md).
+    return Q(Exists(ConflictMember.objects.filter(project_id=OuterRef("project_id"), fact=OuterRef("pk"),
+                                                  conflict_set__project_id=OuterRef("project_id"),
+                                                  conflict_set__status=ConflictStatus.OPEN)))
 
 
 def event_get(*, project_id: str, event_id) -> Event | None:

@@ -104,15 +104,32 @@ def _lock_scopes(scopes) -> None:
             )
 
 
+def _by_project(ids_by_project: dict) -> Q:
+    """Rows by id, each with its project: every lookup of the store names the project of the rows it reads, what
+    a database distributed by project routes on (docs/scaling.md)."""
+    condition = Q(pk__in=[])
+    for project_id, ids in ids_by_project.items():
+        condition |= Q(project_id=project_id, id__in=list(ids))
+    return condition
+
+
+def _of_facts(facts) -> Q:
+    ids_by_project = defaultdict(list)
+    for fact in facts:
+        ids_by_project[fact.project_id].append(fact.id)
+    return _by_project(ids_by_project)
+
+
 def _check_source_events(items: list[FactInput]) -> None:
     wanted = {i: item for i, item in enumerate(items) if item.source_event_id}
     if not wanted:
         return
+    by_project = defaultdict(set)
+    for it in wanted.values():
+        by_project[it.project_id].add(str(it.source_event_id))
     found = {
         (str(e.id), e.project_id, e.subject_id)
-        for e in Event.objects.filter(id__in={str(it.source_event_id) for it in wanted.values()}).only(
-            "id", "project_id", "subject_id"
-        )
+        for e in Event.objects.filter(_by_project(by_project)).only("id", "project_id", "subject_id")
     }
     errors = [
         {"index": i, "field": "source_event_id", "message": "no event with this id in the fact's scope"}
@@ -262,6 +279,7 @@ class _Plan:
     """The batch classified. `results[i]` is None for an item answered by a fact that `duplicate_of[i]` names
     (one stored, or one of `new`), filled in once the new facts are written."""
     results: list[FactWriteResult | None]
+    projects: set[str] = field(default_factory=set)  # the batch's
     new: list[_NewFact] = field(default_factory=list)  # in item order
     duplicate_of: dict[int, object] = field(default_factory=dict)
     reconfirm: dict[object, Fact] = field(default_factory=dict)  # stored facts an item repeats
@@ -344,7 +362,7 @@ def _classify(batch: _Batch, stored: _Stored, *, now) -> _Plan:
     duplicates a stored or earlier fact without contradicting any, is answered by that fact; any other is a
     new fact, with the stored and earlier facts it contradicts."""
     min_similarity = settings.HAKI_CONFLICT_MIN_SIMILARITY
-    plan = _Plan(results=[None] * len(batch.items))
+    plan = _Plan(results=[None] * len(batch.items), projects={item.project_id for item in batch.items})
     earlier = _EarlierFacts(batch.vectors, batch.by_scope)
     statements = _Statements()
     new_by_hash: dict[tuple, Fact] = {}
@@ -387,7 +405,7 @@ def _persist(plan: _Plan, *, actor: str, now, projects: dict[str, selectors.Proj
     Fact.objects.bulk_create([n.fact for n in plan.new])
     _answer_duplicates(plan)
     if plan.reconfirm:
-        Fact.objects.filter(id__in=list(plan.reconfirm)).update(last_confirmed_at=now)
+        Fact.objects.filter(_of_facts(plan.reconfirm.values())).update(last_confirmed_at=now)
         for fact in plan.reconfirm.values():
             fact.last_confirmed_at = now
     # A new fact's conflict set is reported by its own result and by each item it answers as a duplicate.
@@ -407,7 +425,8 @@ def _answer_duplicates(plan: _Plan) -> None:
     """Near-duplicates of facts already stored or just stored: the stored one answers, re-confirmed."""
     new_by_id = {n.fact.id: n.fact for n in plan.new}
     missing = {fact_id for fact_id in plan.duplicate_of.values() if fact_id not in new_by_id}
-    stored = {f.id: f for f in Fact.objects.filter(id__in=missing).defer("embedding", "search_vector")}
+    stored = {f.id: f for f in Fact.objects.filter(project_id__in=plan.projects, id__in=missing)
+              .defer("embedding", "search_vector")} if missing else {}
     for i, fact_id in plan.duplicate_of.items():
         fact = new_by_id.get(fact_id) or stored[fact_id]
         if fact.id not in new_by_id:
@@ -427,10 +446,11 @@ def _record_conflict(fact: Fact, conflicts, *, actor: str, now, policy: str) -> 
             resolved_at=now, resolved_by="system:newest_wins", note="Newest fact kept by the project's conflict policy.",
         )
         ConflictMember.objects.bulk_create(
-            [ConflictMember(conflict_set=conflict_set, fact=fact, added_at=now, kept=True)]
-            + [ConflictMember(conflict_set=conflict_set, fact_id=o, added_at=now, kept=False) for o in other_ids]
+            [ConflictMember(project_id=fact.project_id, conflict_set=conflict_set, fact=fact, added_at=now, kept=True)]
+            + [ConflictMember(project_id=fact.project_id, conflict_set=conflict_set, fact_id=o, added_at=now, kept=False)
+               for o in other_ids]
         )
-        _supersede(other_ids, by=fact.id, now=now)
+        _supersede(other_ids, by=fact.id, now=now, project_id=fact.project_id)
         return conflict_set
 
     # Pairwise membership: the new fact joins each open set holding a fact it contradicts (by a rule, above
@@ -440,11 +460,14 @@ def _record_conflict(fact: Fact, conflicts, *, actor: str, now, policy: str) -> 
     # average on LoCoMo's chats, each blocking all of them).
     open_sets = list(
         ConflictSet.objects.select_for_update()
-        .filter(status=ConflictStatus.OPEN, id__in=ConflictMember.objects.filter(fact_id__in=other_ids).values("conflict_set_id"))
+        .filter(project_id=fact.project_id, status=ConflictStatus.OPEN,
+                id__in=ConflictMember.objects.filter(project_id=fact.project_id, fact_id__in=other_ids)
+                .values("conflict_set_id"))
         .order_by("opened_at", "id")
     )
     in_open_sets = set(
-        ConflictMember.objects.filter(conflict_set__in=open_sets, fact_id__in=other_ids).values_list("fact_id", flat=True)
+        ConflictMember.objects.filter(project_id=fact.project_id, conflict_set__in=open_sets, fact_id__in=other_ids)
+        .values_list("fact_id", flat=True)
     )
     loose = [f for f in other_ids if f not in in_open_sets]
     if not open_sets:
@@ -452,8 +475,9 @@ def _record_conflict(fact: Fact, conflicts, *, actor: str, now, policy: str) -> 
             project_id=fact.project_id, subject_id=fact.subject_id, signal=signal.rule,
             signal_detail=signal.detail[:SIGNAL_DETAIL_MAX], similarity=similarity, opened_at=now,
         )]
-    members = [ConflictMember(conflict_set=s, fact=fact, added_at=now) for s in open_sets]
-    members += [ConflictMember(conflict_set=open_sets[0], fact_id=f, added_at=now) for f in loose]
+    members = [ConflictMember(project_id=fact.project_id, conflict_set=s, fact=fact, added_at=now) for s in open_sets]
+    members += [ConflictMember(project_id=fact.project_id, conflict_set=open_sets[0], fact_id=f, added_at=now)
+                for f in loose]
     ConflictMember.objects.bulk_create(members)
     logger.info("conflict set %s: %s (similarity %.3f)", open_sets[0].id, signal.rule, similarity)
     return open_sets[0]
@@ -473,7 +497,8 @@ def _pairs_to_record(project_id: str, subject_id: str, pairs) -> dict[uuid.UUID,
     active = set(Fact.objects.filter(id__in={i for key in best for i in key}, project_id=project_id,
                                      subject_id=subject_id, status=FactStatus.ACTIVE).values_list("id", flat=True))
     sets_of: dict[uuid.UUID, set] = defaultdict(set)
-    for set_id, fact_id in ConflictMember.objects.filter(fact_id__in=active).values_list("conflict_set_id", "fact_id"):
+    members = ConflictMember.objects.filter(project_id=project_id, fact_id__in=active)
+    for set_id, fact_id in members.values_list("conflict_set_id", "fact_id"):
         sets_of[fact_id].add(set_id)
     by_winner: dict[uuid.UUID, list[tuple]] = defaultdict(list)
     for (winner, loser), pair in best.items():
@@ -500,7 +525,7 @@ def _record_contradictions(*, project_id: str, subject_id: str, pairs, actor: st
     now = timezone.now()
     distinct = {(str(p.winner_id), str(p.loser_id)) for p in pairs if str(p.winner_id) != str(p.loser_id)}
     by_winner = _pairs_to_record(project_id, subject_id, pairs)
-    winners = sorted(Fact.objects.filter(id__in=list(by_winner)).defer("embedding", "search_vector"),
+    winners = sorted(Fact.objects.filter(project_id=project_id, id__in=list(by_winner)).defer("embedding", "search_vector"),
                      key=lambda f: (f.valid_from or f.recorded_from, f.recorded_from, str(f.id)), reverse=True)
     gone: set[uuid.UUID] = set()
     done = ContradictionsRecorded()
@@ -581,7 +606,7 @@ def fact_merge_duplicates(*, project_id: str, subject_id: str, recorded_since: d
         if not pairs:
             return 0
         ids = {i for a, b, _ in pairs for i in (a, b)}
-        facts = {f.id: f for f in Fact.objects.filter(id__in=ids, status=FactStatus.ACTIVE)
+        facts = {f.id: f for f in Fact.objects.filter(project_id=project_id, id__in=ids, status=FactStatus.ACTIVE)
                  .exclude(selectors.in_open_conflict_q()).only("id", "text", "recorded_from", "last_confirmed_at")}
         statements = _Statements()
         now = timezone.now()
@@ -593,15 +618,15 @@ def fact_merge_duplicates(*, project_id: str, subject_id: str, recorded_since: d
             if pair_verdict(statements(newer.text), statements(older.text), similarity)[0] != DUPLICATE:
                 continue
             if newer.last_confirmed_at > older.last_confirmed_at:
-                Fact.objects.filter(id=older.id).update(last_confirmed_at=newer.last_confirmed_at)
+                Fact.objects.filter(project_id=project_id, id=older.id).update(last_confirmed_at=newer.last_confirmed_at)
                 older.last_confirmed_at = newer.last_confirmed_at
-            merged += _supersede([newer.id], by=older.id, now=now)
+            merged += _supersede([newer.id], by=older.id, now=now, project_id=project_id)
             del facts[newer.id]
         return merged
 
 
-def _supersede(fact_ids, *, by, now) -> int:
-    return Fact.objects.filter(id__in=list(fact_ids), status=FactStatus.ACTIVE).update(
+def _supersede(fact_ids, *, by, now, project_id: str) -> int:
+    return Fact.objects.filter(project_id=project_id, id__in=list(fact_ids), status=FactStatus.ACTIVE).update(
         status=FactStatus.SUPERSEDED, recorded_to=now, superseded_by_id=by
     )
 
@@ -650,7 +675,7 @@ def fact_update(*, fact: Fact, changes: dict, actor: str) -> FactWriteResult:
         if old.status != FactStatus.ACTIVE:
             raise ServiceValidationError([{"index": None, "field": "status", "message": f"the fact is {old.status}"}])
         result = _store_facts([item], vector, actor=actor, exclude_ids=[old.id])[0]
-        _supersede([old.id], by=result.fact.id, now=timezone.now())
+        _supersede([old.id], by=result.fact.id, now=timezone.now(), project_id=old.project_id)
         return result
 
 
@@ -749,7 +774,7 @@ def conflict_resolve(
             if keep_ids[0] not in active:
                 raise ServiceValidationError([{"index": None, "field": "keep", "message": "the first kept fact is no longer active"}])
             others = [m for m in member_ids if str(m) not in keep_ids]
-            _supersede(others, by=keep_ids[0], now=now)
+            _supersede(others, by=keep_ids[0], now=now, project_id=conflict_set.project_id)
             conflict_set.members.filter(fact_id__in=keep_ids).update(kept=True)
             conflict_set.members.filter(fact_id__in=others).update(kept=False)
             conflict_set.status = ConflictStatus.RESOLVED
@@ -808,7 +833,7 @@ def _erase(project_id: str, subject_id: str | None) -> dict[str, int]:
          " OR (l.content_type_id = %(ct_procedure)s AND l.object_id IN (SELECT x.id::text FROM facts_procedure x WHERE "
          + erase_condition(subject_id, "x") + "))"),
         ("conflict_members", "DELETE FROM facts_conflictmember m USING facts_conflictset c"
-         " WHERE m.conflict_set_id = c.id AND " + erase_condition(subject_id, "c")),
+         " WHERE m.conflict_set_id = c.id AND m.project_id = c.project_id AND " + erase_condition(subject_id, "c")),
         ("conflict_sets", "DELETE FROM facts_conflictset c WHERE " + erase_condition(subject_id, "c")),
         ("facts", "DELETE FROM facts_fact f WHERE " + erase_condition(subject_id, "f")),
         ("events", "DELETE FROM facts_event e WHERE " + erase_condition(subject_id, "e")),
@@ -858,13 +883,20 @@ def _erase_category(project_id: str, subject_id: str, category: str) -> dict[str
         return counts
     for _, eraser in _FACT_ERASERS:
         counts.update(eraser(project_id, subject_id, fact_ids))
-    set_ids = list(ConflictMember.objects.filter(fact_id__in=fact_ids).values_list("conflict_set_id", flat=True).distinct())
-    counts["conflict_members"], _ = ConflictMember.objects.filter(conflict_set_id__in=set_ids).delete()
-    counts["conflict_sets"], _ = ConflictSet.objects.filter(id__in=set_ids).delete()
-    counts["successors_lost"] = (Fact.objects.filter(superseded_by_id__in=fact_ids).exclude(id__in=fact_ids)
-                                 .update(status=FactStatus.RETRACTED, superseded_by=None))
-    with connection.cursor() as cursor:  # one statement: versions point at each other (superseded_by)
-        cursor.execute("DELETE FROM facts_fact WHERE id = ANY(%s)", [fact_ids])
+    set_ids = list(ConflictMember.objects.filter(project_id=project_id, fact_id__in=fact_ids)
+                   .values_list("conflict_set_id", flat=True).distinct())
+    counts["successors_lost"] = (Fact.objects.filter(project_id=project_id, superseded_by_id__in=fact_ids)
+                                 .exclude(id__in=fact_ids).update(status=FactStatus.RETRACTED, superseded_by=None))
+    # Plain DELETEs: the ORM's collector would delete a set's members again, by set id alone.
+    params = {"p": project_id, "sets": set_ids, "facts": fact_ids}
+    with connection.cursor() as cursor:
+        cursor.execute("DELETE FROM facts_conflictmember WHERE project_id = %(p)s AND conflict_set_id = ANY(%(sets)s)",
+                       params)
+        counts["conflict_members"] = cursor.rowcount
+        cursor.execute("DELETE FROM facts_conflictset WHERE project_id = %(p)s AND id = ANY(%(sets)s)", params)
+        counts["conflict_sets"] = cursor.rowcount
+        # one statement: versions point at each other (superseded_by)
+        cursor.execute("DELETE FROM facts_fact WHERE project_id = %(p)s AND id = ANY(%(facts)s)", params)
         counts["facts"] = cursor.rowcount
     # The admin's history of these facts and sets holds their text (object_repr, change messages).
     types = ContentType.objects.get_for_models(Fact, ConflictSet)

@@ -562,7 +562,7 @@ _COPY = {
             " source_event_id, metadata, embedding) FROM STDIN",
     "conflict_set": "COPY facts_conflictset (id, project_id, subject_id, status, signal, signal_detail, similarity,"
                     " opened_at, resolved_at, resolved_by, note) FROM STDIN",
-    "member": "COPY facts_conflictmember (conflict_set_id, fact_id, added_at, kept) FROM STDIN",
+    "member": "COPY facts_conflictmember (project_id, conflict_set_id, fact_id, added_at, kept) FROM STDIN",
 }
 _COPY_LINE = re.compile(r"\bline (\d+)")
 
@@ -614,7 +614,8 @@ class _Writer:
                 _copy(cursor, _COPY[kind], [_row(kind, line.record, None) for line in lines], numbers)
                 members = [(line, m) for line in lines for m in line.record["members"]]
                 _copy(cursor, _COPY["member"],
-                      [(line.record["id"], m["fact"], m["added_at"], m["kept"]) for line, m in members],
+                      [(line.record["project_id"], line.record["id"], m["fact"], m["added_at"], m["kept"])
+                       for line, m in members],
                       [line.number for line, _ in members])
             else:
                 _copy(cursor, _COPY[kind], [_row(kind, line.record, v) for line, v in zip(lines, self._vectors(lines))],

@@ -15,7 +15,8 @@ Both are NOLOGIN, NOSUPERUSER, NOBYPASSRLS roles the connecting user switches to
 pool as the connecting user with nothing set, and no value reaches the next request. Superusers and table
 owners bypass row security (the tables are not FORCEd), so what does not switch runs as the connecting user
 and sees every project on purpose: migrations, management commands, the benchmark and evaluation scripts,
-a test's own set-up. Conflict members, without project_id, are visible when their set is.
+a test's own set-up. Every such table holds its own project_id (conflict members since
+facts/migrations/0012_project_in_keys; before, they were visible when their set was: enable_child_sql).
 """
 from __future__ import annotations
 

@@ -116,8 +116,8 @@ LOAD_SQL = [
        FROM generate_series(0, {OPEN_CONFLICTS - 1}) AS s
      """),
     ("conflict members", f"""
-     INSERT INTO facts_conflictmember (conflict_set_id, fact_id, added_at)
-     SELECT md5('{PROJECT}/conflict/' || s)::uuid, md5('{PROJECT}/fact/' || (s * {FACTS_PER_SUBJECT} + k))::uuid, now()
+     INSERT INTO facts_conflictmember (project_id, conflict_set_id, fact_id, added_at)
+     SELECT %(project)s, md5('{PROJECT}/conflict/' || s)::uuid, md5('{PROJECT}/fact/' || (s * {FACTS_PER_SUBJECT} + k))::uuid, now()
        FROM generate_series(0, {OPEN_CONFLICTS - 1}) AS s CROSS JOIN generate_series(0, 1) AS k
      """),
 ]

@@ -299,7 +299,7 @@ def check_invariants(work: Workload) -> dict[str, list]:
                   count(*) FILTER (WHERE d.decision = 'included' AND d.item_type = 'fact'),
                   count(*) FILTER (WHERE d.decision = 'included' AND d.item_type = 'event')
            FROM traces_trace t LEFT JOIN traces_decision d ON d.trace_id = t.id
-           WHERE t.project_id = %(p)s GROUP BY t.id
+           WHERE t.project_id = %(p)s GROUP BY t.id, t.project_id
            HAVING t.facts_served <> count(*) FILTER (WHERE d.decision = 'included' AND d.item_type = 'fact')
                OR t.episodes_served <> count(*) FILTER (WHERE d.decision = 'included' AND d.item_type = 'event')""", p)
     problems["decision_names_missing_item"] = _rows(

@@ -30,11 +30,11 @@ TRACE_DECISIONS_SQL = with_tables(
            d.reason_code, d.rank, d.score, d.similarity, d.cosine_distance, d.text_rank, d.recency, d.tokens, d.entity,
            d.tier, d.superseded_by, coalesce(f.text, e.text, x.title || ': ' || x.text, b.text, '') AS text
       FROM traces_decision d
-      LEFT JOIN {fact} f ON f.id = d.fact_id
-      LEFT JOIN {event} e ON e.id = d.event_id
-      LEFT JOIN {procedure} x ON x.id = d.procedure_id
-      LEFT JOIN {identity_block} b ON b.id = d.identity_block_id
-     WHERE d.trace_id = %(trace_id)s
+      LEFT JOIN {fact} f ON f.id = d.fact_id AND f.project_id = d.project_id
+      LEFT JOIN {event} e ON e.id = d.event_id AND e.project_id = d.project_id
+      LEFT JOIN {procedure} x ON x.id = d.procedure_id AND x.project_id = d.project_id
+      LEFT JOIN {identity_block} b ON b.id = d.identity_block_id AND b.project_id = d.project_id
+     WHERE d.trace_id = %(trace_id)s AND d.project_id = %(project_id)s
      ORDER BY array_position(ARRAY['identity', 'fact', 'episode', 'procedure'], d.item_type::text), d.rank
     """,
     fact=Fact,
@@ -47,7 +47,7 @@ TRACE_DECISIONS_SQL = with_tables(
 def trace_decisions(*, trace: Trace) -> list[dict]:
     """Every decision of the trace with the item's text, in the order of the prompt's sections: identity blocks,
     facts, episodes, procedures, each by rank."""
-    return fetch_dicts(TRACE_DECISIONS_SQL, {"trace_id": trace.id})
+    return fetch_dicts(TRACE_DECISIONS_SQL, {"trace_id": trace.id, "project_id": trace.project_id})
 
 
 def trace_inspect(*, trace: Trace) -> dict:

@@ -105,14 +105,14 @@ WITH d AS MATERIALIZED (
            %(empty_reason)s, %(warnings)s::jsonb, %(rendered)s, %(facts_served)s, %(episodes_served)s,
            %(candidates)s, %(embedder)s, %(timings)s::jsonb, %(latency_ms)s, %(created_at)s::timestamptz,
            %(inputs)s::jsonb, %(replay_of)s::uuid, %(replay)s::jsonb
-     WHERE NOT EXISTS (SELECT FROM d WHERE d.item_type = 'fact'
-                                       AND NOT EXISTS (SELECT FROM {fact} f WHERE f.id = d.item_id))
-       AND NOT EXISTS (SELECT FROM d WHERE d.item_type = 'episode'
-                                       AND NOT EXISTS (SELECT FROM {event} e WHERE e.id = d.item_id))
-       AND NOT EXISTS (SELECT FROM d WHERE d.item_type = 'procedure'
-                                       AND NOT EXISTS (SELECT FROM {procedure} x WHERE x.id = d.item_id))
-       AND NOT EXISTS (SELECT FROM d WHERE d.item_type = 'identity'
-                                       AND NOT EXISTS (SELECT FROM {identity_block} b WHERE b.id = d.item_id))
+     WHERE NOT EXISTS (SELECT FROM d WHERE d.item_type = 'fact' AND NOT EXISTS (
+                           SELECT FROM {fact} f WHERE f.id = d.item_id AND f.project_id = %(project_id)s))
+       AND NOT EXISTS (SELECT FROM d WHERE d.item_type = 'episode' AND NOT EXISTS (
+                           SELECT FROM {event} e WHERE e.id = d.item_id AND e.project_id = %(project_id)s))
+       AND NOT EXISTS (SELECT FROM d WHERE d.item_type = 'procedure' AND NOT EXISTS (
+                           SELECT FROM {procedure} x WHERE x.id = d.item_id AND x.project_id = %(project_id)s))
+       AND NOT EXISTS (SELECT FROM d WHERE d.item_type = 'identity' AND NOT EXISTS (
+                           SELECT FROM {identity_block} b WHERE b.id = d.item_id AND b.project_id = %(project_id)s))
     RETURNING id, project_id
 )""" + _ACCESS_UPSERT_SQL + """
 INSERT INTO traces_decision (trace_id, project_id, item_type, fact_id, event_id, procedure_id, identity_block_id,
@@ -218,7 +218,8 @@ def traces_erase(project_id: str, subject_id: str | None) -> dict[str, int]:
                            {"project_id": project_id, "subject_id": subject_id})
         counts = _before_erase(project_id, subject_id, None)
         cursor.execute(
-            "DELETE FROM traces_decision d USING traces_trace t WHERE d.trace_id = t.id AND "
+            "DELETE FROM traces_decision d USING traces_trace t WHERE d.trace_id = t.id AND d.project_id = t.project_id"
+            " AND "
             + erase_condition(subject_id, "t"),
             {"p": project_id, "s": subject_id},
         )
@@ -244,15 +245,16 @@ def traces_erase_naming(project_id: str, subject_id: str, fact_ids: list) -> dic
         cursor.execute("SELECT pg_advisory_xact_lock(" + TRACE_LOCK_KEY + ")",
                        {"project_id": project_id, "subject_id": subject_id})
         cursor.execute(
-            "SELECT DISTINCT d.trace_id FROM traces_decision d JOIN traces_trace t ON t.id = d.trace_id"
-            " WHERE d.fact_id = ANY(%(ids)s) AND t.project_id = %(p)s AND t.subject_id = %(s)s",
+            "SELECT DISTINCT d.trace_id FROM traces_decision d"
+            " JOIN traces_trace t ON t.id = d.trace_id AND t.project_id = d.project_id"
+            " WHERE d.fact_id = ANY(%(ids)s) AND d.project_id = %(p)s AND t.subject_id = %(s)s",
             {"ids": fact_ids, "p": project_id, "s": subject_id},
         )
         trace_ids = [row[0] for row in cursor.fetchall()]
         counts = _before_erase(project_id, subject_id, trace_ids) if trace_ids else {}
-        cursor.execute("DELETE FROM traces_decision WHERE trace_id = ANY(%s)", [trace_ids])
+        cursor.execute("DELETE FROM traces_decision WHERE project_id = %s AND trace_id = ANY(%s)", [project_id, trace_ids])
         decisions = cursor.rowcount
-        cursor.execute("DELETE FROM traces_trace WHERE id = ANY(%s)", [trace_ids])
+        cursor.execute("DELETE FROM traces_trace WHERE project_id = %s AND id = ANY(%s)", [project_id, trace_ids])
         traces = cursor.rowcount
         cursor.execute("DELETE FROM traces_itemaccess WHERE project_id = %(p)s AND subject_id = %(s)s"
                        " AND item_id = ANY(%(ids)s)", {"ids": fact_ids, "p": project_id, "s": subject_id})
@@ -334,26 +336,30 @@ def traces_prune(*, before: datetime, batch_size: int = PRUNE_BATCH_SIZE, dry_ru
 # (which locks its rows in item order) while holding rows the writer wants. Only deleted: a count stored decayed
 # to now would read the same as the one stored (the reader decays from `at`), for a write of every row.
 # -- uses: traces_itemaccess_pkey
-ACCESS_PRUNE_BATCH_SQL = """
+_ACCESS_PRUNE_BATCH_SQL = """
 WITH batch AS MATERIALIZED (
     SELECT project_id, subject_id, item_id FROM traces_itemaccess
-     WHERE (project_id, subject_id, item_id) > (%(after_p)s, %(after_s)s, %(after_i)s::uuid)
-       AND (%(project_id)s::text IS NULL OR project_id = %(project_id)s)
+     WHERE (project_id, subject_id, item_id) > (%(after_p)s, %(after_s)s, %(after_i)s::uuid){project}
      ORDER BY project_id, subject_id, item_id
      LIMIT %(limit)s
 ), stale AS (
     SELECT a.project_id, a.subject_id, a.item_id FROM traces_itemaccess a
-     WHERE (a.project_id, a.subject_id, a.item_id) IN (SELECT * FROM batch)
+     WHERE (a.project_id, a.subject_id, a.item_id) IN (SELECT * FROM batch){project_a}
        AND a.count * exp(-greatest(extract(epoch FROM %(now)s::timestamptz - a.at), 0) / %(tau)s) < %(min_count)s
        FOR UPDATE SKIP LOCKED
 ), gone AS (
     DELETE FROM traces_itemaccess a USING stale s
-     WHERE (a.project_id, a.subject_id, a.item_id) = (s.project_id, s.subject_id, s.item_id) AND NOT %(dry_run)s
+     WHERE (a.project_id, a.subject_id, a.item_id) = (s.project_id, s.subject_id, s.item_id){project_a}
+       AND NOT %(dry_run)s
     RETURNING 1
 )
 SELECT (SELECT count(*) FROM batch), (SELECT count(*) FROM stale), (SELECT count(*) FROM gone), last.*
   FROM (SELECT * FROM batch ORDER BY project_id DESC, subject_id DESC, item_id DESC LIMIT 1) last
 """
+# Of every project; of one, each statement names it (single-shard when distributed by project, docs/scaling.md).
+ACCESS_PRUNE_BATCH_SQL = _ACCESS_PRUNE_BATCH_SQL.format(project="", project_a="")
+PROJECT_ACCESS_PRUNE_BATCH_SQL = _ACCESS_PRUNE_BATCH_SQL.format(project=" AND project_id = %(project_id)s",
+                                                                project_a=" AND a.project_id = %(project_id)s")
 
 ACCESS_PRUNE_BATCH_SIZE = 5000
 
@@ -367,7 +373,7 @@ def item_access_prune(*, now: datetime, project_id: str | None = None, dry_run: 
     counts = {"item_accesses_deleted": 0, "item_accesses_kept": 0}
     with connection.cursor() as cursor:
         while True:
-            cursor.execute(ACCESS_PRUNE_BATCH_SQL, {
+            cursor.execute(ACCESS_PRUNE_BATCH_SQL if project_id is None else PROJECT_ACCESS_PRUNE_BATCH_SQL, {
                 "after_p": after[0], "after_s": after[1], "after_i": after[2], "project_id": project_id,
                 "limit": batch_size, "now": now, "tau": ACCESS_TAU_SECONDS, "min_count": ACCESS_MIN_COUNT,
                 "dry_run": dry_run})

@@ -61,8 +61,8 @@ def _open_conflicts_elsewhere(members: int) -> None:
                              SELECT gen_random_uuid(), %(p)s, min(subject_id), 'open', 'negation', '', 0.9, now(), '', ''
                              FROM f GROUP BY n / 4 RETURNING id),
                     numbered AS (SELECT id, row_number() OVER (ORDER BY id) - 1 AS k FROM sets)
-               INSERT INTO facts_conflictmember (conflict_set_id, fact_id, added_at)
-               SELECT numbered.id, f.id, now() FROM f JOIN numbered ON numbered.k = f.n / 4""",
+               INSERT INTO facts_conflictmember (project_id, conflict_set_id, fact_id, added_at)
+               SELECT %(p)s, numbered.id, f.id, now() FROM f JOIN numbered ON numbered.k = f.n / 4""",
             {"p": bench_data.PROJECT, "members": members},
         )
         cursor.execute("SELECT count(*) FROM facts_conflictmember")

@@ -53,7 +53,8 @@ class ConflictSetFactory(factory.django.DjangoModelFactory):
             2, project_id=self.project_id, subject_id=self.subject_id
         )
         ConflictMember.objects.bulk_create(
-            [ConflictMember(conflict_set=self, fact=fact, added_at=self.opened_at) for fact in facts]
+            [ConflictMember(project_id=self.project_id, conflict_set=self, fact=fact, added_at=self.opened_at)
+             for fact in facts]
         )
 
 

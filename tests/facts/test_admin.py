@@ -61,7 +61,7 @@ def test_open_conflicts_come_first(client, curator, conflict):
         project_id=PROJECT, subject_id="paul", status="dismissed", signal="negation", similarity=0.8,
         opened_at=timezone.now() + timedelta(minutes=1), resolved_at=timezone.now() + timedelta(minutes=2),
     )
-    ConflictMember.objects.create(conflict_set=closed, fact=other, added_at=timezone.now())
+    ConflictMember.objects.create(project_id=PROJECT, conflict_set=closed, fact=other, added_at=timezone.now())
     html = listed(as_curator(client, curator), "/admin/facts/conflictset/")
     assert html.index(str(conflict_set.pk)) < html.index(str(closed.pk))  # the open one, though older, first
     assert f"{NANTES} ↔ {BORDEAUX}" in html

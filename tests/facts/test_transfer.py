@@ -74,12 +74,12 @@ def build_scope(subject: str, n_facts: int, *, project: str = PORT) -> None:
         opened_at=now - timedelta(days=3), resolved_at=now - timedelta(days=3, seconds=-5), resolved_by="api",
     )
     ConflictMember.objects.bulk_create([
-        ConflictMember(conflict_set=open_set, fact=active[0], added_at=now),
-        ConflictMember(conflict_set=open_set, fact=active[1], added_at=now + timedelta(seconds=1)),
-        ConflictMember(conflict_set=resolved, fact=active[2], added_at=now - timedelta(days=2), kept=True),
-        ConflictMember(conflict_set=resolved, fact=facts[0], added_at=now - timedelta(days=2), kept=False),
-        ConflictMember(conflict_set=dismissed, fact=active[3], added_at=now - timedelta(days=3)),
-        ConflictMember(conflict_set=dismissed, fact=active[4], added_at=now - timedelta(days=3)),
+        ConflictMember(project_id=open_set.project_id, conflict_set=open_set, fact=active[0], added_at=now),
+        ConflictMember(project_id=open_set.project_id, conflict_set=open_set, fact=active[1], added_at=now + timedelta(seconds=1)),
+        ConflictMember(project_id=resolved.project_id, conflict_set=resolved, fact=active[2], added_at=now - timedelta(days=2), kept=True),
+        ConflictMember(project_id=resolved.project_id, conflict_set=resolved, fact=facts[0], added_at=now - timedelta(days=2), kept=False),
+        ConflictMember(project_id=dismissed.project_id, conflict_set=dismissed, fact=active[3], added_at=now - timedelta(days=3)),
+        ConflictMember(project_id=dismissed.project_id, conflict_set=dismissed, fact=active[4], added_at=now - timedelta(days=3)),
     ])
 
 

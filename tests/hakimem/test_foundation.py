@@ -43,7 +43,7 @@ def test_vector_extension_and_generated_search_columns_exist():
             " WHERE column_name = 'search_vector' ORDER BY table_name"
         )
         rows = cursor.fetchall()
-    assert [r[0] for r in rows] == ["facts_event", "facts_fact"]
+    assert [r[0] for r in rows] == ["facts_event", "facts_fact", "facts_procedure"]
     for _, generated, expression in rows:
         assert generated == "ALWAYS"
         assert "to_tsvector('simple'" in expression

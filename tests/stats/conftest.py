@@ -26,7 +26,7 @@ def open_conflict(project, subject, facts, opened_at, status="open"):
         resolved_at=None if status == "open" else opened_at,
     )
     for f in facts:
-        ConflictMember.objects.create(conflict_set=conflict_set, fact=f, added_at=opened_at)
+        ConflictMember.objects.create(project_id=project, conflict_set=conflict_set, fact=f, added_at=opened_at)
     return conflict_set
 
 

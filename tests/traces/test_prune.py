@@ -19,10 +19,11 @@ pytestmark = pytest.mark.django_db
 def calls():
     """Context calls of two projects, 100, 40 and 10 days old: each with two fact decisions and one episode."""
     now = timezone.now()
-    fact_a, fact_b = FactFactory(), FactFactory()
-    event = EventFactory()
     made = {}
     for project in (PROJECT, OTHER_PROJECT):
+        # a trace's decisions name items of its own project (the trace writer checks it)
+        fact_a, fact_b = FactFactory(project_id=project), FactFactory(project_id=project)
+        event = EventFactory(project_id=project)
         for age in (100, 100, 100, 40, 10):
             trace_id = record_call(at=now - timedelta(days=age), project_id=project,
                                    facts=[(fact_a, "included"), (fact_b, "over_budget")], episodes=[(event, "included")])

@@ -10,6 +10,9 @@ class Migration(migrations.Migration):
         ('facts', '0001_initial'),
         ('traces', '0001_initial'),
     ]
+    # On a new database, the decisions' constraints on facts and events (0001) are made and dropped (here) before
+    # facts' keys stop being the id alone (facts/migrations/0012_project_in_keys): they could not be made after.
+    run_before = [('facts', '0012_project_in_keys')]
 
     operations = [
         migrations.AlterField(

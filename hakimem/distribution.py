@@ -1,0 +1,104 @@
+"""How each table of the database would be placed on a Citus cluster (docs/scaling.md): distributed by project,
+a reference table copied to every node, or a local table kept on the coordinator. Every table must be named here:
+tests/hakimem/test_distribution.py reads the catalog and fails on a table no list names, and checks the rules
+a distributed table must follow (project_id in its primary key and in every unique index, foreign keys between
+distributed tables that hold project_id on both sides).
+
+Nothing here runs at request time: these are the operator's and the tests' lists, and distribute_sql() writes the
+statements an operator runs on a Citus coordinator holding a restored database.
+"""
+from __future__ import annotations
+
+DISTRIBUTION_COLUMN = "project_id"
+
+# Distributed by project_id, all in one co-location group: a project's rows of every table are on the same node,
+# so a statement that filters every scoped table it reads on one project runs on one shard. The first table is the
+# group's anchor (the others are co-located with it); a table comes after the tables its foreign keys reference.
+DISTRIBUTED = (
+    "facts_project",
+    "facts_event",
+    "facts_fact",
+    "facts_conflictset",
+    "facts_conflictmember",
+    "facts_consent",
+    "facts_identityblock",
+    "facts_procedure",
+    "facts_scopewrite",
+    "traces_trace",
+    "traces_decision",
+    "traces_itemaccess",
+    "context_consolidationmark",
+    "stats_rollupmark",
+    "stats_hourtotals",
+    "stats_hourlatencies",
+    "stats_subjectday",
+    "stats_factservedday",
+)
+
+# Copied to every node. None today: the only small shared tables are read alone, never joined with the memory
+# store, and a local table on the coordinator serves that without writing each change to every node.
+REFERENCE: dict[str, str] = {}
+
+# On the coordinator only: tables no project owns, or read before the project is known, never joined with a
+# distributed table on the hot path.
+LOCAL = {
+    "hakimem_apikey": "holds a project_id, but a request finds its key by key_hash (unique over every project) "
+                      "before it knows the project",
+    "hakimem_staffprojectaccess": "holds a project_id, but is read by user (the admin's and stats pages' scope)",
+    "hakimem_ratecounter": "rate-limit counters per key, user or address, not per project (UNLOGGED)",
+    "facts_reembedrun": "one row per `manage.py reembed` run, over every project",
+    "django_migrations": "Django's own",
+    "django_content_type": "Django's own",
+    "django_session": "the admin's sessions",
+    "django_admin_log": "the admin's history, by user; erasure deletes a scope's entries (docs/scaling.md)",
+    "auth_user": "staff accounts",
+    "auth_group": "staff roles",
+    "auth_permission": "Django's own",
+    "auth_group_permissions": "Django's own",
+    "auth_user_groups": "Django's own",
+    "auth_user_user_permissions": "Django's own",
+    "procrastinate_jobs": "the extraction queue (LISTEN/NOTIFY and its own functions)",
+    "procrastinate_events": "the extraction queue",
+    "procrastinate_periodic_defers": "the extraction queue",
+    "procrastinate_workers": "the extraction queue",
+}
+
+# The foreign keys between distributed tables (facts/migrations/0012_project_in_keys): dropped before the tables are
+# distributed and added again after, as Citus's documentation advises for tables that already hold rows.
+COMPOSITE_FOREIGN_KEYS = (
+    ("facts_fact", "facts_fact_superseded_by_same_project", "superseded_by_id", "facts_fact"),
+    ("facts_fact", "facts_fact_source_event_same_project", "source_event_id", "facts_event"),
+    ("facts_conflictmember", "facts_conflictmember_set_same_project", "conflict_set_id", "facts_conflictset"),
+    ("facts_conflictmember", "facts_conflictmember_fact_same_project", "fact_id", "facts_fact"),
+)
+
+
+# The statement triggers that record each scope's writes for read replicas (facts/migrations/0011_scope_writes):
+# (table, trigger). Citus refuses to distribute a table that has triggers unless citus.enable_unsafe_triggers is
+# on, and whether it then runs these (statement-level, with a transition table, writing another distributed
+# table) on the shards was not tested: the script drops them, and docs/scaling.md says how a cluster that wants
+# read-your-writes on replicas could put them back.
+SCOPE_WRITE_TRIGGERS = tuple(
+    (table, f"scope_written_{event}")
+    for table in ("facts_fact", "facts_event", "facts_conflictset", "facts_consent", "facts_identityblock",
+                  "facts_procedure", "facts_project")
+    for event in ("insert", "update", "delete")
+)
+
+
+def distribute_sql() -> list[str]:
+    """The statements that distribute a restored database on a Citus coordinator, in order. Not run by any test
+    against Citus (there is none here): docs/scaling.md says what was and was not verified."""
+    anchor = DISTRIBUTED[0]
+    statements = [f"DROP TRIGGER {trigger} ON {t}" for t, trigger in SCOPE_WRITE_TRIGGERS]
+    statements += [f"ALTER TABLE {t} DROP CONSTRAINT {name}" for t, name, _, _ in COMPOSITE_FOREIGN_KEYS]
+    statements.append(f"SELECT create_distributed_table('{anchor}', '{DISTRIBUTION_COLUMN}')")
+    statements += [f"SELECT create_distributed_table('{t}', '{DISTRIBUTION_COLUMN}', colocate_with => '{anchor}')"
+                   for t in DISTRIBUTED[1:]]
+    statements += [f"SELECT create_reference_table('{t}')" for t in REFERENCE]
+    statements += [
+        f"ALTER TABLE {t} ADD CONSTRAINT {name} FOREIGN KEY ({column}, {DISTRIBUTION_COLUMN})"
+        f" REFERENCES {target} (id, {DISTRIBUTION_COLUMN}) DEFERRABLE INITIALLY DEFERRED"
+        for t, name, column, target in COMPOSITE_FOREIGN_KEYS
+    ]
+    return statements
