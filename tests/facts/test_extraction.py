@@ -14,6 +14,7 @@ from django.db import connection
 
 from facts.management.commands.extraction_worker import run_worker
 from facts.models import Event, Fact
+from facts.tasks import QUEUE
 from tests.conftest import PROJECT, make_client
 
 SUBJECT = "alice"
@@ -399,6 +400,8 @@ def test_an_erased_event_leaves_its_job_harmless(client, extractor):
 
 
 def _jobs() -> dict:
+    """The extraction queue's jobs by status. (A worker of any queue also defers the periodic jobs of the others,
+    the stats rollup and consolidation, into their own queues.)"""
     with connection.cursor() as cursor:
-        cursor.execute("SELECT status, count(*) FROM procrastinate_jobs GROUP BY status")
+        cursor.execute("SELECT status, count(*) FROM procrastinate_jobs WHERE queue_name = %s GROUP BY status", [QUEUE])
         return dict(cursor.fetchall())
