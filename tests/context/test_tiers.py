@@ -228,3 +228,17 @@ def test_a_tiered_call_replays_as_it_was_asked(api, memory):
     # then it is replayed with its own asks: the same tiers, format and decisions
     assert body["packet"]["rendered"] == packet["rendered"] and body["packet"]["tiers"] == packet["tiers"]
     assert body["diff"]["identical"] is True
+
+
+def test_a_tiered_call_without_the_embedder_serves_every_tier_by_words(api, memory, monkeypatch):
+    # given the embedder down once the memory is written
+    from tests.context.test_context_api import _Broken
+
+    monkeypatch.setattr("context.assembler.get_embedder", lambda: _Broken(384))
+    # when a tiered call is made
+    packet = ask(api, "garden report", tiers=True)
+    # then it answers on the degraded path, with identity blocks, the words' facts and the procedure
+    assert packet["status"] == "degraded" and packet["warnings"] == ["embedder_unavailable"]
+    assert [i["name"] for i in packet["identity"]] == ["persona", "tone"]
+    assert [p["title"] for p in packet["procedures"]] == ["Garden report"]
+    assert packet["facts"] and packet["used_tokens"] == estimate_tokens(packet["rendered"])
