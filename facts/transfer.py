@@ -1,16 +1,23 @@
-"""Moving memory between instances: a scope's facts (every version and status), events and conflict sets as
-JSON lines (`manage.py export_scope`, `manage.py import_jsonl`).
+"""Moving memory between instances: a scope's facts (every version and status), events, conflict sets, identity
+blocks and procedures as JSON lines (`manage.py export_scope`, `manage.py import_jsonl`).
 
 The file: a header line, then one record per line, grouped by scope (subject), each scope's events first, then
-its facts, then its conflict sets with their members:
+its facts, its conflict sets with their members, its identity blocks and its procedures. A project's export
+also carries the project-wide identity blocks and procedures, as the scope of subject_id "" (first: "" sorts
+before every subject); a subject's export carries only the subject's own.
 
     {"type": "header", "format": "hakimem-jsonl", "version": 1, "exporter": ..., "exported_at": ...,
      "scope": {"project_id": ..., "subject_id": ... or null}, "with_embeddings": false,
      "embedding": {"provider": ..., "model": ..., "dimension": 384},
-     "counts": {"events": n, "facts": n, "conflict_sets": n}}
+     "counts": {"events": n, "facts": n, "conflict_sets": n, "identity_blocks": n, "procedures": n}}
     {"type": "event", "id": ..., "project_id": ..., "subject_id": ..., "text": ..., "occurred_at": ..., ...}
     {"type": "fact", "id": ..., "status": "superseded", "superseded_by": ..., "recorded_to": ..., ...}
     {"type": "conflict_set", "id": ..., "status": "open", ..., "members": [{"fact": ..., "added_at": ..., "kept": null}]}
+    {"type": "identity_block", "id": ..., "subject_id": "", "name": ..., "position": 0, "enabled": true, ...}
+    {"type": "procedure", "id": ..., "title": ..., "text": ..., "status": "retracted", ...}
+
+A file of this version written before identity blocks and procedures existed has neither record nor count:
+it reads as having none.
 
 Ids, statuses and every timestamp are kept, so export, erase, import, export gives the same records. What is
 derived is not exported: text_hash and the search vector (recomputed), the embeddings unless asked for. Traces
@@ -19,8 +26,9 @@ are not exported: they record this instance's context calls.
 Import restores a state verbatim: no de-duplication, no conflict detection (the conflict sets come with the
 file). It reads the file twice and never holds more than a chunk of it:
 1. it checks every line (JSON, type, fields, the scope grouping, the header's counts, so a truncated file is
-   refused) and, in the database, that no id exists already and no active fact's text is taken in its scope;
-   any error is reported with its line and field before anything is written;
+   refused) and, in the database, that no id exists already, no active fact's text is taken in its scope, and
+   no identity block's name either, nor a scope left with more than IDENTITY_BLOCKS_PER_SCOPE blocks; any
+   error is reported with its line and field before anything is written;
 2. it writes scope by scope, each scope in its own transaction under the scope lock the write path takes, and
    checks before each commit that the scope's references (successor, source event, conflict members) stay
    inside it.
@@ -36,6 +44,7 @@ import json
 import math
 import re
 import uuid
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -54,6 +63,11 @@ from facts.models import (
     CATEGORY_MAX,
     EVENT_TEXT_MAX,
     FACT_TEXT_MAX,
+    IDENTITY_BLOCKS_PER_SCOPE,
+    IDENTITY_NAME_MAX,
+    IDENTITY_TEXT_MAX,
+    PROCEDURE_TEXT_MAX,
+    PROCEDURE_TITLE_MAX,
     RESOLVED_BY_MAX,
     SIGNAL_DETAIL_MAX,
     ConflictMember,
@@ -63,9 +77,14 @@ from facts.models import (
     Fact,
     FactKind,
     FactStatus,
+    IdentityBlock,
+    Procedure,
+    ProcedureStatus,
     Volatility,
+    validate_scope_id_or_project_wide,
 )
-from facts.services import _lock_scopes
+from facts.serializers import POSITION_MAX
+from facts.services import _lock_scopes, procedure_embedding_text
 from facts.text import text_hash
 from hakimem.embeddings import Embedder, vector_literal
 from hakimem.validators import validate_scope_id
@@ -86,6 +105,13 @@ CONFLICT_FIELDS = (
     "resolved_by", "note",
 )
 MEMBER_FIELDS = ("fact", "added_at", "kept")
+IDENTITY_BLOCK_FIELDS = (
+    "id", "project_id", "subject_id", "name", "text", "position", "enabled", "metadata", "created_at", "updated_at",
+)
+PROCEDURE_FIELDS = (
+    "id", "project_id", "subject_id", "title", "text", "category", "importance", "status", "metadata", "created_at",
+    "updated_at",
+)
 # The column behind each exported name, where they differ.
 _COLUMN = {"superseded_by": "superseded_by_id", "source_event": "source_event_id"}
 
@@ -147,15 +173,18 @@ def scope_export(*, project_id: str, subject_id: str | None, with_embeddings: bo
     scope = {"project_id": project_id}
     if subject_id is not None:
         scope["subject_id"] = subject_id
-    events, facts, conflicts = (
-        model.objects.filter(**scope) for model in (Event, Fact, ConflictSet)
+    # A project's filter takes its project-wide identity blocks and procedures too (subject_id ""); a subject's,
+    # only the subject's own.
+    events, facts, conflicts, blocks, procedures = (
+        model.objects.filter(**scope) for model in (Event, Fact, ConflictSet, IdentityBlock, Procedure)
     )
     header = {
         "type": "header", "format": FORMAT, "version": VERSION, "exporter": EXPORTER,
         "exported_at": timezone.now().isoformat(),
         "scope": {"project_id": project_id, "subject_id": subject_id},
         "with_embeddings": with_embeddings, "embedding": embedder.identity(),
-        "counts": {"events": events.count(), "facts": facts.count(), "conflict_sets": conflicts.count()},
+        "counts": {"events": events.count(), "facts": facts.count(), "conflict_sets": conflicts.count(),
+                   "identity_blocks": blocks.count(), "procedures": procedures.count()},
     }
     vector = ["embedding"] if with_embeddings else []
     streams = [
@@ -164,12 +193,17 @@ def scope_export(*, project_id: str, subject_id: str | None, with_embeddings: bo
         (lambda rows: (_record("fact", FACT_FIELDS, r) for r in rows),
          _by_subject(facts, [_COLUMN.get(n, n) for n in FACT_FIELDS] + vector)),
         (_conflict_records, _by_subject(conflicts, list(CONFLICT_FIELDS))),
+        (lambda rows: (_record("identity_block", IDENTITY_BLOCK_FIELDS, r) for r in rows),
+         _by_subject(blocks, list(IDENTITY_BLOCK_FIELDS))),
+        (lambda rows: (_record("procedure", PROCEDURE_FIELDS, r) for r in rows),
+         _by_subject(procedures, list(PROCEDURE_FIELDS) + vector)),
     ]
     return Export(header=header, records=_merge_by_subject(streams))
 
 
 def _merge_by_subject(streams) -> Iterator[dict]:
-    """One subject at a time: its events, facts, then conflict sets (each stream is sorted by subject)."""
+    """One subject at a time: its events, facts, conflict sets, identity blocks, then procedures (each stream is
+    sorted by subject)."""
     heads = [next(groups, None) for _, groups in streams]
     while any(head is not None for head in heads):
         subject = min(head[0] for head in heads if head is not None)
@@ -246,6 +280,26 @@ def _scope_id(value):
     return value
 
 
+def _scope_id_or_project_wide(value):
+    try:
+        validate_scope_id_or_project_wide(_str(value))
+    except ValidationError as exc:
+        raise ValueError(exc.messages[0]) from None
+    return value
+
+
+def _boolean(value):
+    if not isinstance(value, bool):
+        raise ValueError("must be true or false")
+    return value
+
+
+def _position(value):
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= POSITION_MAX:
+        raise ValueError(f"must be an integer from 0 to {POSITION_MAX}")
+    return value
+
+
 def _choice(values) -> Callable:
     def parse(value):
         if value not in values:
@@ -305,6 +359,7 @@ def _nullable(parse: Callable) -> Callable:
 
 _REQUIRED, _OPTIONAL = True, False
 _SCOPE = {"id": (_uuid, _REQUIRED), "project_id": (_scope_id, _REQUIRED), "subject_id": (_scope_id, _REQUIRED)}
+_SCOPE_OR_PROJECT = {**_SCOPE, "subject_id": (_scope_id_or_project_wide, _REQUIRED)}
 SCHEMAS: dict[str, dict[str, tuple[Callable, bool]]] = {
     "event": {
         **_SCOPE, "text": (_text(EVENT_TEXT_MAX), _REQUIRED), "occurred_at": (_when, _REQUIRED),
@@ -327,6 +382,18 @@ SCHEMAS: dict[str, dict[str, tuple[Callable, bool]]] = {
         "opened_at": (_when, _REQUIRED), "resolved_at": (_nullable(_when), _REQUIRED),
         "resolved_by": (_short(RESOLVED_BY_MAX), _REQUIRED), "note": (_str, _REQUIRED),
         "members": (lambda value: value, _REQUIRED),  # checked by _members, each member with its own field name
+    },
+    "identity_block": {
+        **_SCOPE_OR_PROJECT, "name": (_text(IDENTITY_NAME_MAX), _REQUIRED), "text": (_text(IDENTITY_TEXT_MAX), _REQUIRED),
+        "position": (_position, _REQUIRED), "enabled": (_boolean, _REQUIRED), "metadata": (_object, _REQUIRED),
+        "created_at": (_when, _REQUIRED), "updated_at": (_when, _REQUIRED),
+    },
+    "procedure": {
+        **_SCOPE_OR_PROJECT, "title": (_text(PROCEDURE_TITLE_MAX), _REQUIRED),
+        "text": (_text(PROCEDURE_TEXT_MAX), _REQUIRED), "category": (_short(CATEGORY_MAX), _REQUIRED),
+        "importance": (_unit, _REQUIRED), "status": (_choice(ProcedureStatus.values), _REQUIRED),
+        "metadata": (_object, _REQUIRED), "created_at": (_when, _REQUIRED), "updated_at": (_when, _REQUIRED),
+        "embedding": (_nullable(_embedding), _OPTIONAL),
     },
 }
 _MEMBER_SCHEMA = {"fact": _uuid, "added_at": _when, "kept": _kept}
@@ -431,8 +498,10 @@ def _header(number: int, raw: bytes) -> dict:
     counts = header.get("counts")
     if counts is not None and not (
         isinstance(counts, dict) and all(isinstance(counts.get(k), int) for k in ("events", "facts", "conflict_sets"))
+        and all(isinstance(counts.get(k, 0), int) for k in ("identity_blocks", "procedures"))
     ):
-        raise ImportRefused("must hold events, facts and conflict_sets as integers", line=number, field="counts")
+        raise ImportRefused("must hold events, facts and conflict_sets (and identity_blocks, procedures, if given) as "
+                            "integers", line=number, field="counts")
     return header
 
 
@@ -454,17 +523,24 @@ def _lines(path, progress) -> tuple[dict, Iterator[Line]]:
     return header, (_parse(number, raw) for number, raw in lines)
 
 
-_KIND_ORDER = {"event": 0, "fact": 1, "conflict_set": 2}
-_TABLE = {"event": Event, "fact": Fact, "conflict_set": ConflictSet}
-_COUNT_KEY = {"event": "events", "fact": "facts", "conflict_set": "conflict_sets"}
-_A = {"event": "an event", "fact": "a fact", "conflict_set": "a conflict set"}
+_KIND_ORDER = {"event": 0, "fact": 1, "conflict_set": 2, "identity_block": 3, "procedure": 4}
+_TABLE = {"event": Event, "fact": Fact, "conflict_set": ConflictSet, "identity_block": IdentityBlock,
+          "procedure": Procedure}
+_COUNT_KEY = {"event": "events", "fact": "facts", "conflict_set": "conflict_sets", "identity_block": "identity_blocks",
+              "procedure": "procedures"}
+_A = {"event": "an event", "fact": "a fact", "conflict_set": "a conflict set", "identity_block": "an identity block",
+      "procedure": "a procedure"}
+
+
+def _zero_counts() -> dict[str, int]:
+    return dict.fromkeys(_COUNT_KEY.values(), 0)
 
 
 @dataclass
 class ImportReport:
     scopes: int = 0
-    written: dict[str, int] = field(default_factory=lambda: {"events": 0, "facts": 0, "conflict_sets": 0})
-    skipped: dict[str, int] = field(default_factory=lambda: {"events": 0, "facts": 0, "conflict_sets": 0})
+    written: dict[str, int] = field(default_factory=_zero_counts)
+    skipped: dict[str, int] = field(default_factory=_zero_counts)
     embeddings_kept: int = 0
     embeddings_computed: int = 0
 
@@ -496,9 +572,38 @@ def _taken_texts(lines: list[Line]) -> dict[tuple, uuid.UUID]:
         return {(p, s, h): fact_id for p, s, h, fact_id in cursor.fetchall()}
 
 
-def _check_chunk(chunk: list[Line], *, skip_existing: bool) -> set[int]:
+def _check_identity_blocks(lines: list[Line], pending: Counter) -> None:
+    """The rules identity_block_create keeps, against the database: a name not taken in its scope, at most
+    IDENTITY_BLOCKS_PER_SCOPE blocks per scope. `pending`: the scopes' blocks that earlier lines of the file
+    hold and the database does not yet (the first pass writes nothing)."""
+    if not lines:
+        return
+    scopes = sorted({line.scope for line in lines})
+    held: dict[tuple[str, str], dict[str, uuid.UUID]] = {scope: {} for scope in scopes}
+    # -- uses: identity_block_name_unique_in_scope (a scope's blocks are few: IDENTITY_BLOCKS_PER_SCOPE at most)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT b.project_id, b.subject_id, b.name, b.id FROM facts_identityblock b"
+            " JOIN unnest(%s::text[], %s::text[]) AS k(p, s) ON b.project_id = k.p AND b.subject_id = k.s",
+            [[scope[0] for scope in scopes], [scope[1] for scope in scopes]],
+        )
+        for project_id, subject_id, name, block_id in cursor.fetchall():
+            held[(project_id, subject_id)][name] = block_id
+    count = Counter({scope: len(held[scope]) + pending[scope] for scope in scopes})
+    for line in lines:
+        owner = held[line.scope].get(line.record["name"])
+        if owner is not None:
+            raise ImportRefused(f"the scope already holds an identity block with this name ({owner})",
+                                line=line.number, field="name")
+        count[line.scope] += 1
+        if count[line.scope] > IDENTITY_BLOCKS_PER_SCOPE:
+            raise ImportRefused(f"scope {line.scope[0]}/{line.scope[1]} would hold more than "
+                                f"{IDENTITY_BLOCKS_PER_SCOPE} identity blocks", line=line.number, field="subject_id")
+
+
+def _check_chunk(chunk: list[Line], *, skip_existing: bool, pending: Counter | None = None) -> set[int]:
     """Refuse what the database already holds; returns the line numbers to skip (existing rows of the same
-    scope, with skip_existing)."""
+    scope, with skip_existing). `pending`: see _check_identity_blocks."""
     skip: set[int] = set()
     for kind, group in groupby(sorted(chunk, key=lambda line: _KIND_ORDER[line.kind]), key=lambda line: line.kind):
         group = list(group)
@@ -521,15 +626,19 @@ def _check_chunk(chunk: list[Line], *, skip_existing: bool) -> set[int]:
             if owner is not None and owner != line.record["id"] and line.record["status"] == FactStatus.ACTIVE:
                 raise ImportRefused(f"the scope already holds an active fact with this text ({owner})",
                                     line=line.number, field="text")
+    _check_identity_blocks([line for line in chunk if line.kind == "identity_block" and line.number not in skip],
+                           pending if pending is not None else Counter())
     return skip
 
 
 def import_check(path, *, skip_existing: bool, progress=lambda n: None) -> tuple[dict, int]:
     """Pass 1: every line, and what the database already holds. Returns the header and the number of scopes."""
     header, lines = _lines(path, progress)
-    counts = {"events": 0, "facts": 0, "conflict_sets": 0}
+    counts = _zero_counts()
     done_scopes: set[tuple[str, str]] = set()
     current = None
+    names: set[str] = set()  # the identity block names of the current scope
+    pending: Counter = Counter()  # identity blocks to write, per scope
     for chunk in _chunked(lines, CHUNK):
         for line in chunk:
             counts[_COUNT_KEY[line.kind]] += 1
@@ -541,12 +650,19 @@ def import_check(path, *, skip_existing: bool, progress=lambda n: None) -> tuple
                     )
                 if current is not None:
                     done_scopes.add(current)
-                current = line.scope
-        _check_chunk(chunk, skip_existing=skip_existing)
+                current, names = line.scope, set()
+            if line.kind == "identity_block":
+                if line.record["name"] in names:
+                    raise ImportRefused("an identity block of the same scope earlier in the file has this name",
+                                        line=line.number, field="name")
+                names.add(line.record["name"])
+        skip = _check_chunk(chunk, skip_existing=skip_existing, pending=pending)
+        pending.update(line.scope for line in chunk if line.kind == "identity_block" and line.number not in skip)
     if current is not None:
         done_scopes.add(current)
     expected = header.get("counts")
-    if expected is not None and {k: expected[k] for k in counts} != counts:
+    # A file written before identity blocks and procedures were exported counts none.
+    if expected is not None and {k: expected.get(k, 0) for k in counts} != counts:
         raise ImportRefused(f"the header announces {expected} but the file holds {counts}: truncated or edited?",
                             line=1, field="counts")
     return header, len(done_scopes)
@@ -563,6 +679,10 @@ _COPY = {
     "conflict_set": "COPY facts_conflictset (id, project_id, subject_id, status, signal, signal_detail, similarity,"
                     " opened_at, resolved_at, resolved_by, note) FROM STDIN",
     "member": "COPY facts_conflictmember (project_id, conflict_set_id, fact_id, added_at, kept) FROM STDIN",
+    "identity_block": "COPY facts_identityblock (id, project_id, subject_id, name, text, position, enabled, metadata,"
+                      " created_at, updated_at) FROM STDIN",
+    "procedure": "COPY facts_procedure (id, project_id, subject_id, title, text, category, importance, status,"
+                 " metadata, created_at, updated_at, embedding) FROM STDIN",
 }
 _COPY_LINE = re.compile(r"\bline (\d+)")
 
@@ -576,7 +696,18 @@ def _row(kind: str, r: dict, vector: str | None) -> tuple:
                 r["category"], r["kind"], r["importance"], r["volatility"], r["valid_from"], r["valid_to"],
                 r["recorded_from"], r["recorded_to"], r["last_confirmed_at"], r["superseded_by"], r["source_event"],
                 Jsonb(r["metadata"]), vector)
+    if kind == "identity_block":
+        return tuple(Jsonb(r[name]) if name == "metadata" else r[name] for name in IDENTITY_BLOCK_FIELDS)
+    if kind == "procedure":
+        return (*(Jsonb(r[name]) if name == "metadata" else r[name] for name in PROCEDURE_FIELDS), vector)
     return tuple(r[name] for name in CONFLICT_FIELDS)
+
+
+def _embedded_text(line: Line) -> str:
+    """What a record's vector is computed from, as the write path computes it."""
+    if line.kind == "procedure":
+        return procedure_embedding_text(line.record["title"], line.record["text"])
+    return line.record["text"]
 
 
 def _copy(cursor, statement: str, rows: list[tuple], numbers: list[int]) -> None:
@@ -617,6 +748,8 @@ class _Writer:
                       [(line.record["project_id"], line.record["id"], m["fact"], m["added_at"], m["kept"])
                        for line, m in members],
                       [line.number for line, _ in members])
+            elif kind == "identity_block":  # served whole, never searched: no vector
+                _copy(cursor, _COPY[kind], [_row(kind, line.record, None) for line in lines], numbers)
             else:
                 _copy(cursor, _COPY[kind], [_row(kind, line.record, v) for line, v in zip(lines, self._vectors(lines))],
                       numbers)
@@ -633,7 +766,7 @@ class _Writer:
             else:
                 missing.append(i)
         if missing:
-            computed = self.embedder.embed([lines[i].record["text"] for i in missing])
+            computed = self.embedder.embed([_embedded_text(lines[i]) for i in missing])
             for i, vector in zip(missing, computed):
                 vectors[i] = vector_literal(vector)
         self.report.embeddings_kept += len(lines) - len(missing)

@@ -13,21 +13,57 @@ from django.core.management import CommandError, call_command
 from django.db import connection
 from django.utils import timezone
 
-from facts import services
-from facts.models import ConflictMember, ConflictSet, ConflictStatus, Event, Fact, FactStatus
+from facts import services, transfer
+from facts.models import (
+    IDENTITY_BLOCKS_PER_SCOPE,
+    PROJECT_WIDE,
+    ConflictMember,
+    ConflictSet,
+    ConflictStatus,
+    Event,
+    Fact,
+    FactStatus,
+    IdentityBlock,
+    Procedure,
+    ProcedureStatus,
+)
+from facts.services import procedure_embedding_text
 from facts.text import text_hash
 from hakimem.embeddings import get_embedder
-from tests.facts.factories import FactFactory
+from tests.conftest import make_client
+from tests.facts.factories import FactFactory, IdentityBlockFactory, ProcedureFactory
 
 pytestmark = pytest.mark.django_db
 
 PORT = "port-x"
 
 
+def build_layers(subject: str, *, project: str = PORT) -> None:
+    """A scope's identity blocks (enabled and disabled, ordered by position) and procedures (active and
+    retracted), with metadata and creation and update times of their own."""
+    now = timezone.now().replace(microsecond=654321)
+    who = subject or "the project"
+    rows = [
+        IdentityBlockFactory(project_id=project, subject_id=subject, name="persona", position=2,
+                             text=f"Speak with {who} in French.", metadata={"source": "onboarding ☕"}),
+        IdentityBlockFactory(project_id=project, subject_id=subject, name="old-tone", position=1, enabled=False,
+                             text="Use formal address."),
+        ProcedureFactory(project_id=project, subject_id=subject, title=f"Weekly report for {who}",
+                         text="1. Gather the week's notes. 2. Summarise them in five lines.", category="work",
+                         importance=0.7, metadata={"v": 2}),
+        ProcedureFactory(project_id=project, subject_id=subject, title=f"Old weekly report for {who}",
+                         text="1. Print the notes.", status=ProcedureStatus.RETRACTED),
+    ]
+    for i, row in enumerate(rows):
+        type(row).objects.filter(id=row.id).update(created_at=now - timedelta(days=10 + i, microseconds=i),
+                                                   updated_at=now - timedelta(days=i))
+
+
 def build_scope(subject: str, n_facts: int, *, project: str = PORT) -> None:
     """A subject's memory in every state export must carry: active, superseded (with its successor) and
     retracted versions, bitemporal columns, categories, kinds, metadata, facts from events, and open,
-    resolved and dismissed conflict sets."""
+    resolved and dismissed conflict sets; identity blocks and procedures (build_layers)."""
+    build_layers(subject, project=project)
     now = timezone.now().replace(microsecond=123456)
     events = [
         Event(project_id=project, subject_id=subject, text=f"{subject} went to gathering {i} in Nantes.",
@@ -114,8 +150,10 @@ def vector_of(model, row_id) -> np.ndarray:
 def test_export_erase_import_export_gives_the_same_records(tmp_path):
     # given a project of three subjects, 3,000 facts in every state, their events and conflict sets, and
     # another project's fact
+    # and the project's own identity blocks and procedures
     for subject, size in (("alice", 1500), ("bob", 1000), ("carol", 500)):
         build_scope(subject, size)
+    build_layers(PROJECT_WIDE)
     elsewhere = FactFactory(project_id="other-project", subject_id="alice")
     # when it is exported, erased, imported and exported again
     started = time.perf_counter()
@@ -132,32 +170,49 @@ def test_export_erase_import_export_gives_the_same_records(tmp_path):
     # then the records are the same, ids included, and nothing else moved
     assert comparable(second) == comparable(first)
     header = first[0]
-    assert header["counts"] == {"events": 300, "facts": 3000, "conflict_sets": 9}
+    assert header["counts"] == {"events": 300, "facts": 3000, "conflict_sets": 9, "identity_blocks": 8,
+                                "procedures": 8}
     assert header["embedding"] == {"provider": "hashing", "model": "words+trigrams/crc32", "dimension": 384}
     kinds = [r["type"] for r in first[1:]]
     assert kinds.count("fact") == 3000 and kinds.count("event") == 300 and kinds.count("conflict_set") == 9
+    assert kinds.count("identity_block") == 8 and kinds.count("procedure") == 8
+    assert first[1]["subject_id"] == PROJECT_WIDE  # the project's own come first
+    assert {r["status"] for r in first if r["type"] == "procedure"} == {"active", "retracted"}
+    assert {r["enabled"] for r in first if r["type"] == "identity_block"} == {True, False}
     statuses = {r["status"] for r in first if r["type"] == "fact"}
     assert statuses == {"active", "superseded", "retracted"}
     assert {r["status"] for r in first if r["type"] == "conflict_set"} == {"open", "resolved", "dismissed"}
-    assert "imported 3000 facts, 300 events, 9 conflict sets in 3 scopes" in summary
+    assert "imported 3000 facts, 300 events, 9 conflict sets, 8 identity blocks, 8 procedures in 4 scopes" in summary
     assert Fact.objects.get(id=elsewhere.id).text == elsewhere.text
     # and the imported store works: the facts are searchable and a superseded chain holds
     superseded = Fact.objects.filter(project_id=PORT, status=FactStatus.SUPERSEDED).first()
     assert superseded.superseded_by.status == FactStatus.ACTIVE
     assert Fact.objects.filter(project_id=PORT, search_vector=SearchQuery("bicycle", config="simple")).count() == 3000
+    # and a tiered context call serves alice's enabled blocks and the project's, by position, and her active
+    # procedures and the project's, never a retracted one
+    response = make_client(PORT).post("/v1/context", {"project_id": PORT, "subject_id": "alice", "tiers": True,
+                                                      "query": "write the weekly report"}, format="json")
+    assert response.status_code == 200, response.content
+    packet = response.json()
+    served_blocks = {(b["id"], b["text"]) for b in packet["identity"]}
+    assert served_blocks == {(str(b.id), b.text) for b in IdentityBlock.objects.filter(
+        project_id=PORT, subject_id__in=["alice", PROJECT_WIDE], enabled=True)}
+    assert {p["title"] for p in packet["procedures"]} == {"Weekly report for alice", "Weekly report for the project"}
 
 
 def test_one_subject_exports_grouped_by_kind_and_alone(tmp_path):
-    # given two subjects
+    # given two subjects and the project's own blocks and procedures
     build_scope("alice", 30)
     build_scope("bob", 20)
+    build_layers(PROJECT_WIDE)
     # when one is exported
     records = export("--project", PORT, "--subject", "bob")
-    # then only its records come, events before facts before conflict sets, no vector
+    # then only its records come, events before facts, conflict sets, identity blocks, procedures, no vector
     assert records[0]["scope"] == {"project_id": PORT, "subject_id": "bob"}
     assert {r["subject_id"] for r in records[1:]} == {"bob"}
     kinds = [r["type"] for r in records[1:]]
-    assert kinds == sorted(kinds, key=["event", "fact", "conflict_set"].index)
+    assert kinds == sorted(kinds, key=["event", "fact", "conflict_set", "identity_block", "procedure"].index)
+    assert kinds.count("identity_block") == 2 and kinds.count("procedure") == 2
     assert records[0]["with_embeddings"] is False and not any("embedding" in r for r in records[1:])
 
 
@@ -165,8 +220,11 @@ def test_vectors_in_the_file_are_kept_only_from_the_same_embedder_and_of_the_rig
     # given a subject whose first fact carries a vector its text would not give (a model's own, say)
     build_scope("alice", 12)
     odd, other, short = Fact.objects.filter(project_id=PORT).order_by("recorded_from")[:3]
+    # and a procedure with such a vector too
     odd_vector = get_embedder().embed(["something else entirely"])[0]
     Fact.objects.filter(id=odd.id).update(embedding=odd_vector)
+    procedure = Procedure.objects.get(project_id=PORT, status=ProcedureStatus.ACTIVE)
+    Procedure.objects.filter(id=procedure.id).update(embedding=odd_vector)
     records = export("--project", PORT, "--with-embeddings")
     services.project_erase(project_id=PORT)
     by_id = {r["id"]: r for r in records[1:]}
@@ -176,7 +234,8 @@ def test_vectors_in_the_file_are_kept_only_from_the_same_embedder_and_of_the_rig
     # then the file's vectors are kept, and the one of the wrong size is computed again
     assert np.allclose(vector_of(Fact, odd.id), odd_vector, atol=1e-3)
     assert np.allclose(vector_of(Fact, short.id), get_embedder().embed([short.text])[0], atol=1e-3)
-    assert "embeddings: 13 from the file, 1 computed" in summary  # 11 facts and 2 events kept
+    assert np.allclose(vector_of(Procedure, procedure.id), odd_vector, atol=1e-3)
+    assert "embeddings: 15 from the file, 1 computed" in summary  # 11 facts, 2 events and 2 procedures kept
     # when the header names another embedder
     services.project_erase(project_id=PORT)
     records[0]["embedding"] = {"provider": "openai", "model": "text-embedding-3-small", "dimension": 384}
@@ -184,7 +243,9 @@ def test_vectors_in_the_file_are_kept_only_from_the_same_embedder_and_of_the_rig
     # then every vector is computed by the configured embedder
     assert np.allclose(vector_of(Fact, odd.id), get_embedder().embed([odd.text])[0], atol=1e-3)
     assert np.allclose(vector_of(Fact, other.id), get_embedder().embed([other.text])[0], atol=1e-3)
-    assert "embeddings: 0 from the file, 14 computed" in summary
+    assert np.allclose(vector_of(Procedure, procedure.id),
+                       get_embedder().embed([procedure_embedding_text(procedure.title, procedure.text)])[0], atol=1e-3)
+    assert "embeddings: 0 from the file, 16 computed" in summary
 
 
 # --- refusals ---------------------------------------------------------------------------------------------
@@ -217,6 +278,12 @@ def _supersede_nothing(records):
     return i
 
 
+def _rename_like_the_previous_block(records):
+    i = _first(records, "identity_block") + 1
+    records[i]["name"] = records[i - 1]["name"]
+    return i
+
+
 def _header(field, value):
     def change(records):
         records[0][field] = value
@@ -236,6 +303,19 @@ def _header(field, value):
     (_set("conflict_set", "members", [{"fact": "nope", "added_at": "2026-01-01T00:00:00+00:00", "kept": None}]),
      "members[0].fact", "must be a UUID"),
     (_supersede_nothing, "superseded_by", "names its successor"),
+    (_set("event", "subject_id", ""), "subject_id", "letters, digits"),  # only blocks and procedures are project-wide
+    (_set("identity_block", "name", ""), "name", "1 to 100 characters"),
+    (_set("identity_block", "text", "x" * 4001), "text", "1 to 4000 characters"),
+    (_set("identity_block", "position", -1), "position", "an integer from 0"),
+    (_set("identity_block", "position", 1.5), "position", "an integer from 0"),
+    (_set("identity_block", "enabled", "yes"), "enabled", "true or false"),
+    (_drop("identity_block", "created_at"), "created_at", "missing"),
+    (_rename_like_the_previous_block, "name", "earlier in the file has this name"),
+    (_set("procedure", "status", "deleted"), "status", "must be one of active, retracted"),
+    (_set("procedure", "title", "t" * 201), "title", "1 to 200 characters"),
+    (_set("procedure", "importance", -0.5), "importance", "between 0 and 1"),
+    (_set("procedure", "embedding", ["a"]), "embedding", "list of finite numbers"),
+    (_drop("procedure", "updated_at"), "updated_at", "missing"),
     (_header("version", 2), "version", "not supported"),
 ])
 def test_a_bad_line_is_reported_with_its_number_and_field_and_nothing_is_written(tmp_path, change, field, message):
@@ -254,6 +334,7 @@ def test_a_bad_line_is_reported_with_its_number_and_field_and_nothing_is_written
     assert f"line {line} field {field!r}: " in str(refused.value) and message in str(refused.value)
     assert "Nothing was written" in str(refused.value)
     assert not Fact.objects.exists() and not Event.objects.exists() and not ConflictSet.objects.exists()
+    assert not IdentityBlock.objects.exists() and not Procedure.objects.exists()
 
 
 def test_a_line_that_is_not_json_or_a_truncated_file_is_refused(tmp_path):
@@ -319,6 +400,8 @@ def test_existing_ids_are_refused_unless_skipped(tmp_path):
     services.subject_erase(project_id=PORT, subject_id="bob")
     edited = Fact.objects.filter(subject_id="alice", status=FactStatus.ACTIVE).first()
     Fact.objects.filter(id=edited.id).update(category="edited-here")
+    edited_block = IdentityBlock.objects.filter(subject_id="alice").first()
+    IdentityBlock.objects.filter(id=edited_block.id).update(text="Edited here.")
     # when the file is imported: refused at alice's first event, which exists
     with pytest.raises(CommandError, match=r"line 2 field 'id': an event with id .* exists already \(--skip-existing"):
         import_file(path)
@@ -326,12 +409,16 @@ def test_existing_ids_are_refused_unless_skipped(tmp_path):
     # when imported with --skip-existing
     summary = import_file(path, "--skip-existing")
     # then bob comes back, alice's rows are left as they are
-    assert "imported 20 facts, 2 events, 3 conflict sets in 2 scopes" in summary
-    assert "skipped existing: 20 facts, 2 events, 3 conflict sets" in summary
+    assert ("imported 20 facts, 2 events, 3 conflict sets, 2 identity blocks, 2 procedures in 2 scopes"
+            in summary)
+    assert "skipped existing: 20 facts, 2 events, 3 conflict sets, 2 identity blocks, 2 procedures" in summary
     assert Fact.objects.filter(subject_id="bob").count() == 20
+    assert IdentityBlock.objects.filter(subject_id="bob").count() == Procedure.objects.filter(subject_id="bob").count() == 2
     assert Fact.objects.get(id=edited.id).category == "edited-here"
+    assert IdentityBlock.objects.get(id=edited_block.id).text == "Edited here."
     # and a second run skips everything
-    assert "imported 0 facts, 0 events, 0 conflict sets" in import_file(path, "--skip-existing")
+    assert "imported 0 facts, 0 events, 0 conflict sets, 0 identity blocks, 0 procedures" in import_file(
+        path, "--skip-existing")
 
 
 def test_an_active_text_the_scope_already_holds_is_refused(tmp_path):
@@ -345,6 +432,46 @@ def test_an_active_text_the_scope_already_holds_is_refused(tmp_path):
     with pytest.raises(CommandError, match=rf"line {i + 1} field 'text': the scope already holds an active fact"):
         import_file(write(tmp_path / "taken.jsonl", records))
     assert Fact.objects.filter(project_id=PORT).count() == 1
+
+
+def test_an_identity_block_name_its_scope_already_holds_is_refused(tmp_path):
+    # given an export of alice, erased, and a block written meanwhile under the name of one in the file
+    build_scope("alice", 10)
+    records = export("--project", PORT)
+    services.project_erase(project_id=PORT)
+    i = next(i for i, r in enumerate(records) if r["type"] == "identity_block")
+    services.identity_block_create(project_id=PORT, subject_id="alice", name=records[i]["name"], text="Mine.")
+    # when imported, then refused at that line, and only the block written meanwhile is there
+    with pytest.raises(CommandError, match=rf"line {i + 1} field 'name': the scope already holds an identity block"):
+        import_file(write(tmp_path / "taken.jsonl", records))
+    assert IdentityBlock.objects.get().text == "Mine." and not Fact.objects.exists()
+
+
+def test_a_scope_never_ends_with_more_identity_blocks_than_allowed(tmp_path, monkeypatch):
+    # given an export of alice's two blocks, erased, and all but one of the scope's places taken meanwhile
+    build_scope("alice", 10)
+    records = export("--project", PORT)
+    services.project_erase(project_id=PORT)
+    for n in range(IDENTITY_BLOCKS_PER_SCOPE - 1):
+        services.identity_block_create(project_id=PORT, subject_id="alice", name=f"meanwhile-{n}", text="Hi.")
+    # when imported, then refused at the block that would be one too many, with nothing written
+    second = [i for i, r in enumerate(records) if r["type"] == "identity_block"][1]
+    with pytest.raises(CommandError, match=rf"line {second + 1} field 'subject_id': scope {PORT}/alice would hold "
+                                           rf"more than {IDENTITY_BLOCKS_PER_SCOPE} identity blocks"):
+        import_file(write(tmp_path / "full.jsonl", records))
+    assert IdentityBlock.objects.count() == IDENTITY_BLOCKS_PER_SCOPE - 1 and not Fact.objects.exists()
+    # and a file that holds more than allowed for an empty scope is refused the same way, counted across the
+    # chunks the file is read in
+    services.project_erase(project_id=PORT)
+    monkeypatch.setattr(transfer, "CHUNK", 7)
+    block = records[second]
+    many = [records[0]] + [{**block, "id": str(uuid.uuid4()), "name": f"b{n}"}
+                           for n in range(IDENTITY_BLOCKS_PER_SCOPE + 1)]
+    many[0] = {**many[0], "counts": {"events": 0, "facts": 0, "conflict_sets": 0,
+                                     "identity_blocks": IDENTITY_BLOCKS_PER_SCOPE + 1, "procedures": 0}}
+    with pytest.raises(CommandError, match=rf"line {IDENTITY_BLOCKS_PER_SCOPE + 2} field 'subject_id'.*Nothing was written"):
+        import_file(write(tmp_path / "many.jsonl", many))
+    assert not IdentityBlock.objects.exists()
 
 
 def test_import_waits_for_the_scope_lock_of_the_write_path(tmp_path):

@@ -13,13 +13,16 @@ from hakimem.validators import SCOPE_ID_HELP, SCOPE_ID_RE
 
 
 class Command(BaseCommand):
-    help = "Export a project's (or a subject's) facts, events and conflict sets as JSON lines on stdout"
+    help = ("Export a project's (or a subject's) facts, events, conflict sets, identity blocks and procedures as JSON "
+            "lines on stdout")
 
     def add_arguments(self, parser):
         parser.add_argument("--project", required=True)
-        parser.add_argument("--subject", help="one subject of the project (default: all of them)")
+        parser.add_argument("--subject", help="one subject of the project (default: all of them, and the project-wide "
+                                              "identity blocks and procedures)")
         parser.add_argument("--with-embeddings", action="store_true",
-                            help="include each fact's and event's vector (import reuses them with the same embedder)")
+                            help="include each fact's, event's and procedure's vector (import reuses them with the "
+                                 "same embedder)")
 
     def handle(self, *args, project, subject, with_embeddings, **options):
         for name, value in (("--project", project), ("--subject", subject)):
@@ -46,4 +49,5 @@ class Command(BaseCommand):
         out.flush()
         counts = export.header["counts"]
         self.stderr.write(f"exported {counts['facts']} facts, {counts['events']} events, "
-                          f"{counts['conflict_sets']} conflict sets of {project}{'/' + subject if subject else ''}")
+                          f"{counts['conflict_sets']} conflict sets, {counts['identity_blocks']} identity blocks, "
+                          f"{counts['procedures']} procedures of {project}{'/' + subject if subject else ''}")

@@ -4,8 +4,8 @@
 
 The whole file is checked first (every line, and ids already in the database), so a bad line is reported
 with its line number and field and nothing is written. Then each scope is written in its own transaction
-under the scope lock. Embeddings are recomputed with the configured embedder unless the file carries them
-from the same embedder (provider, model, dimension).
+under the scope lock. The vectors of facts, events and procedures are recomputed with the configured embedder
+unless the file carries them from the same embedder (provider, model, dimension).
 """
 import os
 
@@ -17,7 +17,7 @@ from hakimem.embeddings import EmbedderUnavailable, get_embedder
 
 
 class Command(BaseCommand):
-    help = "Import facts, events and conflict sets from a JSON lines file written by export_scope"
+    help = "Import facts, events, conflict sets, identity blocks and procedures from a JSON lines file written by export_scope"
 
     def add_arguments(self, parser):
         parser.add_argument("path")
@@ -48,9 +48,11 @@ class Command(BaseCommand):
             raise CommandError(f"cannot embed: {exc}") from exc
         w, s = report.written, report.skipped
         self.stdout.write(
-            f"imported {w['facts']} facts, {w['events']} events, {w['conflict_sets']} conflict sets in "
-            f"{report.scopes} scopes; embeddings: {report.embeddings_kept} from the file, "
-            f"{report.embeddings_computed} computed"
-            + (f"; skipped existing: {s['facts']} facts, {s['events']} events, {s['conflict_sets']} conflict sets"
-               if any(s.values()) else "")
+            f"imported {_records(w)} in {report.scopes} scopes; embeddings: {report.embeddings_kept} from the file, "
+            f"{report.embeddings_computed} computed" + (f"; skipped existing: {_records(s)}" if any(s.values()) else "")
         )
+
+
+def _records(counts: dict[str, int]) -> str:
+    return (f"{counts['facts']} facts, {counts['events']} events, {counts['conflict_sets']} conflict sets, "
+            f"{counts['identity_blocks']} identity blocks, {counts['procedures']} procedures")
