@@ -329,8 +329,8 @@ class Consent(ScopedModel):
 
 
 class ReembedRun(models.Model):
-    """One `manage.py reembed`: the embedder it writes with and how far it got. Facts, then events, each in id
-    order; a batch's vectors and the cursor move in one transaction, so an interrupted run resumes exactly
+    """One `manage.py reembed`: the embedder it writes with and how far it got. Facts, then events, then
+    procedures, each in id order; a batch's vectors and the cursor move in one transaction, so an interrupted run resumes exactly
     after its last committed batch (facts.reembed)."""
 
     provider = models.CharField(max_length=64)
@@ -341,8 +341,11 @@ class ReembedRun(models.Model):
     fact_cursor = models.UUIDField(null=True, blank=True, help_text="The last fact re-embedded, by id order.")
     facts_done = models.BooleanField(default=False)
     event_cursor = models.UUIDField(null=True, blank=True, help_text="The last event re-embedded, by id order.")
+    events_done = models.BooleanField(default=False)
+    procedure_cursor = models.UUIDField(null=True, blank=True, help_text="The last procedure re-embedded, by id order.")
     facts_embedded = models.PositiveIntegerField(default=0)
     events_embedded = models.PositiveIntegerField(default=0)
+    procedures_embedded = models.PositiveIntegerField(default=0)
 
     class Meta:
         constraints = [

@@ -1,7 +1,7 @@
-"""Re-embedding every fact and event with one embedder (`manage.py reembed`), in batches, resumable.
+"""Re-embedding every fact, event and procedure with one embedder (`manage.py reembed`), in batches, resumable.
 
 Where the progress lives: a small table (facts_reembedrun, one row per run: the embedder's identity and a
-cursor per table), not a marker column on facts and events. Facts, then events, are walked in id order (the
+cursor per table), not a marker column on facts and events. Facts, then events, then procedures are walked in id order (the
 primary key's index); each batch's vectors and the run's cursor are written in one transaction, so after an
 interruption the next run with the same embedder continues after the last committed batch, and once a run
 has finished, running it again does nothing. A marker column would also catch rows written meanwhile with a
@@ -23,7 +23,8 @@ from contextlib import contextmanager
 from django.db import connection, transaction
 from django.utils import timezone
 
-from facts.models import Event, Fact, ReembedRun
+from facts.models import Event, Fact, Procedure, ReembedRun
+from facts.services import procedure_embedding_text
 from hakimem.embeddings import Embedder, EmbeddingDimensionError, vector_literal
 
 DEFAULT_BATCH_SIZE = 256
@@ -37,7 +38,32 @@ _UPDATE_SQL = {
     Event: "UPDATE facts_event t SET embedding = v.embedding::halfvec"
            " FROM unnest(%s::uuid[], %s::text[], %s::text[]) AS v(id, text, embedding)"
            " WHERE t.id = v.id AND t.text = v.text",
+    # A procedure's vector is of its title and steps together (facts.services.procedure_embedding_text).
+    Procedure: "UPDATE facts_procedure t SET embedding = v.embedding::halfvec"
+               " FROM unnest(%s::uuid[], %s::text[], %s::text[]) AS v(id, text, embedding)"
+               " WHERE t.id = v.id AND t.title || E'\\n' || t.text = v.text",
 }
+
+# The tables in the order a run walks them, each with its cursor, its count and the flag that closes it (the last
+# one closes the run).
+_STAGES = (
+    (Fact, "fact_cursor", "facts_embedded", "facts_done"),
+    (Event, "event_cursor", "events_embedded", "events_done"),
+    (Procedure, "procedure_cursor", "procedures_embedded", None),
+)
+
+
+def _rows_after(model, after):
+    return model.objects.all() if after is None else model.objects.filter(id__gt=after)
+
+
+def _texts(model, after, batch_size: int) -> list[tuple]:
+    """(id, the text its vector is computed from) of the next batch."""
+    rows = _rows_after(model, after).order_by("id")
+    if model is Procedure:
+        return [(i, procedure_embedding_text(title, text))
+                for i, title, text in rows.values_list("id", "title", "text")[:batch_size]]
+    return list(rows.values_list("id", "text")[:batch_size])
 
 
 class ReembedRefused(Exception):
@@ -49,7 +75,7 @@ def column_dimensions() -> dict[str, int]:
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT c.relname, a.atttypmod FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid"
-            " WHERE c.relname IN ('facts_fact', 'facts_event') AND a.attname = 'embedding'"
+            " WHERE c.relname IN ('facts_fact', 'facts_event', 'facts_procedure') AND a.attname = 'embedding'"
         )
         return dict(cursor.fetchall())
 
@@ -99,28 +125,29 @@ def reembed_start(*, embedder: Embedder, restart: bool = False) -> tuple[Reembed
     return run, False
 
 
-def reembed_remaining(run: ReembedRun) -> int:
+def _open_stages(run: ReembedRun) -> list[tuple]:
+    """The stages a run has not closed yet, the current one first."""
     if run.finished_at is not None:
-        return 0
-    events = Event.objects.filter(id__gt=run.event_cursor) if run.event_cursor else Event.objects.all()
-    if run.facts_done:
-        return events.count()
-    facts = Fact.objects.filter(id__gt=run.fact_cursor) if run.fact_cursor else Fact.objects.all()
-    return facts.count() + events.count()
+        return []
+    return [stage for stage in _STAGES if stage[3] is None or not getattr(run, stage[3])]
+
+
+def reembed_remaining(run: ReembedRun) -> int:
+    return sum(_rows_after(model, getattr(run, cursor)).count() for model, cursor, _, _ in _open_stages(run))
 
 
 def reembed_batches(*, run: ReembedRun, embedder: Embedder, batch_size: int = DEFAULT_BATCH_SIZE) -> Iterator[int]:
     """Re-embed the run's remaining rows batch by batch, yielding each batch's size; the run is finished when
     the iterator is exhausted."""
     while run.finished_at is None:
-        model, after = (Event, run.event_cursor) if run.facts_done else (Fact, run.fact_cursor)
-        rows = model.objects.all() if after is None else model.objects.filter(id__gt=after)
-        rows = list(rows.order_by("id").values_list("id", "text")[:batch_size])
+        model, cursor_field, count_field, done_field = _open_stages(run)[0]
+        rows = _texts(model, getattr(run, cursor_field), batch_size)
         if not rows:
-            if run.facts_done:
+            if done_field is None:
                 run.finished_at = timezone.now()
-            run.facts_done = True
-            run.save(update_fields=["facts_done", "finished_at"])
+            else:
+                setattr(run, done_field, True)
+            run.save(update_fields=[done_field or "finished_at"])
             continue
         vectors = embedder.embed([text for _, text in rows])
         with transaction.atomic():
@@ -128,10 +155,7 @@ def reembed_batches(*, run: ReembedRun, embedder: Embedder, batch_size: int = DE
                 cursor.execute(_UPDATE_SQL[model], [
                     [row_id for row_id, _ in rows], [text for _, text in rows], [vector_literal(v) for v in vectors],
                 ])
-            if model is Fact:
-                run.fact_cursor, run.facts_embedded = rows[-1][0], run.facts_embedded + len(rows)
-                run.save(update_fields=["fact_cursor", "facts_embedded"])
-            else:
-                run.event_cursor, run.events_embedded = rows[-1][0], run.events_embedded + len(rows)
-                run.save(update_fields=["event_cursor", "events_embedded"])
+            setattr(run, cursor_field, rows[-1][0])
+            setattr(run, count_field, getattr(run, count_field) + len(rows))
+            run.save(update_fields=[cursor_field, count_field])
         yield len(rows)

@@ -1,4 +1,4 @@
-"""manage.py reembed: every fact's and event's vector computed again, in batches, resumable."""
+"""manage.py reembed: every fact's, event's and procedure's vector computed again, in batches, resumable."""
 import io
 import uuid
 
@@ -7,9 +7,10 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.utils import timezone
 
-from facts.models import Event, Fact, FactStatus, ReembedRun
+from facts.models import Event, Fact, FactStatus, Procedure, ReembedRun
+from facts.services import procedure_embedding_text
 from hakimem.embeddings import HashingEmbedder, get_embedder
-from tests.facts.factories import EventFactory, FactFactory
+from tests.facts.factories import EventFactory, FactFactory, ProcedureFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -81,7 +82,7 @@ def test_an_interrupted_run_resumes_after_its_last_batch_and_a_finished_run_is_n
     # then it continues after the first batch: the other 18 rows, each embedded once, and all are fresh
     assert sorted(t for t in embedded_texts if t in texts) == sorted(row.text for row in ids_in_order[7:])
     assert all(is_fresh(row) for row in rows)
-    assert "re-embedded 20 facts and 5 events with hashing" in out
+    assert "re-embedded 20 facts, 5 events and 0 procedures with hashing" in out
     run = ReembedRun.objects.get()
     assert run.finished_at is not None and (run.facts_embedded, run.events_embedded) == (20, 5)
     # when it runs once more
@@ -91,7 +92,7 @@ def test_an_interrupted_run_resumes_after_its_last_batch_and_a_finished_run_is_n
     assert "nothing to do" in out and not [t for t in embedded_texts if t in texts]
     assert ReembedRun.objects.count() == 1
     # unless asked to start again
-    assert "re-embedded 20 facts and 5 events" in reembed("--restart")
+    assert "re-embedded 20 facts, 5 events and 0 procedures" in reembed("--restart")
     assert ReembedRun.objects.count() == 2
 
 
@@ -101,7 +102,7 @@ def test_a_provider_of_another_dimension_is_refused_before_anything_is_written(s
     settings.HAKI_EMBED_DIM = 256
     # when reembed runs, then it names both sizes, and nothing changed
     with pytest.raises(CommandError, match=r"makes 256-dimensional vectors, but facts_event.embedding holds 384, "
-                                           r"facts_fact.embedding holds 384"):
+                                           r"facts_fact.embedding holds 384, facts_procedure.embedding holds 384"):
         reembed()
     assert not ReembedRun.objects.exists()
     settings.HAKI_EMBED_DIM = 384
@@ -126,3 +127,20 @@ def test_a_text_edited_during_the_batch_keeps_the_vector_its_edit_computed(monke
     # then the edit's vector stays
     fact.refresh_from_db()
     assert fact.text == "Alice sold her garden." and is_fresh(fact)
+
+
+def test_procedures_are_embedded_again_from_their_title_and_steps(embedded_texts):
+    # given facts, an event and procedures with stale vectors
+    stale = get_embedder().embed(["a vector some other model made"])[0]
+    stale_store(2, 1)
+    procedures = [ProcedureFactory(id=uuid.UUID(int=5000 + i), title=f"Deploy step {i}", embedding=stale)
+                  for i in range(3)]
+    # when reembed runs, in batches of 2
+    out = reembed("--batch-size", "2")
+    # then every procedure's vector is that of its title and steps, as the write path computes it
+    for p in procedures:
+        stored = Procedure.objects.values_list("embedding", flat=True).get(id=p.id).to_numpy().astype(np.float32)
+        assert np.allclose(stored, get_embedder().embed([procedure_embedding_text(p.title, p.text)])[0], atol=1e-3)
+    assert "re-embedded 2 facts, 1 events and 3 procedures" in out
+    run = ReembedRun.objects.get()
+    assert run.events_done and run.finished_at is not None and run.procedures_embedded == 3

@@ -40,12 +40,12 @@ class Command(BaseCommand):
                 run, resumed = reembed_start(embedder=embedder, restart=restart)
                 with_what = f"{run.provider} ({run.model})" if run.model else run.provider
                 if run.finished_at is not None:
-                    self.stdout.write(f"nothing to do: run {run.pk} re-embedded every fact and event with {with_what} "
+                    self.stdout.write(f"nothing to do: run {run.pk} re-embedded every fact, event and procedure with {with_what} "
                                       f"at {run.finished_at:%Y-%m-%d %H:%M}Z (--restart to do it again)")
                     return
                 if resumed:
-                    self.stderr.write(f"resuming run {run.pk}: {run.facts_embedded} facts and "
-                                      f"{run.events_embedded} events already done")
+                    self.stderr.write(f"resuming run {run.pk}: {run.facts_embedded} facts, {run.events_embedded} "
+                                      f"events and {run.procedures_embedded} procedures already done")
                 with tqdm(total=reembed_remaining(run), unit="row", desc="reembed", file=err,
                           disable=not err.isatty()) as bar:
                     for done in reembed_batches(run=run, embedder=embedder, batch_size=batch_size):
@@ -54,5 +54,5 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from exc
         except EmbedderUnavailable as exc:
             raise CommandError(f"{exc}; rerun the same command to continue where it stopped") from exc
-        self.stdout.write(f"run {run.pk}: re-embedded {run.facts_embedded} facts and {run.events_embedded} events "
-                          f"with {with_what}")
+        self.stdout.write(f"run {run.pk}: re-embedded {run.facts_embedded} facts, {run.events_embedded} events and "
+                          f"{run.procedures_embedded} procedures with {with_what}")
