@@ -28,7 +28,7 @@ from pydantic import Field
 from rest_framework.exceptions import ValidationError
 
 from context.assembler import context_assemble
-from context.serializers import ContextRequestSerializer, validate_budget
+from context.serializers import ContextRequestSerializer, call_budget, call_options, validate_budget
 from facts import selectors as fact_selectors
 from facts import services as fact_services
 from facts.serializers import FactInSerializer
@@ -140,15 +140,19 @@ class MemoryTools:
                 "conflict_set_id": str(result.conflict_set.id) if result.conflict_set else None,
             }
 
-    def recall(self, *, query: str, subject_id: str | None = None, budget_tokens: int | None = None) -> dict:
+    def recall(self, *, query: str, subject_id: str | None = None, budget_tokens: int | None = None,
+               tiers: bool = False) -> dict:
         with self.as_key() as key:
             data = {"project_id": key.project_id, "subject_id": self.subject(subject_id), "query": query}
             if budget_tokens is not None:
                 data["budget_tokens"] = budget_tokens
-            budget = validate_budget(data)
+                validate_budget(data)
+            if tiers:
+                data["tiers"] = True
             params = _validated(ContextRequestSerializer, data)
+            options = call_options(params)
             return context_assemble(project_id=key.project_id, subject_id=params["subject_id"], query=params["query"],
-                                    budget_tokens=budget)
+                                    budget_tokens=call_budget(data, options), options=options)
 
     def forget(self, *, fact_id: str) -> dict:
         with self.as_key() as key:
@@ -202,8 +206,10 @@ def build_server(tools: MemoryTools) -> MCPServer:
         query: Annotated[str, Field(description="The user's message or a question about the subject.")],
         subject_id: SubjectArg = None,
         budget_tokens: Annotated[int | None, Field(description="Largest size of the block in tokens (default 900).")] = None,
+        tiers: Annotated[bool, Field(description="Also the identity blocks (persona, standing instructions) and the "
+                                                 "procedures, each memory layer under its own budget, in five sections.")] = False,
     ) -> CallToolResult:
-        packet = tools.recall(query=query, subject_id=subject_id, budget_tokens=budget_tokens)
+        packet = tools.recall(query=query, subject_id=subject_id, budget_tokens=budget_tokens, tiers=tiers)
         return CallToolResult(
             content=[TextContent(type="text", text=packet["rendered"])],
             structured_content={

@@ -209,3 +209,29 @@ def test_a_tool_call_runs_under_row_security_seeing_only_the_keys_project(api_ke
     # then the database itself showed only the key's project, and the role is the connecting user's again
     assert seen == {PROJECT}
     assert set(Fact.objects.values_list("project_id", flat=True)) == {PROJECT, OTHER_PROJECT}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_tiered_recall_serves_the_identity_blocks_first(api_key):
+    # given a project-wide persona and a fact of alice
+    from rest_framework.test import APIClient
+
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Bearer {api_key}")
+    assert api.post("/v1/identity-blocks", {"project_id": PROJECT, "name": "persona",
+                                            "text": "You are Alice's cooking assistant."}, format="json").status_code == 201
+    assert api.post("/v1/facts", {"project_id": PROJECT, "subject_id": "alice", "text": "Alice is allergic to peanuts."},
+                    format="json").status_code == 201
+
+    async def session():
+        async with Client(stdio_server(api_key, "--subject", "alice"), read_timeout_seconds=60) as client:
+            plain = text_of(await client.call_tool("recall", {"query": "What is Alice allergic to?"}))
+            tiered = text_of(await client.call_tool("recall", {"query": "What is Alice allergic to?", "tiers": True}))
+            return plain, tiered
+
+    # when an agent recalls, plainly then with tiers
+    plain, tiered = asyncio.run(session())
+    # then only the tiered recall carries the persona, on top, before the fact
+    assert "cooking assistant" not in plain and "Alice is allergic to peanuts." in plain
+    assert tiered.splitlines()[:3] == ["<haki_memory>", "<identity>", "You are Alice's cooking assistant."]
+    assert "- Alice is allergic to peanuts." in tiered
