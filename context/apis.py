@@ -29,8 +29,7 @@ class ContextApi(APIView):
                    description="400 budget_exceeded when budget_tokens is not a positive integer up to the cap.")
     def post(self, request):
         data = request.data if isinstance(request.data, dict) else {}
-        if "budget_tokens" in data:
-            validate_budget(data)  # budget_exceeded before any other check, as always
+        sent = validate_budget(data) if "budget_tokens" in data else None  # budget_exceeded before any other check
         serializer = ContextRequestSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         params = serializer.validated_data
@@ -38,7 +37,7 @@ class ContextApi(APIView):
         options = call_options(params)
         packet = context_assemble(
             project_id=params["project_id"], subject_id=params["subject_id"], query=params["query"],
-            budget_tokens=call_budget(data, options), options=options,
+            budget_tokens=call_budget(sent, options), options=options,
         )
         return Response(packet)
 

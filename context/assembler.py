@@ -183,18 +183,16 @@ def _score(item, config: AssemblyConfig, options: CallOptions, access: dict) -> 
     return score * options.category_boosts.get(getattr(item, "category", None), 1.0)
 
 
-def rank_candidates(facts: list, episodes: list, config: AssemblyConfig | None = None, layout: Layout = Layout(),
-                    options: CallOptions = PLAIN, access: dict | None = None, item_types=None) -> list[Decided]:
-    """Facts and episodes on one score, best first (ties: more recent, then by id), cut to the call's candidate
-    limit: the call's candidates, each with its rank. A plain call scores with seed 000's three signals; a tiered
+def rank_candidates(pool: list[tuple], config: AssemblyConfig, layout: Layout, options: CallOptions,
+                    access: dict) -> list[Decided]:
+    """`pool`'s (item, item type) on one score, best first (ties: more recent, then by id), cut to the call's
+    candidate limit: the candidates, each with its rank. A plain call scores with seed 000's three signals; a tiered
     one adds importance and access frequency; either multiplies by the call's category boosts."""
-    config = config or AssemblyConfig()
-    access = access or {}
-    pool = [(c, ItemType.FACT) for c in facts] + [(e, item_types or ItemType.EPISODE) for e in episodes]
     for item, _ in pool:
         item.score = _score(item, config, options, access)
-    pool.sort(key=lambda p: (-p[0].score, -p[0].recency, str(p[0].id)))
-    return [candidate_decision(item, kind, i + 1, layout) for i, (item, kind) in enumerate(pool[: options.candidate_limit or retrieval.CANDIDATE_LIMIT])]
+    pool = sorted(pool, key=lambda p: (-p[0].score, -p[0].recency, str(p[0].id)))
+    limit = options.candidate_limit or retrieval.CANDIDATE_LIMIT
+    return [candidate_decision(item, kind, i + 1, layout) for i, (item, kind) in enumerate(pool[:limit])]
 
 
 def _without_consent(item, consented: frozenset[str] | None) -> bool:
@@ -469,7 +467,9 @@ def context_assemble(*, project_id: str, subject_id: str, query: str, budget_tok
         procedures = memory.procedures(lookup, qvec) if options.tiers else []
         # One read of the access counts for every candidate of a tiered call (its fifth signal).
         access = memory.access(lookup, [i.id for i in (*facts, *episodes, *procedures)]) if options.tiers else {}
-        decided = rank_candidates(facts, episodes, config, layout, options, access)
+        # Facts and episodes compete on one ranking (seed 000 ranks facts only and gives episodes what is left).
+        decided = rank_candidates([(c, ItemType.FACT) for c in facts] + [(e, ItemType.EPISODE) for e in episodes],
+                                  config, layout, options, access)
         timer.lap("episodes")
 
         packable, floor_hits = block(decided, config.max_distance, consented, options.min_score)
@@ -480,7 +480,8 @@ def context_assemble(*, project_id: str, subject_id: str, query: str, budget_tok
         tiers, found = None, []
         if options.tiers:
             packable, found = _contradictions_in_context(packable, project_id=project_id, subject_id=subject_id)
-            ranked_procedures = rank_candidates([], procedures, config, layout, options, access, ItemType.PROCEDURE)
+            ranked_procedures = rank_candidates([(p, ItemType.PROCEDURE) for p in procedures], config, layout, options,
+                                                access)
             packable_procedures, _ = block(ranked_procedures, config.max_distance, consented, options.min_score)
             identity = [candidate_decision(b, ItemType.IDENTITY, i + 1, layout)
                         for i, b in enumerate(memory.identity(project_id, subject_id))]

@@ -103,20 +103,21 @@ def call_options(params: dict) -> CallOptions:
     )
 
 
-def call_budget(data: dict, options: CallOptions) -> int:
-    """budget_tokens as sent (validate_budget); a tiered call that sends none gets the sum of its tiers' budgets,
-    within HAKI_MAX_BUDGET_TOKENS."""
-    if options.tiers and "budget_tokens" not in data:
+def call_budget(sent: int | None, options: CallOptions) -> int:
+    """The call's budget: `sent` (budget_tokens as validate_budget checked it, None when absent); else the sum of a
+    tiered call's tier budgets, within HAKI_MAX_BUDGET_TOKENS, or HAKI_DEFAULT_BUDGET_TOKENS."""
+    if sent is not None:
+        return sent
+    if options.tiers:
         return max(1, min(sum(options.tier_budgets.values()), settings.HAKI_MAX_BUDGET_TOKENS))
-    return validate_budget(data)
+    return settings.HAKI_DEFAULT_BUDGET_TOKENS
 
 
 def validate_budget(data: dict) -> int:
-    """budget_tokens: a positive JSON integer up to HAKI_MAX_BUDGET_TOKENS. Strings, floats (even 900.0),
-    booleans, zero, negatives and larger values are refused with `budget_exceeded`."""
+    """budget_tokens, which `data` holds: a positive JSON integer up to HAKI_MAX_BUDGET_TOKENS. Strings, floats
+    (even 900.0), booleans, zero, negatives and larger values are refused with `budget_exceeded`. When none is sent,
+    call_budget decides."""
     limit = settings.HAKI_MAX_BUDGET_TOKENS
-    if "budget_tokens" not in data:
-        return settings.HAKI_DEFAULT_BUDGET_TOKENS
     value = data["budget_tokens"]
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= limit:
         raise ApiError(

@@ -144,15 +144,16 @@ class MemoryTools:
                tiers: bool = False) -> dict:
         with self.as_key() as key:
             data = {"project_id": key.project_id, "subject_id": self.subject(subject_id), "query": query}
+            sent = None
             if budget_tokens is not None:
                 data["budget_tokens"] = budget_tokens
-                validate_budget(data)
+                sent = validate_budget(data)
             if tiers:
                 data["tiers"] = True
             params = _validated(ContextRequestSerializer, data)
             options = call_options(params)
             return context_assemble(project_id=key.project_id, subject_id=params["subject_id"], query=params["query"],
-                                    budget_tokens=call_budget(data, options), options=options)
+                                    budget_tokens=call_budget(sent, options), options=options)
 
     def forget(self, *, fact_id: str) -> dict:
         with self.as_key() as key:
