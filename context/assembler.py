@@ -87,7 +87,7 @@ class Decided:
     entity: str = ""  # the shared name that brought it back, for multi-hop
     by_item: object = None  # superseded_in_context: the newer fact that won
     section: str = ""  # where it renders (context.render: preferences, facts, episodes, ...)
-    chars: int = 0  # what its line adds to `rendered`, newline included
+    line: str = ""  # its line in `rendered` (context/render.py)
 
 
 class Budget:
@@ -112,7 +112,8 @@ class Budget:
         return min(self.left, self.parent.room()) if self.parent else self.left
 
     def cost(self, decided: Decided) -> int:
-        return decided.chars + (0 if decided.section in self.opened else self.layout.section_chars(decided.section))
+        # the line and its newline, and the section's header and closing tag if the item is the first of its section
+        return len(decided.line) + 1 + (0 if decided.section in self.opened else self.layout.section_chars(decided.section))
 
     def take(self, decided: Decided) -> bool:
         cost = self.cost(decided)
@@ -173,7 +174,7 @@ def section_of(item, item_type: str, tiered: bool) -> str:
 def candidate_decision(item, item_type: str, rank: int, layout: Layout, section: str | None = None, **kw) -> Decided:
     section = section or section_of(item, item_type, layout.tiered)
     return Decided(item=item, item_type=item_type, rank=rank, tokens=estimate_tokens(item.text), section=section,
-                   chars=layout.line_chars(section, item), **kw)
+                   line=layout.line(section, item), **kw)
 
 
 def _score(item, config: AssemblyConfig, options: CallOptions, access: dict) -> float:
@@ -425,10 +426,10 @@ def _tier_budgets(total: Budget, options: CallOptions) -> dict[str, Budget]:
     return {tier: Budget(4 * options.tier_budgets[tier], total.layout, parent=total) for tier in render.TIERS}
 
 
-def _served_lines(served: list[Decided], layout: Layout) -> dict[str, list[str]]:
+def _served_lines(served: list[Decided]) -> dict[str, list[str]]:
     lines: dict[str, list[str]] = {}
     for d in served:
-        lines.setdefault(d.section, []).append(layout.line(d.section, d.item))
+        lines.setdefault(d.section, []).append(d.line)
     return lines
 
 
@@ -521,7 +522,7 @@ def context_assemble(*, project_id: str, subject_id: str, query: str, budget_tok
     warnings += _warnings_for_blocked(decided)
     empty_reason = EmptyReason.NO_RELEVANT_MEMORY if not served and floor_hits else None
     status = TraceStatus.DEGRADED if warnings else TraceStatus.OK
-    rendered = layout.render(_served_lines(served, layout))
+    rendered = layout.render(_served_lines(served))
     used_tokens = estimate_tokens(rendered) if rendered else 0
     timer.lap("render")
 

@@ -104,9 +104,6 @@ class Layout:
             return f"- {self._text(item.text)} (since {item.valid_from.date().isoformat()})"
         return f"- {self._text(item.text)}"
 
-    def line_chars(self, section: str, item) -> int:
-        return len(self.line(section, item)) + 1
-
     def render(self, lines_by_section: dict[str, list[str]]) -> str:
         """The block: the sections that hold a line, in order, inside the wrapper; "" when none does."""
         body = []
