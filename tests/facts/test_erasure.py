@@ -18,6 +18,8 @@ from traces.models import Decision, Trace
 NANTES = "{subject}'s friend Paul lives in Nantes with his wife and their two children."
 BORDEAUX = "{subject}'s friend Paul lives in Bordeaux with his wife and their two children."
 QUERY = "Where does Paul live and what does he enjoy?"
+# How long a wait for another thread may take before the test fails: generous, as CI machines are loaded.
+PATIENCE = 30.0
 THINGS = (
     "apples", "kayaking", "opera", "chess", "gardening", "sushi", "jazz", "pottery", "hiking", "tea", "baking",
     "cycling", "poetry", "origami", "sailing", "cheese", "tango", "astronomy", "knitting", "surfing", "coffee",
@@ -151,7 +153,9 @@ def _pause_erasure(monkeypatch) -> tuple[threading.Event, threading.Event]:
 
     def pause(project_id, subject_id):
         paused.set()
-        resume.wait(timeout=10)
+        # Longer than any wait of the test's own: an erasure that resumed by itself would answer the writers
+        # waiting for it, and the test could not tell that from writers that never waited.
+        resume.wait(timeout=PATIENCE + 30)
         return {}
 
     monkeypatch.setattr(services, "_ERASERS", [*services._ERASERS, ("pause", pause)])
@@ -175,13 +179,22 @@ def _in_thread(target, *args):
     return thread, outcome
 
 
-def _wait_for(condition, timeout=10.0) -> bool:
+def _wait_for(condition, timeout=None) -> bool:
+    timeout = PATIENCE if timeout is None else timeout
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if condition():
             return True
         time.sleep(0.01)
     return False
+
+
+def _sessions() -> list:
+    """What every other session of the database is doing: said when a wait times out."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT state, wait_event_type, wait_event, left(query, 120) FROM pg_stat_activity"
+                       " WHERE datname = current_database() AND pid <> pg_backend_pid()")
+        return cursor.fetchall()
 
 
 def _lock_waiters() -> int:
@@ -202,7 +215,7 @@ def test_a_trace_written_while_an_erasure_runs_waits_for_it_and_names_nothing_er
 
     # when a context call for the subject runs meanwhile: it reads the facts (the erasure has not committed)
     caller, called = _in_thread(context_call, make_client(PROJECT), "zoe")
-    assert _wait_for(lambda: _lock_waiters() > 0 or called)
+    assert _wait_for(lambda: _lock_waiters() > 0 or called), _sessions()
     answered_during_erasure = bool(called)
     resume.set()
     eraser.join(timeout=30)
@@ -261,7 +274,7 @@ def test_a_retraction_during_an_erasure_waits_for_it_and_leaves_no_log_entry(mon
     retracting, retracted = _in_thread(lambda: make_client(PROJECT).delete(f"/v1/facts/{by_api.pk}"))
 
     # when both wait for the scope's lock, and the erasure then commits
-    assert _wait_for(lambda: _lock_waiters() >= 2 or curated or retracted)
+    assert _wait_for(lambda: _lock_waiters() >= 2 or curated or retracted), (curated, retracted, _sessions())
     answered_during_erasure = bool(curated or retracted)
     resume.set()
     for thread in (eraser, curating, retracting):
