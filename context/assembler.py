@@ -30,6 +30,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from django.conf import settings
@@ -435,7 +436,10 @@ def _served_lines(served: list[Decided]) -> dict[str, list[str]]:
 
 def context_assemble(*, project_id: str, subject_id: str, query: str, budget_tokens: int,
                      config: AssemblyConfig | None = None, rerun: Rerun | None = None,
-                     options: CallOptions = PLAIN) -> dict:
+                     options: CallOptions = PLAIN, write_trace: Callable[[Callable[[], None]], None] | None = None) -> dict:
+    """The ContextPacket for one call, and its trace. The trace is written before returning, unless `write_trace`
+    is given: it then gets the writing, to run when it chooses (the API runs it once the response is sent,
+    context/apis.py)."""
     timer = _Timer()
     warnings: list[str] = []
     config = config or default_config()
@@ -557,8 +561,14 @@ def context_assemble(*, project_id: str, subject_id: str, query: str, budget_tok
         inputs["options"] = options.as_dict()
     if access:
         inputs["access"] = {str(k): v for k, v in access.items() if v}
-    _record(packet, decided, timer, project_id=project_id, subject_id=subject_id, query=query, now=now,
-            inputs=inputs, rerun=rerun, tiered=options.tiers)
+    def record():
+        _record(packet, decided, timer, project_id=project_id, subject_id=subject_id, query=query, now=now,
+                inputs=inputs, rerun=rerun, tiered=options.tiers)
+
+    if write_trace is None:
+        record()
+    else:
+        write_trace(record)
     return packet
 
 

@@ -20,7 +20,7 @@ facts/migrations/0012_project_in_keys; before, they were visible when their set 
 """
 from __future__ import annotations
 
-from contextlib import ExitStack
+from contextlib import ExitStack, contextmanager
 
 from django.conf import settings
 from django.db import DatabaseError, connection, transaction
@@ -93,6 +93,23 @@ def scope_enter(role: str, projects: str = "") -> tuple[str, str]:
                        [PROJECT_SETTING, role, PROJECT_SETTING, projects])
         before_role, before_projects, _, _ = cursor.fetchone()
     return before_role, before_projects
+
+
+@contextmanager
+def api_transaction(project_id: str):
+    """A transaction of its own as API_ROLE over `project_id`, for work an API request does after its own
+    transaction ended (the context call's trace, written once the response is sent). Inside an outer
+    transaction (the test suite's) the role and project in force before are put back, as the middleware does."""
+    nested = connection.in_atomic_block
+    with transaction.atomic():
+        if not settings.HAKI_ROW_SECURITY:
+            yield
+            return
+        before = scope_enter(API_ROLE, project_id)
+        yield
+        # On an error the savepoint's rollback puts them back itself.
+        if nested and not connection.needs_rollback:
+            scope_enter(*before)
 
 
 def scoped_by_project(queryset):
