@@ -85,7 +85,7 @@ class ReplayApi(APIView):
                     "range, or a trace that is itself a replay; 400 budget_exceeded for overrides.budget_tokens.")
     def post(self, request, trace_id):
         params = validated(ReplayRequestSerializer, request.data)
-        trace = trace_get(project_id=request.user.project_id, trace_id=trace_id)
+        trace = trace_get(project_id=request.user.project_id, trace_id=trace_id, wait_for_recent=True)
         if trace is None:
             raise ApiError(ErrorCode.NOT_FOUND, "No such trace (an erased subject's traces are gone with it).",
                            status_code=404)

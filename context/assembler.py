@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import logging
 import time
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
@@ -47,7 +46,7 @@ from facts import services as fact_services
 from facts.selectors import SCOPE_WRITTEN_SQL, consent_gate, volatility_cutoffs
 from hakimem.db_router import reads_for_scope
 from hakimem.embeddings import EmbedderUnavailable, get_embedder, is_degenerate
-from traces.models import EmptyReason, ItemType, ReasonCode, TraceStatus
+from traces.models import EmptyReason, ItemType, ReasonCode, TraceStatus, trace_id_new
 from traces import selectors as trace_selectors
 from traces.services import DecisionRow, trace_record
 
@@ -531,7 +530,7 @@ def context_assemble(*, project_id: str, subject_id: str, query: str, budget_tok
     timer.lap("render")
 
     packet = {
-        "trace_id": str(uuid.uuid4()),
+        "trace_id": str(trace_id_new()),
         "status": str(status),
         "facts": facts_out,
         "episodes": episodes_out,

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import time
+import uuid
 from collections import defaultdict
 from dataclasses import dataclass
 
@@ -9,7 +11,7 @@ from facts.models import Event, Fact, IdentityBlock, Procedure
 from hakimem.db import fetch_dicts, with_tables
 from hakimem.db_router import read_connection
 from hakimem.serializers import iso
-from traces.models import ACCESS_TAU_SECONDS, Decision, DecisionKind, ItemAccess, Trace
+from traces.models import ACCESS_TAU_SECONDS, Decision, DecisionKind, ItemAccess, Trace, trace_id_minted_at
 
 # The access count at which the access signal is one half: access_score(count) = count / (count + ACCESS_HALF).
 # Five servings in about the last month (ACCESS_TAU_DAYS): an item served once scores 0.17, one served in
@@ -18,8 +20,24 @@ from traces.models import ACCESS_TAU_SECONDS, Decision, DecisionKind, ItemAccess
 ACCESS_HALF = 5.0
 
 
-def trace_get(*, project_id: str, trace_id) -> Trace | None:
-    return Trace.objects.filter(project_id=project_id, id=trace_id).first()
+# A context call's trace is written just after its response is sent (context/apis.py): a client that asks for it
+# at once may be a few milliseconds early. A lookup that misses waits for an id minted less than this long ago.
+TRACE_WRITE_GRACE_SECONDS = 2.0
+_POLL_SECONDS = 0.01
+
+
+def trace_get(*, project_id: str, trace_id, wait_for_recent: bool = False) -> Trace | None:
+    """The project's trace, or None. With wait_for_recent, a trace whose id was minted less than
+    TRACE_WRITE_GRACE_SECONDS ago (traces.models.trace_id_new) is looked for again until then; an id of another
+    kind, or an older one, answers at once. Never waits longer than the grace, whatever time an id claims."""
+    trace_id = uuid.UUID(str(trace_id))
+    minted = trace_id_minted_at(trace_id) if wait_for_recent else None
+    deadline = None if minted is None else min(minted, time.time()) + TRACE_WRITE_GRACE_SECONDS
+    while True:
+        trace = Trace.objects.filter(project_id=project_id, id=trace_id).first()
+        if trace is not None or deadline is None or time.time() >= deadline:
+            return trace
+        time.sleep(_POLL_SECONDS)
 
 
 # The item's text is in the facts app's tables, named from its models. A procedure shows its title and its

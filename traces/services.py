@@ -14,7 +14,14 @@ from facts.models import Event, Fact, IdentityBlock, Procedure
 from facts.services import erase_condition
 from hakimem import observability
 from hakimem.db import with_tables
-from traces.models import ACCESS_MIN_COUNT, ACCESS_TAU_SECONDS, DECISION_OF_REASON, ItemAccess, ReasonCode
+from traces.models import (
+    ACCESS_MIN_COUNT,
+    ACCESS_TAU_SECONDS,
+    DECISION_OF_REASON,
+    ItemAccess,
+    ReasonCode,
+    trace_id_new,
+)
 
 logger = logging.getLogger("hakimem.traces")
 
@@ -38,6 +45,7 @@ class DecisionRow:
 
 # The decisions that serve their item: what the access frequency counts.
 SERVED_REASONS = (ReasonCode.INCLUDED, ReasonCode.MULTI_HOP_EXPANSION)
+
 
 # The scope's trace lock: every trace write shares it, erasure (traces_erase, inside subject_erase's
 # transaction) takes it exclusively until it commits. So no trace of a scope commits between the eraser's
@@ -154,7 +162,7 @@ def trace_record(*, trace: dict, decisions: list[DecisionRow]) -> uuid.UUID:
     """Persist one context call's trace and its decisions (one transaction, so never half-written), unless
     the scope was erased since the call read the items it names: then nothing is written."""
     started = time.perf_counter()
-    trace_id = trace.get("id") or uuid.uuid4()
+    trace_id = trace.get("id") or trace_id_new()
     # An unknown item type or reason code fails the table's check constraints; a tab or line break in an entity
     # would shift the fields of its line instead.
     if any("\t" in d.entity or "\n" in d.entity or "\t" in d.tier or "\n" in d.tier for d in decisions):
