@@ -131,3 +131,27 @@ def browser(live_server, tmp_path):
     browser = Browser(live_server.url, tmp_path / "chromium-profile")
     yield browser
     browser.quit()
+
+
+@pytest.fixture
+def roomy_pool(transactional_db):
+    """A fresh connection pool with room for every thread of a concurrency test at once (each holds a connection
+    while it waits on a lock): the settings' 4, a gunicorn worker's, is exactly what the busiest of them needs, and
+    a connection another test's thread still held would make one wait out the pool's timeout instead of the lock.
+    The settings' pool is put back afterwards."""
+    from django.db import connection as default_connection
+
+    settings_dict = default_connection.settings_dict
+    saved_options = settings_dict["OPTIONS"]
+    pool = saved_options.get("pool")
+    if not pool:
+        yield
+        return
+    default_connection.close()
+    default_connection.close_pool()
+    settings_dict["OPTIONS"] = {**saved_options, "pool": {**pool, "max_size": 12}}
+    yield
+    default_connection.close()
+    default_connection.close_pool()
+    settings_dict["OPTIONS"] = saved_options
+

@@ -204,7 +204,7 @@ def _lock_waiters() -> int:
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_trace_written_while_an_erasure_runs_waits_for_it_and_names_nothing_erased(monkeypatch):
+def test_a_trace_written_while_an_erasure_runs_waits_for_it_and_names_nothing_erased(monkeypatch, roomy_pool):
     # given an erasure paused after it deleted the scope's traces, before its facts (where a trace committed
     # by a concurrent call used to fail the erasure at commit, or survive it)
     api = make_client(PROJECT)
@@ -231,7 +231,7 @@ def test_a_trace_written_while_an_erasure_runs_waits_for_it_and_names_nothing_er
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_context_call_that_read_before_the_erasure_writes_no_trace_after_it(monkeypatch):
+def test_a_context_call_that_read_before_the_erasure_writes_no_trace_after_it(monkeypatch, roomy_pool):
     # given a context call that has read the subject's facts and not yet written its trace
     api = make_client(PROJECT)
     stored = fill_scope(api, "zoe")
@@ -260,7 +260,7 @@ def test_a_context_call_that_read_before_the_erasure_writes_no_trace_after_it(mo
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_retraction_during_an_erasure_waits_for_it_and_leaves_no_log_entry(monkeypatch, client, curator):
+def test_a_retraction_during_an_erasure_waits_for_it_and_leaves_no_log_entry(monkeypatch, client, curator, roomy_pool):
     # given an erasure paused after it deleted the scope's traces, and a curator and an application each
     # retracting one of the subject's facts meanwhile
     api = make_client(PROJECT)
@@ -295,7 +295,7 @@ CLIENTS = 4
 
 
 @pytest.mark.django_db(transaction=True)
-def test_erasure_under_concurrent_context_calls_leaves_nothing_and_never_fails():
+def test_erasure_under_concurrent_context_calls_leaves_nothing_and_never_fails(roomy_pool):
     # given, in each round, a fresh subject and 4 clients making context calls for it without pause
     api = make_client(PROJECT)
     for round_ in range(ROUNDS):

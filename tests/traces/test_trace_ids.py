@@ -66,8 +66,14 @@ def test_an_id_claiming_a_later_time_waits_no_longer_than_the_grace(monkeypatch)
 
     # when it is looked for on a thread of its own
     answers = []
-    lookup = threading.Thread(target=lambda: answers.append(trace_get(project_id=PROJECT, trace_id=forged,
-                                                                      wait_for_recent=True)))
+
+    def look():
+        try:
+            answers.append(trace_get(project_id=PROJECT, trace_id=forged, wait_for_recent=True))
+        finally:
+            connection.close()
+
+    lookup = threading.Thread(target=look)
     lookup.start()
     lookup.join(timeout=10)
 
