@@ -10,6 +10,8 @@ what query time only decided for one call, and tidies what the calls left behind
    HAKI_DUPLICATE_SIMILARITY alike that pair_verdict calls duplicates are merged
    (facts.services.fact_merge_duplicates).
 3. access counts decayed below ACCESS_MIN_COUNT are deleted (traces.services.item_access_prune).
+4. on a run over every project, scopes grown to HAKI_SCOPE_GRAPH_MIN_FACTS active facts get their own hnsw graph
+   (facts.scope_graphs.scope_graphs_ensure), built concurrently after the scopes' transactions.
 
 Every action is idempotent: a second run over the same window changes nothing. Each scope is consolidated in
 its own transaction (its writers' lock held only for it); a dry run rolls each one back, so it reports exactly
@@ -21,12 +23,14 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from datetime import timezone as dt_timezone
 
+from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
 from context.contradictions import Contradiction
 from context.models import ConsolidationMark
 from facts.models import Fact
+from facts.scope_graphs import scope_graphs_ensure
 from facts.services import contradiction_settle, fact_merge_duplicates
 from facts.text import contradiction_signal
 from hakimem.db import with_tables
@@ -94,11 +98,12 @@ class ConsolidationReport:
     duplicates_merged: int = 0  # facts superseded by a near-duplicate
     item_accesses_deleted: int = 0
     item_accesses_kept: int = 0
+    scope_graphs_created: int = 0  # scopes grown past HAKI_SCOPE_GRAPH_MIN_FACTS given their own graph
     windows: dict = field(default_factory=dict)  # project -> the start of the window read (None: everything)
 
     def changes(self) -> int:
         return (self.contradictions_superseded + self.contradictions_proposed + self.duplicates_merged
-                + self.item_accesses_deleted)
+                + self.item_accesses_deleted + self.scope_graphs_created)
 
 
 def _scopes(project_id: str | None) -> dict[str, list[str]]:
@@ -171,4 +176,7 @@ def consolidate(*, project_id: str | None = None, since: datetime | None = None,
     accesses = item_access_prune(now=now, project_id=project_id, dry_run=dry_run)
     report.item_accesses_deleted = accesses["item_accesses_deleted"]
     report.item_accesses_kept = accesses["item_accesses_kept"]
+    if project_id is None and not connection.in_atomic_block:  # CREATE INDEX CONCURRENTLY runs outside one
+        report.scope_graphs_created = len(scope_graphs_ensure(min_facts=settings.HAKI_SCOPE_GRAPH_MIN_FACTS,
+                                                              dry_run=dry_run))
     return report

@@ -60,3 +60,38 @@ def scope_graph_drop(*, project_id: str, subject_id: str) -> bool:
             cursor.execute(sql.SQL("DROP INDEX {} IF EXISTS {}").format(concurrently, sql.Identifier(name))
                            .as_string(connection.connection))
     return exists
+
+
+def scope_graphs_present() -> set[str]:
+    """The names of the scope graphs that exist."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT i.relname FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid"
+                       " WHERE x.indrelid = 'facts_fact'::regclass AND i.relname LIKE %s", [SCOPE_GRAPH_PREFIX + "%"])
+        return {row[0] for row in cursor.fetchall()}
+
+
+def scopes_due_a_graph(*, min_facts: int) -> list[tuple[str, str, int]]:
+    """(project, subject, active facts) of the scopes holding at least `min_facts` active facts and no graph of
+    their own, largest first. One pass over the scope index (facts_fact_scope_recorded), for a nightly job."""
+    if min_facts <= 0:
+        return []
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT project_id, subject_id, count(*) FROM facts_fact WHERE status = 'active'"
+                       " GROUP BY project_id, subject_id HAVING count(*) >= %s ORDER BY 3 DESC, 1, 2", [min_facts])
+        scopes = cursor.fetchall()
+    present = scope_graphs_present()
+    return [(p, s, n) for p, s, n in scopes if scope_graph_name(p, s) not in present]
+
+
+def scope_graphs_ensure(*, min_facts: int, dry_run: bool = False) -> list[tuple[str, str, int]]:
+    """Give every scope of `min_facts` active facts or more its own graph (settings.HAKI_SCOPE_GRAPH_MIN_FACTS by
+    default, docs/performance.md): from that size on, the exact sort of the scope's vectors costs more than a walk
+    of a graph of its own. Outside any transaction (CREATE INDEX CONCURRENTLY). A graph is never dropped here:
+    a scope that shrinks keeps it until its erasure or `scope_graph drop`. Returns the scopes given one (would
+    be, with dry_run)."""
+    due = scopes_due_a_graph(min_facts=min_facts)
+    if not dry_run:
+        for project_id, subject_id, _ in due:
+            scope_graph_create(project_id=project_id, subject_id=subject_id)
+    return due
+

@@ -3,25 +3,41 @@
     python manage.py scope_graph create --project P --subject S
     python manage.py scope_graph drop --project P --subject S
     python manage.py scope_graph list
+    python manage.py scope_graph ensure [--min-facts N] [--dry-run]   # every scope of N facts or more
 
 Worth it for a scope of tens of thousands of facts in a table many times larger (docs/performance.md has the
-measurements); the context path picks the graph up within TABLE_STATS_TTL_SECONDS (5 minutes).
+measurements); the context path picks the graph up within TABLE_STATS_TTL_SECONDS (5 minutes). `ensure` gives one to every
+scope of HAKI_SCOPE_GRAPH_MIN_FACTS active facts or more (10,000 by default), as the nightly consolidation does.
 """
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connection
 
-from facts.scope_graphs import SCOPE_GRAPH_PREFIX, scope_graph_create, scope_graph_drop
+from facts.scope_graphs import SCOPE_GRAPH_PREFIX, scope_graph_create, scope_graph_drop, scope_graphs_ensure
 
 
 class Command(BaseCommand):
     help = "Create, drop or list dedicated hnsw graphs of single large scopes"
 
     def add_arguments(self, parser):
-        parser.add_argument("action", choices=["create", "drop", "list"])
+        parser.add_argument("action", choices=["create", "drop", "list", "ensure"])
         parser.add_argument("--project")
         parser.add_argument("--subject")
+        parser.add_argument("--min-facts", type=int, help="ensure: the scope size (default HAKI_SCOPE_GRAPH_MIN_FACTS)")
+        parser.add_argument("--dry-run", action="store_true", help="ensure: list the scopes, create nothing")
 
-    def handle(self, *args, action, project, subject, **options):
+    def handle(self, *args, action, project, subject, min_facts, dry_run, **options):
+        if action == "ensure":
+            min_facts = settings.HAKI_SCOPE_GRAPH_MIN_FACTS if min_facts is None else min_facts
+            if min_facts < 1:
+                raise CommandError("--min-facts: expected a number of facts, 1 or more")
+            due = scope_graphs_ensure(min_facts=min_facts, dry_run=dry_run)
+            for project_id, subject_id, facts in due:
+                self.stdout.write(f"{'would create' if dry_run else 'created'} the graph of {project_id} / {subject_id}"
+                                  f" ({facts} active facts)")
+            self.stdout.write(f"{len(due)} scope(s) of {min_facts} active facts or more without a graph"
+                              f"{' (dry run)' if dry_run else ''}")
+            return
         if action == "list":
             with connection.cursor() as cursor:
                 cursor.execute(
