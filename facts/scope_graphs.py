@@ -93,5 +93,12 @@ def scope_graphs_ensure(*, min_facts: int, dry_run: bool = False) -> list[tuple[
     if not dry_run:
         for project_id, subject_id, _ in due:
             scope_graph_create(project_id=project_id, subject_id=subject_id)
+            # An erasure that ran while the graph was being built may not have seen it, and its definition names
+            # the subject: it goes if the scope is gone.
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT EXISTS (SELECT FROM facts_fact WHERE project_id = %s AND subject_id = %s)",
+                               [project_id, subject_id])
+                if not cursor.fetchone()[0]:
+                    scope_graph_drop(project_id=project_id, subject_id=subject_id)
     return due
 

@@ -85,3 +85,24 @@ def test_a_consolidation_of_one_project_or_with_the_setting_off_builds_none(scop
     settings.HAKI_SCOPE_GRAPH_MIN_FACTS = 0
     assert consolidate().scope_graphs_created == 0
     assert graphs() == set()
+
+
+def test_a_scope_erased_while_its_graph_is_built_keeps_no_graph(scopes, monkeypatch):
+    # given an erasure of alice that runs just as her graph is being built (after the erasure looked for a graph)
+    from facts import scope_graphs
+    from facts.services import subject_erase
+
+    build = scope_graphs.scope_graph_create
+
+    def build_during_an_erasure(*, project_id, subject_id):
+        if subject_id == "alice":
+            subject_erase(project_id=project_id, subject_id=subject_id)
+        return build(project_id=project_id, subject_id=subject_id)
+
+    monkeypatch.setattr(scope_graphs, "scope_graph_create", build_during_an_erasure)
+
+    # when the scopes of 6 facts get their graphs
+    scope_graphs.scope_graphs_ensure(min_facts=6)
+
+    # then no graph names alice (its definition would hold her subject id); carol's was built
+    assert graphs() == {scope_graph_name(OTHER_PROJECT, "carol")}
