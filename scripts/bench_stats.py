@@ -128,6 +128,10 @@ QUERIES = {  # the raw statements the overview and the /stats/ page run without 
     "overview: store": selectors.STORE_SQL,
     "overview: facts never served (count)": selectors.NEVER_SERVED_COUNT_SQL,
 }
+OVERVIEW_STATEMENTS = {  # the overview's other statements, named in its breakdown
+    "store": selectors.STORE_SQL,
+    "rollup: latency values at the ranks": selectors.LATENCY_VALUES_SQL,
+}
 ROLLUP_QUERIES = {  # the rollup's, EXPLAINed
     "rollup: totals and decisions": selectors.ROLLUP_TOTALS_SQL,
     "rollup: latency counts per bucket": selectors.LATENCY_COUNTS_SQL,
@@ -135,6 +139,27 @@ ROLLUP_QUERIES = {  # the rollup's, EXPLAINed
     "rollup: facts never served (count)": selectors.ROLLUP_NEVER_SERVED_COUNT_SQL,
     "rollup: subjects by calls (page)": selectors.ROLLUP_SUBJECTS_BY_CALLS_SQL,
 }
+
+
+def statement_times(read, runs: int) -> dict[str, tuple[float, float]]:
+    """p50 and p95 of each statement `read` runs, by name (ROLLUP_QUERIES, or the statement's first words), over
+    `runs` runs after a warm-up: where the overview's time goes, as it runs."""
+    names = {sql: name for name, sql in {**QUERIES, **ROLLUP_QUERIES, **OVERVIEW_STATEMENTS}.items()}
+    times: dict[str, list[float]] = {}
+
+    def wrapper(execute, sql, params, many, context):
+        start = time.perf_counter()
+        try:
+            return execute(sql, params, many, context)
+        finally:
+            times.setdefault(names.get(sql, " ".join(sql.split()[:4])), []).append((time.perf_counter() - start) * 1000)
+
+    read()
+    with connection.execute_wrapper(wrapper):
+        for _ in range(runs):
+            read()
+    return {name: (statistics.median(t), sorted(t)[min(len(t) - 1, round(0.95 * len(t) + 0.5) - 1)])
+            for name, t in times.items()}
 
 
 def execute(sql: str, params: dict) -> float:
@@ -206,7 +231,7 @@ def main() -> None:
         built = rollup.stats_rollup(project_ids=[PROJECT])
         build_s = time.perf_counter() - start
         with connection.cursor() as cursor:
-            for table in ("stats_hourtotals", "stats_hourlatencies", "stats_subjectday", "stats_factservedday"):
+            for table in ("stats_hourtotals", "stats_hourlatencies", "stats_subjectday", "stats_factserved"):
                 cursor.execute(f"VACUUM ANALYZE {table}")
             cursor.execute("SELECT relname, n_live_tup, pg_size_pretty(pg_total_relation_size(relid)) FROM pg_stat_user_tables"
                            " WHERE relname LIKE 'stats\\_%%' ORDER BY relname")
@@ -256,6 +281,14 @@ def main() -> None:
             print(f"  {name:<42} {raw_p50:9.1f} {raw_p95:9.1f} {rollup_p50:11.1f} {rollup_p95:9.1f} {raw_p50 / rollup_p50:9.1f}x")
         print(f"  ({args.runs} runs each after a warm-up, ms; {load_average()})\n")
 
+        with transaction.atomic():
+            scope_enter(API_ROLE, PROJECT)
+            breakdown = statement_times(lambda: selectors.stats_overview(project_id=PROJECT, period=period), args.runs)
+            transaction.set_rollback(True)
+        for name, (p50, p95) in breakdown.items():
+            print(f"  the rollup's overview, statement {name:<40} p50 {p50:8.1f} ms  p95 {p95:8.1f} ms")
+        print(f"  ({load_average()})\n")
+
         params = {"project_id": PROJECT, "since": period.since, "until": period.until, "limit": selectors.TOP_SUBJECTS}
         for name, sql in QUERIES.items():
             p50, p95 = percentiles(lambda sql=sql: execute(sql, params), args.runs)
@@ -263,14 +296,17 @@ def main() -> None:
         mark = rollup.rolled_until(PROJECT)
         hours = selectors._split(mark, period, rollup.HOUR)
         explained = {name: {**params, **hours} for name in ROLLUP_QUERIES}
-        explained["rollup: facts never served (count)"] = {**params, **selectors._split(mark, period, rollup.DAY)}
+        for name in ("rollup: latency counts per bucket", "rollup: latency values at the ranks"):
+            explained[name] = {**params, **selectors._by_day(hours)}
+        explained["rollup: facts never served (count)"] = {**params, **selectors._served_split(mark, period)}
         explained["rollup: subjects by calls (page)"] = {**params, **selectors._split(mark, days, rollup.DAY),
                                                          "since": days.since, "until": days.until}
         counts = selectors.fetch_dicts(selectors.LATENCY_COUNTS_SQL, explained["rollup: latency counts per bucket"])
         middle = sum(row["calls"] for row in counts) // 2
-        for row in counts:  # the bucket holding the median, at its first rank: a typical values read
+        for row in counts:  # the bucket holding the median, at its two ranks: a typical values read
             if middle < row["calls"]:
-                explained["rollup: latency values at the ranks"].update(groups=[None], buckets=[row["bucket"]], ranks=[middle])
+                explained["rollup: latency values at the ranks"].update(groups=[None, None], buckets=[row["bucket"]] * 2,
+                                                                        ranks=[middle, middle + 1])
                 break
             middle -= row["calls"]
         for name, sql in ROLLUP_QUERIES.items():

@@ -56,6 +56,24 @@ class HourLatencies(models.Model):
         ]
 
 
+class DayLatencies(models.Model):
+    """HourLatencies of a whole UTC day, the job merging each hour into its day: a period's percentiles count
+    its whole days here (30 days x ~80 buckets) and read the hourly rows only for its partial days."""
+
+    pk = models.CompositePrimaryKey("project_id", "day", "bucket")
+    project_id = models.CharField(max_length=SCOPE_ID_MAX)
+    day = models.DateTimeField()
+    bucket = models.SmallIntegerField()
+    calls = models.IntegerField()
+    latencies = ArrayField(models.FloatField())
+
+    class Meta:
+        indexes = [
+            models.Index(name="stats_daylatency_day_calls", fields=["project_id", "day"], include=["bucket", "calls"]),
+            models.Index(name="stats_daylatency_bucket_day", fields=["project_id", "bucket", "day"]),
+        ]
+
+
 class SubjectDay(models.Model):
     """One subject's context calls of one UTC day: the pages' subjects with the most calls."""
 
@@ -70,20 +88,22 @@ class SubjectDay(models.Model):
         indexes = [models.Index(name="stats_subjectday_subject", fields=["project_id", "subject_id"])]
 
 
-class FactServedDay(models.Model):
-    """A fact served (an `included` decision) on one UTC day, and how many times: facts never served are the
-    active ones without a row in the period. The count lets an erasure take out some of the day's traces."""
+class FactServed(models.Model):
+    """The UTC days a fact was served (an `included` decision), sorted, and how many times on each (`served[i]` on
+    `days[i]`): one row per fact, so the facts never served in a period are one hash join of the project's facts
+    with these rows, each answered by two binary searches (width_bucket) in its days. The counts let an erasure
+    take out some of a day's traces."""
 
-    pk = models.CompositePrimaryKey("project_id", "fact_id", "day")
+    pk = models.CompositePrimaryKey("project_id", "fact_id")
     project_id = models.CharField(max_length=SCOPE_ID_MAX)
     fact_id = models.UUIDField()
-    day = models.DateTimeField()
     subject_id = models.CharField(max_length=SCOPE_ID_MAX)
-    served = models.IntegerField()
+    days = ArrayField(models.DateField())
+    served = ArrayField(models.IntegerField())
 
     class Meta:
-        indexes = [
-            models.Index(name="stats_factservedday_subject", fields=["project_id", "subject_id"]),
-            # the facts served in a period, read whole (index-only) for the facts never served
-            models.Index(name="stats_factservedday_day", fields=["project_id", "day"], include=["fact_id"]),
-        ]
+        indexes = [models.Index(name="stats_factserved_subject", fields=["project_id", "subject_id"])]
+        constraints = [models.CheckConstraint(
+            name="stats_factserved_a_count_per_day",
+            condition=models.Q(days__len=models.F("served__len")),
+        )]

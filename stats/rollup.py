@@ -25,10 +25,11 @@ from datetime import datetime, timedelta
 from datetime import timezone as dt_timezone
 
 from django.db import connection, transaction
+from django.db.models import Func, Sum
 from django.utils import timezone
 
 from hakimem.db import fetch_dicts, with_tables
-from stats.models import FactServedDay, HourLatencies, HourTotals, RollupMark, SubjectDay
+from stats.models import DayLatencies, FactServed, HourLatencies, HourTotals, RollupMark, SubjectDay
 from traces.services import TRACE_PROJECTS_SQL
 
 ROLLUP_LAG = timedelta(minutes=10)
@@ -106,11 +107,13 @@ SELECT c.hour, c.context_calls, c.calls_with_facts, c.used_tokens,
               GROUP BY hour) x USING (hour)
 """
 
-LATENCIES_OF_T = """
-SELECT date_trunc('hour', created_at, 'UTC') AS hour, """ + LATENCY_BUCKET_SQL.format(x="latency_ms") + """ AS bucket,
+_LATENCIES_OF_T = """
+SELECT date_trunc('{unit}', created_at, 'UTC') AS {unit}, """ + LATENCY_BUCKET_SQL.format(x="latency_ms") + """ AS bucket,
        count(*) AS calls, array_agg(latency_ms ORDER BY latency_ms) AS latencies
   FROM t GROUP BY 1, 2
 """
+LATENCIES_OF_T = _LATENCIES_OF_T.replace("{unit}", "hour")
+DAY_LATENCIES_OF_T = _LATENCIES_OF_T.replace("{unit}", "day")
 
 SUBJECT_DAYS_OF_T = """
 SELECT date_trunc('day', created_at, 'UTC') AS day, subject_id, count(*) AS context_calls,
@@ -118,20 +121,36 @@ SELECT date_trunc('day', created_at, 'UTC') AS day, subject_id, count(*) AS cont
   FROM t GROUP BY 1, 2
 """
 
-FACT_DAYS_OF_T = """
-SELECT date_trunc('day', created_at, 'UTC') AS day, fact_id, subject_id, count(*) AS served
-  FROM td
- WHERE decision = 'included' AND fact_id IS NOT NULL
- GROUP BY 1, 2, 3
+# A fact's served days as FactServed holds them: sorted, a count each.
+FACTS_SERVED_OF_T = """
+SELECT fact_id, subject_id, array_agg(day ORDER BY day) AS days, array_agg(served ORDER BY day) AS served
+  FROM (SELECT fact_id, subject_id, (created_at AT TIME ZONE 'UTC')::date AS day, count(*) AS served
+          FROM td
+         WHERE decision = 'included' AND fact_id IS NOT NULL
+         GROUP BY 1, 2, 3) d
+ GROUP BY 1, 2
 """
 
-_ROLLUP_TABLES = {"hour_totals": HourTotals, "hour_latencies": HourLatencies, "subject_day": SubjectDay,
-                  "fact_served_day": FactServedDay}
+
+def _merge_days(other: str, sign: str) -> str:
+    """A FactServed row r's (days, served) plus (sign "") or minus (sign "-") those of `other`, sorted by day, the
+    days left at 0 dropped."""
+    return ("""(days, served) = (
+           SELECT coalesce(array_agg(day ORDER BY day), '{{}}'), coalesce(array_agg(n ORDER BY day), '{{}}')
+             FROM (SELECT day, sum(n) AS n
+                     FROM (SELECT * FROM unnest(r.days, r.served)
+                           UNION ALL SELECT day, """ + sign + """n FROM unnest(""" + other + """.days, """ + other + """.served) AS x(day, n)) u(day, n)
+                    GROUP BY day) m
+            WHERE n <> 0)""")
+
+_ROLLUP_TABLES = {"hour_totals": HourTotals, "hour_latencies": HourLatencies, "day_latencies": DayLatencies,
+                  "subject_day": SubjectDay, "fact_served": FactServed}
 
 # --- the job ----------------------------------------------------------------------------------------------
 
 # One range of whole hours of one project, in one statement. The hourly rows are new (the mark says the hours
-# were never rolled up); the daily ones may hold the earlier hours of their day, and add these.
+# were never rolled up); the daily ones may hold the earlier hours of their day, and add these (a day's latencies
+# merged, sorted).
 ROLLUP_SQL = with_tables("""
 WITH t AS MATERIALIZED (""" + TRACES_IN_INTERVALS + """),
 td AS MATERIALIZED (""" + DECISIONS_OF_T + """),
@@ -143,6 +162,13 @@ h AS (
     INSERT INTO {hour_latencies} (project_id, hour, bucket, calls, latencies)
     SELECT %(project_id)s, a.* FROM (""" + LATENCIES_OF_T + """) a
     RETURNING 1
+), dl AS (
+    INSERT INTO {day_latencies} AS r (project_id, day, bucket, calls, latencies)
+    SELECT %(project_id)s, a.* FROM (""" + DAY_LATENCIES_OF_T + """) a
+    ON CONFLICT (project_id, day, bucket) DO UPDATE
+       SET calls = r.calls + excluded.calls,
+           latencies = ARRAY(SELECT v FROM unnest(r.latencies || excluded.latencies) v ORDER BY v)
+    RETURNING 1
 ), s AS (
     INSERT INTO {subject_day} AS r (project_id, day, subject_id, context_calls, calls_with_facts)
     SELECT %(project_id)s, a.* FROM (""" + SUBJECT_DAYS_OF_T + """) a
@@ -151,13 +177,14 @@ h AS (
            calls_with_facts = r.calls_with_facts + excluded.calls_with_facts
     RETURNING 1
 ), f AS (
-    INSERT INTO {fact_served_day} AS r (project_id, day, fact_id, subject_id, served)
-    SELECT %(project_id)s, a.* FROM (""" + FACT_DAYS_OF_T + """) a
-    ON CONFLICT (project_id, fact_id, day) DO UPDATE SET served = r.served + excluded.served
+    INSERT INTO {fact_served} AS r (project_id, fact_id, subject_id, days, served)
+    SELECT %(project_id)s, a.* FROM (""" + FACTS_SERVED_OF_T + """) a
+    ON CONFLICT (project_id, fact_id) DO UPDATE SET """ + _merge_days("excluded", "") + """
     RETURNING 1
 )
 SELECT (SELECT count(*) FROM t) AS traces, (SELECT count(*) FROM h) AS hours, (SELECT count(*) FROM l) AS latency_rows,
-       (SELECT count(*) FROM s) AS subject_days, (SELECT count(*) FROM f) AS fact_days
+       (SELECT count(*) FROM dl) AS day_latency_rows,
+       (SELECT count(*) FROM s) AS subject_days, (SELECT count(*) FROM f) AS facts_served
 """, **_ROLLUP_TABLES)
 
 
@@ -235,7 +262,7 @@ def stats_rollup(*, now: datetime | None = None, project_ids: list[str] | None =
 def stats_rollup_forget(*, project_id: str) -> None:
     """Delete the project's rollup and its mark: the next stats_rollup rebuilds it from the traces there are."""
     _lock(project_id, shared=False)
-    for model in (RollupMark, HourTotals, HourLatencies, SubjectDay, FactServedDay):
+    for model in (RollupMark, HourTotals, HourLatencies, DayLatencies, SubjectDay, FactServed):
         model.objects.filter(project_id=project_id).delete()
 
 
@@ -248,8 +275,8 @@ def _minus_json(column: str) -> str:
             f" - coalesce((a.{column} ->> key)::bigint, 0) AS n FROM jsonb_each_text(r.{column})) m WHERE n <> 0)")
 
 
-# The erased traces' share out of every row they were counted in (the rows left at zero go next). Latencies:
-# the multiset difference (EXCEPT ALL) takes out one occurrence of each erased value.
+# The erased traces' share out of every row they were counted in (the rows left at zero go next). Latencies,
+# hourly and daily: the multiset difference (EXCEPT ALL) takes out one occurrence of each erased value.
 _SUBTRACT_FROM_T = """
 h AS (
     UPDATE {hour_totals} r
@@ -266,6 +293,13 @@ h AS (
       FROM (""" + LATENCIES_OF_T + """) a
      WHERE r.project_id = %(project_id)s AND r.hour = a.hour AND r.bucket = a.bucket
     RETURNING 1
+), dl AS (
+    UPDATE {day_latencies} r
+       SET calls = r.calls - a.calls,
+           latencies = ARRAY(SELECT v FROM (SELECT unnest(r.latencies) EXCEPT ALL SELECT unnest(a.latencies)) k(v) ORDER BY v)
+      FROM (""" + DAY_LATENCIES_OF_T + """) a
+     WHERE r.project_id = %(project_id)s AND r.day = a.day AND r.bucket = a.bucket
+    RETURNING 1
 ), s AS (
     UPDATE {subject_day} r
        SET context_calls = r.context_calls - a.context_calls, calls_with_facts = r.calls_with_facts - a.calls_with_facts
@@ -273,9 +307,9 @@ h AS (
      WHERE r.project_id = %(project_id)s AND r.day = a.day AND r.subject_id = a.subject_id
     RETURNING 1
 ), f AS (
-    UPDATE {fact_served_day} r SET served = r.served - a.served
-      FROM (""" + FACT_DAYS_OF_T + """) a
-     WHERE r.project_id = %(project_id)s AND r.fact_id = a.fact_id AND r.day = a.day
+    UPDATE {fact_served} r SET """ + _merge_days("a", "-") + """
+      FROM (""" + FACTS_SERVED_OF_T + """) a
+     WHERE r.project_id = %(project_id)s AND r.fact_id = a.fact_id
     RETURNING 1
 )
 SELECT (SELECT count(*) FROM t) AS traces
@@ -289,8 +323,9 @@ SUBTRACT_TRACES_SQL = with_tables("WITH t AS MATERIALIZED (" + TRACES_BY_ID + ")
 EMPTIED_ROWS_SQL = [
     with_tables("DELETE FROM {t} WHERE project_id = %(project_id)s AND context_calls = 0", t=HourTotals),
     with_tables("DELETE FROM {t} WHERE project_id = %(project_id)s AND calls = 0", t=HourLatencies),
+    with_tables("DELETE FROM {t} WHERE project_id = %(project_id)s AND calls = 0", t=DayLatencies),
     with_tables("DELETE FROM {t} WHERE project_id = %(project_id)s AND context_calls = 0", t=SubjectDay),
-    with_tables("DELETE FROM {t} WHERE project_id = %(project_id)s AND served = 0", t=FactServedDay),
+    with_tables("DELETE FROM {t} WHERE project_id = %(project_id)s AND days = '{{}}'", t=FactServed),
 ]
 
 
@@ -312,8 +347,8 @@ def rollup_erase(project_id: str, subject_id: str | None, trace_ids: list | None
     _lock(project_id, shared=True)
     if subject_id is None:
         counts = {"stats_subject_days": SubjectDay.objects.filter(project_id=project_id).delete()[0],
-                  "stats_fact_days": FactServedDay.objects.filter(project_id=project_id).delete()[0]}
-        for model in (HourTotals, HourLatencies, RollupMark):
+                  "stats_fact_days": _delete_fact_days(project_id=project_id)}
+        for model in (HourTotals, HourLatencies, DayLatencies, RollupMark):
             model.objects.filter(project_id=project_id).delete()
         return counts
     if trace_ids is not None:
@@ -321,7 +356,7 @@ def rollup_erase(project_id: str, subject_id: str | None, trace_ids: list | None
         return {}
     counts = {  # first: the subtraction would leave none of them to count
         "stats_subject_days": SubjectDay.objects.filter(project_id=project_id, subject_id=subject_id).delete()[0],
-        "stats_fact_days": FactServedDay.objects.filter(project_id=project_id, subject_id=subject_id).delete()[0],
+        "stats_fact_days": _delete_fact_days(project_id=project_id, subject_id=subject_id),
     }
     _subtract(project_id, SUBTRACT_SUBJECT_SQL, {"subject_id": subject_id})
     return counts
@@ -330,5 +365,12 @@ def rollup_erase(project_id: str, subject_id: str | None, trace_ids: list | None
 def rollup_erase_facts(project_id: str, subject_id: str, fact_ids: list) -> dict[str, int]:
     """Registered with facts.services' erasure of a category: the days the revoked facts were served that
     outlived their traces (pruned); the share of the traces erased with them went out first (rollup_erase)."""
-    deleted, _ = FactServedDay.objects.filter(project_id=project_id, subject_id=subject_id, fact_id__in=fact_ids).delete()
-    return {"stats_fact_days": deleted}
+    return {"stats_fact_days": _delete_fact_days(project_id=project_id, subject_id=subject_id, fact_id__in=fact_ids)}
+
+
+def _delete_fact_days(**where) -> int:
+    """Delete the FactServed rows `where` says; returns the days they held (what the receipt counts)."""
+    rows = FactServed.objects.filter(**where)
+    days = rows.aggregate(n=Sum(Func("days", function="cardinality")))["n"] or 0
+    rows.delete()
+    return days

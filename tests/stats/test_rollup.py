@@ -10,7 +10,7 @@ from django.db import connection
 
 from facts.services import consent_revoke, project_erase, subject_erase
 from stats import selectors
-from stats.models import FactServedDay, HourLatencies, HourTotals, SubjectDay
+from stats.models import DayLatencies, FactServed, HourLatencies, HourTotals, SubjectDay
 from stats.rollup import rolled_until, stats_rollup, stats_rollup_forget
 from stats.serializers import overview_out
 from tests.conftest import OTHER_PROJECT, PROJECT
@@ -89,7 +89,7 @@ def assert_rollup_answers_as_raw(project: str = PROJECT) -> None:
 
 def rollup_rows(project: str) -> dict:
     return {model.__name__: sorted(map(str, model.objects.filter(project_id=project).values_list()))
-            for model in (HourTotals, HourLatencies, SubjectDay, FactServedDay)}
+            for model in (HourTotals, HourLatencies, DayLatencies, SubjectDay, FactServed)}
 
 
 def test_the_rollup_answers_as_the_raw_query(calls):
@@ -136,7 +136,7 @@ def test_after_a_subjects_erasure_the_rollup_answers_as_the_raw_query_over_what_
     # then his rows are gone from the rollup, counted in the receipt, and his share taken out of the totals
     assert receipt["stats_subject_days"] > 0 and receipt["stats_fact_days"] > 0
     assert not SubjectDay.objects.filter(subject_id="bob", project_id=PROJECT).exists()
-    assert not FactServedDay.objects.filter(subject_id="bob", project_id=PROJECT).exists()
+    assert not FactServed.objects.filter(subject_id="bob", project_id=PROJECT).exists()
     after = payload(selectors.stats_overview(project_id=PROJECT, period=PERIODS["whole days"]))
     assert after["context_calls"] < before["context_calls"]
     assert_rollup_answers_as_raw(PROJECT)
@@ -150,13 +150,13 @@ def test_after_a_subjects_erasure_the_rollup_answers_as_the_raw_query_over_what_
 def test_after_a_revoked_category_the_rollup_answers_as_the_raw_query(calls):
     stats_rollup(now=MID_ROLLUP)
     health = _facts("alice", "health")
-    assert FactServedDay.objects.filter(project_id=PROJECT, fact_id__in=health).exists()
+    assert FactServed.objects.filter(project_id=PROJECT, fact_id__in=health).exists()
     # when alice's health facts are erased, with the traces that named them
     _, receipt = consent_revoke(project_id=PROJECT, subject_id="alice", category="health", actor="test", erase=True)
     # then no day they were served is left (their traces' share went out with the traces, whatever outlived
     # its traces is counted in the receipt), and the rollup answers as the raw query over what remains
     assert receipt["traces"] > 0 and receipt["stats_fact_days"] == 0
-    assert not FactServedDay.objects.filter(project_id=PROJECT, fact_id__in=health).exists()
+    assert not FactServed.objects.filter(project_id=PROJECT, fact_id__in=health).exists()
     assert_rollup_answers_as_raw(PROJECT)
     stats_rollup(now=AFTER_ALL)
     assert_rollup_answers_as_raw(PROJECT)
@@ -190,7 +190,8 @@ def test_stats_keep_their_history_past_the_traces_retention(calls):
 def test_a_projects_erasure_deletes_its_rollup(calls):
     stats_rollup(now=AFTER_ALL)
     project_erase(project_id=PROJECT)
-    assert rollup_rows(PROJECT) == {"HourTotals": [], "HourLatencies": [], "SubjectDay": [], "FactServedDay": []}
+    assert rollup_rows(PROJECT) == {"HourTotals": [], "HourLatencies": [], "DayLatencies": [], "SubjectDay": [],
+                                     "FactServed": []}
     assert rolled_until(PROJECT) is None and rolled_until(OTHER_PROJECT) is not None
 
 
@@ -216,7 +217,7 @@ def test_the_rollup_tables_are_bound_by_row_security(calls):
     with connection.cursor() as cursor:
         cursor.execute("SELECT set_config('role', 'hakimem_api', true), set_config('hakimem.project_id', %s, true)",
                        [OTHER_PROJECT])
-        for table in ("stats_hourtotals", "stats_hourlatencies", "stats_subjectday", "stats_factservedday",
+        for table in ("stats_hourtotals", "stats_hourlatencies", "stats_daylatencies", "stats_subjectday", "stats_factserved",
                       "stats_rollupmark"):
             cursor.execute(f"SELECT DISTINCT project_id FROM {table}")
             assert cursor.fetchall() == [(OTHER_PROJECT,)], table
