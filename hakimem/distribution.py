@@ -29,6 +29,7 @@ DISTRIBUTED = (
     "traces_itemaccess",
     "context_consolidationmark",
     "stats_rollupmark",
+    "stats_slicetotals",
     "stats_hourtotals",
     "stats_hourlatencies",
     "stats_daylatencies",

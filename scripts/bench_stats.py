@@ -236,7 +236,7 @@ def main() -> None:
             cursor.execute("SELECT relname, n_live_tup, pg_size_pretty(pg_total_relation_size(relid)) FROM pg_stat_user_tables"
                            " WHERE relname LIKE 'stats\\_%%' ORDER BY relname")
             sizes = cursor.fetchall()
-        print(f"  rollup built in {build_s:.1f} s: {built['traces']:,} traces in {built['hours']:,} hours "
+        print(f"  rollup built in {build_s:.1f} s: {built['traces']:,} traces in {built['slices']:,} slices "
               f"({built['days']} transactions); {load_average()}")
         for name, rows, size in sizes:
             print(f"    {name:<22} {rows:>9,} rows {size:>9}")

@@ -1,10 +1,11 @@
-"""The statistics' rollup: the traces of closed hours summed once by `manage.py stats_rollup` (stats/rollup.py),
-so that GET /v1/stats/overview reads a few hundred rows instead of a period's millions of decisions.
+"""The statistics' rollup: the traces of closed 5-minute slices summed once by `manage.py stats_rollup`
+(stats/rollup.py, every 5 minutes), into rows per slice, hour and day, so that GET /v1/stats/overview reads a
+few hundred rows instead of a period's millions of decisions.
 
-A project's rows cover its traces created before its RollupMark.rolled_until (a whole hour); the overview adds
-the raw query's answer over the part of the asked period after it (and the partial hour or day at its start),
-so its numbers are the raw query's. No context call writes here: the job does, hour by hour, and the erasers
-take a subject's share out (stats/rollup.py). project_id leads every key (the distribution column).
+A project's rows cover its traces created before its RollupMark.rolled_until; the overview adds the raw query's
+answer over the part of the asked period after it (and the partial slice, hour or day at its start), so its
+numbers are the raw query's. No context call writes here: the job does, slice by slice, and the erasers take a
+subject's share out (stats/rollup.py). project_id leads every key (the distribution column).
 """
 from __future__ import annotations
 
@@ -15,11 +16,27 @@ from hakimem.validators import SCOPE_ID_MAX
 
 
 class RollupMark(models.Model):
-    """How far a project's traces are rolled up: every trace created before rolled_until is counted in the
-    rows below, none after it."""
+    """How far a project's traces are rolled up: every trace created before rolled_until (the end of a 5-minute
+    slice) is counted in the rows below, none after it; the rows of the hour and the day it falls in hold their
+    traces up to it. SliceTotals exist from slices_since (the slices rolled up before them were not kept)."""
 
     project_id = models.CharField(max_length=SCOPE_ID_MAX, primary_key=True)
     rolled_until = models.DateTimeField()
+    slices_since = models.DateTimeField()
+
+
+class SliceTotals(models.Model):
+    """HourTotals of one 5-minute slice: what the overview reads for the partial hours at its period's ends, so
+    that the raw query's part of a period (its decisions, probed per trace) is minutes, not an hour."""
+
+    pk = models.CompositePrimaryKey("project_id", "slice")
+    project_id = models.CharField(max_length=SCOPE_ID_MAX)
+    slice = models.DateTimeField()
+    context_calls = models.IntegerField()
+    calls_with_facts = models.IntegerField()
+    used_tokens = models.BigIntegerField()
+    empty_reasons = models.JSONField(default=dict, help_text="{empty reason: calls}")
+    decisions = models.JSONField(default=dict, help_text="{reason code: decisions}")
 
 
 class HourTotals(models.Model):

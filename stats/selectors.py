@@ -27,12 +27,13 @@ from facts.models import ConflictSet, Fact
 from facts.selectors import conflict_list
 from hakimem.db import fetch_dicts, with_tables
 from hakimem.models import ApiKey
-from stats.models import DayLatencies, FactServed, HourLatencies, HourTotals, SubjectDay
+from stats.models import DayLatencies, FactServed, HourLatencies, HourTotals, RollupMark, SliceTotals, SubjectDay
 from stats.rollup import (
     DAY,
     DECISIONS_OF_T,
     HOUR,
     HOUR_TOTALS_OF_T,
+    SLICE,
     LATENCY_BUCKET_SQL,
     RAW_INTERVALS,
     TRACES_IN_INTERVALS,
@@ -178,9 +179,11 @@ class Overview:
 def stats_overview(*, project_id: str, period: Period, rollup: bool = True) -> Overview:
     params = {"project_id": project_id, "since": period.since, "until": period.until}
     if rollup:
-        mark = rolled_until(project_id)
+        mark, slices_since = (RollupMark.objects.filter(project_id=project_id)
+                              .values_list("rolled_until", "slices_since").first() or (None, None))
         hours = _split(mark, period, HOUR)
-        totals = fetch_dicts(ROLLUP_TOTALS_SQL, {**params, **hours}, json_columns=["empty_reasons", "decisions"])[0]
+        totals = fetch_dicts(ROLLUP_TOTALS_SQL, {**params, **_split_slices(mark, slices_since, period)},
+                             json_columns=["empty_reasons", "decisions"])[0]
         (totals["latency_p50"], totals["latency_p95"]), = _latency_percentiles(project_id, hours, per_day=False).values()
         by_reason = totals["decisions"]
         never_served = fetch_dicts(ROLLUP_NEVER_SERVED_COUNT_SQL, {**params, **_served_split(mark, period)})[0]["n"]
@@ -323,6 +326,29 @@ def _split(mark: datetime | None, period: Period, unit: timedelta) -> dict:
     return {"rolled_since": start, "rolled_until": end, **raw_intervals((since, start), (end, until))}
 
 
+def _split_slices(mark: datetime | None, slices_since: datetime | None, period: Period) -> dict:
+    """The period's part the rollup holds, as the totals read it: whole hours [rolled_since, rolled_until) from
+    HourTotals, the slices of the partial hours at either end from SliceTotals (slices1_*, slices2_*), and the
+    rest raw (RAW_INTERVALS): the partial slice at the start, and what came after the mark (or the partial slice
+    at the end). A partial hour before slices_since (rolled up before slices were kept) is read raw."""
+    since, until = period.since, period.until
+    first = ceil_to(since, SLICE)
+    last = first if mark is None else (mark if mark <= until else floor_to(until, SLICE))
+    hours_since, hours_until = ceil_to(first, HOUR), floor_to(last, HOUR)
+    if hours_since >= hours_until:  # no whole hour: slices alone, or nothing rolled up
+        if last <= first or first < slices_since:
+            return {"rolled_since": since, "rolled_until": since, "slices1_since": since, "slices1_until": since,
+                    "slices2_since": since, "slices2_until": since, **raw_intervals((since, until))}
+        hours_since = hours_until = last
+    if first < slices_since:
+        first = hours_since
+    if hours_until < slices_since:
+        last = hours_until
+    return {"rolled_since": hours_since, "rolled_until": hours_until, "slices1_since": first,
+            "slices1_until": hours_since, "slices2_since": hours_until, "slices2_until": last,
+            **raw_intervals((since, first), (last, until))}
+
+
 def _served_split(mark: datetime | None, period: Period) -> dict:
     """_split by days, and the rolled part as FactServed's days read it: the first day and the last (a partial day
     at the mark included: its served days count the traces before the mark only)."""
@@ -338,8 +364,9 @@ def _sum_json(column: str) -> str:
             f" FROM hours, jsonb_each_text(hours.{column}) GROUP BY key) s) AS {column}")
 
 
-# -- uses: stats_hourtotals_pkey (project_id, hour) for the rolled hours; traces_trace_project_time and
-#    traces_decision_trace_rank for the raw intervals (an hour or two).
+# -- uses: stats_hourtotals_pkey (project_id, hour) for the rolled hours, stats_slicetotals_pkey (project_id,
+#    slice) for the slices of the partial hours; traces_trace_project_time and traces_decision_trace_rank for the
+#    raw intervals (ROLLUP_LAG and a slice or two: minutes).
 ROLLUP_TOTALS_SQL = with_tables("""
 WITH t AS MATERIALIZED (""" + TRACES_IN_INTERVALS + """),
 td AS (""" + DECISIONS_OF_T + """),
@@ -348,13 +375,18 @@ hours AS (
       FROM {hour_totals}
      WHERE project_id = %(project_id)s AND hour >= %(rolled_since)s AND hour < %(rolled_until)s
     UNION ALL
+    SELECT context_calls, calls_with_facts, used_tokens, empty_reasons, decisions
+      FROM {slice_totals}
+     WHERE project_id = %(project_id)s AND (slice >= %(slices1_since)s AND slice < %(slices1_until)s
+                                            OR slice >= %(slices2_since)s AND slice < %(slices2_until)s)
+    UNION ALL
     SELECT context_calls, calls_with_facts, used_tokens, empty_reasons, decisions FROM (""" + HOUR_TOTALS_OF_T + """) a
 )
 SELECT coalesce(sum(context_calls), 0)::int8 AS context_calls, coalesce(sum(calls_with_facts), 0)::int8 AS calls_with_facts,
        (sum(used_tokens)::numeric / nullif(sum(context_calls), 0))::float8 AS mean_used_tokens,
        """ + _sum_json("empty_reasons") + """, """ + _sum_json("decisions") + """
   FROM hours
-""", hour_totals=HourTotals)
+""", hour_totals=HourTotals, slice_totals=SliceTotals)
 
 ROLLUP_CALLS_PER_DAY_SQL = with_tables("""
 WITH t AS MATERIALIZED (""" + TRACES_IN_INTERVALS + """),

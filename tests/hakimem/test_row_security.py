@@ -131,7 +131,7 @@ def test_the_roles_are_bound_by_row_security():
                                                      "facts_conflictset", "facts_consent", "facts_event", "facts_fact",
                                                      "facts_identityblock", "facts_procedure", "facts_project",
                                                      "facts_scopewrite", "stats_daylatencies", "stats_factserved", "stats_hourlatencies",
-                                                     "stats_hourtotals", "stats_rollupmark", "stats_subjectday",
+                                                     "stats_hourtotals", "stats_rollupmark", "stats_slicetotals", "stats_subjectday",
                                                      "traces_decision", "traces_itemaccess", "traces_trace"]
 
 
