@@ -299,6 +299,8 @@ def main() -> None:
         for name in ("rollup: latency counts per bucket", "rollup: latency values at the ranks"):
             explained[name] = {**params, **selectors._by_day(hours)}
         explained["rollup: facts never served (count)"] = {**params, **selectors._served_split(mark, period)}
+        slices_since = rollup.RollupMark.objects.get(project_id=PROJECT).slices_since
+        explained["rollup: totals and decisions"] = {**params, **selectors._split_slices(mark, slices_since, period)}
         explained["rollup: subjects by calls (page)"] = {**params, **selectors._split(mark, days, rollup.DAY),
                                                          "since": days.since, "until": days.until}
         counts = selectors.fetch_dicts(selectors.LATENCY_COUNTS_SQL, explained["rollup: latency counts per bucket"])

@@ -74,8 +74,9 @@ class HourLatencies(models.Model):
 
 
 class DayLatencies(models.Model):
-    """HourLatencies of a whole UTC day, the job merging each hour into its day: a period's percentiles count
-    its whole days here (30 days x ~80 buckets) and read the hourly rows only for its partial days."""
+    """HourLatencies of a whole UTC day, merged by the job when the day closes: a period's percentiles count its
+    whole days here (30 days x ~80 buckets) and read the hourly rows only for its partial days (the day of the
+    mark among them)."""
 
     pk = models.CompositePrimaryKey("project_id", "day", "bucket")
     project_id = models.CharField(max_length=SCOPE_ID_MAX)
@@ -106,20 +107,25 @@ class SubjectDay(models.Model):
 
 
 class FactServed(models.Model):
-    """The UTC days a fact was served (an `included` decision), sorted, and how many times on each (`served[i]` on
-    `days[i]`): one row per fact, so the facts never served in a period are one hash join of the project's facts
-    with these rows, each answered by two binary searches (width_bucket) in its days. The counts let an erasure
-    take out some of a day's traces."""
+    """The UTC days of a month a fact was served (an `included` decision), sorted, and how many times on each
+    (`served[i]` on `days[i]`): a row per fact and month, so the facts never served in a period are one hash
+    anti-join of the project's facts with the facts served in its months, each row answered by two binary searches
+    (width_bucket) in its days. The counts let an erasure take out some of a day's traces. A month and not the
+    whole history per row: the job rewrites the row of each fact served in a slice, every 5 minutes, and a
+    month's arrays stay small (no TOAST) however long the history."""
 
-    pk = models.CompositePrimaryKey("project_id", "fact_id")
+    pk = models.CompositePrimaryKey("project_id", "fact_id", "month")
     project_id = models.CharField(max_length=SCOPE_ID_MAX)
     fact_id = models.UUIDField()
+    month = models.DateField(help_text="its first day")
     subject_id = models.CharField(max_length=SCOPE_ID_MAX)
     days = ArrayField(models.DateField())
     served = ArrayField(models.IntegerField())
 
     class Meta:
-        indexes = [models.Index(name="stats_factserved_subject", fields=["project_id", "subject_id"])]
+        indexes = [models.Index(name="stats_factserved_subject", fields=["project_id", "subject_id"]),
+                   # the facts served in a period's months
+                   models.Index(name="stats_factserved_month", fields=["project_id", "month"])]
         constraints = [models.CheckConstraint(
             name="stats_factserved_a_count_per_day",
             condition=models.Q(days__len=models.F("served__len")),

@@ -128,14 +128,15 @@ SELECT date_trunc('day', created_at, 'UTC') AS day, subject_id, count(*) AS cont
   FROM t GROUP BY 1, 2
 """
 
-# A fact's served days as FactServed holds them: sorted, a count each.
+# A fact's served days as FactServed holds them: by month, sorted, a count each.
 FACTS_SERVED_OF_T = """
-SELECT fact_id, subject_id, array_agg(day ORDER BY day) AS days, array_agg(served ORDER BY day) AS served
+SELECT fact_id, date_trunc('month', day)::date AS month, subject_id, array_agg(day ORDER BY day) AS days,
+       array_agg(served ORDER BY day) AS served
   FROM (SELECT fact_id, subject_id, (created_at AT TIME ZONE 'UTC')::date AS day, count(*) AS served
           FROM td
          WHERE decision = 'included' AND fact_id IS NOT NULL
          GROUP BY 1, 2, 3) d
- GROUP BY 1, 2
+ GROUP BY 1, 2, 3
 """
 
 
@@ -165,7 +166,8 @@ def _add_json(column: str, other: str, sign: str) -> str:
 
 # One range of whole slices of one project, in one statement. The slices' rows are new (the mark says they were
 # never rolled up); the hourly and daily ones may hold the earlier slices of their hour or day, and add these
-# (their latencies merged, sorted).
+# (their latencies merged, sorted). A day's latencies are written once, when it closes (DAY_LATENCIES_SQL):
+# merged every 5 minutes, a busy day's arrays would be rewritten 288 times.
 ROLLUP_SQL = with_tables("""
 WITH t AS MATERIALIZED (""" + TRACES_IN_INTERVALS + """),
 td AS MATERIALIZED (""" + DECISIONS_OF_T + """),
@@ -190,13 +192,6 @@ sl AS (
        SET calls = r.calls + excluded.calls,
            latencies = ARRAY(SELECT v FROM unnest(r.latencies || excluded.latencies) v ORDER BY v)
     RETURNING 1
-), dl AS (
-    INSERT INTO {day_latencies} AS r (project_id, day, bucket, calls, latencies)
-    SELECT %(project_id)s, a.* FROM (""" + DAY_LATENCIES_OF_T + """) a
-    ON CONFLICT (project_id, day, bucket) DO UPDATE
-       SET calls = r.calls + excluded.calls,
-           latencies = ARRAY(SELECT v FROM unnest(r.latencies || excluded.latencies) v ORDER BY v)
-    RETURNING 1
 ), s AS (
     INSERT INTO {subject_day} AS r (project_id, day, subject_id, context_calls, calls_with_facts)
     SELECT %(project_id)s, a.* FROM (""" + SUBJECT_DAYS_OF_T + """) a
@@ -205,14 +200,25 @@ sl AS (
            calls_with_facts = r.calls_with_facts + excluded.calls_with_facts
     RETURNING 1
 ), f AS (
-    INSERT INTO {fact_served} AS r (project_id, fact_id, subject_id, days, served)
+    INSERT INTO {fact_served} AS r (project_id, fact_id, month, subject_id, days, served)
     SELECT %(project_id)s, a.* FROM (""" + FACTS_SERVED_OF_T + """) a
-    ON CONFLICT (project_id, fact_id) DO UPDATE SET """ + _merge_days("excluded", "") + """
+    ON CONFLICT (project_id, fact_id, month) DO UPDATE SET """ + _merge_days("excluded", "") + """
     RETURNING 1
 )
 SELECT (SELECT count(*) FROM t) AS traces, (SELECT count(*) FROM sl) AS slices, (SELECT count(*) FROM h) AS hours, (SELECT count(*) FROM l) AS latency_rows,
-       (SELECT count(*) FROM dl) AS day_latency_rows,
        (SELECT count(*) FROM s) AS subject_days, (SELECT count(*) FROM f) AS facts_served
+""", **_ROLLUP_TABLES)
+
+
+# The latencies of a day that closed, from its hourly rows: the day's rows are never read before (the overview
+# reads the hourly rows of the day its mark falls in).
+# -- uses: stats_latency_hour_calls (project_id, hour), the day's 24 hours
+DAY_LATENCIES_SQL = with_tables("""
+INSERT INTO {day_latencies} (project_id, day, bucket, calls, latencies)
+SELECT project_id, %(day)s, bucket, count(*), array_agg(v ORDER BY v)
+  FROM {hour_latencies}, unnest(latencies) AS v
+ WHERE project_id = %(project_id)s AND hour >= %(day)s AND hour < %(day)s::timestamptz + interval '1 day'
+ GROUP BY project_id, bucket
 """, **_ROLLUP_TABLES)
 
 
@@ -263,6 +269,9 @@ def _roll_one_day(project_id: str, target: datetime) -> dict | None:
             # must grow with the day it reads, not with the table.
             cursor.execute("SET LOCAL enable_seqscan = off")
         counts = fetch_dicts(ROLLUP_SQL, {"project_id": project_id, **raw_intervals((start, end))})[0]
+        if end == floor_to(end, DAY):
+            with connection.cursor() as cursor:
+                cursor.execute(DAY_LATENCIES_SQL, {"project_id": project_id, "day": end - DAY})
         mark.rolled_until = end
         mark.save()
         return counts
@@ -339,7 +348,7 @@ sl AS (
 ), f AS (
     UPDATE {fact_served} r SET """ + _merge_days("a", "-") + """
       FROM (""" + FACTS_SERVED_OF_T + """) a
-     WHERE r.project_id = %(project_id)s AND r.fact_id = a.fact_id
+     WHERE r.project_id = %(project_id)s AND r.fact_id = a.fact_id AND r.month = a.month
     RETURNING 1
 )
 SELECT (SELECT count(*) FROM t) AS traces

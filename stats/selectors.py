@@ -536,22 +536,27 @@ SELECT subject_id, sum(context_calls)::int8 AS context_calls,
  LIMIT %(limit)s
 """, subject_day=SubjectDay)
 
-# Facts never served: the active facts without a served day in the rolled days: a hash join of the project's
-# facts with their FactServed rows, a day counted served when a day of its sorted array falls in
-# [rolled_first_day, rolled_last_day], which two binary searches tell (width_bucket: the days up to a date).
+# Facts never served: the active facts without a served day in the rolled days: a hash anti-join of the
+# project's facts with the facts served in the rolled days' months (stats_factserved_month), a row counted when a
+# day of its sorted array falls in [rolled_first_day, rolled_last_day], which two binary searches tell
+# (width_bucket: the days up to a date).
 # Then, of those few, the ones without an included decision in the raw intervals: a probe of
 # traces_decision_fact per candidate, then of traces_trace_pkey per decision found. The OFFSET 0s pin that order
 # (PostgreSQL does not turn a subquery with an OFFSET into a join): the raw intervals may hold a day of decisions,
 # which a hash anti-join read whole, and a plan driven by the intervals' traces probed their decisions once per
 # candidate (2.4 s).
 _ROLLUP_NEVER_SERVED = with_tables(("""
-WITH candidates AS MATERIALIZED (
+WITH served AS (
+    SELECT s.fact_id
+      FROM {fact_served} s
+     WHERE s.project_id = %(project_id)s
+       AND s.month >= date_trunc('month', %(rolled_first_day)s::date)::date AND s.month <= %(rolled_last_day)s::date
+       AND width_bucket(%(rolled_last_day)s::date, s.days) > width_bucket(%(rolled_first_day)s::date - 1, s.days)
+), candidates AS MATERIALIZED (
     SELECT f.id, f.subject_id, f.text, f.category, f.recorded_from
       FROM {fact} f
-      LEFT JOIN {fact_served} s ON s.project_id = %(project_id)s AND s.fact_id = f.id
      WHERE f.project_id = %(project_id)s AND f.status = 'active' AND f.recorded_from < %(until)s
-       AND (s.days IS NULL
-            OR width_bucket(%(rolled_last_day)s::date, s.days) = width_bucket(%(rolled_first_day)s::date - 1, s.days))
+       AND NOT EXISTS (SELECT 1 FROM served WHERE served.fact_id = f.id)
 )
 SELECT {columns}
   FROM candidates c

@@ -1,5 +1,6 @@
 """A day's latencies in one row per bucket (stats.DayLatencies) beside the hourly ones: a period's percentiles
-count its whole days there. Built from the hourly rows, so a rolled-up project needs no rebuild."""
+count its whole days there. Built from the hourly rows of the days that closed before the mark's (the job writes
+that one when it closes), so a rolled-up project needs no rebuild."""
 import django.contrib.postgres.fields
 from django.db import migrations, models
 
@@ -8,8 +9,9 @@ from hakimem.rowsecurity import disable_sql, enable_sql
 FROM_HOURS = """
 INSERT INTO stats_daylatencies (project_id, day, bucket, calls, latencies)
 SELECT project_id, day, bucket, count(*), array_agg(v ORDER BY v)
-  FROM (SELECT project_id, date_trunc('day', hour, 'UTC') AS day, bucket, unnest(latencies) AS v
-          FROM stats_hourlatencies) h
+  FROM (SELECT h.project_id, date_trunc('day', h.hour, 'UTC') AS day, h.bucket, unnest(h.latencies) AS v
+          FROM stats_hourlatencies h JOIN stats_rollupmark m USING (project_id)
+         WHERE h.hour < date_trunc('day', m.rolled_until, 'UTC')) h
  GROUP BY 1, 2, 3
 """
 

@@ -23,8 +23,8 @@ pytestmark = pytest.mark.django_db
 
 SUBJECTS = ["alice", "bob", "carol", "dan"]
 CATEGORIES = ["health", "hobby", "work"]
-FIRST_DAY = datetime(2026, 3, 1, tzinfo=UTC)
-DAYS = 6
+FIRST_DAY = datetime(2026, 2, 27, tzinfo=UTC)  # across a month: FactServed has a row per fact and month
+DAYS = 8
 MID_ROLLUP = datetime(2026, 3, 4, 15, 23, tzinfo=UTC)  # rolls up to 4 Mar 15:10 (ROLLUP_LAG before, whole slices)
 AFTER_ALL = datetime(2026, 3, 10, tzinfo=UTC)
 
@@ -37,6 +37,7 @@ PERIODS = {
     "past the calls": selectors.Period(datetime(2026, 2, 20, tzinfo=UTC), datetime(2026, 3, 20, 1, 2, 3, tzinfo=UTC)),
     # partial hours at both ends, read from their slices (and a partial slice raw at each end)
     "partial hours": selectors.Period(datetime(2026, 3, 2, 10, 7, 30, tzinfo=UTC), datetime(2026, 3, 3, 14, 52, 1, tzinfo=UTC)),
+    "across the month": selectors.Period(datetime(2026, 2, 28, 13, 0, 1, tzinfo=UTC), datetime(2026, 3, 2, 9, 17, tzinfo=UTC)),
     "slices only": selectors.Period(datetime(2026, 3, 3, 9, 4, tzinfo=UTC), datetime(2026, 3, 3, 9, 56, tzinfo=UTC)),
     "across the mark's hour": selectors.Period(datetime(2026, 3, 4, 14, 2, tzinfo=UTC), datetime(2026, 3, 4, 15, 40, tzinfo=UTC)),
 }
@@ -44,9 +45,9 @@ PERIODS = {
 
 @pytest.fixture
 def calls():
-    """Six days of context calls of two projects and four subjects each, at random instants, with random
-    latencies (some repeated: the erasers take out one occurrence each), tokens, reason codes, empty calls and
-    replays (never counted)."""
+    """Eight days (across a month) of context calls of two projects and four subjects each, at random instants,
+    with random latencies (some repeated: the erasers take out one occurrence each), tokens, reason codes, empty
+    calls and replays (never counted)."""
     rnd = random.Random(18)
     for project in (PROJECT, OTHER_PROJECT):
         for subject in SUBJECTS:
