@@ -41,8 +41,8 @@ DAY = timedelta(days=1)
 
 # ~1.6% wide buckets of latency (ln scale, 64 per e-fold); the clamp keeps ln defined and the value an int. The
 # width trades the rows a percentile counts (whole days x buckets) against the values it sorts in the bucket that
-# holds its rank: at 32 per e-fold, the median's and the 95th percentile's buckets held 20k and 35k of a month's
-# 1M latencies, and sorting them was the overview's largest part (stats/migrations/0007_finer_latency_buckets).
+# holds its rank: at 32 per e-fold, the median's bucket held 19,845 of a month's 1M latencies, and sorting the
+# buckets of p50 and p95 was the overview's largest part (docs/performance.md; 0007_finer_latency_buckets).
 LATENCY_BUCKET_SQL = "floor(ln(least(greatest({x}, 0.001), 1e9)) * 64)::int2"
 
 # The project's rollup lock, seed 2 (facts.services' scope lock is seed 0, traces' trace lock seed 1).
