@@ -29,10 +29,12 @@ DISTRIBUTED = (
     "traces_itemaccess",
     "context_consolidationmark",
     "stats_rollupmark",
+    "stats_slicetotals",
     "stats_hourtotals",
     "stats_hourlatencies",
+    "stats_daylatencies",
     "stats_subjectday",
-    "stats_factservedday",
+    "stats_factserved",
 )
 
 # Copied to every node. None today: the only small shared tables are read alone, never joined with the memory

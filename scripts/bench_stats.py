@@ -40,6 +40,7 @@ from facts.services import project_erase  # noqa: E402
 from hakimem.rowsecurity import API_ROLE, scope_enter  # noqa: E402
 from stats import rollup, selectors  # noqa: E402
 from stats.serializers import overview_out  # noqa: E402
+from traces.models import Trace  # noqa: E402
 
 PROJECT = "stats-bench"
 SUBJECTS = 500
@@ -128,6 +129,10 @@ QUERIES = {  # the raw statements the overview and the /stats/ page run without 
     "overview: store": selectors.STORE_SQL,
     "overview: facts never served (count)": selectors.NEVER_SERVED_COUNT_SQL,
 }
+OVERVIEW_STATEMENTS = {  # the overview's other statements, named in its breakdown
+    "store": selectors.STORE_SQL,
+    "rollup: latency values at the ranks": selectors.LATENCY_VALUES_SQL,
+}
 ROLLUP_QUERIES = {  # the rollup's, EXPLAINed
     "rollup: totals and decisions": selectors.ROLLUP_TOTALS_SQL,
     "rollup: latency counts per bucket": selectors.LATENCY_COUNTS_SQL,
@@ -135,6 +140,27 @@ ROLLUP_QUERIES = {  # the rollup's, EXPLAINed
     "rollup: facts never served (count)": selectors.ROLLUP_NEVER_SERVED_COUNT_SQL,
     "rollup: subjects by calls (page)": selectors.ROLLUP_SUBJECTS_BY_CALLS_SQL,
 }
+
+
+def statement_times(read, runs: int) -> dict[str, tuple[float, float]]:
+    """p50 and p95 of each statement `read` runs, by name (ROLLUP_QUERIES, or the statement's first words), over
+    `runs` runs after a warm-up: where the overview's time goes, as it runs."""
+    names = {sql: name for name, sql in {**QUERIES, **ROLLUP_QUERIES, **OVERVIEW_STATEMENTS}.items()}
+    times: dict[str, list[float]] = {}
+
+    def wrapper(execute, sql, params, many, context):
+        start = time.perf_counter()
+        try:
+            return execute(sql, params, many, context)
+        finally:
+            times.setdefault(names.get(sql, " ".join(sql.split()[:4])), []).append((time.perf_counter() - start) * 1000)
+
+    read()
+    with connection.execute_wrapper(wrapper):
+        for _ in range(runs):
+            read()
+    return {name: (statistics.median(t), sorted(t)[min(len(t) - 1, round(0.95 * len(t) + 0.5) - 1)])
+            for name, t in times.items()}
 
 
 def execute(sql: str, params: dict) -> float:
@@ -206,12 +232,12 @@ def main() -> None:
         built = rollup.stats_rollup(project_ids=[PROJECT])
         build_s = time.perf_counter() - start
         with connection.cursor() as cursor:
-            for table in ("stats_hourtotals", "stats_hourlatencies", "stats_subjectday", "stats_factservedday"):
+            for table in ("stats_hourtotals", "stats_hourlatencies", "stats_subjectday", "stats_factserved"):
                 cursor.execute(f"VACUUM ANALYZE {table}")
             cursor.execute("SELECT relname, n_live_tup, pg_size_pretty(pg_total_relation_size(relid)) FROM pg_stat_user_tables"
                            " WHERE relname LIKE 'stats\\_%%' ORDER BY relname")
             sizes = cursor.fetchall()
-        print(f"  rollup built in {build_s:.1f} s: {built['traces']:,} traces in {built['hours']:,} hours "
+        print(f"  rollup built in {build_s:.1f} s: {built['traces']:,} traces in {built['slices']:,} slices "
               f"({built['days']} transactions); {load_average()}")
         for name, rows, size in sizes:
             print(f"    {name:<22} {rows:>9,} rows {size:>9}")
@@ -247,14 +273,52 @@ def main() -> None:
                 project_id=PROJECT, period=days, rollup=flag),
         }
         for name, read in reads.items():
-            with transaction.atomic():
-                if "API" in name:
-                    scope_enter(API_ROLE, PROJECT)
-                raw_p50, raw_p95 = percentiles(lambda: timed(lambda: read(False)), args.runs)
-                rollup_p50, rollup_p95 = percentiles(lambda: timed(lambda: read(True)), args.runs)
-                transaction.set_rollback(True)
+            # Each read in its own transaction, as a request runs (after a raw read of 10M decisions, later reads in
+            # the same transaction took ~20 % longer).
+            def request(flag, read=read, api="API" in name):
+                with transaction.atomic():
+                    if api:
+                        scope_enter(API_ROLE, PROJECT)
+                    read(flag)
+                    transaction.set_rollback(True)
+            rollup_p50, rollup_p95 = percentiles(lambda: timed(lambda: request(True)), args.runs)
+            raw_p50, raw_p95 = percentiles(lambda: timed(lambda: request(False)), args.runs)
             print(f"  {name:<42} {raw_p50:9.1f} {raw_p95:9.1f} {rollup_p50:11.1f} {rollup_p95:9.1f} {raw_p50 / rollup_p50:9.1f}x")
         print(f"  ({args.runs} runs each after a warm-up, ms; {load_average()})\n")
+
+        def overview_request():
+            with transaction.atomic():
+                scope_enter(API_ROLE, PROJECT)
+                selectors.stats_overview(project_id=PROJECT, period=period)
+                transaction.set_rollback(True)
+        breakdown = statement_times(overview_request, args.runs)
+        for name, (p50, p95) in breakdown.items():
+            print(f"  the rollup's overview, statement {name:<40} p50 {p50:8.1f} ms  p95 {p95:8.1f} ms")
+        print(f"  ({load_average()})\n")
+
+        # The loaded calls end when the load ran, so by now the raw part after the mark is empty. As the 5-minute
+        # job leaves a live project, the raw part after the mark is ROLLUP_LAG and up to a slice of calls: timed
+        # on a period ending at the last loaded call with the mark moved back that far (in a rolled-back
+        # transaction). Its payload is not compared: the hour and day rows of the moved mark's hour hold calls
+        # past it, which the raw part counts again (the same amount of work as a true mark there).
+        last = Trace.objects.filter(project_id=PROJECT).latest("created_at").created_at + timedelta(seconds=1)
+        live = selectors.Period(since=last - timedelta(days=30), until=last)
+        for lag in (rollup.ROLLUP_LAG, rollup.ROLLUP_LAG + rollup.SLICE):
+            with transaction.atomic():
+                moved = rollup.floor_to(last - lag, rollup.SLICE)
+                rollup.RollupMark.objects.filter(project_id=PROJECT).update(rolled_until=moved)
+                tail = Trace.objects.filter(project_id=PROJECT, created_at__gte=moved).count()
+
+                def live_request():
+                    with transaction.atomic():  # a savepoint: the moved mark stays
+                        scope_enter(API_ROLE, PROJECT)
+                        selectors.stats_overview(project_id=PROJECT, period=live)
+                        transaction.set_rollback(True)
+                p50, p95 = percentiles(lambda: timed(live_request), args.runs)
+                transaction.set_rollback(True)
+            print(f"  stats_overview (API), the mark {(last - moved).total_seconds() / 60:.0f} min before the period's end "
+                  f"({tail:,} calls raw): p50 {p50:.1f} ms  p95 {p95:.1f} ms; {load_average()}")
+        print()
 
         params = {"project_id": PROJECT, "since": period.since, "until": period.until, "limit": selectors.TOP_SUBJECTS}
         for name, sql in QUERIES.items():
@@ -263,14 +327,19 @@ def main() -> None:
         mark = rollup.rolled_until(PROJECT)
         hours = selectors._split(mark, period, rollup.HOUR)
         explained = {name: {**params, **hours} for name in ROLLUP_QUERIES}
-        explained["rollup: facts never served (count)"] = {**params, **selectors._split(mark, period, rollup.DAY)}
+        for name in ("rollup: latency counts per bucket", "rollup: latency values at the ranks"):
+            explained[name] = {**params, **selectors._by_day(hours)}
+        explained["rollup: facts never served (count)"] = {**params, **selectors._served_split(mark, period)}
+        slices_since = rollup.RollupMark.objects.get(project_id=PROJECT).slices_since
+        explained["rollup: totals and decisions"] = {**params, **selectors._split_slices(mark, slices_since, period)}
         explained["rollup: subjects by calls (page)"] = {**params, **selectors._split(mark, days, rollup.DAY),
                                                          "since": days.since, "until": days.until}
         counts = selectors.fetch_dicts(selectors.LATENCY_COUNTS_SQL, explained["rollup: latency counts per bucket"])
         middle = sum(row["calls"] for row in counts) // 2
-        for row in counts:  # the bucket holding the median, at its first rank: a typical values read
+        for row in counts:  # the bucket holding the median, at its two ranks: a typical values read
             if middle < row["calls"]:
-                explained["rollup: latency values at the ranks"].update(groups=[None], buckets=[row["bucket"]], ranks=[middle])
+                explained["rollup: latency values at the ranks"].update(groups=[None, None], buckets=[row["bucket"]] * 2,
+                                                                        ranks=[middle, middle + 1])
                 break
             middle -= row["calls"]
         for name, sql in ROLLUP_QUERIES.items():

@@ -1,10 +1,11 @@
-"""The statistics' rollup: the traces of closed hours summed once by `manage.py stats_rollup` (stats/rollup.py),
-so that GET /v1/stats/overview reads a few hundred rows instead of a period's millions of decisions.
+"""The statistics' rollup: the traces of closed 5-minute slices summed once by `manage.py stats_rollup`
+(stats/rollup.py, every 5 minutes), into rows per slice, hour and day, so that GET /v1/stats/overview reads a
+few hundred rows instead of a period's millions of decisions.
 
-A project's rows cover its traces created before its RollupMark.rolled_until (a whole hour); the overview adds
-the raw query's answer over the part of the asked period after it (and the partial hour or day at its start),
-so its numbers are the raw query's. No context call writes here: the job does, hour by hour, and the erasers
-take a subject's share out (stats/rollup.py). project_id leads every key (the distribution column).
+A project's rows cover its traces created before its RollupMark.rolled_until; the overview adds the raw query's
+answer over the part of the asked period after it (and the partial slice, hour or day at its start), so its
+numbers are the raw query's. No context call writes here: the job does, slice by slice, and the erasers take a
+subject's share out (stats/rollup.py). project_id leads every key (the distribution column).
 """
 from __future__ import annotations
 
@@ -15,11 +16,27 @@ from hakimem.validators import SCOPE_ID_MAX
 
 
 class RollupMark(models.Model):
-    """How far a project's traces are rolled up: every trace created before rolled_until is counted in the
-    rows below, none after it."""
+    """How far a project's traces are rolled up: every trace created before rolled_until (the end of a 5-minute
+    slice) is counted in the rows below, none after it; the rows of the hour and the day it falls in hold their
+    traces up to it. SliceTotals exist from slices_since (the slices rolled up before them were not kept)."""
 
     project_id = models.CharField(max_length=SCOPE_ID_MAX, primary_key=True)
     rolled_until = models.DateTimeField()
+    slices_since = models.DateTimeField()
+
+
+class SliceTotals(models.Model):
+    """HourTotals of one 5-minute slice: what the overview reads for the partial hours at its period's ends, so
+    that the raw query's part of a period (its decisions, probed per trace) is minutes, not an hour."""
+
+    pk = models.CompositePrimaryKey("project_id", "slice")
+    project_id = models.CharField(max_length=SCOPE_ID_MAX)
+    slice = models.DateTimeField()
+    context_calls = models.IntegerField()
+    calls_with_facts = models.IntegerField()
+    used_tokens = models.BigIntegerField()
+    empty_reasons = models.JSONField(default=dict, help_text="{empty reason: calls}")
+    decisions = models.JSONField(default=dict, help_text="{reason code: decisions}")
 
 
 class HourTotals(models.Model):
@@ -36,7 +53,7 @@ class HourTotals(models.Model):
 
 
 class HourLatencies(models.Model):
-    """The latencies of one hour's context calls that fall in one bucket (LATENCY_BUCKET_SQL, ~3% wide), every
+    """The latencies of one hour's context calls that fall in one bucket (LATENCY_BUCKET_SQL, ~1.6% wide), every
     value kept, sorted: a percentile is found by counting per bucket, then reading the one bucket that holds
     the rank, so it is the raw query's percentile_cont to the bit."""
 
@@ -56,6 +73,25 @@ class HourLatencies(models.Model):
         ]
 
 
+class DayLatencies(models.Model):
+    """HourLatencies of a whole UTC day, merged by the job when the day closes: a period's percentiles count its
+    whole days here (30 days x ~80 buckets) and read the hourly rows only for its partial days (the day of the
+    mark among them)."""
+
+    pk = models.CompositePrimaryKey("project_id", "day", "bucket")
+    project_id = models.CharField(max_length=SCOPE_ID_MAX)
+    day = models.DateTimeField()
+    bucket = models.SmallIntegerField()
+    calls = models.IntegerField()
+    latencies = ArrayField(models.FloatField())
+
+    class Meta:
+        indexes = [
+            models.Index(name="stats_daylatency_day_calls", fields=["project_id", "day"], include=["bucket", "calls"]),
+            models.Index(name="stats_daylatency_bucket_day", fields=["project_id", "bucket", "day"]),
+        ]
+
+
 class SubjectDay(models.Model):
     """One subject's context calls of one UTC day: the pages' subjects with the most calls."""
 
@@ -70,20 +106,27 @@ class SubjectDay(models.Model):
         indexes = [models.Index(name="stats_subjectday_subject", fields=["project_id", "subject_id"])]
 
 
-class FactServedDay(models.Model):
-    """A fact served (an `included` decision) on one UTC day, and how many times: facts never served are the
-    active ones without a row in the period. The count lets an erasure take out some of the day's traces."""
+class FactServed(models.Model):
+    """The UTC days of a month a fact was served (an `included` decision), sorted, and how many times on each
+    (`served[i]` on `days[i]`): a row per fact and month, so the facts never served in a period are one hash
+    anti-join of the project's facts with the facts served in its months, each row answered by two binary searches
+    (width_bucket) in its days. The counts let an erasure take out some of a day's traces. A month and not the
+    whole history per row: the job rewrites the row of each fact served in a slice, every 5 minutes, and a
+    month's arrays stay small (no TOAST) however long the history."""
 
-    pk = models.CompositePrimaryKey("project_id", "fact_id", "day")
+    pk = models.CompositePrimaryKey("project_id", "fact_id", "month")
     project_id = models.CharField(max_length=SCOPE_ID_MAX)
     fact_id = models.UUIDField()
-    day = models.DateTimeField()
+    month = models.DateField(help_text="its first day")
     subject_id = models.CharField(max_length=SCOPE_ID_MAX)
-    served = models.IntegerField()
+    days = ArrayField(models.DateField())
+    served = ArrayField(models.IntegerField())
 
     class Meta:
-        indexes = [
-            models.Index(name="stats_factservedday_subject", fields=["project_id", "subject_id"]),
-            # the facts served in a period, read whole (index-only) for the facts never served
-            models.Index(name="stats_factservedday_day", fields=["project_id", "day"], include=["fact_id"]),
-        ]
+        indexes = [models.Index(name="stats_factserved_subject", fields=["project_id", "subject_id"]),
+                   # the facts served in a period's months
+                   models.Index(name="stats_factserved_month", fields=["project_id", "month"])]
+        constraints = [models.CheckConstraint(
+            name="stats_factserved_a_count_per_day",
+            condition=models.Q(days__len=models.F("served__len")),
+        )]

@@ -27,7 +27,7 @@ from facts.models import ConflictSet, Fact
 from facts.selectors import conflict_list
 from hakimem.db import fetch_dicts, with_tables
 from hakimem.models import ApiKey
-from stats.models import FactServedDay, HourLatencies, HourTotals, SubjectDay
+from stats.models import DayLatencies, FactServed, HourLatencies, HourTotals, RollupMark, SliceTotals, SubjectDay
 from stats.rollup import (
     DAY,
     DECISIONS_OF_T,
@@ -35,8 +35,10 @@ from stats.rollup import (
     HOUR_TOTALS_OF_T,
     LATENCY_BUCKET_SQL,
     RAW_INTERVALS,
+    SLICE,
     TRACES_IN_INTERVALS,
     ceil_to,
+    floor_to,
     raw_intervals,
     rolled_until,
 )
@@ -177,12 +179,14 @@ class Overview:
 def stats_overview(*, project_id: str, period: Period, rollup: bool = True) -> Overview:
     params = {"project_id": project_id, "since": period.since, "until": period.until}
     if rollup:
-        mark = rolled_until(project_id)
+        mark, slices_since = (RollupMark.objects.filter(project_id=project_id)
+                              .values_list("rolled_until", "slices_since").first() or (None, None))
         hours = _split(mark, period, HOUR)
-        totals = fetch_dicts(ROLLUP_TOTALS_SQL, {**params, **hours}, json_columns=["empty_reasons", "decisions"])[0]
+        totals = fetch_dicts(ROLLUP_TOTALS_SQL, {**params, **_split_slices(mark, slices_since, period)},
+                             json_columns=["empty_reasons", "decisions"])[0]
         (totals["latency_p50"], totals["latency_p95"]), = _latency_percentiles(project_id, hours, per_day=False).values()
         by_reason = totals["decisions"]
-        never_served = fetch_dicts(ROLLUP_NEVER_SERVED_COUNT_SQL, {**params, **_split(mark, period, DAY)})[0]["n"]
+        never_served = fetch_dicts(ROLLUP_NEVER_SERVED_COUNT_SQL, {**params, **_served_split(mark, period)})[0]["n"]
     else:
         totals = fetch_dicts(TRACE_TOTALS_SQL, params, json_columns=["empty_reasons"])[0]
         by_reason = {row["reason_code"]: row["n"] for row in fetch_dicts(DECISIONS_BY_REASON_SQL, params)}
@@ -292,7 +296,7 @@ def facts_never_served(*, project_id: str, period: Period, limit: int = NEVER_SE
     recorded_from. stats_overview counts them all."""
     params = {"project_id": project_id, "since": period.since, "until": period.until, "limit": limit}
     if rollup:
-        return fetch_dicts(ROLLUP_NEVER_SERVED_SQL, {**params, **_split(rolled_until(project_id), period, DAY)})
+        return fetch_dicts(ROLLUP_NEVER_SERVED_SQL, {**params, **_served_split(rolled_until(project_id), period)})
     return fetch_dicts(NEVER_SERVED_SQL, params)
 
 
@@ -322,13 +326,47 @@ def _split(mark: datetime | None, period: Period, unit: timedelta) -> dict:
     return {"rolled_since": start, "rolled_until": end, **raw_intervals((since, start), (end, until))}
 
 
+def _split_slices(mark: datetime | None, slices_since: datetime | None, period: Period) -> dict:
+    """The period's part the rollup holds, as the totals read it: whole hours [rolled_since, rolled_until) from
+    HourTotals, the slices of the partial hours at either end from SliceTotals (slices1_*, slices2_*), and the
+    rest raw (RAW_INTERVALS): the partial slice at the start, and what came after the mark (or the partial slice
+    at the end). A partial hour before slices_since (rolled up before slices were kept) is read raw."""
+    since, until = period.since, period.until
+    first = ceil_to(since, SLICE)
+    last = first if mark is None else (mark if mark <= until else floor_to(until, SLICE))
+    hours_since, hours_until = ceil_to(first, HOUR), floor_to(last, HOUR)
+    if hours_since >= hours_until:  # no whole hour: slices alone, or nothing rolled up
+        if last <= first or first < slices_since:
+            return {"rolled_since": since, "rolled_until": since, "slices1_since": since, "slices1_until": since,
+                    "slices2_since": since, "slices2_until": since, **raw_intervals((since, until))}
+        hours_since = hours_until = last
+    if first < slices_since:
+        first = hours_since
+    if hours_until < slices_since:
+        last = hours_until
+    return {"rolled_since": hours_since, "rolled_until": hours_until, "slices1_since": first,
+            "slices1_until": hours_since, "slices2_since": hours_until, "slices2_until": last,
+            **raw_intervals((since, first), (last, until))}
+
+
+def _served_split(mark: datetime | None, period: Period) -> dict:
+    """_split by days, and the rolled part as FactServed's days read it: the first day and the last (a partial day
+    at the mark included: its served days count the traces before the mark only)."""
+    split = _split(mark, period, DAY)
+    first, until = split["rolled_since"], split["rolled_until"]
+    first_day = first.astimezone(dt_timezone.utc).date()
+    last_day = (ceil_to(until, DAY) - DAY).astimezone(dt_timezone.utc).date() if until > first else first_day - DAY
+    return {**split, "rolled_first_day": first_day, "rolled_last_day": last_day}
+
+
 def _sum_json(column: str) -> str:
     return (f"(SELECT coalesce(jsonb_object_agg(key, n), jsonb_build_object()) FROM (SELECT key, sum(value::bigint) AS n"
             f" FROM hours, jsonb_each_text(hours.{column}) GROUP BY key) s) AS {column}")
 
 
-# -- uses: stats_hourtotals_pkey (project_id, hour) for the rolled hours; traces_trace_project_time and
-#    traces_decision_trace_rank for the raw intervals (an hour or two).
+# -- uses: stats_hourtotals_pkey (project_id, hour) for the rolled hours, stats_slicetotals_pkey (project_id,
+#    slice) for the slices of the partial hours; traces_trace_project_time and traces_decision_trace_rank for the
+#    raw intervals (ROLLUP_LAG and a slice or two: minutes).
 ROLLUP_TOTALS_SQL = with_tables("""
 WITH t AS MATERIALIZED (""" + TRACES_IN_INTERVALS + """),
 td AS (""" + DECISIONS_OF_T + """),
@@ -337,13 +375,18 @@ hours AS (
       FROM {hour_totals}
      WHERE project_id = %(project_id)s AND hour >= %(rolled_since)s AND hour < %(rolled_until)s
     UNION ALL
+    SELECT context_calls, calls_with_facts, used_tokens, empty_reasons, decisions
+      FROM {slice_totals}
+     WHERE project_id = %(project_id)s AND (slice >= %(slices1_since)s AND slice < %(slices1_until)s
+                                            OR slice >= %(slices2_since)s AND slice < %(slices2_until)s)
+    UNION ALL
     SELECT context_calls, calls_with_facts, used_tokens, empty_reasons, decisions FROM (""" + HOUR_TOTALS_OF_T + """) a
 )
 SELECT coalesce(sum(context_calls), 0)::int8 AS context_calls, coalesce(sum(calls_with_facts), 0)::int8 AS calls_with_facts,
        (sum(used_tokens)::numeric / nullif(sum(context_calls), 0))::float8 AS mean_used_tokens,
        """ + _sum_json("empty_reasons") + """, """ + _sum_json("decisions") + """
   FROM hours
-""", hour_totals=HourTotals)
+""", hour_totals=HourTotals, slice_totals=SliceTotals)
 
 ROLLUP_CALLS_PER_DAY_SQL = with_tables("""
 WITH t AS MATERIALIZED (""" + TRACES_IN_INTERVALS + """),
@@ -365,40 +408,60 @@ SELECT days.day, coalesce(p.context_calls, 0)::int8 AS context_calls, coalesce(p
 
 # Latency percentiles in two steps, each exact: the calls per bucket (and per day for the pages' series), from
 # which the ranks percentile_cont reads are located in a bucket, then the values at those ranks within their
-# bucket. {group} is the day, or NULL for the whole period.
-# -- uses: stats_latency_hour_calls (project_id, hour) INCLUDE (bucket, calls), then stats_latency_bucket_hour
-#    per rank.
-_LATENCY_GROUP = {False: ("NULL::timestamptz", "NULL::timestamptz"),
-                  True: ("date_trunc('day', hour, 'UTC')", "date_trunc('day', created_at, 'UTC')")}
+# bucket, one sort per bucket read. {group} is the day, or NULL for the whole period. The rolled part is read
+# from DayLatencies for its whole days and from HourLatencies for the hours of its partial days (_by_day).
+# -- uses: stats_daylatency_day_calls and stats_latency_hour_calls (project_id, day or hour) INCLUDE (bucket,
+#    calls), then stats_daylatency_bucket_day and stats_latency_bucket_hour per bucket read.
+_LATENCY_GROUP = {False: ("NULL::timestamptz", "NULL::timestamptz", "NULL::timestamptz"),
+                  True: ("day", "date_trunc('day', hour, 'UTC')", "date_trunc('day', created_at, 'UTC')")}
+_IN_HOURS = """(hour >= %(hours1_since)s AND hour < %(hours1_until)s OR hour >= %(hours2_since)s AND hour < %(hours2_until)s)"""
 
 
 def _latency_sql(per_day: bool) -> tuple[str, str]:
-    rolled_group, raw_group = _LATENCY_GROUP[per_day]
+    day_group, hour_group, raw_group = _LATENCY_GROUP[per_day]
     bucket = LATENCY_BUCKET_SQL.format(x="latency_ms")
     counts = with_tables("""
 WITH t AS MATERIALIZED (""" + TRACES_IN_INTERVALS + """)
 SELECT grp, bucket, sum(calls)::int8 AS calls
-  FROM (SELECT """ + rolled_group + """ AS grp, bucket, calls
+  FROM (SELECT """ + day_group + """ AS grp, bucket, calls
+          FROM {day_latencies}
+         WHERE project_id = %(project_id)s AND day >= %(days_since)s AND day < %(days_until)s
+        UNION ALL
+        SELECT """ + hour_group + """, bucket, calls
           FROM {hour_latencies}
-         WHERE project_id = %(project_id)s AND hour >= %(rolled_since)s AND hour < %(rolled_until)s
+         WHERE project_id = %(project_id)s AND """ + _IN_HOURS + """
         UNION ALL
         SELECT """ + raw_group + """, """ + bucket + """, 1 FROM t) x
  GROUP BY grp, bucket
  ORDER BY grp, bucket
-""", hour_latencies=HourLatencies)
+""", day_latencies=DayLatencies, hour_latencies=HourLatencies)
+    # The group's own bounds: the whole period (NULL: greatest and least ignore it) or one day.
+    within = "{column} >= greatest(%({since})s, w.grp) AND {column} < least(%({until})s, w.grp + interval '1 day')"
     values = with_tables("""
-WITH t AS MATERIALIZED (""" + TRACES_IN_INTERVALS + """)
-SELECT w.i, (SELECT v
-               FROM (SELECT unnest(l.latencies) AS v
-                       FROM {hour_latencies} l
-                      WHERE l.project_id = %(project_id)s AND l.bucket = w.bucket
-                        AND l.hour >= greatest(%(rolled_since)s, w.grp) AND l.hour < least(%(rolled_until)s, w.grp + interval '1 day')
-                     UNION ALL
-                     SELECT latency_ms FROM t
-                      WHERE """ + bucket + """ = w.bucket AND """ + raw_group + """ IS NOT DISTINCT FROM w.grp) x
-              ORDER BY v OFFSET w.rank LIMIT 1) AS v
-  FROM unnest(%(groups)s::timestamptz[], %(buckets)s::int2[], %(ranks)s::int8[]) WITH ORDINALITY AS w(grp, bucket, rank, i)
-""", hour_latencies=HourLatencies)
+WITH t AS MATERIALIZED (""" + TRACES_IN_INTERVALS + """),
+w AS (SELECT grp, bucket, array_agg(rank) AS ranks
+        FROM unnest(%(groups)s::timestamptz[], %(buckets)s::int2[], %(ranks)s::int8[]) AS u(grp, bucket, rank)
+       GROUP BY grp, bucket)
+SELECT w.grp, w.bucket, n.rank, n.v
+  FROM w CROSS JOIN LATERAL (
+       SELECT rank, v
+         FROM (SELECT v, row_number() OVER (ORDER BY v) - 1 AS rank
+                 FROM (SELECT unnest(l.latencies) AS v
+                         FROM {day_latencies} l
+                        WHERE l.project_id = %(project_id)s AND l.bucket = w.bucket
+                          AND """ + within.format(column="l.day", since="days_since", until="days_until") + """
+                       UNION ALL
+                       SELECT unnest(l.latencies)
+                         FROM {hour_latencies} l
+                        WHERE l.project_id = %(project_id)s AND l.bucket = w.bucket
+                          AND (""" + within.format(column="l.hour", since="hours1_since", until="hours1_until") + """
+                               OR """ + within.format(column="l.hour", since="hours2_since", until="hours2_until") + """)
+                       UNION ALL
+                       SELECT latency_ms FROM t
+                        WHERE """ + bucket + """ = w.bucket AND """ + raw_group + """ IS NOT DISTINCT FROM w.grp) x
+                ORDER BY v LIMIT (SELECT max(r) + 1 FROM unnest(w.ranks) r)) s
+        WHERE rank = ANY(w.ranks)) n
+""", day_latencies=DayLatencies, hour_latencies=HourLatencies)
     return counts, values
 
 
@@ -407,15 +470,26 @@ DAY_LATENCY_COUNTS_SQL, DAY_LATENCY_VALUES_SQL = _latency_sql(per_day=True)
 PERCENTILES = (0.5, 0.95)
 
 
+def _by_day(hours: dict) -> dict:
+    """The rolled part of an _split by hours, as the latencies read it: its whole days [days_since, days_until),
+    and the hours of its partial days, before and after them (two intervals, either may be empty)."""
+    since, until = hours["rolled_since"], hours["rolled_until"]
+    first, last = ceil_to(since, DAY), floor_to(until, DAY)
+    if first >= last:  # no whole day: hours only
+        first = last = until
+    return {**hours, "days_since": first, "days_until": last, "hours1_since": since, "hours1_until": first,
+            "hours2_since": last, "hours2_until": until}
+
+
 def _latency_percentiles(project_id: str, hours: dict, *, per_day: bool) -> dict:
     """{group: (p50, p95)}, each as percentile_cont computes it (float8 arithmetic, the same operations): the
     values at ranks floor and ceil of q * (n - 1), 0-based, and their linear interpolation."""
     counts_sql, values_sql = (DAY_LATENCY_COUNTS_SQL, DAY_LATENCY_VALUES_SQL) if per_day else (LATENCY_COUNTS_SQL, LATENCY_VALUES_SQL)
-    params = {"project_id": project_id, **hours}
+    params = {"project_id": project_id, **_by_day(hours)}
     buckets: dict = {}
     for row in fetch_dicts(counts_sql, params):
         buckets.setdefault(row["grp"], []).append((row["bucket"], row["calls"]))
-    wanted = []  # (group, bucket, rank within the bucket), and where each percentile reads them
+    wanted = []  # (group, bucket, rank within the bucket, rank in the group), and where each percentile reads them
     reads: dict = {}
     for group, counts in buckets.items():
         total = sum(n for _, n in counts)
@@ -434,7 +508,8 @@ def _latency_percentiles(project_id: str, hours: dict, *, per_day: bool) -> dict
         return {None: (None, None)} if not per_day else {}
     rows = fetch_dicts(values_sql, {**params, "groups": [w[0] for w in wanted], "buckets": [w[1] for w in wanted],
                                     "ranks": [w[2] for w in wanted]})
-    value = {(w[0], w[3]): row["v"] for w, row in zip(wanted, sorted(rows, key=lambda r: r["i"]))}
+    at_rank = {(row["grp"], row["bucket"], row["rank"]): row["v"] for row in rows}
+    value = {(group, rank): at_rank[group, bucket, bucket_rank] for group, bucket, bucket_rank, rank in wanted}
     result = {}
     for group in buckets:
         pair = []
@@ -461,21 +536,27 @@ SELECT subject_id, sum(context_calls)::int8 AS context_calls,
  LIMIT %(limit)s
 """, subject_day=SubjectDay)
 
-# Facts never served: the active facts without a served day in the rolled days (an anti-join: a probe of
-# stats_factservedday_pkey per fact, or a hash of the period's served days from stats_factservedday_day; NOT IN
-# was hashed only while they fit in work_mem, and took 4.8 s when they did not). Then, of those few, the ones
-# without an included decision in the raw intervals: a probe of traces_decision_fact per candidate, then of
-# traces_trace_pkey per decision found. The OFFSET 0s pin that order (PostgreSQL does not turn a subquery with an
-# OFFSET into a join): the raw intervals may hold a day of decisions, which a hash anti-join read whole, and a
-# plan driven by the intervals' traces probed their decisions once per candidate (2.4 s).
+# Facts never served: the active facts without a served day in the rolled days: a hash anti-join of the
+# project's facts with the facts served in the rolled days' months (stats_factserved_month), a row counted when a
+# day of its sorted array falls in [rolled_first_day, rolled_last_day], which two binary searches tell
+# (width_bucket: the days up to a date).
+# Then, of those few, the ones without an included decision in the raw intervals: a probe of
+# traces_decision_fact per candidate, then of traces_trace_pkey per decision found. The OFFSET 0s pin that order
+# (PostgreSQL does not turn a subquery with an OFFSET into a join): the raw intervals may hold a day of decisions,
+# which a hash anti-join read whole, and a plan driven by the intervals' traces probed their decisions once per
+# candidate (2.4 s).
 _ROLLUP_NEVER_SERVED = with_tables(("""
-WITH candidates AS MATERIALIZED (
+WITH served AS (
+    SELECT s.fact_id
+      FROM {fact_served} s
+     WHERE s.project_id = %(project_id)s
+       AND s.month >= date_trunc('month', %(rolled_first_day)s::date)::date AND s.month <= %(rolled_last_day)s::date
+       AND width_bucket(%(rolled_last_day)s::date, s.days) > width_bucket(%(rolled_first_day)s::date - 1, s.days)
+), candidates AS MATERIALIZED (
     SELECT f.id, f.subject_id, f.text, f.category, f.recorded_from
       FROM {fact} f
      WHERE f.project_id = %(project_id)s AND f.status = 'active' AND f.recorded_from < %(until)s
-       AND NOT EXISTS (SELECT 1 FROM {fact_served_day} s
-                        WHERE s.project_id = %(project_id)s AND s.fact_id = f.id
-                          AND s.day >= %(rolled_since)s AND s.day < %(rolled_until)s)
+       AND NOT EXISTS (SELECT 1 FROM served WHERE served.fact_id = f.id)
 )
 SELECT {columns}
   FROM candidates c
@@ -487,7 +568,7 @@ SELECT {columns}
                        WHERE t.id = d.trace_id AND t.replay_of IS NULL AND """ + RAW_INTERVALS + """
                       OFFSET 0)
        OFFSET 0)
-""").replace("{columns}", "{{columns}}"), fact=Fact, fact_served_day=FactServedDay)
+""").replace("{columns}", "{{columns}}"), fact=Fact, fact_served=FactServed)
 ROLLUP_NEVER_SERVED_COUNT_SQL = _ROLLUP_NEVER_SERVED.replace("{columns}", "count(*) AS n")
 ROLLUP_NEVER_SERVED_SQL = (_ROLLUP_NEVER_SERVED.replace("{columns}", "c.id, c.subject_id, c.text, c.category, c.recorded_from")
                            + " ORDER BY c.recorded_from, c.id LIMIT %(limit)s")

@@ -130,8 +130,8 @@ def test_the_roles_are_bound_by_row_security():
         assert [r[0] for r in cursor.fetchall()] == ["context_consolidationmark", "facts_conflictmember",
                                                      "facts_conflictset", "facts_consent", "facts_event", "facts_fact",
                                                      "facts_identityblock", "facts_procedure", "facts_project",
-                                                     "facts_scopewrite", "stats_factservedday", "stats_hourlatencies",
-                                                     "stats_hourtotals", "stats_rollupmark", "stats_subjectday",
+                                                     "facts_scopewrite", "stats_daylatencies", "stats_factserved", "stats_hourlatencies",
+                                                     "stats_hourtotals", "stats_rollupmark", "stats_slicetotals", "stats_subjectday",
                                                      "traces_decision", "traces_itemaccess", "traces_trace"]
 
 

@@ -10,7 +10,7 @@ from django.db import connection
 
 from facts.services import consent_revoke, project_erase, subject_erase
 from stats import selectors
-from stats.models import FactServedDay, HourLatencies, HourTotals, SubjectDay
+from stats.models import DayLatencies, FactServed, HourLatencies, HourTotals, RollupMark, SliceTotals, SubjectDay
 from stats.rollup import rolled_until, stats_rollup, stats_rollup_forget
 from stats.serializers import overview_out
 from tests.conftest import OTHER_PROJECT, PROJECT
@@ -23,9 +23,9 @@ pytestmark = pytest.mark.django_db
 
 SUBJECTS = ["alice", "bob", "carol", "dan"]
 CATEGORIES = ["health", "hobby", "work"]
-FIRST_DAY = datetime(2026, 3, 1, tzinfo=UTC)
-DAYS = 6
-MID_ROLLUP = datetime(2026, 3, 4, 15, 20, tzinfo=UTC)  # rolls up to 4 Mar 15:00 (ROLLUP_LAG before, whole hours)
+FIRST_DAY = datetime(2026, 2, 27, tzinfo=UTC)  # across a month: FactServed has a row per fact and month
+DAYS = 8
+MID_ROLLUP = datetime(2026, 3, 4, 15, 23, tzinfo=UTC)  # rolls up to 4 Mar 15:10 (ROLLUP_LAG before, whole slices)
 AFTER_ALL = datetime(2026, 3, 10, tzinfo=UTC)
 
 PERIODS = {
@@ -35,14 +35,19 @@ PERIODS = {
     "before the mark": selectors.Period(datetime(2026, 3, 1, 6, 30, tzinfo=UTC), datetime(2026, 3, 3, 22, 15, tzinfo=UTC)),
     "after the mark": selectors.Period(datetime(2026, 3, 4, 15, 30, tzinfo=UTC), datetime(2026, 3, 7, tzinfo=UTC)),
     "past the calls": selectors.Period(datetime(2026, 2, 20, tzinfo=UTC), datetime(2026, 3, 20, 1, 2, 3, tzinfo=UTC)),
+    # partial hours at both ends, read from their slices (and a partial slice raw at each end)
+    "partial hours": selectors.Period(datetime(2026, 3, 2, 10, 7, 30, tzinfo=UTC), datetime(2026, 3, 3, 14, 52, 1, tzinfo=UTC)),
+    "across the month": selectors.Period(datetime(2026, 2, 28, 13, 0, 1, tzinfo=UTC), datetime(2026, 3, 2, 9, 17, tzinfo=UTC)),
+    "slices only": selectors.Period(datetime(2026, 3, 3, 9, 4, tzinfo=UTC), datetime(2026, 3, 3, 9, 56, tzinfo=UTC)),
+    "across the mark's hour": selectors.Period(datetime(2026, 3, 4, 14, 2, tzinfo=UTC), datetime(2026, 3, 4, 15, 40, tzinfo=UTC)),
 }
 
 
 @pytest.fixture
 def calls():
-    """Six days of context calls of two projects and four subjects each, at random instants, with random
-    latencies (some repeated: the erasers take out one occurrence each), tokens, reason codes, empty calls and
-    replays (never counted)."""
+    """Eight days (across a month) of context calls of two projects and four subjects each, at random instants,
+    with random latencies (some repeated: the erasers take out one occurrence each), tokens, reason codes, empty
+    calls and replays (never counted)."""
     rnd = random.Random(18)
     for project in (PROJECT, OTHER_PROJECT):
         for subject in SUBJECTS:
@@ -89,13 +94,13 @@ def assert_rollup_answers_as_raw(project: str = PROJECT) -> None:
 
 def rollup_rows(project: str) -> dict:
     return {model.__name__: sorted(map(str, model.objects.filter(project_id=project).values_list()))
-            for model in (HourTotals, HourLatencies, SubjectDay, FactServedDay)}
+            for model in (SliceTotals, HourTotals, HourLatencies, DayLatencies, SubjectDay, FactServed)}
 
 
 def test_the_rollup_answers_as_the_raw_query(calls):
     # given a project whose calls are rolled up to the middle of the week
-    assert stats_rollup(now=MID_ROLLUP)["hours"] > 0
-    assert rolled_until(PROJECT) == datetime(2026, 3, 4, 15, tzinfo=UTC)
+    assert stats_rollup(now=MID_ROLLUP)["slices"] > 0
+    assert rolled_until(PROJECT) == datetime(2026, 3, 4, 15, 10, tzinfo=UTC)
     # then every period, whether rolled up, raw or both, gives the raw query's numbers
     assert_rollup_answers_as_raw(PROJECT)
     assert_rollup_answers_as_raw(OTHER_PROJECT)
@@ -106,12 +111,36 @@ def test_the_rollup_answers_as_the_raw_query(calls):
     assert whole.context_calls > 50 and whole.latency_p50_ms is not None and whole.facts_never_served >= 4
 
 
+def test_a_rollup_from_before_the_slices_answers_as_the_raw_query(calls):
+    # given a project rolled up before slices were kept (stats/migrations/0006_slices: its slices start at its mark)
+    stats_rollup(now=MID_ROLLUP)
+    kept_from = datetime(2026, 3, 3, 11, tzinfo=UTC)
+    SliceTotals.objects.filter(project_id=PROJECT, slice__lt=kept_from).delete()
+    RollupMark.objects.filter(project_id=PROJECT).update(slices_since=kept_from)
+    # then the partial hours before it are read raw, those after it from their slices, before and after more runs
+    assert_rollup_answers_as_raw(PROJECT)
+    stats_rollup(now=AFTER_ALL)
+    assert_rollup_answers_as_raw(PROJECT)
+
+
+def test_the_job_rolls_up_every_slice_once_and_its_hours_and_days_add_up(calls):
+    # given the job run every 5 minutes over an afternoon, and once over the same span
+    for minutes in range(0, 180, 5):
+        stats_rollup(now=MID_ROLLUP + timedelta(minutes=minutes), project_ids=[PROJECT])
+    stepwise = rollup_rows(PROJECT)
+    stats_rollup_forget(project_id=PROJECT)
+    stats_rollup(now=MID_ROLLUP + timedelta(minutes=175), project_ids=[PROJECT])
+    # then the rows are the same: the hours and days filled slice by slice hold what one run puts in them
+    assert rollup_rows(PROJECT) == stepwise
+    assert_rollup_answers_as_raw(PROJECT)
+
+
 def test_the_job_is_idempotent_and_a_rebuild_gives_the_same_rows(calls):
     stats_rollup(now=MID_ROLLUP)
     stats_rollup(now=AFTER_ALL)
     rows = rollup_rows(PROJECT)
     # run again: nothing more is rolled up
-    assert stats_rollup(now=AFTER_ALL)["hours"] == 0 and rollup_rows(PROJECT) == rows
+    assert stats_rollup(now=AFTER_ALL)["slices"] == 0 and rollup_rows(PROJECT) == rows
     # forgotten and rebuilt in one go, the rows are those built in two runs
     stats_rollup_forget(project_id=PROJECT)
     assert rolled_until(PROJECT) is None and not HourTotals.objects.filter(project_id=PROJECT).exists()
@@ -136,7 +165,7 @@ def test_after_a_subjects_erasure_the_rollup_answers_as_the_raw_query_over_what_
     # then his rows are gone from the rollup, counted in the receipt, and his share taken out of the totals
     assert receipt["stats_subject_days"] > 0 and receipt["stats_fact_days"] > 0
     assert not SubjectDay.objects.filter(subject_id="bob", project_id=PROJECT).exists()
-    assert not FactServedDay.objects.filter(subject_id="bob", project_id=PROJECT).exists()
+    assert not FactServed.objects.filter(subject_id="bob", project_id=PROJECT).exists()
     after = payload(selectors.stats_overview(project_id=PROJECT, period=PERIODS["whole days"]))
     assert after["context_calls"] < before["context_calls"]
     assert_rollup_answers_as_raw(PROJECT)
@@ -150,13 +179,13 @@ def test_after_a_subjects_erasure_the_rollup_answers_as_the_raw_query_over_what_
 def test_after_a_revoked_category_the_rollup_answers_as_the_raw_query(calls):
     stats_rollup(now=MID_ROLLUP)
     health = _facts("alice", "health")
-    assert FactServedDay.objects.filter(project_id=PROJECT, fact_id__in=health).exists()
+    assert FactServed.objects.filter(project_id=PROJECT, fact_id__in=health).exists()
     # when alice's health facts are erased, with the traces that named them
     _, receipt = consent_revoke(project_id=PROJECT, subject_id="alice", category="health", actor="test", erase=True)
     # then no day they were served is left (their traces' share went out with the traces, whatever outlived
     # its traces is counted in the receipt), and the rollup answers as the raw query over what remains
     assert receipt["traces"] > 0 and receipt["stats_fact_days"] == 0
-    assert not FactServedDay.objects.filter(project_id=PROJECT, fact_id__in=health).exists()
+    assert not FactServed.objects.filter(project_id=PROJECT, fact_id__in=health).exists()
     assert_rollup_answers_as_raw(PROJECT)
     stats_rollup(now=AFTER_ALL)
     assert_rollup_answers_as_raw(PROJECT)
@@ -190,7 +219,8 @@ def test_stats_keep_their_history_past_the_traces_retention(calls):
 def test_a_projects_erasure_deletes_its_rollup(calls):
     stats_rollup(now=AFTER_ALL)
     project_erase(project_id=PROJECT)
-    assert rollup_rows(PROJECT) == {"HourTotals": [], "HourLatencies": [], "SubjectDay": [], "FactServedDay": []}
+    assert rollup_rows(PROJECT) == {"SliceTotals": [], "HourTotals": [], "HourLatencies": [], "DayLatencies": [], "SubjectDay": [],
+                                     "FactServed": []}
     assert rolled_until(PROJECT) is None and rolled_until(OTHER_PROJECT) is not None
 
 
@@ -216,8 +246,8 @@ def test_the_rollup_tables_are_bound_by_row_security(calls):
     with connection.cursor() as cursor:
         cursor.execute("SELECT set_config('role', 'hakimem_api', true), set_config('hakimem.project_id', %s, true)",
                        [OTHER_PROJECT])
-        for table in ("stats_hourtotals", "stats_hourlatencies", "stats_subjectday", "stats_factservedday",
-                      "stats_rollupmark"):
+        for table in ("stats_slicetotals", "stats_hourtotals", "stats_hourlatencies", "stats_daylatencies", "stats_subjectday",
+                      "stats_factserved", "stats_rollupmark"):
             cursor.execute(f"SELECT DISTINCT project_id FROM {table}")
             assert cursor.fetchall() == [(OTHER_PROJECT,)], table
         cursor.execute("RESET role")
