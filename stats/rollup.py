@@ -309,51 +309,52 @@ def stats_rollup_forget(*, project_id: str) -> None:
 
 # --- the erasers ------------------------------------------------------------------------------------------
 
-# The erased traces' share out of every row they were counted in (the rows left at zero go next). Latencies,
-# hourly and daily: the multiset difference (EXCEPT ALL) takes out one occurrence of each erased value.
-_SUBTRACT_FROM_T = """
-sl AS (
-    UPDATE {slice_totals} r
+def _subtract_totals(name: str, table: str, period: str, source: str) -> str:
+    """The CTE `name` taking the totals of `source` (rows per `period`) out of the rollup table `table`."""
+    return name + """ AS (
+    UPDATE {""" + table + """} r
        SET context_calls = r.context_calls - a.context_calls, calls_with_facts = r.calls_with_facts - a.calls_with_facts,
            used_tokens = r.used_tokens - a.used_tokens, empty_reasons = """ + _add_json("empty_reasons", "a", "-") + """,
            decisions = """ + _add_json("decisions", "a", "-") + """
-      FROM (""" + SLICE_TOTALS_OF_T + """) a
-     WHERE r.project_id = %(project_id)s AND r.slice = a.slice
+      FROM (""" + source + """) a
+     WHERE r.project_id = %(project_id)s AND r.""" + period + " = a." + period + """
     RETURNING 1
-), h AS (
-    UPDATE {hour_totals} r
-       SET context_calls = r.context_calls - a.context_calls, calls_with_facts = r.calls_with_facts - a.calls_with_facts,
-           used_tokens = r.used_tokens - a.used_tokens, empty_reasons = """ + _add_json("empty_reasons", "a", "-") + """,
-           decisions = """ + _add_json("decisions", "a", "-") + """
-      FROM (""" + HOUR_TOTALS_OF_T + """) a
-     WHERE r.project_id = %(project_id)s AND r.hour = a.hour
-    RETURNING 1
-), l AS (
-    UPDATE {hour_latencies} r
+)"""
+
+
+def _subtract_latencies(name: str, table: str, period: str, source: str) -> str:
+    """The CTE `name` taking the latencies of `source` out of `table`'s buckets: the multiset difference (EXCEPT
+    ALL) takes out one occurrence of each erased value."""
+    return name + """ AS (
+    UPDATE {""" + table + """} r
        SET calls = r.calls - a.calls,
            latencies = ARRAY(SELECT v FROM (SELECT unnest(r.latencies) EXCEPT ALL SELECT unnest(a.latencies)) k(v) ORDER BY v)
-      FROM (""" + LATENCIES_OF_T + """) a
-     WHERE r.project_id = %(project_id)s AND r.hour = a.hour AND r.bucket = a.bucket
+      FROM (""" + source + """) a
+     WHERE r.project_id = %(project_id)s AND r.""" + period + " = a." + period + """ AND r.bucket = a.bucket
     RETURNING 1
-), dl AS (
-    UPDATE {day_latencies} r
-       SET calls = r.calls - a.calls,
-           latencies = ARRAY(SELECT v FROM (SELECT unnest(r.latencies) EXCEPT ALL SELECT unnest(a.latencies)) k(v) ORDER BY v)
-      FROM (""" + DAY_LATENCIES_OF_T + """) a
-     WHERE r.project_id = %(project_id)s AND r.day = a.day AND r.bucket = a.bucket
-    RETURNING 1
-), s AS (
+)"""
+
+
+# The erased traces' share out of every row they were counted in (the rows left at zero go next).
+_SUBTRACT_FROM_T = "\n" + ", ".join([
+    _subtract_totals("sl", "slice_totals", "slice", SLICE_TOTALS_OF_T),
+    _subtract_totals("h", "hour_totals", "hour", HOUR_TOTALS_OF_T),
+    _subtract_latencies("l", "hour_latencies", "hour", LATENCIES_OF_T),
+    _subtract_latencies("dl", "day_latencies", "day", DAY_LATENCIES_OF_T),
+    """s AS (
     UPDATE {subject_day} r
        SET context_calls = r.context_calls - a.context_calls, calls_with_facts = r.calls_with_facts - a.calls_with_facts
       FROM (""" + SUBJECT_DAYS_OF_T + """) a
      WHERE r.project_id = %(project_id)s AND r.day = a.day AND r.subject_id = a.subject_id
     RETURNING 1
-), f AS (
+)""",
+    """f AS (
     UPDATE {fact_served} r SET """ + _merge_days("a", "-") + """
       FROM (""" + FACTS_SERVED_OF_T + """) a
      WHERE r.project_id = %(project_id)s AND r.fact_id = a.fact_id AND r.month = a.month
     RETURNING 1
-)
+)""",
+]) + """
 SELECT (SELECT count(*) FROM t) AS traces
 """
 _WITH_TD = "td AS MATERIALIZED (" + DECISIONS_OF_T + "),"
