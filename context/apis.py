@@ -1,5 +1,6 @@
 import logging
 
+from django.db import DatabaseError
 from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.response import Response
@@ -22,6 +23,7 @@ from hakimem.rowsecurity import api_transaction
 from hakimem.schema import errors
 from hakimem.serializers import validated
 from traces.selectors import trace_get
+from traces.services import trace_pending_begin, trace_pending_end
 
 logger = logging.getLogger("hakimem.context")
 
@@ -45,6 +47,7 @@ class ContextApi(APIView):
             project_id=params["project_id"], subject_id=params["subject_id"], query=params["query"],
             budget_tokens=call_budget(sent, options), options=options, write_trace=writes.append,
         )
+        trace_pending_begin(packet["trace_id"])  # until it is written: a reader of the trace waits for it
         return PacketResponse(packet, project_id=params["project_id"], write_trace=writes[0])
 
 
@@ -53,7 +56,9 @@ class PacketResponse(Response):
     test client alike) calls close() after the body's last byte, so no client waits for its trace (4-6 ms of a
     call, docs/performance.md). The trace is written under the same lock and existence check as before, in a
     transaction of its own: readable a few milliseconds after the answer. Should its writing fail, the answer
-    was given: the failure is logged with the trace id, as a trace refused after an erasure is."""
+    was given: the failure is logged with the trace id, as a trace refused after an erasure is. Until the trace is
+    committed, the call's connection holds the trace's pending lock (traces.models.TRACE_PENDING_KEY), which
+    `GET /v1/inspect/{id}` waits on when it does not find the trace yet."""
 
     def __init__(self, packet: dict, *, project_id: str, write_trace):
         super().__init__(packet)
@@ -67,6 +72,11 @@ class PacketResponse(Response):
                     write()
             except Exception as exc:  # the response is gone: nothing to answer, the log says it
                 logger.error("trace %s not written after its response: %s", trace_id, type(exc).__name__)
+            finally:
+                try:
+                    trace_pending_end(trace_id)
+                except DatabaseError:  # the connection is gone, and its session's lock with it
+                    pass
         super().close()
 
 
@@ -85,7 +95,7 @@ class ReplayApi(APIView):
                     "range, or a trace that is itself a replay; 400 budget_exceeded for overrides.budget_tokens.")
     def post(self, request, trace_id):
         params = validated(ReplayRequestSerializer, request.data)
-        trace = trace_get(project_id=request.user.project_id, trace_id=trace_id, wait_for_recent=True)
+        trace = trace_get(project_id=request.user.project_id, trace_id=trace_id, wait_for_pending=True)
         if trace is None:
             raise ApiError(ErrorCode.NOT_FOUND, "No such trace (an erased subject's traces are gone with it).",
                            status_code=404)

@@ -165,7 +165,7 @@ class MemoryTools:
 
     def inspect(self, *, trace_id: str) -> dict:
         with self.as_key() as key:
-            trace = trace_get(project_id=key.project_id, trace_id=_uuid(trace_id, "trace_id"), wait_for_recent=True)
+            trace = trace_get(project_id=key.project_id, trace_id=_uuid(trace_id, "trace_id"), wait_for_pending=True)
             if trace is None:
                 raise ApiError(ErrorCode.NOT_FOUND, "No such trace.", status_code=404)
             return trace_inspect(trace=trace)

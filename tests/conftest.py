@@ -16,9 +16,10 @@ OTHER_PROJECT = "proj-b"
 # the test's, the role and no project, the role and project put back, the savepoint's release (the key's
 # project is set by the key's own lookup). Outside a test's transaction: 2 (the counter, the role).
 REQUEST_OVERHEAD_QUERIES = 5
-# A context call's trace is written after its response, in a transaction of its own (context/apis.py): in a test,
-# its savepoint, the role and project, them put back, the release. Outside a test's transaction: 1 (the role).
-TRACE_TRANSACTION_QUERIES = 4
+# A context call's trace is written after its response, in a transaction of its own (context/apis.py), under its
+# pending lock: in a test, the lock, its savepoint, the role and project, them put back, the release, the unlock.
+# Outside a test's transaction: 3 (the lock, the role, the unlock).
+TRACE_TRANSACTION_QUERIES = 6
 
 
 @pytest.fixture(autouse=True)

@@ -23,7 +23,7 @@ class InspectApi(APIView):
             "decisions": serializers.ListField(child=serializers.DictField()),
         }), **errors(404)})
     def get(self, request, trace_id):
-        trace = trace_get(project_id=request.user.project_id, trace_id=trace_id, wait_for_recent=True)
+        trace = trace_get(project_id=request.user.project_id, trace_id=trace_id, wait_for_pending=True)
         if trace is None:
             raise ApiError(ErrorCode.NOT_FOUND, "No such trace.", status_code=404)
         return Response(trace_inspect(trace=trace))

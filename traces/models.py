@@ -75,25 +75,24 @@ def _one_item(item_type: str, column: str) -> Q:
     return Q(item_type=item_type, **{f"{c}__isnull": c != column for c in _ITEM_COLUMNS})
 
 
+# A context call's trace is written just after its response is sent (context/apis.py). From before the response
+# until its trace is committed, the call's connection holds this session-level advisory lock on the trace id: a
+# reader that does not find the trace yet waits for that write only when one is under way
+# (traces.selectors.trace_get), and answers any other id at once. The two-key form is a key space of its own,
+# apart from the scope and trace locks' single keys; two ids sharing a hash only make a reader wait a write longer.
+TRACE_PENDING_CLASS = 0x7472  # "tr"
+TRACE_PENDING_KEY = f"{TRACE_PENDING_CLASS}, hashtext(%(trace_id)s)"
+
+
 def trace_id_new() -> uuid.UUID:
-    """A trace id that says when it was minted: a UUIDv7 (RFC 9562), the Unix time in milliseconds in its first 48
-    bits, then the version, 74 random bits and the variant. A context call's trace is written just after its
-    response is sent (context/apis.py), so a reader that does not find a trace yet can tell a recent id, worth
-    waiting for, from an unknown one (traces.selectors.trace_get). Time-ordered ids also land at the right end
-    of the traces' primary key rather than on a random page of it."""
+    """A UUIDv7 (RFC 9562): the Unix time in milliseconds in its first 48 bits, then the version, 74 random bits
+    and the variant. Ids minted in time order, as traces are written, add to the right end of the traces'
+    primary key instead of a random page of it."""
     ms = time.time_ns() // 1_000_000
     random_bits = int.from_bytes(os.urandom(10), "big")
     value = ((ms & 0xFFFF_FFFF_FFFF) << 80) | (0x7 << 76) | ((random_bits >> 62) & 0xFFF) << 64 \
         | (0b10 << 62) | (random_bits & 0x3FFF_FFFF_FFFF_FFFF)
     return uuid.UUID(int=value)
-
-
-def trace_id_minted_at(trace_id: uuid.UUID) -> float | None:
-    """The Unix time a trace_id_new() id was minted at, in seconds; None for an id of another kind (the random
-    ids of traces written before them)."""
-    if trace_id.version != 7:
-        return None
-    return (trace_id.int >> 80) / 1000
 
 
 class Trace(models.Model):

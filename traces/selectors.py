@@ -5,13 +5,14 @@ import uuid
 from collections import defaultdict
 from dataclasses import dataclass
 
+from django.db import connection
 from django.db.models import Count
 
 from facts.models import Event, Fact, IdentityBlock, Procedure
 from hakimem.db import fetch_dicts, with_tables
 from hakimem.db_router import read_connection
 from hakimem.serializers import iso
-from traces.models import ACCESS_TAU_SECONDS, Decision, DecisionKind, ItemAccess, Trace, trace_id_minted_at
+from traces.models import TRACE_PENDING_KEY, ACCESS_TAU_SECONDS, Decision, DecisionKind, ItemAccess, Trace
 
 # The access count at which the access signal is one half: access_score(count) = count / (count + ACCESS_HALF).
 # Five servings in about the last month (ACCESS_TAU_DAYS): an item served once scores 0.17, one served in
@@ -20,23 +21,33 @@ from traces.models import ACCESS_TAU_SECONDS, Decision, DecisionKind, ItemAccess
 ACCESS_HALF = 5.0
 
 
-# A context call's trace is written just after its response is sent (context/apis.py): a client that asks for it
-# at once may be a few milliseconds early. A lookup that misses waits for an id minted less than this long ago.
-TRACE_WRITE_GRACE_SECONDS = 2.0
-_POLL_SECONDS = 0.01
+# How long a reader waits for a trace whose writing is under way (traces.models.TRACE_PENDING_KEY): a write takes
+# milliseconds; this bounds a reader's wait on a server too busy to finish it.
+TRACE_WRITE_WAIT_SECONDS = 2.0
+_POLL_SECONDS = 0.005
+
+# True while another connection holds the trace's pending lock (a shared probe, let go at once).
+_PENDING_SQL = ("SELECT CASE WHEN pg_try_advisory_lock_shared(" + TRACE_PENDING_KEY + ")"
+                " THEN NOT pg_advisory_unlock_shared(" + TRACE_PENDING_KEY + ") ELSE true END")
 
 
-def trace_get(*, project_id: str, trace_id, wait_for_recent: bool = False) -> Trace | None:
-    """The project's trace, or None. With wait_for_recent, a trace whose id was minted less than
-    TRACE_WRITE_GRACE_SECONDS ago (traces.models.trace_id_new) is looked for again until then; an id of another
-    kind, or an older one, answers at once. Never waits longer than the grace, whatever time an id claims."""
-    trace_id = uuid.UUID(str(trace_id))
-    minted = trace_id_minted_at(trace_id) if wait_for_recent else None
-    deadline = None if minted is None else min(minted, time.time()) + TRACE_WRITE_GRACE_SECONDS
+def trace_get(*, project_id: str, trace_id, wait_for_pending: bool = False) -> Trace | None:
+    """The project's trace, or None. With wait_for_pending, a trace not found while its call is still writing it
+    (the answer was sent a few milliseconds ago) is waited for, at most TRACE_WRITE_WAIT_SECONDS; an id nobody is
+    writing answers at once."""
+    trace_id = str(uuid.UUID(str(trace_id)))
+    deadline = time.monotonic() + TRACE_WRITE_WAIT_SECONDS
     while True:
         trace = Trace.objects.filter(project_id=project_id, id=trace_id).first()
-        if trace is not None or deadline is None or time.time() >= deadline:
+        if trace is not None or not wait_for_pending:
             return trace
+        with connection.cursor() as cursor:
+            cursor.execute(_PENDING_SQL, {"trace_id": trace_id})
+            pending = cursor.fetchone()[0]
+        if not pending:  # never written, or committed between the two reads: the writer commits, then lets go
+            return Trace.objects.filter(project_id=project_id, id=trace_id).first()
+        if time.monotonic() >= deadline:
+            return None
         time.sleep(_POLL_SECONDS)
 
 

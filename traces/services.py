@@ -20,6 +20,7 @@ from traces.models import (
     DECISION_OF_REASON,
     ItemAccess,
     ReasonCode,
+    TRACE_PENDING_KEY,
     trace_id_new,
 )
 
@@ -156,6 +157,17 @@ def _decision_lines(decisions: list[DecisionRow]) -> str:
         f"{'' if d.by_item is None else d.by_item}"
         for d in decisions
     )
+
+
+def trace_pending_begin(trace_id) -> None:
+    """Say that the trace `trace_id` is about to be written (held by this connection until trace_pending_end)."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT pg_advisory_lock({TRACE_PENDING_KEY})", {"trace_id": str(trace_id)})
+
+
+def trace_pending_end(trace_id) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT pg_advisory_unlock({TRACE_PENDING_KEY})", {"trace_id": str(trace_id)})
 
 
 def trace_record(*, trace: dict, decisions: list[DecisionRow]) -> uuid.UUID:

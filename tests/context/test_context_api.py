@@ -496,9 +496,11 @@ def test_the_trace_is_written_once_the_response_is_sent(api):
     status, packet, response = _served_by_wsgi(api, {"project_id": PROJECT, "subject_id": "alice",
                                                     "query": "Where does Julien live?"})
 
-    # then the answer was complete before its trace was written, and closing the response writes it
+    # then the answer was complete before its trace was written, with the trace's pending lock held for readers to
+    # wait on; closing the response writes it and lets the lock go
     assert status.startswith("200") and packet["facts"][0]["text"] == "Alice's friend Julien lives in Lyon."
     assert not Trace.objects.filter(id=packet["trace_id"]).exists()
+    assert _pending_elsewhere(packet["trace_id"])
     signals.request_finished.disconnect(close_old_connections)
     try:
         response.close()
@@ -506,6 +508,29 @@ def test_the_trace_is_written_once_the_response_is_sent(api):
         signals.request_finished.connect(close_old_connections)
     trace = Trace.objects.get(id=packet["trace_id"])
     assert trace.facts_served == 1 and trace.decisions.filter(reason_code="included").count() == 1
+    assert not _pending_elsewhere(packet["trace_id"])
+
+
+def _pending_elsewhere(trace_id) -> bool:
+    """Whether another connection sees the trace's pending lock held."""
+    import threading
+
+    from traces.selectors import _PENDING_SQL
+
+    seen = []
+
+    def probe():
+        try:
+            with connection.cursor() as cursor:
+                cursor.execute(_PENDING_SQL, {"trace_id": str(trace_id)})
+                seen.append(cursor.fetchone()[0])
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=probe)
+    thread.start()
+    thread.join(timeout=10)
+    return seen == [True]
 
 
 def test_the_trace_is_written_as_the_api_role_of_the_calls_project(api, monkeypatch):
