@@ -25,44 +25,54 @@ class RollupMark(models.Model):
     slices_since = models.DateTimeField()
 
 
-class SliceTotals(models.Model):
+class _Totals(models.Model):
+    """What a period's row of context calls holds; SliceTotals and HourTotals differ by their period only."""
+
+    project_id = models.CharField(max_length=SCOPE_ID_MAX)
+    context_calls = models.IntegerField()
+    calls_with_facts = models.IntegerField()
+    used_tokens = models.BigIntegerField()
+    empty_reasons = models.JSONField(default=dict, help_text="{empty reason: calls}")
+    decisions = models.JSONField(default=dict, help_text="{reason code: decisions}")
+
+    class Meta:
+        abstract = True
+
+
+class _Latencies(models.Model):
+    """One latency bucket of a period; HourLatencies and DayLatencies differ by their period only."""
+
+    project_id = models.CharField(max_length=SCOPE_ID_MAX)
+    bucket = models.SmallIntegerField()
+    calls = models.IntegerField()
+    latencies = ArrayField(models.FloatField())
+
+    class Meta:
+        abstract = True
+
+
+class SliceTotals(_Totals):
     """HourTotals of one 5-minute slice: what the overview reads for the partial hours at its period's ends, so
     that the raw query's part of a period (its decisions, probed per trace) is minutes, not an hour."""
 
     pk = models.CompositePrimaryKey("project_id", "slice")
-    project_id = models.CharField(max_length=SCOPE_ID_MAX)
     slice = models.DateTimeField()
-    context_calls = models.IntegerField()
-    calls_with_facts = models.IntegerField()
-    used_tokens = models.BigIntegerField()
-    empty_reasons = models.JSONField(default=dict, help_text="{empty reason: calls}")
-    decisions = models.JSONField(default=dict, help_text="{reason code: decisions}")
 
 
-class HourTotals(models.Model):
+class HourTotals(_Totals):
     """The context calls of one UTC hour of a project (replays left out): what the overview sums."""
 
     pk = models.CompositePrimaryKey("project_id", "hour")
-    project_id = models.CharField(max_length=SCOPE_ID_MAX)
     hour = models.DateTimeField()
-    context_calls = models.IntegerField()
-    calls_with_facts = models.IntegerField()
-    used_tokens = models.BigIntegerField()
-    empty_reasons = models.JSONField(default=dict, help_text="{empty reason: calls}")
-    decisions = models.JSONField(default=dict, help_text="{reason code: decisions}")
 
 
-class HourLatencies(models.Model):
+class HourLatencies(_Latencies):
     """The latencies of one hour's context calls that fall in one bucket (LATENCY_BUCKET_SQL, ~1.6% wide), every
     value kept, sorted: a percentile is found by counting per bucket, then reading the one bucket that holds
     the rank, so it is the raw query's percentile_cont to the bit."""
 
     pk = models.CompositePrimaryKey("project_id", "hour", "bucket")
-    project_id = models.CharField(max_length=SCOPE_ID_MAX)
     hour = models.DateTimeField()
-    bucket = models.SmallIntegerField()
-    calls = models.IntegerField()
-    latencies = ArrayField(models.FloatField())
 
     class Meta:
         indexes = [
@@ -73,17 +83,13 @@ class HourLatencies(models.Model):
         ]
 
 
-class DayLatencies(models.Model):
+class DayLatencies(_Latencies):
     """HourLatencies of a whole UTC day, merged by the job when the day closes: a period's percentiles count its
     whole days here (30 days x ~80 buckets) and read the hourly rows only for its partial days (the day of the
     mark among them)."""
 
     pk = models.CompositePrimaryKey("project_id", "day", "bucket")
-    project_id = models.CharField(max_length=SCOPE_ID_MAX)
     day = models.DateTimeField()
-    bucket = models.SmallIntegerField()
-    calls = models.IntegerField()
-    latencies = ArrayField(models.FloatField())
 
     class Meta:
         indexes = [
