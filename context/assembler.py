@@ -4,11 +4,11 @@ Pipeline (each step is named in the trace's timings):
  1. embed      the query (LRU-cached); a failing embedder or a degenerate vector switches to the degraded
                path: full-text rank and recency only, with a warning.
  2. retrieve   facts: phase 1 (dense top-K by hnsw or an exact sort ∪ lexical top-K by GIN) and phase 2
-               (hybrid score on the union), one SQL round trip (context/retrieval.py). Hard filters are in
-               the SQL.
- 3. episodes   the same two phases over the scope's events (and a tiered call's procedures, and the access counts
-               of all its candidates); facts and episodes are then ranked together and the call's candidate
-               limit (CANDIDATE_LIMIT unless it asks) of both are the call's candidates.
+               (hybrid score on the union), and the same two phases over the scope's events (context/retrieval.py).
+               Hard filters are in the SQL. A plain call gets both in one round trip, cut there to its candidate
+               limit (CANDIDATE_LIMIT unless it asks); a call that scores in Python (tiers, category boosts) gets
+               each table's best, its procedures and the access counts of all its candidates.
+ 3. rank       facts and episodes ranked together; the candidate limit of both are the call's candidates.
  4. pack       blocked facts out (no consent to their category, open conflict, expired volatility), the
                relevance floor and the call's min_score out, then the rest in descending score while they fit the
                budget, a share held back for multi-hop. The budget counts what is rendered (Budget,
@@ -238,6 +238,13 @@ class Memory:
     def __init__(self):
         self.entity_freq: dict[str, float] = {}  # what multi-hop read of each name's frequency, for the trace
 
+    def candidates(self, lookup, qvec, *, together: bool):
+        """The call's facts and episodes. `together`: the call ranks them by the hybrid score alone, so one statement
+        returns the best of both (retrieval.candidates_together); else one statement each."""
+        if together and qvec is not None:
+            return retrieval.candidates_together(lookup, qvec=qvec)
+        return self.facts(lookup, qvec), self.episodes(lookup, qvec)
+
     def facts(self, lookup, qvec):
         return retrieval.fact_candidates(lookup, qvec=qvec)
 
@@ -274,6 +281,9 @@ class MemoryAsOf(Memory):
         self.verdicts = verdicts
         self.recorded_freq = entity_freq
         self.recorded_access = access or {}
+
+    def candidates(self, lookup, qvec, *, together: bool):
+        return self.facts(lookup, qvec), self.episodes(lookup, qvec)  # the as-of statements are one per table
 
     def facts(self, lookup, qvec):
         if qvec is None:  # the as-of statements have no full-text-only path: a replay as it was needs the vector
@@ -465,16 +475,17 @@ def context_assemble(*, project_id: str, subject_id: str, query: str, budget_tok
         else:
             memory = Memory()
             consented = consent_gate(project_id=project_id, subject_id=subject_id)
-        facts = memory.facts(lookup, qvec)
-        timer.lap("retrieve")
-        episodes = memory.episodes(lookup, qvec)
+        # A call scored by the hybrid score alone gets its facts and episodes from one statement, already cut to its
+        # candidates; a tiered call or one with category boosts scores them in Python, from both tables' best.
+        facts, episodes = memory.candidates(lookup, qvec, together=not options.tiers and not options.category_boosts)
         procedures = memory.procedures(lookup, qvec) if options.tiers else []
         # One read of the access counts for every candidate of a tiered call (its fifth signal).
         access = memory.access(lookup, [i.id for i in (*facts, *episodes, *procedures)]) if options.tiers else {}
+        timer.lap("retrieve")
         # Facts and episodes compete on one ranking (seed 000 ranks facts only and gives episodes what is left).
         decided = rank_candidates([(c, ItemType.FACT) for c in facts] + [(e, ItemType.EPISODE) for e in episodes],
                                   config, layout, options, access)
-        timer.lap("episodes")
+        timer.lap("rank")
 
         packable, floor_hits = block(decided, config.max_distance, consented, options.min_score)
         # Facts and episodes compete on one score for one budget. The specification packs facts first and gives episodes

@@ -14,8 +14,9 @@ Invariants (each query below keeps all of them; tests/context/test_retrieval_pla
    returned flagged (`in_open_conflict`, `expired`) so the trace can say why they were not served.
 3. Each phase-1 leg takes its top K first and only then scores those rows (at most DENSE_TOP_K +
    LEXICAL_TOP_K in all); the statement returns the CANDIDATE_LIMIT best by hybrid score, with only what
-   packing needs: never the embedding. Facts, events and procedures take the same path, one statement each
-   (_hybrid_sql).
+   packing needs: never the embedding. Facts, events and procedures take the same path (_legs), one statement
+   each (_hybrid_sql), or facts and events in one statement for a plain call (_together_sql: each table's legs
+   as above, the CANDIDATE_LIMIT best of both returned).
 4. Parameters go through the driver; nothing is formatted into SQL text. The connection never uses
    server-side prepared statements (see hakimem/dbserver.py): generic plans lose the hnsw index.
 """
@@ -378,10 +379,15 @@ def text_rank_sql(alias: str) -> str:
     for more than a common one. ts_rank_cd, the rank the specification names, ignores how rare a word is and stays near 0.1
     for a row matching one word of an ORed query, so that with W_TEXT 0.25 the words moved almost nothing
     (LoCoMo turns as events 0.661 -> 0.709 with this rank; docs/quality.md). The lexical leg still picks its
-    rows by ts_rank_cd: ordering it by this rank cost a subquery per matching row for no steady gain."""
+    rows by ts_rank_cd: ordering it by this rank cost a subquery per matching row for no steady gain.
+    Each word's tsquery is parsed once per statement (an uncorrelated InitPlan), not once per row and word: the
+    same ranks, ~0.5 ms less per 300 rows scored (scripts/bench_http.py's 10k scope, docs/performance.md)."""
     return f"""CASE WHEN %(tsq)s = '' THEN 0
-            ELSE (SELECT coalesce(sum(t.weight), 0) FROM unnest(%(terms)s::text[], %(term_weights)s::float8[]) AS t(term, weight)
-                   WHERE {alias}.search_vector @@ to_tsquery('simple', quote_literal(t.term))) END"""
+            ELSE (SELECT coalesce(sum(t.weight), 0)
+                    FROM unnest((SELECT array_agg(to_tsquery('simple', quote_literal(w.term)) ORDER BY w.i)
+                                   FROM unnest(%(terms)s::text[]) WITH ORDINALITY AS w(term, i)),
+                                %(term_weights)s::float8[]) AS t(tq, weight)
+                   WHERE {alias}.search_vector @@ t.tq) END"""
 
 
 # The degraded path's only leg: top-K by full-text rank over the whole informative query ("" matches nothing
@@ -454,13 +460,11 @@ _BY_HYBRID_SCORE = """
  LIMIT %(candidate_limit)s"""
 
 
-def _hybrid_sql(src: _Source, *, exact: bool) -> str:
-    """Phase 1 + phase 2 in one round trip, for facts or episodes.
-
-    The query vector is sent once (CTE `q`: as a literal repeated in three places it cost ~1.5 ms of parsing
-    per call) and reaches the hnsw scan as an InitPlan parameter. Each leg scores its own rows (LIMIT inside,
-    scoring outside, so only the leg's K rows are scored): the heap row a leg has already read is not fetched
-    again by id. The lexical leg skips rows the dense leg holds, so its K rows are all new.
+def _legs(src: _Source, *, exact: bool, name: str = "") -> str:
+    """Phase 1 of `src` as two CTEs, `{name}dense` and `{name}lexical`, each scoring its own rows (LIMIT inside,
+    scoring outside, so only the leg's K rows are scored): the heap row a leg has already read is not fetched again
+    by id. The lexical leg skips rows the dense leg holds, so its K rows are all new. Both read the query vector
+    from the CTE `q`.
 
     exact=False: the dense leg walks the table's hnsw graph (iterative scan, filtered to the scope).
     exact=True, for scopes too small a share of the table for the graph (TableStats.dense_exact): the same
@@ -469,34 +473,78 @@ def _hybrid_sql(src: _Source, *, exact: bool) -> str:
     scope per page); the K nearest are then fetched by id."""
     a = src.a
     if exact:
-        dense = f"""nearest AS (
+        dense = f"""{name}nearest AS (
     SELECT {a}.id FROM {src.table} {a}
      WHERE {src.filters}
      ORDER BY cosine_distance({a}.embedding, (SELECT v FROM q))
      LIMIT %(dense_k)s
-), dense AS (
+), {name}dense AS (
     SELECT {src.row}
-      FROM nearest JOIN {src.table} {a} ON {a}.id = nearest.id AND {a}.project_id = %(project_id)s
+      FROM {name}nearest JOIN {src.table} {a} ON {a}.id = {name}nearest.id AND {a}.project_id = %(project_id)s
 )"""
     else:
-        dense = f"""dense AS (
+        dense = f"""{name}dense AS (
     SELECT {src.row}
       FROM (SELECT {a}.* FROM {src.table} {a}
              WHERE {src.filters}
              ORDER BY {a}.embedding <=> (SELECT v FROM q)
              LIMIT %(dense_k)s) {a}
 )"""
-    return f"""
-WITH q AS MATERIALIZED (SELECT %(qvec)s::halfvec AS v), {dense}, lexical AS (
+    return f"""{dense}, {name}lexical AS (
     SELECT {src.row}
       FROM (SELECT {a}.* FROM {src.table} {a}
              WHERE {src.filters} AND %(leg_tsq)s <> ''
                AND {a}.search_vector @@ websearch_to_tsquery('simple', %(leg_tsq)s)
-               AND {a}.id NOT IN (SELECT id FROM dense)
+               AND {a}.id NOT IN (SELECT id FROM {name}dense)
              ORDER BY {lexical_order_sql(a, "leg_tsq")} DESC, {src.time} DESC
              LIMIT %(top_k)s) {a}
-)
+)"""
+
+
+# The query vector is sent once (CTE `q`: as a literal repeated in three places it cost ~1.5 ms of parsing per call)
+# and reaches the hnsw scan as an InitPlan parameter.
+_QUERY_VECTOR = "WITH q AS MATERIALIZED (SELECT %(qvec)s::halfvec AS v)"
+
+
+def _hybrid_sql(src: _Source, *, exact: bool) -> str:
+    """Phase 1 + phase 2 in one round trip, for facts, episodes or procedures (_legs)."""
+    return f"""
+{_QUERY_VECTOR}, {_legs(src, exact=exact)}
 SELECT *, 1 - distance AS similarity FROM (SELECT * FROM dense UNION ALL SELECT * FROM lexical) pool{_BY_HYBRID_SCORE}
+"""
+
+
+# A call's text query against the events table, beside the one against facts in the same statement
+# (TOGETHER_SQL): its parameters under their own names.
+EPISODE_TEXT_PREFIX = "episode_"
+_TEXT_PARAMS = ("tsq", "leg_tsq", "terms", "term_weights")
+
+
+def _episode_text_params(sql: str) -> str:
+    for name in _TEXT_PARAMS:
+        sql = sql.replace(f"%({name})s", f"%({EPISODE_TEXT_PREFIX}{name})s")
+    return sql
+
+
+# One row shape for both kinds of candidate: each kind's own columns, NULL for the other's.
+_FACT_ROWS = """SELECT 'fact' AS item_type, id, text, category, kind, importance, metadata, valid_from, recorded_from,
+           NULL::timestamptz AS occurred_at, distance, text_rank, recency, in_open_conflict, expired FROM f_{leg}"""
+_EPISODE_ROWS = """SELECT 'episode', id, text, NULL, NULL, NULL, metadata, NULL, NULL,
+           occurred_at, distance, text_rank, recency, false, false FROM e_{leg}"""
+
+
+def _together_sql(*, facts_exact: bool, events_exact: bool) -> str:
+    """A plain call's facts and episodes in one round trip: both tables' legs (_legs), then the CANDIDATE_LIMIT best
+    of all their rows by hybrid score. A plain call ranks facts and episodes together by that same score
+    (context.assembler.rank_candidates), so these are the call's candidates, in its order; two statements returned up
+    to twice as many rows, and the assembler dropped half of them. The events' text query has its own parameters
+    (EPISODE_TEXT_PREFIX)."""
+    rows = "\n     UNION ALL ".join([_FACT_ROWS.format(leg="dense"), _FACT_ROWS.format(leg="lexical"),
+                                    _EPISODE_ROWS.format(leg="dense"), _EPISODE_ROWS.format(leg="lexical")])
+    return f"""
+{_QUERY_VECTOR}, {_legs(_FACTS, exact=facts_exact, name="f_")},
+{_episode_text_params(_legs(_EVENTS, exact=events_exact, name="e_"))}
+SELECT *, 1 - distance AS similarity FROM ({rows}) pool{_BY_HYBRID_SCORE}
 """
 
 
@@ -512,6 +560,9 @@ EPISODES_HYBRID_EXACT_SQL = _hybrid_sql(_EVENTS, exact=True)
 PROCEDURES_HYBRID_SQL = _hybrid_sql(_PROCEDURES, exact=False)
 # -- uses: facts_procedure_scope_vectors (dense leg: the subject's range and the project's), facts_procedure_search_gin
 PROCEDURES_HYBRID_EXACT_SQL = _hybrid_sql(_PROCEDURES, exact=True)
+# A plain call's facts and episodes together, by (facts exact, events exact): the four combinations of the above.
+# -- uses: what HYBRID_CANDIDATES_SQL / HYBRID_EXACT_CANDIDATES_SQL and EPISODES_HYBRID_SQL / EPISODES_HYBRID_EXACT_SQL use
+TOGETHER_SQL = {(f, e): _together_sql(facts_exact=f, events_exact=e) for f in (False, True) for e in (False, True)}
 
 
 # Degraded path: no usable query vector. Lexical leg only, or the most recent facts when no word matches.
@@ -605,6 +656,10 @@ def _candidate(r: dict) -> Candidate:
     )
 
 
+def _dense_exact(lookup: Lookup, table: str) -> bool:
+    return table_stats(table).dense_exact(lookup.project_id, lookup.subject_id, project_wide=table == PROCEDURES)
+
+
 def _ranked_rows(lookup: Lookup, qvec, table: str, text: TextQuery, graph_sql: str, exact_sql: str, degraded_sql: str) -> list[dict]:
     params = lookup.params(text)
     connection = read_connection()
@@ -612,13 +667,30 @@ def _ranked_rows(lookup: Lookup, qvec, table: str, text: TextQuery, graph_sql: s
         if qvec is None:
             cursor.execute(degraded_sql, params)
         else:
-            if table_stats(table).dense_exact(lookup.project_id, lookup.subject_id, project_wide=table == PROCEDURES):
+            if _dense_exact(lookup, table):
                 sql = exact_sql
             else:
                 _settings_for_hnsw(cursor, connection)
                 sql = graph_sql
             cursor.execute(sql, {**params, "qvec": vector_literal(qvec)})
         return dict_rows(cursor, json_columns=["metadata"])
+
+
+def candidates_together(lookup: Lookup, *, qvec) -> tuple[list[Candidate], list[EpisodeCandidate]]:
+    """A plain call's candidates, facts and episodes, in one statement (TOGETHER_SQL): the CANDIDATE_LIMIT best of
+    both by hybrid score. Only for a call that ranks by the hybrid score alone, with a query vector."""
+    facts_exact, events_exact = _dense_exact(lookup, FACTS), _dense_exact(lookup, EVENTS)
+    params = {**lookup.params(lookup.fact_text), "qvec": vector_literal(qvec)}
+    episode_params = lookup.params(lookup.event_text)
+    params.update({EPISODE_TEXT_PREFIX + name: episode_params[name] for name in _TEXT_PARAMS})
+    connection = read_connection()
+    with connection.cursor() as cursor:
+        if not (facts_exact and events_exact):
+            _settings_for_hnsw(cursor, connection)
+        cursor.execute(TOGETHER_SQL[facts_exact, events_exact], params)
+        rows = dict_rows(cursor, json_columns=["metadata"])
+    return ([_candidate(r) for r in rows if r["item_type"] == "fact"],
+            [_episode(r) for r in rows if r["item_type"] == "episode"])
 
 
 def fact_candidates(lookup: Lookup, *, qvec) -> list[Candidate]:

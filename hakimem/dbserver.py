@@ -13,12 +13,36 @@ from urllib.parse import parse_qs, unquote, urlparse
 
 logger = logging.getLogger("hakimem.dbserver")
 
+
+def machine_memory() -> int:
+    """Bytes of memory this process may use: the machine's, or its container's limit (cgroup v2) when lower."""
+    try:
+        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):  # not a POSIX system that reports it
+        memory = 0
+    try:
+        limit = Path("/sys/fs/cgroup/memory.max").read_text().strip()
+    except OSError:
+        limit = "max"
+    if limit.isdigit() and (not memory or int(limit) < memory):
+        memory = int(limit)
+    return memory
+
+
+def shared_buffers_for(memory: int) -> str:
+    """A quarter of the machine's memory in whole gigabytes, within 1 to 8 GB: PostgreSQL's own advice for a server
+    it shares with little else. The hot relations of 200k facts (hnsw graph, covering index) fit in 1 GB; those of
+    1M facts take 3.2 GB (docs/performance.md), which the 1 GB of earlier versions did not hold. The memory is
+    taken only as pages are read into it."""
+    return f"{min(max(memory // 4 // 2**30, 1), 8)}GB"
+
+
 # Written into a new cluster before its first start, and brought to an existing one at every start
-# (start_embedded: ALTER SYSTEM, a reload, a restart for those read only at start). shared_buffers: the default 128 MB is smaller than the hnsw index of a
-# 100k-fact scope (~150-200 MB), and an index that does not fit in shared buffers is read through the
-# kernel page cache on every probe.
+# (start_embedded: ALTER SYSTEM, a reload, a restart for those read only at start). shared_buffers: the default
+# 128 MB is smaller than the hnsw index of a 100k-fact scope (~150-200 MB), and an index that does not fit in
+# shared buffers is read through the kernel page cache on every probe.
 SERVER_SETTINGS = {
-    "shared_buffers": "1GB",
+    "shared_buffers": shared_buffers_for(machine_memory()),
     "effective_cache_size": "8GB",
     "maintenance_work_mem": "1GB",
     "work_mem": "32MB",

@@ -3,7 +3,7 @@
 Series (prometheus-client; under gunicorn each worker writes its own files in PROMETHEUS_MULTIPROC_DIR, set by
 hakimem/gunicorn_conf.py, and /metrics adds them up whichever worker answers):
 - hakimem_http_request_duration_seconds{method, endpoint, status}: every request, by URL pattern;
-- hakimem_context_phase_seconds{phase}: the phases a context call's trace times (embed, retrieve, episodes,
+- hakimem_context_phase_seconds{phase}: the phases a context call's trace times (embed, retrieve, rank,
   pack, multi_hop, render) and the trace write itself (trace_write);
 - hakimem_context_calls_total{status}, hakimem_context_decisions_total{reason_code};
 - hakimem_embed_seconds{provider, kind}: the model's time for one query or a batch of texts, and

@@ -263,6 +263,42 @@ def test_facts_and_episodes_share_one_ranking_and_one_candidate_limit(api, monke
     assert len(packet["facts"]) + len(packet["episodes"]) == 5
 
 
+@pytest.mark.parametrize("facts_exact", [True, False], ids=["facts-exact", "facts-graph"])
+@pytest.mark.parametrize("events_exact", [True, False], ids=["events-exact", "events-graph"])
+def test_the_statement_of_facts_and_episodes_together_keeps_what_the_two_statements_and_the_ranking_kept(
+        monkeypatch, facts_exact, events_exact):
+    """A plain call's one statement (retrieval.candidates_together) returns the candidates, in order, that one statement
+    per table followed by the assembler's ranking and its cut to the candidate limit gave."""
+    from context import retrieval
+    from context.assembler import rank_candidates
+    from context.config import PLAIN, default_config
+    from context.render import Layout
+    from facts.selectors import volatility_cutoffs
+    from hakimem.embeddings import get_embedder
+
+    exact = {retrieval.FACTS: facts_exact, retrieval.EVENTS: events_exact}
+    monkeypatch.setattr(retrieval, "_dense_exact", lambda lookup, table: exact[table])
+    now = timezone.now()
+    for i in range(40):
+        FactFactory(text=f"Alice's orchard has {i} apple trees near the river {i % 5}.",
+                    recorded_from=now - timezone.timedelta(days=2 * i))
+        EventFactory(text=f"Alice planted {i} apple trees in the orchard by the river.",
+                     occurred_at=now - timezone.timedelta(days=2 * i + 1))
+    monkeypatch.setattr(retrieval, "CANDIDATE_LIMIT", 24)
+    query = "apple trees by the river orchard"
+    lookup = retrieval.lookup_for(project_id=PROJECT, subject_id="alice", query=query, now=now, cutoffs=volatility_cutoffs(now))
+    qvec = get_embedder().embed_query(query)
+    facts, episodes = retrieval.candidates_together(lookup, qvec=qvec)
+    assert facts and episodes and len(facts) + len(episodes) == 24
+
+    def ranked(facts, episodes):
+        pool = [(c, "fact") for c in facts] + [(e, "episode") for e in episodes]
+        return [(d.item_type, d.item.id) for d in rank_candidates(pool, default_config(), Layout(), PLAIN, {})]
+
+    apart = ranked(retrieval.fact_candidates(lookup, qvec=qvec), retrieval.episode_candidates(lookup, qvec=qvec))
+    assert ranked(facts, episodes) == apart
+
+
 # --- degraded paths -----------------------------------------------------------------------------------
 
 class _Broken(HashingEmbedder):
@@ -410,7 +446,7 @@ def test_inspect_shows_request_packet_timings_and_decisions(api):
     body = api.get(f"/v1/inspect/{packet['trace_id']}").json()
     assert body["request"] == {"project_id": PROJECT, "subject_id": "alice", "query": "tomato", "budget_tokens": 20}
     assert body["packet"]["used_tokens"] == packet["used_tokens"] and body["packet"]["rendered"] == packet["rendered"]
-    assert {"embed", "retrieve", "pack", "multi_hop", "episodes"} <= set(body["timings_ms"])
+    assert {"embed", "retrieve", "rank", "pack", "multi_hop"} <= set(body["timings_ms"])
     ranks = [d["rank"] for d in body["decisions"]]
     assert ranks == sorted(ranks) and len(ranks) == 4
     assert set(body["decisions"][0]["score_parts"]) == {"similarity", "cosine_distance", "text_rank", "recency"}
@@ -450,9 +486,9 @@ def test_one_context_call_is_a_fixed_number_of_queries(api, django_assert_num_qu
         FactFactory(text=f"Marie's friend number {i} is called Julien.")
     EventFactory(text="Marie met Julien.")
     ask(api, "Who are Marie's friends?")  # warms the connection (its hnsw settings are set once)
-    # key lookup, the consent gate (the project's flag; no consent row unless it requires them), hybrid
-    # candidates, multi-hop, episodes, trace + decisions
-    with django_assert_num_queries(6 + REQUEST_OVERHEAD_QUERIES + TRACE_TRANSACTION_QUERIES):
+    # key lookup, the consent gate (the project's flag; no consent row unless it requires them), the facts and
+    # episodes together, multi-hop, trace + decisions
+    with django_assert_num_queries(5 + REQUEST_OVERHEAD_QUERIES + TRACE_TRANSACTION_QUERIES):
         ask(api, "Who are Marie's friends?")
 
 

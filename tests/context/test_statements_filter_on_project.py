@@ -89,6 +89,8 @@ def test_the_tokenizer_keeps_strings_and_nesting():
     ("episodes, graph", retrieval.EPISODES_HYBRID_SQL),
     ("episodes, exact", retrieval.EPISODES_HYBRID_EXACT_SQL),
     ("episodes, lexical (degraded)", retrieval.EPISODES_LEXICAL_SQL),
+    *((f"facts and episodes together, facts {'exact' if f else 'graph'}, events {'exact' if e else 'graph'}", sql)
+      for (f, e), sql in retrieval.TOGETHER_SQL.items()),
     ("procedures, graph", retrieval.PROCEDURES_HYBRID_SQL),
     ("procedures, exact", retrieval.PROCEDURES_HYBRID_EXACT_SQL),
     ("procedures, lexical (degraded)", retrieval.PROCEDURES_LEXICAL_SQL),

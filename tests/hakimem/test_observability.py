@@ -8,7 +8,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tests.conftest import PROJECT
 
-PHASES = {"embed", "retrieve", "episodes", "pack", "multi_hop", "render", "trace_write"}
+PHASES = {"embed", "retrieve", "rank", "pack", "multi_hop", "render", "trace_write"}
 
 
 def samples(client) -> dict[tuple, float]:
