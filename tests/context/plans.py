@@ -26,6 +26,8 @@ def explain(subject: str, query: str, sql: str = retrieval.HYBRID_CANDIDATES_SQL
     text = {retrieval.FACTS: lookup.fact_text, retrieval.EVENTS: lookup.event_text,
             retrieval.PROCEDURES: lookup.procedure_text}[table]
     params = {**lookup.params(text), "qvec": vector_literal(get_embedder().embed_query(query))}
+    events = lookup.params(lookup.event_text)  # a plain call's facts and episodes together (retrieval.TOGETHER_SQL)
+    params.update({retrieval.EPISODE_TEXT_PREFIX + name: events[name] for name in retrieval._TEXT_PARAMS})
     # As a request runs it: under row-level security, as the API role seeing the key's project (the test's
     # transaction is rolled back, role and project with it).
     scope_enter(API_ROLE, bench_data.PROJECT)
