@@ -16,7 +16,9 @@ own embedded server (var/pgdata-bench-http, or HAKI_PGDATA / DATABASE_URL), and 
    (its workers cache the planner's statistics for five minutes), so every figure is taken on settled tables;
 4. per scope (~50 facts, the ingested ~1k, and each loaded scope of 5k facts or more): POST /v1/context with
    DISTINCT query texts (each text is sent once in the whole run: no embedding cache decides a figure), first
-   --queries calls from 1 client, then --clients clients for --duration seconds (or until the scope's texts
+   --queries calls from 1 client back to back, with --think-ms as many more from 1 client that waits that long
+   after each answer (an application's LLM turn: the trace, written after the answer, is then no longer on the
+   next call's cores), then --clients clients for --duration seconds (or until the scope's texts
    run out); prints p50/p95/p99, throughput and errors; then, in this process, the assembler alone on the
    1-client texts (its query vectors computed first), as scripts/bench.py measures it.
 The clients run in this process, on the same cores as the server: the figures include their cost. Loopback
@@ -182,10 +184,10 @@ def _percentiles(values: list[float]) -> dict:
 
 
 def load_phase(base: str, key: str, project: str, subject: str, queries: list[str], *, clients: int,
-               duration: float | None = None, asks: dict | None = None) -> dict:
+               duration: float | None = None, asks: dict | None = None, think: float = 0.0) -> dict:
     """POST /v1/context with each text of `queries` once, from `clients` threads, for at most `duration`
-    seconds (`asks`: more of the request, e.g. tiers). Latency in ms of the calls that answered 200; errors
-    counted by status (or exception name)."""
+    seconds (`asks`: more of the request, e.g. tiers), each client waiting `think` seconds after each answer.
+    Latency in ms of the calls that answered 200; errors counted by status (or exception name)."""
     texts = iter(queries)
     lock = threading.Lock()
     latencies: list[float] = []
@@ -210,6 +212,8 @@ def load_phase(base: str, key: str, project: str, subject: str, queries: list[st
                     latencies.append(elapsed)
                 else:
                     errors[str(status)] = errors.get(str(status), 0) + 1
+            if think:
+                time.sleep(think)
 
     began = time.perf_counter()
     threads = [threading.Thread(target=client) for _ in range(clients)]
@@ -330,7 +334,7 @@ def _scopes(total: int, seed: int, ingested: int) -> list[tuple[str, str, str, i
 def run(*, total: int, embedder: str, queries: int, clients: int, duration: float, ingest_batches: int,
         server_kind: str = "gunicorn", workers: int | None = None, threads: int | None = None, seed: int = 7,
         reload: bool = False, cache_dir: Path = ROOT / "var" / "bench-cache", server_env: dict | None = None,
-        log: Path | None = None, tiers: bool = False) -> dict:
+        log: Path | None = None, tiers: bool = False, think_ms: float = 0.0) -> dict:
     from itertools import islice
 
     from django.conf import settings
@@ -377,6 +381,11 @@ def run(*, total: int, embedder: str, queries: int, clients: int, duration: floa
             load_phase(server.url, key, project, subject, warm_texts, clients=min(clients, report["workers"]))
             result = {"facts": facts, "project": project, "subject": subject, "distinct_texts": len(pool)}
             result["one_client"] = load_phase(server.url, key, project, subject, single, clients=1)
+            if think_ms:
+                paced, rest = rest[:queries], rest[queries:]
+                result["one_client_paced"] = load_phase(server.url, key, project, subject, paced, clients=1,
+                                                        think=think_ms / 1000)
+                result["one_client_paced"]["think_ms"] = think_ms
             result["concurrent"] = load_phase(server.url, key, project, subject, rest, clients=clients, duration=duration)
             result["in_process_assembler_ms"] = in_process_assembler(project, subject, single)
             if tiers:
@@ -404,8 +413,11 @@ def _ratio(a: dict, b: dict, pct: str):
 
 def print_scope(label: str, s: dict) -> None:
     one, many, asm = s["one_client"], s["concurrent"], s["in_process_assembler_ms"]
+    paced = s.get("one_client_paced")
+    paced = (f"1 client, {paced['think_ms']:g} ms between calls: p50 {paced['latency_ms'].get('p50')} p95 "
+             f"{paced['latency_ms'].get('p95')} p99 {paced['latency_ms'].get('p99')} ms | ") if paced else ""
     print(f"{label:>7} {s['facts']:>7} | 1 client: p50 {one['latency_ms'].get('p50')} p95 {one['latency_ms'].get('p95')} "
-          f"p99 {one['latency_ms'].get('p99')} ms, {one['calls_per_s']}/s, errors {one['errors'] or 0} | "
+          f"p99 {one['latency_ms'].get('p99')} ms, {one['calls_per_s']}/s, errors {one['errors'] or 0} | {paced}"
           f"{many['clients']} clients: p50 {many['latency_ms'].get('p50')} p95 {many['latency_ms'].get('p95')} "
           f"p99 {many['latency_ms'].get('p99')} ms, {many['calls_per_s']}/s over {many['seconds']} s, errors "
           f"{many['errors'] or 0} | in-process assembler p50 {asm.get('p50')} p95 {asm.get('p95')} ms",
@@ -428,6 +440,12 @@ def print_report(report: dict) -> None:
               f"{asm.get('p50', '-'):>15} {asm.get('p95', '-'):>6}")
     clients = next(iter(report["scopes"].values()))["concurrent"]["clients"] if report["scopes"] else "-"
     print(f"(N = {clients}; latencies in ms of the calls answered 200; err = calls that were not)")
+    for label, s in report["scopes"].items():
+        if "one_client_paced" in s:
+            paced = s["one_client_paced"]
+            print(f"{label:>7} {s['facts']:>6} | 1 client, {paced['think_ms']:g} ms between calls: p50 "
+                  f"{paced['latency_ms'].get('p50', '-')} p95 {paced['latency_ms'].get('p95', '-')} p99 "
+                  f"{paced['latency_ms'].get('p99', '-')} ms, err {sum(paced['errors'].values())}")
     ing = report["ingest"]
     print(f"ingest over HTTP: {ing['facts_per_s']} facts/s in {ing['batches']} batches of {ing['batch_size']} "
           f"(batch p50 {ing['batch_ms'].get('p50')} ms, errors {ing['errors']})")
@@ -449,6 +467,9 @@ def main(argv=None) -> int:
     parser.add_argument("--reload", action="store_true", help="reload the dataset even if it is there")
     parser.add_argument("--tiers", action="store_true",
                         help="per scope, also 1-client tiered calls (tiers: true) beside plain ones, and their ratio")
+    parser.add_argument("--think-ms", type=float, default=0.0,
+                        help="also per scope, 1-client calls this far apart (an application waits for its LLM between "
+                             "two turns): the server's work after each answer, the trace write, is then done")
     parser.add_argument("--out", type=Path, default=ROOT / "bench-output" / "bench_http.json")
     args = parser.parse_args(argv)
 
@@ -466,7 +487,7 @@ def main(argv=None) -> int:
     report = run(total=args.total, embedder=args.embedder, queries=args.queries, clients=args.clients,
                  duration=args.duration, ingest_batches=args.ingest_batches, server_kind=args.server,
                  workers=args.workers, threads=args.threads, seed=args.seed, reload=args.reload,
-                 log=args.out.with_suffix(".server.log"), tiers=args.tiers)
+                 log=args.out.with_suffix(".server.log"), tiers=args.tiers, think_ms=args.think_ms)
     print_report(report)
     args.out.write_text(json.dumps(report, indent=1))
     print(f"written {args.out}")

@@ -13,7 +13,7 @@ def test_http_benchmark_smoke_run(tmp_path, capsys):
     report = bench_http.run(
         total=3000, embedder="hashing", queries=6, clients=2, duration=1.0, ingest_batches=1, cache_dir=tmp_path,
         workers=2, server_env={"DATABASE_URL": bench_http.database_url(connection.settings_dict)},
-        log=tmp_path / "server.log",
+        log=tmp_path / "server.log", think_ms=5,
     )
     with capsys.disabled():
         bench_http.print_report(report)
@@ -23,5 +23,6 @@ def test_http_benchmark_smoke_run(tmp_path, capsys):
     assert set(report["scopes"]) == {"small", "ingest"}
     for scope in report["scopes"].values():
         assert scope["one_client"]["calls"] == 6 and scope["one_client"]["errors"] == {}
+        assert scope["one_client_paced"]["calls"] == 6 and scope["one_client_paced"]["errors"] == {}
         assert scope["concurrent"]["calls"] >= 1 and scope["concurrent"]["errors"] == {}
         assert scope["in_process_assembler_ms"]["n"] == 6
