@@ -81,7 +81,8 @@ def test_a_plain_calls_one_statement_sorts_a_small_scope_from_both_covering_inde
     plan = explain(small, bench_data.generate_queries(1, subject_id=small)[0], retrieval.TOGETHER_SQL[True, True])
     assert "Index Only Scan using facts_fact_scope_vectors" in plan, plan
     assert "Index Only Scan using facts_event_scope_vectors" in plan, plan
-    assert "_embedding_hnsw" not in plan and "Seq Scan on facts_" not in plan, plan
+    assert "_embedding_hnsw" not in plan, plan
+    assert "Seq Scan on facts_fact" not in plan and "Seq Scan on facts_event" not in plan, plan
 
 
 def test_the_dense_strategy_follows_the_scope_share_of_the_table(loaded):
