@@ -608,6 +608,9 @@ def main(argv: list[str] | None = None) -> None:
     import django
 
     django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)  # a new data folder has no tables yet (scripts/bench.py does the same)
     rebuild = {"auto": None, "keep": False, "rebuild": True}[args.hnsw]
     print(json.dumps(load(args.total, args.embedder, args.cache_dir, args.seed, rebuild_indexes=rebuild), indent=2))
 
