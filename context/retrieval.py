@@ -543,10 +543,10 @@ _EPISODE_ROWS = f"""SELECT 'episode', id, text, NULL, NULL, NULL, metadata, NULL
 
 def _together_sql(*, facts_exact: bool, events_exact: bool) -> str:
     """A plain call's facts and episodes in one round trip: both tables' legs (_legs), each table's pool scored
-    (_scored), then the CANDIDATE_LIMIT best of all their rows by hybrid score. A plain call ranks facts and episodes together by that same score
-    (context.assembler.rank_candidates), so these are the call's candidates, in its order; two statements returned up
-    to twice as many rows, and the assembler dropped half of them. The events' text query has its own parameters
-    (EPISODE_TEXT_PREFIX)."""
+    (_scored), then the CANDIDATE_LIMIT best of all their rows by hybrid score. A plain call ranks facts and
+    episodes together by that same score (context.assembler.rank_candidates), so these are the call's candidates,
+    in its order; two statements returned up to twice as many rows, and the assembler dropped half of them. The
+    events' text query has its own parameters (EPISODE_TEXT_PREFIX)."""
     return f"""
 {_QUERY_VECTOR}, {_legs(_FACTS, exact=facts_exact, name="f_")},
 {_episode_text_params(_legs(_EVENTS, exact=events_exact, name="e_"))}

@@ -62,12 +62,19 @@ def scope_graph_drop(*, project_id: str, subject_id: str) -> bool:
     return exists
 
 
+def scope_graph_list() -> list[tuple[str, str, int]]:
+    """(name, predicate, bytes) of every scope graph, by name."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT i.relname, pg_get_expr(x.indpred, x.indrelid), pg_relation_size(i.oid)"
+                       "  FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid"
+                       " WHERE x.indrelid = 'facts_fact'::regclass AND i.relname LIKE %s ORDER BY 1",
+                       [SCOPE_GRAPH_PREFIX + "%"])
+        return cursor.fetchall()
+
+
 def scope_graphs_present() -> set[str]:
     """The names of the scope graphs that exist."""
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT i.relname FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid"
-                       " WHERE x.indrelid = 'facts_fact'::regclass AND i.relname LIKE %s", [SCOPE_GRAPH_PREFIX + "%"])
-        return {row[0] for row in cursor.fetchall()}
+    return {name for name, _, _ in scope_graph_list()}
 
 
 def scopes_due_a_graph(*, min_facts: int) -> list[tuple[str, str, int]]:
@@ -101,4 +108,3 @@ def scope_graphs_ensure(*, min_facts: int, dry_run: bool = False) -> list[tuple[
                 if not cursor.fetchone()[0]:
                     scope_graph_drop(project_id=project_id, subject_id=subject_id)
     return due
-

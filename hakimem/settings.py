@@ -244,8 +244,6 @@ HAKI_MAX_BUDGET_TOKENS = env_int("HAKI_MAX_BUDGET_TOKENS", 32000)
 HAKI_DEFAULT_BUDGET_TOKENS = 900
 HAKI_RECALL_MAX_DISTANCE = env_float("HAKI_RECALL_MAX_DISTANCE", 0.0)
 
-# Days a trace (and its decisions) is kept; `manage.py prune_traces` deletes older ones. 0, the default, keeps
-# them forever: deleting history is the operator's decision, and the stats read up to 366 days back.
 # A scope of this many active facts gets its own hnsw graph from the nightly consolidation (facts/scope_graphs.py):
 # from ~10,800 facts the exact sort of its vectors (0.26 us a row) costs more than a walk of its own graph (256
 # tuples at ~11 us; context/retrieval.py). 0: never automatically (`manage.py scope_graph create` still does).
@@ -253,6 +251,8 @@ HAKI_SCOPE_GRAPH_MIN_FACTS = env_int("HAKI_SCOPE_GRAPH_MIN_FACTS", 10_000)
 if HAKI_SCOPE_GRAPH_MIN_FACTS < 0:
     raise ValueError("HAKI_SCOPE_GRAPH_MIN_FACTS: expected a number of facts, or 0 for never")
 
+# Days a trace (and its decisions) is kept; `manage.py prune_traces` deletes older ones. 0, the default, keeps
+# them forever: deleting history is the operator's decision, and the stats read up to 366 days back.
 HAKI_TRACE_RETENTION_DAYS = env_int("HAKI_TRACE_RETENTION_DAYS", 0)
 if HAKI_TRACE_RETENTION_DAYS < 0:
     raise ValueError("HAKI_TRACE_RETENTION_DAYS: expected a number of days, or 0 to keep traces forever")

@@ -411,11 +411,16 @@ def _ratio(a: dict, b: dict, pct: str):
     return round(x / y, 2) if x and y else None
 
 
+def _paced(paced: dict) -> str:
+    """The 1-client phase with --think-ms between calls, in words."""
+    ms = paced["latency_ms"]
+    return (f"1 client, {paced['think_ms']:g} ms between calls: p50 {ms.get('p50', '-')} p95 {ms.get('p95', '-')} "
+            f"p99 {ms.get('p99', '-')} ms, errors {sum(paced['errors'].values())}")
+
+
 def print_scope(label: str, s: dict) -> None:
     one, many, asm = s["one_client"], s["concurrent"], s["in_process_assembler_ms"]
-    paced = s.get("one_client_paced")
-    paced = (f"1 client, {paced['think_ms']:g} ms between calls: p50 {paced['latency_ms'].get('p50')} p95 "
-             f"{paced['latency_ms'].get('p95')} p99 {paced['latency_ms'].get('p99')} ms | ") if paced else ""
+    paced = f"{_paced(s['one_client_paced'])} | " if "one_client_paced" in s else ""
     print(f"{label:>7} {s['facts']:>7} | 1 client: p50 {one['latency_ms'].get('p50')} p95 {one['latency_ms'].get('p95')} "
           f"p99 {one['latency_ms'].get('p99')} ms, {one['calls_per_s']}/s, errors {one['errors'] or 0} | {paced}"
           f"{many['clients']} clients: p50 {many['latency_ms'].get('p50')} p95 {many['latency_ms'].get('p95')} "
@@ -442,10 +447,7 @@ def print_report(report: dict) -> None:
     print(f"(N = {clients}; latencies in ms of the calls answered 200; err = calls that were not)")
     for label, s in report["scopes"].items():
         if "one_client_paced" in s:
-            paced = s["one_client_paced"]
-            print(f"{label:>7} {s['facts']:>6} | 1 client, {paced['think_ms']:g} ms between calls: p50 "
-                  f"{paced['latency_ms'].get('p50', '-')} p95 {paced['latency_ms'].get('p95', '-')} p99 "
-                  f"{paced['latency_ms'].get('p99', '-')} ms, err {sum(paced['errors'].values())}")
+            print(f"{label:>7} {s['facts']:>6} | {_paced(s['one_client_paced'])}")
     ing = report["ingest"]
     print(f"ingest over HTTP: {ing['facts_per_s']} facts/s in {ing['batches']} batches of {ing['batch_size']} "
           f"(batch p50 {ing['batch_ms'].get('p50')} ms, errors {ing['errors']})")

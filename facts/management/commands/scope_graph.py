@@ -11,9 +11,8 @@ scope of HAKI_SCOPE_GRAPH_MIN_FACTS active facts or more (10,000 by default), as
 """
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
-from django.db import connection
 
-from facts.scope_graphs import SCOPE_GRAPH_PREFIX, scope_graph_create, scope_graph_drop, scope_graphs_ensure
+from facts.scope_graphs import scope_graph_create, scope_graph_drop, scope_graph_list, scope_graphs_ensure
 
 
 class Command(BaseCommand):
@@ -39,15 +38,8 @@ class Command(BaseCommand):
                               f"{' (dry run)' if dry_run else ''}")
             return
         if action == "list":
-            with connection.cursor() as cursor:
-                cursor.execute(
-                    "SELECT i.relname, pg_get_expr(x.indpred, x.indrelid), pg_relation_size(i.oid)"
-                    "  FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid"
-                    " WHERE x.indrelid = 'facts_fact'::regclass AND i.relname LIKE %s ORDER BY 1",
-                    [SCOPE_GRAPH_PREFIX + "%"],
-                )
-                for name, predicate, size in cursor.fetchall():
-                    self.stdout.write(f"{name}  {size / 2**20:.1f} MB  {predicate}")
+            for name, predicate, size in scope_graph_list():
+                self.stdout.write(f"{name}  {size / 2**20:.1f} MB  {predicate}")
             return
         if not project or not subject:
             raise CommandError("--project and --subject are required")
