@@ -394,11 +394,13 @@ class Rerun:
 def _text_query(data: dict | None) -> retrieval.TextQuery | None:
     if data is None:
         return None
-    return retrieval.TextQuery(data["tsq"], data["leg_tsq"], tuple(data["terms"]), tuple(data["weights"]))
+    return retrieval.TextQuery(data["tsq"], data["leg_tsq"], tuple(data["terms"]), tuple(data["weights"]),
+                               tuple(data.get("kept", ())))
 
 
 def _text_record(text: retrieval.TextQuery) -> dict:
-    return {"tsq": text.tsq, "leg_tsq": text.leg_tsq, "terms": list(text.terms), "weights": list(text.weights)}
+    return {"tsq": text.tsq, "leg_tsq": text.leg_tsq, "terms": list(text.terms), "weights": list(text.weights),
+            "kept": list(text.kept)}
 
 
 def _pack_with_multi_hop(lookup, query, decided, items, budget: Budget, reserve_tokens: int, consented, memory,

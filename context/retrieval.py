@@ -189,12 +189,15 @@ class TextQuery:
     leg_tsq: str = ""
     terms: tuple = ()  # the words of tsq, and the share of the query's information each carries (sum 1)
     weights: tuple = ()
+    # Per word of `terms`: True when the lexical leg fetches its matches. A row's text rank counts only if it holds
+    # one of these words (text_rank_sql). () means every word (a trace recorded before this rule replays as it ran).
+    kept: tuple = ()
 
 
-def _weighted(tsq: str, leg_tsq: str, terms: list[str], stats: TableStats) -> TextQuery:
+def _weighted(tsq: str, leg_tsq: str, terms: list[str], stats: TableStats, kept: set) -> TextQuery:
     weights = [stats.term_weight(t) for t in terms]
     total = sum(weights)
-    return TextQuery(tsq, leg_tsq, tuple(terms), tuple(w / total for w in weights))
+    return TextQuery(tsq, leg_tsq, tuple(terms), tuple(w / total for w in weights), tuple(t in kept for t in terms))
 
 
 def text_queries(query: str, subject_id: str, table: str = FACTS) -> TextQuery:
@@ -210,14 +213,15 @@ def text_queries(query: str, subject_id: str, table: str = FACTS) -> TextQuery:
         for t in terms:
             together *= freq.get(t, 0.0)
         tsq = " ".join(terms)
-        return _weighted(tsq, tsq if together <= LEXICAL_LEG_MAX_MATCHES else "", terms, stats)
+        fetched = together <= LEXICAL_LEG_MAX_MATCHES
+        return _weighted(tsq, tsq if fetched else "", terms, stats, set(terms) if fetched else set())
     kept, expected = set(), 0.0
     for t in sorted(informative, key=lambda t: freq.get(t, 0.0)):
         expected += freq.get(t, 0.0) * scope_rows
         if expected > LEXICAL_LEG_MAX_MATCHES:
             break
         kept.add(t)
-    return _weighted(or_query(informative), or_query([t for t in informative if t in kept]), informative, stats)
+    return _weighted(or_query(informative), or_query([t for t in informative if t in kept]), informative, stats, kept)
 
 
 @dataclass(frozen=True)
@@ -245,6 +249,7 @@ class Lookup:
             "leg_tsq": text.leg_tsq,
             "terms": list(text.terms),
             "term_weights": list(text.weights),
+            "term_kept": list(text.kept or [True] * len(text.terms)),
             "now": self.now,
             "tau_seconds": c.tau_seconds if c else scoring.TAU_SECONDS,
             "stable_cutoff": self.cutoffs["stable"],
@@ -364,8 +369,8 @@ _HARD_FILTERS = """f.project_id = %(project_id)s AND f.subject_id = %(subject_id
                    AND (f.valid_to IS NULL OR f.valid_to > %(now)s)"""
 
 
-# ts_rank_cd's normalisation 32 maps a rank r to r / (r + 1), bounded in [0, 1). It orders the lexical legs'
-# matches (cheap, no subquery per row); the score uses text_rank_sql below.
+# ts_rank_cd's normalisation 32 maps a rank r to r / (r + 1), bounded in [0, 1). It stands for the text rank where
+# the lexical legs order their matches (cheap, no subquery per row); the score uses text_rank_sql below.
 TS_RANK_NORMALISATION = 32
 
 
@@ -378,15 +383,21 @@ def text_rank_sql(alias: str) -> str:
     share, summing to 1) of the query words it contains. In [0, 1] like the similarity, and a rare word counts
     for more than a common one. ts_rank_cd, the rank the specification names, ignores how rare a word is and stays near 0.1
     for a row matching one word of an ORed query, so that with W_TEXT 0.25 the words moved almost nothing
-    (LoCoMo turns as events 0.661 -> 0.709 with this rank; docs/quality.md). The lexical leg still picks its
-    rows by ts_rank_cd: ordering it by this rank cost a subquery per matching row for no steady gain.
+    (LoCoMo turns as events 0.661 -> 0.709 with this rank; docs/quality.md). The lexical leg orders its
+    matches with ts_rank_cd in this rank's place (_legs): this rank costs a subquery per matching row.
     Each word's tsquery is parsed once per statement (an uncorrelated InitPlan), not once per row and word: the
-    same ranks, ~0.5 ms less per 300 rows scored (scripts/bench_http.py's 10k scope, docs/performance.md)."""
+    same ranks, ~0.5 ms less per 300 rows scored (scripts/bench_http.py's 10k scope, docs/performance.md).
+
+    A row counts only if it holds a word the lexical leg fetches (TextQuery.kept): a word too common in the scope
+    to fetch ("job" in 1,900 facts of a 100k scope) then adds to the rank of the rows a rarer word found, and ranks
+    nothing alone. Counted alone it filled the exact top-20 with rows that hold only it, which neither leg can
+    reach (phase-1 recall 0.80 at a 100k scope; docs/performance.md). In a scope where the leg fetches every word
+    the rule changes nothing."""
     return f"""CASE WHEN %(tsq)s = '' THEN 0
-            ELSE (SELECT coalesce(sum(t.weight), 0)
+            ELSE (SELECT CASE WHEN bool_or(t.kept) THEN sum(t.weight) ELSE 0 END
                     FROM unnest((SELECT array_agg(to_tsquery('simple', quote_literal(w.term)) ORDER BY w.i)
                                    FROM unnest(%(terms)s::text[]) WITH ORDINALITY AS w(term, i)),
-                                %(term_weights)s::float8[]) AS t(tq, weight)
+                                %(term_weights)s::float8[], %(term_kept)s::boolean[]) AS t(tq, weight, kept)
                    WHERE {alias}.search_vector @@ t.tq) END"""
 
 
@@ -421,18 +432,18 @@ class _Source:
     a: str
     filters: str
     row: str  # every column packing needs, the distance to `q` included; never the embedding
-    time: str
+    recency: str  # the row's recency, in [0, 1]
 
 
 _FACTS = _Source(
-    table=FACTS, a="f", filters=_HARD_FILTERS, time="f.recorded_from",
+    table=FACTS, a="f", filters=_HARD_FILTERS, recency=_RECENCY,
     row=f"""{_FACT_COLUMNS},
        {_distance("f")} AS distance,
 {_SCORED_POOL}""",
 )
 # Episodes have no status, validity or conflicts: the scope is their only hard filter.
 _EVENTS = _Source(
-    table=EVENTS, a="e", filters="e.project_id = %(project_id)s AND e.subject_id = %(subject_id)s", time="e.occurred_at",
+    table=EVENTS, a="e", filters="e.project_id = %(project_id)s AND e.subject_id = %(subject_id)s", recency=_EVENT_RECENCY,
     row=f"""
        e.id, e.text, e.occurred_at, e.metadata,
        {_distance("e")} AS distance,
@@ -442,7 +453,7 @@ _EVENTS = _Source(
 
 # Procedures: the subject's own and the project's (subject_id ''), active ones only.
 _PROCEDURES = _Source(
-    table=PROCEDURES, a="x", time="x.updated_at",
+    table=PROCEDURES, a="x", recency=_PROCEDURE_RECENCY,
     filters="x.project_id = %(project_id)s AND x.subject_id IN (%(subject_id)s, '') AND x.status = 'active'",
     row=f"""
        x.id, x.title, x.text, x.category, x.importance, x.metadata, x.updated_at,
@@ -462,8 +473,12 @@ _BY_HYBRID_SCORE = """
 
 def _legs(src: _Source, *, exact: bool, name: str = "") -> str:
     """Phase 1 of `src`: the CTE `{name}pool`, the whole rows of its two legs, which phase 2 scores once (_scored).
-    The dense leg `{name}dense` takes the DENSE_TOP_K nearest; the lexical leg the LEXICAL_TOP_K best full-text
-    matches that the dense leg does not hold, so its rows are all new. A row a leg read is never fetched again by id,
+    The dense leg `{name}dense` takes the DENSE_TOP_K nearest; the lexical leg the LEXICAL_TOP_K best matches of its
+    words that the dense leg does not hold, so its rows are all new. It orders them by the hybrid score, ts_rank_cd
+    standing for the text rank: a word in 800 facts of a scope matches each alike, and ordered by ts_rank_cd alone
+    (ties newest first) the leg kept 64 of them blind to the question's meaning. Of the exact hybrid top-20 of a 100k
+    scope, 65 of 2,000 rows held a leg word and were not fetched; none are now. Reading each match's vector costs
+    little beside reading its row, which the leg did anyway (docs/performance.md). A row a leg read is never fetched again by id,
     and only the legs' rows are scored. Scoring the pool once rather than each leg's rows apart plans the score's
     subqueries (the text rank, the open-conflict check) once: planning 1.90 -> 1.37 ms for a 50-fact scope's call,
     the same rows (docs/performance.md). The dense leg reads the query vector from the CTE `q`.
@@ -497,7 +512,8 @@ def _legs(src: _Source, *, exact: bool, name: str = "") -> str:
                     WHERE {src.filters} AND %(leg_tsq)s <> ''
                       AND {a}.search_vector @@ websearch_to_tsquery('simple', %(leg_tsq)s)
                       AND {a}.id NOT IN (SELECT id FROM {name}dense)
-                    ORDER BY {lexical_order_sql(a, "leg_tsq")} DESC, {src.time} DESC
+                    ORDER BY %(w_similarity)s * (1 - {_distance(a)}) + %(w_text)s * {lexical_order_sql(a, "leg_tsq")}
+                             + %(w_recency)s * {src.recency} DESC, {a}.id
                     LIMIT %(top_k)s) {name}lexical
 )"""
 
@@ -523,7 +539,7 @@ SELECT *, 1 - distance AS similarity FROM ({_scored(src)}) pool{_BY_HYBRID_SCORE
 # A call's text query against the events table, beside the one against facts in the same statement
 # (TOGETHER_SQL): its parameters under their own names.
 EPISODE_TEXT_PREFIX = "episode_"
-_TEXT_PARAMS = ("tsq", "leg_tsq", "terms", "term_weights")
+_TEXT_PARAMS = ("tsq", "leg_tsq", "terms", "term_weights", "term_kept")
 
 
 def _episode_text_params(sql: str) -> str:

@@ -57,7 +57,7 @@ _EXPIRED_AT = """(CASE WHEN f.id = ANY(%(expired_ids)s::uuid[]) THEN true
                           OR (f.volatility = 'volatile' AND f.last_confirmed_at < %(volatile_cutoff)s), false) END)"""
 
 _FACTS_SRC = _Source(
-    table=retrieval.FACTS, a="f", filters=_FACTS_AT, time="f.recorded_from",
+    table=retrieval.FACTS, a="f", filters=_FACTS_AT, recency=_RECENCY,
     row=f"""{_FACT_COLUMNS},
        {_distance("f")} AS distance,
        {text_rank_sql("f")} AS text_rank,
@@ -68,7 +68,7 @@ _FACTS_SRC = _Source(
 _EVENTS_SRC = _Source(
     table=retrieval.EVENTS, a="e",
     filters="e.project_id = %(project_id)s AND e.subject_id = %(subject_id)s AND e.recorded_at <= %(now)s",
-    time="e.occurred_at", row=retrieval._EVENTS.row,
+    recency=retrieval._EVENTS.recency, row=retrieval._EVENTS.row,
 )
 
 # -- uses: facts_fact_scope_status (an exact scan of the scope: the partial indexes cannot serve the past)

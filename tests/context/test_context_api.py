@@ -344,6 +344,31 @@ def _candidates(query, subject="alice"):
     return retrieval.fact_candidates(lookup, qvec=get_embedder().embed_query(query))
 
 
+def test_the_lexical_leg_keeps_the_matches_nearest_to_the_question(monkeypatch):
+    """The leg fetches "buy" alone, which every fact below holds once, so ts_rank_cd ranks them alike; the leg must
+    keep the match that answers, not the newest ones."""
+    from dataclasses import replace
+    from datetime import timedelta
+
+    from context import retrieval
+    from facts.selectors import volatility_cutoffs
+    from hakimem.embeddings import get_embedder
+
+    monkeypatch.setattr(retrieval, "DENSE_TOP_K", 1)
+    monkeypatch.setattr(retrieval, "LEXICAL_TOP_K", 1)
+    long_ago = timezone.now() - timedelta(days=400)
+    answers = {FactFactory(text=f"Alice is saving to buy a flat in Kyoto by {year}.", recorded_from=long_ago).id
+               for year in (2027, 2028)}
+    for thing in ("milk", "stamps", "a bus ticket", "new socks"):
+        FactFactory(text=f"Remember to buy {thing} today.")
+    question, now = "What is Alice saving to buy in Kyoto?", timezone.now()
+    lookup = replace(retrieval.lookup_for(project_id=PROJECT, subject_id="alice", query=question, now=now,
+                                          cutoffs=volatility_cutoffs(now)),
+                     fact_text=retrieval.TextQuery("buy", "buy", ("buy",), (1.0,), (True,)))
+    candidates = retrieval.fact_candidates(lookup, qvec=get_embedder().embed_query(question))
+    assert {c.id for c in candidates} == answers
+
+
 @pytest.mark.parametrize("dense_exact", [True, False])
 def test_phase_two_keeps_the_best_candidates_by_the_assemblers_own_score(monkeypatch, dense_exact):
     """The SQL cut to CANDIDATE_LIMIT ranks with the same formula as context.scoring.hybrid_score."""
@@ -408,6 +433,30 @@ def test_the_lexical_leg_keeps_the_rarest_words_within_its_row_budget(monkeypatc
     assert _texts(retrieval.text_queries("Who is Anders?", "big")) == ("anders", "")
     # a small scope (40 expected facts) can afford every word
     assert _texts(retrieval.text_queries("Who is Anders?", "s-1")) == ("anders", "anders")
+    # which words the leg fetches, per word of the score's query
+    assert retrieval.text_queries("When did Anders visit Porto?", "big").kept == (False, True, True)
+    assert retrieval.text_queries("Who is Anders?", "big").kept == (False,)
+    assert retrieval.text_queries("Who is Anders?", "s-1").kept == (True,)
+
+
+def test_a_word_too_common_to_fetch_ranks_only_the_rows_a_fetched_word_found(monkeypatch):
+    """In a 100k-fact scope "job" (1.9% of facts) is left out of the lexical leg: it adds to the text rank of a row
+    that holds "chiara", which the leg fetches, and gives none to a row that holds it alone (neither leg could reach
+    such rows, so they must not outrank what the legs found). In a small scope the leg fetches both words and
+    each counts on its own."""
+    from context import retrieval
+
+    stats = retrieval.TableStats(rows=200_000, term_freq={"job": 0.019}, subject_freq={"big": 0.5},
+                                 other_subject_freq=0.0002)
+    monkeypatch.setattr(retrieval, "table_stats", lambda table=retrieval.FACTS: stats)
+    texts = {"both": "Chiara's job is nursing.", "rare": "Chiara lives in Turin.", "common": "The job fair opens Monday."}
+    for subject in ("big", "s-1"):
+        ids = {FactFactory(text=text, subject_id=subject).id: key for key, text in texts.items()}
+        ranks = {ids[c.id]: c.text_rank for c in _candidates("What is Chiara's job?", subject)}
+        weights = dict(zip(*[getattr(retrieval.text_queries("What is Chiara's job?", subject), f) for f in ("terms", "weights")]))
+        assert 0.1 < weights["job"] < weights["chiara"]
+        assert ranks["both"] == pytest.approx(1.0) and ranks["rare"] == pytest.approx(weights["chiara"])
+        assert ranks["common"] == (0 if subject == "big" else pytest.approx(weights["job"]))
 
 
 def test_table_statistics_come_from_the_planner():
