@@ -369,6 +369,20 @@ def test_the_lexical_leg_keeps_the_matches_nearest_to_the_question(monkeypatch):
     assert {c.id for c in candidates} == answers
 
 
+@pytest.mark.parametrize("max_rows, fetched", [(3, 3), (100, 7)])
+def test_the_lexical_leg_reads_at_most_its_row_cap_of_matches(monkeypatch, max_rows, fetched):
+    """A word can be far more common in a scope than in the table its statistics describe (a scope's own
+    protagonist); the leg then reads LEXICAL_LEG_MAX_ROWS of its matches, not all of them."""
+    from context import retrieval
+
+    monkeypatch.setattr(retrieval, "DENSE_TOP_K", 1)
+    monkeypatch.setattr(retrieval, "LEXICAL_TOP_K", 10)
+    monkeypatch.setattr(retrieval, "LEXICAL_LEG_MAX_ROWS", max_rows)
+    for i in range(8):
+        FactFactory(text=f"Loïc keeps notebook number {i}.")
+    assert len(_candidates("Loïc's notebook")) == 1 + fetched
+
+
 @pytest.mark.parametrize("dense_exact", [True, False])
 def test_phase_two_keeps_the_best_candidates_by_the_assemblers_own_score(monkeypatch, dense_exact):
     """The SQL cut to CANDIDATE_LIMIT ranks with the same formula as context.scoring.hybrid_score."""
