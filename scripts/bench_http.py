@@ -147,6 +147,11 @@ def request(base: str, method: str, path: str, body=None, key: str | None = None
     conn = connections.get(base)
     if conn is None:
         conn = connections[base] = http.client.HTTPConnection(parsed.hostname, parsed.port, timeout=timeout)
+    # This request's own timeout, also on a connection opened by an earlier one: the first ingest batch on a cold
+    # 1M-fact server took over the readiness probe's few seconds and the run died.
+    conn.timeout = timeout
+    if conn.sock is not None:
+        conn.sock.settimeout(timeout)
     headers = {"Accept": "application/json"}
     if not KEEPALIVE:
         headers["Connection"] = "close"
