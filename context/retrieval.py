@@ -483,10 +483,11 @@ def _legs(src: _Source, *, exact: bool, name: str = "") -> str:
     standing for the text rank: a word in 800 facts of a scope matches each alike, and ordered by ts_rank_cd alone
     (ties newest first) the leg kept 64 of them blind to the question's meaning. Of the exact hybrid top-20 of a 100k
     scope, 65 of 2,000 rows held a leg word and were not fetched; none are now. Reading each match's vector costs
-    little beside reading its row, which the leg did anyway (docs/performance.md). A row a leg read is never fetched again by id,
-    and only the legs' rows are scored. Scoring the pool once rather than each leg's rows apart plans the score's
-    subqueries (the text rank, the open-conflict check) once: planning 1.90 -> 1.37 ms for a 50-fact scope's call,
-    the same rows (docs/performance.md). The dense leg reads the query vector from the CTE `q`.
+    little beside reading its row, which the leg did anyway (docs/performance.md). It reads at most
+    LEXICAL_LEG_MAX_ROWS matches. A row a leg read is never fetched again by id, and only the legs' rows are
+    scored. Scoring the pool once rather than each leg's rows apart plans the score's subqueries (the text rank,
+    the open-conflict check) once: planning 1.90 -> 1.37 ms for a 50-fact scope's call, the same rows
+    (docs/performance.md). The dense leg reads the query vector from the CTE `q`.
 
     exact=False: the dense leg walks the table's hnsw graph (iterative scan, filtered to the scope).
     exact=True, for scopes too small a share of the table for the graph (TableStats.dense_exact): the same

@@ -467,7 +467,8 @@ def test_a_word_too_common_to_fetch_ranks_only_the_rows_a_fetched_word_found(mon
     for subject in ("big", "s-1"):
         ids = {FactFactory(text=text, subject_id=subject).id: key for key, text in texts.items()}
         ranks = {ids[c.id]: c.text_rank for c in _candidates("What is Chiara's job?", subject)}
-        weights = dict(zip(*[getattr(retrieval.text_queries("What is Chiara's job?", subject), f) for f in ("terms", "weights")]))
+        text = retrieval.text_queries("What is Chiara's job?", subject)
+        weights = dict(zip(text.terms, text.weights))
         assert 0.1 < weights["job"] < weights["chiara"]
         assert ranks["both"] == pytest.approx(1.0) and ranks["rare"] == pytest.approx(weights["chiara"])
         assert ranks["common"] == (0 if subject == "big" else pytest.approx(weights["job"]))
