@@ -569,6 +569,9 @@ def context_assemble(*, project_id: str, subject_id: str, query: str, budget_tok
         "event_text": _text_record(lookup.event_text), "procedure_text": _text_record(lookup.procedure_text),
         "consented": sorted(consented) if consented is not None else None, "entity_freq": memory.entity_freq,
     }
+    if lookup.scope_words:  # why the lexical legs fetched the words they did, in a scope with its own counts
+        inputs["scope_words"] = {table: {"items": w.items, "counts": w.counts, "unlisted_max": w.unlisted_max}
+                                 for table, w in lookup.scope_words.items()}
     if options != PLAIN:
         inputs["options"] = options.as_dict()
     if access:

@@ -26,9 +26,10 @@ import math
 import re
 import time
 import weakref
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
+from django.conf import settings
 from django.db import transaction
 
 from context import scoring
@@ -101,9 +102,10 @@ LEXICAL_MAX_TERM_FREQUENCY = 0.02
 # measured: "Who is Anders?" matched 7,126 facts of a 100k-fact scope and the leg took 27 ms). The leg keeps
 # the rarest words while the rows they are expected to match in the scope stay under this; a word that is
 # dropped still counts in the text rank of the rows a kept word found (text_rank_sql).
-# The expectation comes from a word's share of the whole table, which a scope can far exceed: a 10k scope's own
-# protagonist, in 0.5 % of a 1M table and 4,655 of the scope's facts, made the leg read them all (50-60 ms). So
-# the leg also reads at most LEXICAL_LEG_MAX_ROWS matches (whichever the bitmap yields first) before ordering them.
+# The expectation comes from the scope's own word counts where it has them (ScopeWords, below), else from a word's
+# share of the whole table, which a scope can far exceed: a 10k scope's own protagonist, in 0.5 % of a 1M table and
+# 4,655 of the scope's facts, made the leg read them all (50-60 ms). Counts can be a day old, and a scope may have
+# none: the leg also reads at most LEXICAL_LEG_MAX_ROWS matches (whichever the bitmap yields first) before ordering.
 LEXICAL_LEG_MAX_MATCHES = 1000
 LEXICAL_LEG_MAX_ROWS = 2000
 TABLE_STATS_TTL_SECONDS = 300.0
@@ -182,6 +184,49 @@ def _read_table_stats(table: str) -> TableStats:
                       other_subject_freq=max(other, 0.0), scope_graphs=frozenset(graphs), rarest_tracked=rarest)
 
 
+# A large scope's own word counts (facts.models.ScopeWordCounts, kept by the nightly consolidation): for the words a
+# call asks about, how many of the scope's items hold each. One round trip (~0.4-0.8 ms), made only where the planner's
+# statistics expect the scope to hold at least half of settings.HAKI_SCOPE_WORDS_MIN_ITEMS facts or events: a small
+# scope's call never pays it. A scope without counts has its words judged by their share of the table, as before; so
+# does a large scope the statistics do not see as one (a subject outside their most common values), the lexical leg's
+# row cap then bounding what that costs.
+# -- uses: facts_scopewordcounts_pkey
+SCOPE_WORDS_SQL = """
+SELECT c.items_table, c.items, c.unlisted_max, w.word, w.items
+  FROM facts_scopewordcounts c
+  LEFT JOIN facts_scopeword w ON w.project_id = c.project_id AND w.subject_id = c.subject_id
+                             AND w.items_table = c.items_table AND w.word = ANY(%(words)s)
+ WHERE c.project_id = %(project_id)s AND c.subject_id = %(subject_id)s AND c.items_table = ANY(%(tables)s)"""
+
+
+@dataclass(frozen=True)
+class ScopeWords:
+    """What a call read of a scope's word counts: the items counted, the counts of the words it asked about that are
+    listed, and at most how many items hold a word that is not."""
+
+    items: int
+    counts: dict
+    unlisted_max: int
+
+    def holding(self, word: str, estimate: float) -> float:
+        """Items of the scope holding `word`: its count, or for a word not listed the table's estimate within the
+        most an unlisted word can hold."""
+        return self.counts[word] if word in self.counts else min(float(self.unlisted_max), estimate)
+
+
+def scope_words_read(project_id: str, subject_id: str, words, tables=(FACTS, EVENTS)) -> dict[str, ScopeWords]:
+    """The scope's word counts per table (FACTS, EVENTS) for `words`; {} for a scope without counts."""
+    counted: dict[str, ScopeWords] = {}
+    with read_connection().cursor() as cursor:
+        cursor.execute(SCOPE_WORDS_SQL, {"project_id": project_id, "subject_id": subject_id, "words": list(words),
+                                         "tables": list(tables)})
+        for table, items, unlisted_max, word, holding in cursor.fetchall():
+            scope = counted.setdefault(table, ScopeWords(items, {}, unlisted_max))
+            if word is not None:
+                scope.counts[word] = holding
+    return counted
+
+
 @dataclass(frozen=True)
 class TextQuery:
     """The two websearch_to_tsquery texts of a call against one table: `tsq` scores every candidate (the
@@ -204,13 +249,20 @@ def _weighted(tsq: str, leg_tsq: str, terms: list[str], stats: TableStats, kept:
     return TextQuery(tsq, leg_tsq, tuple(terms), tuple(w / total for w in weights), tuple(t in kept for t in terms))
 
 
-def text_queries(query: str, subject_id: str, table: str = FACTS) -> TextQuery:
+def text_queries(query: str, subject_id: str, table: str = FACTS, counted: ScopeWords | None = None) -> TextQuery:
+    """`counted`: the scope's own word counts, when it has them; the leg then picks its words by their count in the
+    scope. A word's weight, and whether it is informative, stay its share of the whole table."""
     terms = lexical_terms(query)
     if not terms:
         return TextQuery()
     stats = table_stats(table)
     scope_rows = stats.scope_rows(subject_id, project_wide=table == PROCEDURES)
     freq = stats.term_freq
+
+    def expected(t: str) -> float:  # the scope's rows holding t
+        estimate = freq.get(t, 0.0) * scope_rows
+        return counted.holding(t, estimate) if counted is not None else estimate
+
     informative = [t for t in terms if freq.get(t, 0.0) <= LEXICAL_MAX_TERM_FREQUENCY]
     if not informative:
         together = scope_rows
@@ -219,10 +271,10 @@ def text_queries(query: str, subject_id: str, table: str = FACTS) -> TextQuery:
         tsq = " ".join(terms)
         fetched = together <= LEXICAL_LEG_MAX_MATCHES
         return _weighted(tsq, tsq if fetched else "", terms, stats, set(terms) if fetched else set())
-    kept, expected = set(), 0.0
-    for t in sorted(informative, key=lambda t: freq.get(t, 0.0)):
-        expected += freq.get(t, 0.0) * scope_rows
-        if expected > LEXICAL_LEG_MAX_MATCHES:
+    kept, matches = set(), 0.0
+    for t in sorted(informative, key=expected):
+        matches += expected(t)
+        if matches > LEXICAL_LEG_MAX_MATCHES:
             break
         kept.add(t)
     return _weighted(or_query(informative), or_query([t for t in informative if t in kept]), informative, stats, kept)
@@ -243,6 +295,8 @@ class Lookup:
     # context.config.AssemblyConfig (weights, tau, widths) when a replay overrides them; None = the constants.
     config: object = None
     candidate_limit: int | None = None  # a call may ask for fewer or more (context.config.MAX_CANDIDATE_LIMIT)
+    # The scope's own counts of the call's words, per table (FACTS, EVENTS) that has them (scope_words_read).
+    scope_words: dict = field(default_factory=dict)
 
     def params(self, text: TextQuery) -> dict:
         c = self.config
@@ -268,12 +322,19 @@ class Lookup:
         }
 
 
+def _may_have_counts(subject_id: str) -> bool:
+    least = settings.HAKI_SCOPE_WORDS_MIN_ITEMS / 2
+    return least > 0 and any(table_stats(t).scope_rows(subject_id) >= least for t in (FACTS, EVENTS))
+
+
 def lookup_for(*, project_id: str, subject_id: str, query: str, now: datetime, cutoffs: dict, config=None,
                candidate_limit: int | None = None) -> Lookup:
+    counted = scope_words_read(project_id, subject_id, lexical_terms(query)) if _may_have_counts(subject_id) else {}
     return Lookup(project_id=project_id, subject_id=subject_id, now=now, cutoffs=cutoffs,
-                  fact_text=text_queries(query, subject_id, FACTS), event_text=text_queries(query, subject_id, EVENTS),
+                  fact_text=text_queries(query, subject_id, FACTS, counted.get(FACTS)),
+                  event_text=text_queries(query, subject_id, EVENTS, counted.get(EVENTS)),
                   procedure_text=text_queries(query, subject_id, PROCEDURES), config=config,
-                  candidate_limit=candidate_limit)
+                  candidate_limit=candidate_limit, scope_words=counted)
 
 
 @dataclass
@@ -407,9 +468,12 @@ def text_rank_sql(alias: str) -> str:
 
 
 # The degraded path's only leg: top-K by full-text rank over the whole informative query ("" matches nothing
-# and the path falls back to recency). -- uses: facts_fact_search_gin
-_LEXICAL_LEG = f"""    SELECT f.id FROM facts_fact f
-     WHERE {_HARD_FILTERS} AND %(tsq)s <> '' AND f.search_vector @@ websearch_to_tsquery('simple', %(tsq)s)
+# and the path falls back to recency), of at most LEXICAL_LEG_MAX_ROWS matches, as the two-phase path's lexical leg.
+# -- uses: facts_fact_search_gin
+_LEXICAL_LEG = f"""    SELECT f.id FROM (SELECT f.id, f.search_vector, f.recorded_from FROM facts_fact f
+                        WHERE {_HARD_FILTERS} AND %(tsq)s <> ''
+                          AND f.search_vector @@ websearch_to_tsquery('simple', %(tsq)s)
+                        LIMIT %(leg_max_rows)s) f
      ORDER BY {lexical_order_sql("f", "tsq")} DESC, f.recorded_from DESC
      LIMIT %(top_k)s"""
 
@@ -650,7 +714,16 @@ SELECT x.id, x.title, x.text, x.category, x.importance, x.metadata, x.updated_at
 # frequency: a common name walks the scope newest first and stops at the fifth match, a rare one (50 facts
 # in 100k) takes its few rows from the GIN index. A single plan for all entities (a LATERAL join over an
 # array) walked the scope for rare names too: 35 ms.
+# The planner judges a name by its share of the whole table, and a scope's own cast is rare in the table and common
+# in the scope: at 1M facts it fetched all 4,655 facts naming a 10k scope's protagonist where the walk stops at the
+# fifth. A scope with its own word counts (ScopeWords) tells: a name held by more than sqrt(per_entity x items) of
+# them (the walk reads ~per_entity x items / count rows, the fetch `count`) is matched by ts_match_vq, the same test
+# as @@ that no index serves, so the branch walks the scope newest first.
 # -- uses: facts_fact_scope_recorded (common names) or facts_fact_search_gin (rare names)
+_NAME_MATCH = "f.search_vector @@ to_tsquery('simple', quote_literal(lower(%(entity_{n})s)))"
+_NAME_MATCH_WALKED = "ts_match_vq(f.search_vector, to_tsquery('simple', quote_literal(lower(%(entity_{n})s))))"
+
+
 def multi_hop_branch(facts_filter: str, in_open_conflict: str, expired: str) -> str:
     """One entity's branch over the facts `facts_filter` keeps ({n}: the entity's number); replay as the memory
     was (context.retrieval_asof) passes its own filters."""
@@ -659,7 +732,7 @@ def multi_hop_branch(facts_filter: str, in_open_conflict: str, expired: str) -> 
        {_RECENCY} AS recency
    FROM facts_fact f
   WHERE {facts_filter}
-    AND f.search_vector @@ to_tsquery('simple', quote_literal(lower(%(entity_{{n}})s)))
+    AND {_NAME_MATCH}
     AND NOT (f.id = ANY(%(exclude)s::uuid[]))
     AND NOT {in_open_conflict}
     AND NOT {expired}
@@ -670,9 +743,27 @@ def multi_hop_branch(facts_filter: str, in_open_conflict: str, expired: str) -> 
 _MULTI_HOP_BRANCH = multi_hop_branch(_HARD_FILTERS, _IN_OPEN_CONFLICT, _EXPIRED)
 
 
-def multi_hop_sql(entities: int) -> str:
-    """The multi-hop statement for `entities` entities (parameters entity_0 .. entity_{n-1})."""
-    return "\nUNION ALL".join(_MULTI_HOP_BRANCH.replace("{n}", str(i)) for i in range(entities))
+def multi_hop_sql(entities: int, walked=()) -> str:
+    """The multi-hop statement for `entities` entities (parameters entity_0 .. entity_{n-1}); the branch of an
+    entity whose number is in `walked` walks the scope newest first."""
+    return "\nUNION ALL".join(
+        (_MULTI_HOP_BRANCH.replace(_NAME_MATCH, _NAME_MATCH_WALKED) if i in walked else _MULTI_HOP_BRANCH)
+        .replace("{n}", str(i)) for i in range(entities))
+
+
+def _walked(lookup: Lookup, entities: list[str]) -> set[int]:
+    """The entities common enough in the scope, by its own word counts, to walk the scope for (_NAME_MATCH_WALKED)."""
+    counted = lookup.scope_words.get(FACTS)
+    if counted is None:
+        return set()
+    names = [entity.lower() for entity in entities]
+    unread = [n for n in names if n not in counted.counts]
+    if unread:  # names found in the served facts, not in the query: one more read, in a large scope only
+        more = scope_words_read(lookup.project_id, lookup.subject_id, unread, tables=(FACTS,)).get(FACTS)
+        if more is not None:
+            counted = replace(counted, counts={**counted.counts, **more.counts})
+    return {i for i, name in enumerate(names)
+            if counted.holding(name, 0.0) ** 2 > MULTI_HOP_MAX_PER_ENTITY * counted.items}
 
 
 def _candidate(r: dict) -> Candidate:
@@ -768,7 +859,7 @@ def multi_hop_candidates(lookup: Lookup, *, entities: list[str], exclude_ids: li
         "per_entity": MULTI_HOP_MAX_PER_ENTITY,
     }
     with read_connection().cursor() as cursor:
-        cursor.execute(multi_hop_sql(len(entities)), params)
+        cursor.execute(multi_hop_sql(len(entities), _walked(lookup, entities)), params)
         rows = dict_rows(cursor, json_columns=["metadata"])
     return [(r["entity"], _candidate(r)) for r in rows]
 

@@ -478,3 +478,44 @@ class ScopeWrite(models.Model):
 
     def __str__(self) -> str:
         return f"{self.project_id}/{self.subject_id or '*'}"
+
+
+class ScopeWordCounts(models.Model):
+    """A large scope's own word counts: how many of its items hold each of its commoner words (ScopeWord), counted
+    by the nightly consolidation (facts.services.scope_words_refresh) for the facts, and apart for the events, of
+    every scope of HAKI_SCOPE_WORDS_MIN_ITEMS items or more. The context call reads the counts of its query's words
+    (context/retrieval.py): the planner's statistics give a word's share of the whole table, and a scope's own cast
+    is rare in the table and common in the scope (a 10k scope's protagonist: 0.5 % of a 1M table, 46 % of the
+    scope). The words are the subject's: erasure deletes them with the scope."""
+
+    pk = models.CompositePrimaryKey("project_id", "subject_id", "items_table")
+    project_id = models.CharField(max_length=SCOPE_ID_MAX)
+    subject_id = models.CharField(max_length=SCOPE_ID_MAX)
+    items_table = models.CharField(max_length=32)  # facts_fact or facts_event: the table whose words are counted
+    items = models.IntegerField()  # the scope's items when counted (active facts; events)
+    unlisted_max = models.IntegerField()  # a word without a ScopeWord row is held by at most this many items
+    counted_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(condition=Q(items__gte=0) & Q(unlisted_max__gte=0), name="scope_word_counts_sizes"),
+            models.CheckConstraint(condition=Q(items_table__in=["facts_fact", "facts_event"]),
+                                   name="scope_word_counts_table"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.project_id}/{self.subject_id} ({self.items_table})"
+
+
+class ScopeWord(models.Model):
+    """One word of a counted scope (ScopeWordCounts) and how many of its items hold it."""
+
+    pk = models.CompositePrimaryKey("project_id", "subject_id", "items_table", "word")
+    project_id = models.CharField(max_length=SCOPE_ID_MAX)
+    subject_id = models.CharField(max_length=SCOPE_ID_MAX)
+    items_table = models.CharField(max_length=32)
+    word = models.TextField()  # a lexeme of the items' search_vector ('simple' configuration)
+    items = models.IntegerField()
+
+    def __str__(self) -> str:
+        return f"{self.project_id}/{self.subject_id} ({self.items_table}): {self.word} {self.items}"

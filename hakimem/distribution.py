@@ -24,6 +24,8 @@ DISTRIBUTED = (
     "facts_identityblock",
     "facts_procedure",
     "facts_scopewrite",
+    "facts_scopewordcounts",
+    "facts_scopeword",
     "traces_trace",
     "traces_decision",
     "traces_itemaccess",

@@ -251,6 +251,14 @@ HAKI_SCOPE_GRAPH_MIN_FACTS = env_int("HAKI_SCOPE_GRAPH_MIN_FACTS", 10_000)
 if HAKI_SCOPE_GRAPH_MIN_FACTS < 0:
     raise ValueError("HAKI_SCOPE_GRAPH_MIN_FACTS: expected a number of facts, or 0 for never")
 
+# A scope of this many active facts (or events) gets its words counted by the nightly consolidation
+# (facts.services.scope_words_refresh): the lexical leg and multi-hop then judge a word by its count in the scope, not by its share
+# of the table. Below ~1,000 items no word can exceed the leg's match budget (context/retrieval.py); counting a 10k
+# scope takes ~20 ms. 0: never.
+HAKI_SCOPE_WORDS_MIN_ITEMS = env_int("HAKI_SCOPE_WORDS_MIN_ITEMS", 2_000)
+if HAKI_SCOPE_WORDS_MIN_ITEMS < 0:
+    raise ValueError("HAKI_SCOPE_WORDS_MIN_ITEMS: expected a number of items, or 0 for never")
+
 # Days a trace (and its decisions) is kept; `manage.py prune_traces` deletes older ones. 0, the default, keeps
 # them forever: deleting history is the operator's decision, and the stats read up to 366 days back.
 HAKI_TRACE_RETENTION_DAYS = env_int("HAKI_TRACE_RETENTION_DAYS", 0)

@@ -381,6 +381,13 @@ def test_the_lexical_leg_reads_at_most_its_row_cap_of_matches(monkeypatch, max_r
     for i in range(8):
         FactFactory(text=f"Loïc keeps notebook number {i}.")
     assert len(_candidates("Loïc's notebook")) == 1 + fetched
+    # and so does the degraded path's only leg (no query vector)
+    from facts.selectors import volatility_cutoffs
+
+    now = timezone.now()
+    lookup = retrieval.lookup_for(project_id=PROJECT, subject_id="alice", query="Loïc's notebook", now=now,
+                                  cutoffs=volatility_cutoffs(now))
+    assert len(retrieval.fact_candidates(lookup, qvec=None)) == min(max_rows, 8)
 
 
 @pytest.mark.parametrize("dense_exact", [True, False])

@@ -1,5 +1,7 @@
 """Phase 1 really runs on its indexes at a realistic size: EXPLAIN (ANALYZE) of the retrieval query on
 30,000 facts, where one scope holds 18,000 and small ones ~45."""
+from dataclasses import replace
+
 import pytest
 from django.core.management import call_command
 from django.db import connection
@@ -116,6 +118,37 @@ def test_multi_hop_plans_each_name_with_its_own_frequency(loaded):
     assert len(branches) == 2, plan
     assert "facts_fact_search_gin" in branches[0] and "facts_fact_scope_recorded" not in branches[0], plan
     assert "Index Scan using facts_fact_scope_recorded" in branches[1], plan
+
+
+def test_a_name_common_in_the_scope_by_its_own_counts_walks_the_scope_and_finds_the_same_facts(loaded):
+    """The planner judges a name by its share of the table; the scope's own word counts (retrieval.ScopeWords) say
+    when it is common in the scope: its branch then walks the scope newest first (ts_match_vq, which no index
+    serves) and returns what the GIN branch returns."""
+    now = timezone.now()
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT word, ndoc FROM ts_stat($$SELECT search_vector FROM facts_fact WHERE subject_id = 'big'"
+                       " AND status = 'active'$$) WHERE word ~ '^[a-z]{4,}$' AND ndoc BETWEEN 100 AND 400 ORDER BY ndoc")
+        name = cursor.fetchone()[0]
+    base = retrieval.Lookup(project_id=bench_data.PROJECT, subject_id="big", now=now, cutoffs=volatility_cutoffs(now))
+    # walked when count^2 > per_entity x items: in a scope of 18,000, from sqrt(5 x 18,000) = 300 facts on
+    counted = {n: replace(base, scope_words={retrieval.FACTS: retrieval.ScopeWords(items=18_000, counts={name: n}, unlisted_max=3)})
+               for n in (299, 301)}
+    assert retrieval._walked(counted[299], [name.title()]) == set() and retrieval._walked(base, [name]) == set()
+    walked = retrieval._walked(counted[301], [name.title()])
+    assert walked == {0}
+
+    params = {**base.params(retrieval.TextQuery()), "entity_0": name, "exclude": [],
+              "per_entity": retrieval.MULTI_HOP_MAX_PER_ENTITY}
+    plans, rows = [], []
+    for sql in (retrieval.multi_hop_sql(1), retrieval.multi_hop_sql(1, walked)):
+        with connection.cursor() as cursor:
+            cursor.execute("EXPLAIN (COSTS OFF) " + sql, params)
+            plans.append("\n".join(row[0] for row in cursor.fetchall()))
+            cursor.execute(sql, params)
+            rows.append(cursor.fetchall())
+    assert "facts_fact_search_gin" in plans[0], plans[0]
+    assert "Index Scan using facts_fact_scope_recorded" in plans[1] and "facts_fact_search_gin" not in plans[1], plans[1]
+    assert len(rows[0]) == retrieval.MULTI_HOP_MAX_PER_ENTITY and rows[0] == rows[1]
 
 
 @pytest.fixture(scope="module")

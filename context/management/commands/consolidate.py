@@ -32,7 +32,8 @@ class Command(BaseCommand):
             f"{report.contradictions_proposed} contradiction(s) proposed to curators, "
             f"{report.duplicates_merged} near-duplicate(s) merged, "
             f"{report.item_accesses_deleted} decayed access count(s) deleted, "
-            f"{report.scope_graphs_created} scope(s) given their own hnsw graph\n"
+            f"{report.scope_graphs_created} scope(s) given their own hnsw graph, "
+            f"{report.scope_words_counted} scope(s)' words counted\n"
             f"left alone: {report.contradictions_skipped} contradiction(s) no longer to settle, "
             f"{report.item_accesses_kept} access count(s) kept; {report.projects} project(s)"
         )
