@@ -11,7 +11,8 @@ what query time only decided for one call, and tidies what the calls left behind
    (facts.services.fact_merge_duplicates).
 3. access counts decayed below ACCESS_MIN_COUNT are deleted (traces.services.item_access_prune).
 4. on a run over every project, scopes grown to HAKI_SCOPE_GRAPH_MIN_FACTS active facts get their own hnsw graph
-   (facts.scope_graphs.scope_graphs_ensure), built concurrently after the scopes' transactions;
+   (facts.scope_graphs.scope_graphs_ensure), built concurrently after the scopes' transactions, and those grown to
+   HAKI_SCOPE_TEXT_INDEX_MIN_FACTS their own full-text index (scope_text_indexes_ensure);
 5. on the same run, the words of every scope of HAKI_SCOPE_WORDS_MIN_ITEMS active facts or events are counted again
    (facts.services.scope_words_refresh), each scope in a transaction of its own.
 
@@ -32,7 +33,7 @@ from django.utils import timezone
 from context.contradictions import Contradiction
 from context.models import ConsolidationMark
 from facts.models import Fact
-from facts.scope_graphs import scope_graphs_ensure
+from facts.scope_graphs import scope_graphs_ensure, scope_text_indexes_ensure
 from facts.services import contradiction_settle, fact_merge_duplicates, scope_words_refresh
 from facts.text import contradiction_signal
 from hakimem.db import with_tables
@@ -101,12 +102,13 @@ class ConsolidationReport:
     item_accesses_deleted: int = 0
     item_accesses_kept: int = 0
     scope_graphs_created: int = 0  # scopes grown past HAKI_SCOPE_GRAPH_MIN_FACTS given their own graph
+    scope_text_indexes_created: int = 0  # scopes grown past HAKI_SCOPE_TEXT_INDEX_MIN_FACTS given their own GIN index
     scope_words_counted: int = 0  # scopes (their facts; their events) of HAKI_SCOPE_WORDS_MIN_ITEMS whose words were counted
     windows: dict = field(default_factory=dict)  # project -> the start of the window read (None: everything)
 
     def changes(self) -> int:
         return (self.contradictions_superseded + self.contradictions_proposed + self.duplicates_merged
-                + self.item_accesses_deleted + self.scope_graphs_created)
+                + self.item_accesses_deleted + self.scope_graphs_created + self.scope_text_indexes_created)
 
 
 def _scopes(project_id: str | None) -> dict[str, list[str]]:
@@ -182,6 +184,8 @@ def consolidate(*, project_id: str | None = None, since: datetime | None = None,
     if project_id is None and not connection.in_atomic_block:  # CREATE INDEX CONCURRENTLY runs outside one
         report.scope_graphs_created = len(scope_graphs_ensure(min_facts=settings.HAKI_SCOPE_GRAPH_MIN_FACTS,
                                                               dry_run=dry_run))
+        report.scope_text_indexes_created = len(scope_text_indexes_ensure(
+            min_facts=settings.HAKI_SCOPE_TEXT_INDEX_MIN_FACTS, dry_run=dry_run))
         if not dry_run:  # counts are not a change to the memory: a dry run leaves them as they are
             report.scope_words_counted = scope_words_refresh(min_items=settings.HAKI_SCOPE_WORDS_MIN_ITEMS)
     return report

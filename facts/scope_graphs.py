@@ -21,21 +21,23 @@ def scope_graph_name(project_id: str, subject_id: str) -> str:
     return f"{SCOPE_GRAPH_PREFIX}{digest}"
 
 
-def scope_graph_create(*, project_id: str, subject_id: str) -> str:
-    """A dedicated hnsw graph over one scope's active facts: a partial index the planner uses for that scope
-    alone (its predicate holds the scope's literal ids), so the dense leg walks no other scope's facts. For
-    scopes that are both large and a small share of a large table, where the shared graph, filtered to the
-    scope, visits ~DENSE_TOP_K / share tuples (docs/performance.md). Built CONCURRENTLY: writes go on.
-    Each such scope pays a second hnsw insert per new fact. Returns the index name."""
-    name = scope_graph_name(project_id, subject_id)
+# A scope of tens of thousands of facts also gets its own full-text index (scope_text_index_create): the lexical leg
+# of such a scope otherwise ANDs its words' matches from the table-wide GIN index with a bitmap of every row of the
+# scope, 13.5 ms of a 100k scope's 33 ms statement at 1M facts, for a few hundred matches (docs/performance.md).
+SCOPE_TEXT_INDEX_PREFIX = "facts_fact_scope_gin_"
+
+
+def scope_text_index_name(project_id: str, subject_id: str) -> str:
+    return scope_graph_name(project_id, subject_id).replace(SCOPE_GRAPH_PREFIX, SCOPE_TEXT_INDEX_PREFIX)
+
+
+def _create_scope_index(name: str, method: sql.Composable, project_id: str, subject_id: str) -> str:
+    """CONCURRENTLY (writes go on), unless called inside a transaction, which CONCURRENTLY refuses (a test's)."""
     statement = sql.SQL(
-        "CREATE INDEX CONCURRENTLY IF NOT EXISTS {name} ON facts_fact USING hnsw (embedding halfvec_cosine_ops)"
-        " WITH (m = {m}, ef_construction = {ef_construction})"
+        "CREATE INDEX {concurrently} IF NOT EXISTS {name} ON facts_fact USING {method}"
         " WHERE project_id = {project} AND subject_id = {subject} AND status = 'active'"
-    ).format(
-        name=sql.Identifier(name), project=sql.Literal(project_id), subject=sql.Literal(subject_id),
-        m=sql.Literal(HNSW_M), ef_construction=sql.Literal(HNSW_EF_CONSTRUCTION),
-    )
+    ).format(name=sql.Identifier(name), method=method, project=sql.Literal(project_id), subject=sql.Literal(subject_id),
+             concurrently=sql.SQL("" if connection.in_atomic_block else "CONCURRENTLY"))
     with connection.cursor() as cursor:
         cursor.execute("SET maintenance_work_mem = '1GB'")
         cursor.execute(statement.as_string(connection.connection))
@@ -43,32 +45,59 @@ def scope_graph_create(*, project_id: str, subject_id: str) -> str:
     return name
 
 
+def scope_graph_create(*, project_id: str, subject_id: str) -> str:
+    """A dedicated hnsw graph over one scope's active facts: a partial index the planner uses for that scope
+    alone (its predicate holds the scope's literal ids), so the dense leg walks no other scope's facts. For
+    scopes that are both large and a small share of a large table, where the shared graph, filtered to the
+    scope, visits ~DENSE_TOP_K / share tuples (docs/performance.md). Built CONCURRENTLY: writes go on.
+    Each such scope pays a second hnsw insert per new fact. Returns the index name."""
+    method = sql.SQL("hnsw (embedding halfvec_cosine_ops) WITH (m = {m}, ef_construction = {ef_construction})").format(
+        m=sql.Literal(HNSW_M), ef_construction=sql.Literal(HNSW_EF_CONSTRUCTION))
+    return _create_scope_index(scope_graph_name(project_id, subject_id), method, project_id, subject_id)
+
+
+def scope_text_index_create(*, project_id: str, subject_id: str) -> str:
+    """A full-text (GIN) index over one scope's active facts, which the planner uses for that scope alone: its
+    lexical leg and multi-hop's fetched names then read the scope's matches only. Each one costs every facts
+    statement's planner one more predicate to check, so only the largest scopes get one
+    (HAKI_SCOPE_TEXT_INDEX_MIN_FACTS). Built CONCURRENTLY. Returns the index name."""
+    return _create_scope_index(scope_text_index_name(project_id, subject_id), sql.SQL("gin (search_vector)"),
+                               project_id, subject_id)
+
+
+def _scope_index_names(project_id: str, subject_id: str) -> tuple[str, str]:
+    return scope_graph_name(project_id, subject_id), scope_text_index_name(project_id, subject_id)
+
+
 def scope_graph_exists(*, project_id: str, subject_id: str) -> bool:
+    """Whether the scope has an index of its own (its graph, its full-text index): their definitions name it."""
     with connection.cursor() as cursor:
-        cursor.execute("SELECT to_regclass(%s) IS NOT NULL", [scope_graph_name(project_id, subject_id)])
-        return cursor.fetchone()[0]
+        cursor.execute("SELECT bool_or(to_regclass(n) IS NOT NULL) FROM unnest(%s::text[]) n",
+                       [list(_scope_index_names(project_id, subject_id))])
+        return bool(cursor.fetchone()[0])
 
 
 def scope_graph_drop(*, project_id: str, subject_id: str) -> bool:
-    """Drop the scope's graph if it has one; True if it had. CONCURRENTLY (writes and reads go on) unless called
-    inside a transaction, which CONCURRENTLY refuses: there a plain DROP INDEX locks facts_fact until it commits."""
-    name = scope_graph_name(project_id, subject_id)
+    """Drop the scope's own indexes (its graph, its full-text index) if it has any; True if it had. CONCURRENTLY
+    (writes and reads go on) unless called inside a transaction, which CONCURRENTLY refuses: there a plain DROP INDEX
+    locks facts_fact until it commits."""
     exists = scope_graph_exists(project_id=project_id, subject_id=subject_id)
-    with connection.cursor() as cursor:
-        if exists:
-            concurrently = sql.SQL("" if connection.in_atomic_block else "CONCURRENTLY")
-            cursor.execute(sql.SQL("DROP INDEX {} IF EXISTS {}").format(concurrently, sql.Identifier(name))
-                           .as_string(connection.connection))
+    if exists:
+        concurrently = sql.SQL("" if connection.in_atomic_block else "CONCURRENTLY")
+        with connection.cursor() as cursor:
+            for name in _scope_index_names(project_id, subject_id):
+                cursor.execute(sql.SQL("DROP INDEX {} IF EXISTS {}").format(concurrently, sql.Identifier(name))
+                               .as_string(connection.connection))
     return exists
 
 
-def scope_graph_list() -> list[tuple[str, str, int]]:
-    """(name, predicate, bytes) of every scope graph, by name."""
+def scope_graph_list(prefix: str = SCOPE_GRAPH_PREFIX) -> list[tuple[str, str, int]]:
+    """(name, predicate, bytes) of every scope graph (or, with SCOPE_TEXT_INDEX_PREFIX, full-text index), by name."""
     with connection.cursor() as cursor:
         cursor.execute("SELECT i.relname, pg_get_expr(x.indpred, x.indrelid), pg_relation_size(i.oid)"
                        "  FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid"
                        " WHERE x.indrelid = 'facts_fact'::regclass AND i.relname LIKE %s ORDER BY 1",
-                       [SCOPE_GRAPH_PREFIX + "%"])
+                       [prefix + "%"])
         return cursor.fetchall()
 
 
@@ -77,17 +106,20 @@ def scope_graphs_present() -> set[str]:
     return {name for name, _, _ in scope_graph_list()}
 
 
-def scopes_due_a_graph(*, min_facts: int) -> list[tuple[str, str, int]]:
+def scopes_due_a_graph(*, min_facts: int, name=scope_graph_name) -> list[tuple[str, str, int]]:
     """(project, subject, active facts) of the scopes holding at least `min_facts` active facts and no graph of
-    their own, largest first. One pass over the scope index (facts_fact_scope_recorded), for a nightly job."""
+    their own (no index named `name`), largest first. One pass over the scope index (facts_fact_scope_recorded), for
+    a nightly job."""
     if min_facts <= 0:
         return []
     with connection.cursor() as cursor:
         cursor.execute("SELECT project_id, subject_id, count(*) FROM facts_fact WHERE status = 'active'"
                        " GROUP BY project_id, subject_id HAVING count(*) >= %s ORDER BY 3 DESC, 1, 2", [min_facts])
         scopes = cursor.fetchall()
-    present = scope_graphs_present()
-    return [(p, s, n) for p, s, n in scopes if scope_graph_name(p, s) not in present]
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT relname FROM pg_class WHERE relname = ANY(%s)", [[name(p, s) for p, s, _ in scopes]])
+        present = {row[0] for row in cursor.fetchall()}
+    return [(p, s, n) for p, s, n in scopes if name(p, s) not in present]
 
 
 def scope_graphs_ensure(*, min_facts: int, dry_run: bool = False) -> list[tuple[str, str, int]]:
@@ -96,11 +128,21 @@ def scope_graphs_ensure(*, min_facts: int, dry_run: bool = False) -> list[tuple[
     of a graph of its own. Outside any transaction (CREATE INDEX CONCURRENTLY). A graph is never dropped here:
     a scope that shrinks keeps it until its erasure or `scope_graph drop`. Returns the scopes given one (would
     be, with dry_run)."""
-    due = scopes_due_a_graph(min_facts=min_facts)
+    return _ensure(scopes_due_a_graph(min_facts=min_facts), lambda **scope: scope_graph_create(**scope), dry_run)
+
+
+def scope_text_indexes_ensure(*, min_facts: int, dry_run: bool = False) -> list[tuple[str, str, int]]:
+    """Give every scope of `min_facts` active facts or more its own full-text index
+    (settings.HAKI_SCOPE_TEXT_INDEX_MIN_FACTS by default), as scope_graphs_ensure gives graphs."""
+    due = scopes_due_a_graph(min_facts=min_facts, name=scope_text_index_name)
+    return _ensure(due, lambda **scope: scope_text_index_create(**scope), dry_run)
+
+
+def _ensure(due: list[tuple[str, str, int]], create, dry_run: bool) -> list[tuple[str, str, int]]:
     if not dry_run:
         for project_id, subject_id, _ in due:
-            scope_graph_create(project_id=project_id, subject_id=subject_id)
-            # An erasure that ran while the graph was being built may not have seen it, and its definition names
+            create(project_id=project_id, subject_id=subject_id)
+            # An erasure that ran while the index was being built may not have seen it, and its definition names
             # the subject: it goes if the scope is gone.
             with connection.cursor() as cursor:
                 cursor.execute("SELECT EXISTS (SELECT FROM facts_fact WHERE project_id = %s AND subject_id = %s)",

@@ -251,6 +251,13 @@ HAKI_SCOPE_GRAPH_MIN_FACTS = env_int("HAKI_SCOPE_GRAPH_MIN_FACTS", 10_000)
 if HAKI_SCOPE_GRAPH_MIN_FACTS < 0:
     raise ValueError("HAKI_SCOPE_GRAPH_MIN_FACTS: expected a number of facts, or 0 for never")
 
+# A scope of this many active facts also gets its own full-text index (facts/scope_graphs.py): its lexical leg then
+# reads its matches alone, where the shared GIN index's matches were ANDed with a bitmap of the whole scope (~0.13 us a
+# fact: 13 ms at 100k). Each such index is one more predicate for every facts statement's planner. 0: never.
+HAKI_SCOPE_TEXT_INDEX_MIN_FACTS = env_int("HAKI_SCOPE_TEXT_INDEX_MIN_FACTS", 50_000)
+if HAKI_SCOPE_TEXT_INDEX_MIN_FACTS < 0:
+    raise ValueError("HAKI_SCOPE_TEXT_INDEX_MIN_FACTS: expected a number of facts, or 0 for never")
+
 # A scope of this many active facts (or events) gets its words counted by the nightly consolidation
 # (facts.services.scope_words_refresh): the lexical leg and multi-hop then judge a word by its count in the scope, not by its share
 # of the table. Below ~1,000 items no word can exceed the leg's match budget (context/retrieval.py); counting a 10k

@@ -178,7 +178,7 @@ def test_a_dry_run_reports_everything_and_writes_nothing():
     assert out.getvalue().startswith("would change: 1 fact(s) superseded by a newer contradicting fact, "
                                      "0 contradiction(s) proposed to curators, 1 near-duplicate(s) merged, "
                                      "1 decayed access count(s) deleted, 0 scope(s) given their own hnsw graph, "
-                                     "0 scope(s)' words counted\n")
+                                     "0 their own full-text index, 0 scope(s)' words counted\n")
     # and the same run for real does what it said
     report = consolidate(project_id=PROJECT)
     assert (report.contradictions_superseded, report.duplicates_merged, report.item_accesses_deleted) == (1, 1, 1)

@@ -106,3 +106,27 @@ def test_a_scope_erased_while_its_graph_is_built_keeps_no_graph(scopes, monkeypa
 
     # then no graph names alice (its definition would hold her subject id); carol's was built
     assert graphs() == {scope_graph_name(OTHER_PROJECT, "carol")}
+
+
+def test_the_largest_scopes_get_their_own_full_text_index_which_erasure_drops(scopes, settings):
+    from facts.scope_graphs import SCOPE_TEXT_INDEX_PREFIX, scope_graph_list, scope_text_index_name
+    from facts.services import subject_erase
+    from tests.conftest import rows_mentioning
+
+    def text_indexes():
+        return {name for name, _, _ in scope_graph_list(SCOPE_TEXT_INDEX_PREFIX)}
+
+    # given the largest scopes at 6 facts, graphs at 100 (none)
+    settings.HAKI_SCOPE_GRAPH_MIN_FACTS = 100
+    settings.HAKI_SCOPE_TEXT_INDEX_MIN_FACTS = 6
+    out = StringIO()
+    call_command("scope_graph", "ensure", stdout=out)
+    assert text_indexes() == {scope_text_index_name(PROJECT, "alice"), scope_text_index_name(OTHER_PROJECT, "carol")}
+    assert graphs() == set() and "created the full-text index of proj-a / alice (6 active facts" in out.getvalue()
+    assert consolidate().scope_text_indexes_created == 0  # nothing left to do
+
+    # when alice is erased, her index (whose predicate names her) goes with her scope; carol keeps hers
+    receipt = subject_erase(project_id=PROJECT, subject_id="alice")
+    assert receipt["scope_graphs"] == 1
+    assert text_indexes() == {scope_text_index_name(OTHER_PROJECT, "carol")}
+    assert not [k for k in rows_mentioning("'alice'") if k.startswith("index")]

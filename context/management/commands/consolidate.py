@@ -33,6 +33,7 @@ class Command(BaseCommand):
             f"{report.duplicates_merged} near-duplicate(s) merged, "
             f"{report.item_accesses_deleted} decayed access count(s) deleted, "
             f"{report.scope_graphs_created} scope(s) given their own hnsw graph, "
+            f"{report.scope_text_indexes_created} their own full-text index, "
             f"{report.scope_words_counted} scope(s)' words counted\n"
             f"left alone: {report.contradictions_skipped} contradiction(s) no longer to settle, "
             f"{report.item_accesses_kept} access count(s) kept; {report.projects} project(s)"

@@ -7,12 +7,14 @@
 
 Worth it for a scope of tens of thousands of facts in a table many times larger (docs/performance.md has the
 measurements); the context path picks the graph up within TABLE_STATS_TTL_SECONDS (5 minutes). `ensure` gives one to every
-scope of HAKI_SCOPE_GRAPH_MIN_FACTS active facts or more (10,000 by default), as the nightly consolidation does.
+scope of HAKI_SCOPE_GRAPH_MIN_FACTS active facts or more (10,000 by default), and its own full-text index to every scope
+of HAKI_SCOPE_TEXT_INDEX_MIN_FACTS (50,000), as the nightly consolidation does; `drop` drops both.
 """
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from facts.scope_graphs import scope_graph_create, scope_graph_drop, scope_graph_list, scope_graphs_ensure
+from facts.scope_graphs import (SCOPE_TEXT_INDEX_PREFIX, scope_graph_create, scope_graph_drop, scope_graph_list,
+                                scope_graphs_ensure, scope_text_indexes_ensure)
 
 
 class Command(BaseCommand):
@@ -36,9 +38,14 @@ class Command(BaseCommand):
                                   f" ({facts} active facts)")
             self.stdout.write(f"{len(due)} scope(s) of {min_facts} active facts or more without a graph"
                               f"{' (dry run)' if dry_run else ''}")
+            # The largest scopes' own full-text indexes, at their own size (the nightly consolidation does both).
+            text_min = settings.HAKI_SCOPE_TEXT_INDEX_MIN_FACTS
+            for project_id, subject_id, facts in scope_text_indexes_ensure(min_facts=text_min, dry_run=dry_run):
+                self.stdout.write(f"{'would create' if dry_run else 'created'} the full-text index of {project_id} /"
+                                  f" {subject_id} ({facts} active facts, HAKI_SCOPE_TEXT_INDEX_MIN_FACTS {text_min})")
             return
         if action == "list":
-            for name, predicate, size in scope_graph_list():
+            for name, predicate, size in [*scope_graph_list(), *scope_graph_list(SCOPE_TEXT_INDEX_PREFIX)]:
                 self.stdout.write(f"{name}  {size / 2**20:.1f} MB  {predicate}")
             return
         if not project or not subject:
