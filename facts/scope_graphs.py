@@ -1,5 +1,6 @@
-"""Dedicated hnsw graphs of single large scopes: their naming, which the context path reads to know which
-scopes have one (context/retrieval.py), and their DDL (`manage.py scope_graph`).
+"""Dedicated hnsw graphs of single large scopes, and full-text indexes of the largest: their naming, which the
+context path reads to know which scopes have a graph (context/retrieval.py), and their DDL (`manage.py scope_graph`).
+Both are partial indexes whose predicate names the scope: erasure drops them with it.
 
 Kept apart from facts.services, the store's writes: naming a scope's graph is a read every layer above may do,
 and the DDL runs outside any request.
