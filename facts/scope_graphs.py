@@ -102,21 +102,25 @@ def scope_graph_list(prefix: str = SCOPE_GRAPH_PREFIX) -> list[tuple[str, str, i
         return cursor.fetchall()
 
 
-def scope_graphs_present() -> set[str]:
-    """The names of the scope graphs that exist."""
-    return {name for name, _, _ in scope_graph_list()}
+# What makes a scope large, per table: its active facts; its events, which have no status.
+SCOPE_ITEMS = {"facts_fact": "status = 'active'", "facts_event": "TRUE"}
+
+
+def large_scopes(*, min_items: int, table: str = "facts_fact") -> list[tuple[str, str, int]]:
+    """(project, subject, items) of the scopes holding at least `min_items` items of `table` (SCOPE_ITEMS), largest
+    first. One pass over the table's scope index, for a nightly job."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT project_id, subject_id, count(*) FROM {table} WHERE {SCOPE_ITEMS[table]}"
+                       " GROUP BY project_id, subject_id HAVING count(*) >= %s ORDER BY 3 DESC, 1, 2", [min_items])
+        return cursor.fetchall()
 
 
 def scopes_due_a_graph(*, min_facts: int, name=scope_graph_name) -> list[tuple[str, str, int]]:
     """(project, subject, active facts) of the scopes holding at least `min_facts` active facts and no graph of
-    their own (no index named `name`), largest first. One pass over the scope index (facts_fact_scope_recorded), for
-    a nightly job."""
+    their own (no index named `name`), largest first."""
     if min_facts <= 0:
         return []
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT project_id, subject_id, count(*) FROM facts_fact WHERE status = 'active'"
-                       " GROUP BY project_id, subject_id HAVING count(*) >= %s ORDER BY 3 DESC, 1, 2", [min_facts])
-        scopes = cursor.fetchall()
+    scopes = large_scopes(min_items=min_facts)
     with connection.cursor() as cursor:
         cursor.execute("SELECT relname FROM pg_class WHERE relname = ANY(%s)", [[name(p, s) for p, s, _ in scopes]])
         present = {row[0] for row in cursor.fetchall()}
@@ -129,14 +133,14 @@ def scope_graphs_ensure(*, min_facts: int, dry_run: bool = False) -> list[tuple[
     of a graph of its own. Outside any transaction (CREATE INDEX CONCURRENTLY). A graph is never dropped here:
     a scope that shrinks keeps it until its erasure or `scope_graph drop`. Returns the scopes given one (would
     be, with dry_run)."""
-    return _ensure(scopes_due_a_graph(min_facts=min_facts), lambda **scope: scope_graph_create(**scope), dry_run)
+    return _ensure(scopes_due_a_graph(min_facts=min_facts), scope_graph_create, dry_run)
 
 
 def scope_text_indexes_ensure(*, min_facts: int, dry_run: bool = False) -> list[tuple[str, str, int]]:
     """Give every scope of `min_facts` active facts or more its own full-text index
     (settings.HAKI_SCOPE_TEXT_INDEX_MIN_FACTS by default), as scope_graphs_ensure gives graphs."""
     due = scopes_due_a_graph(min_facts=min_facts, name=scope_text_index_name)
-    return _ensure(due, lambda **scope: scope_text_index_create(**scope), dry_run)
+    return _ensure(due, scope_text_index_create, dry_run)
 
 
 def _ensure(due: list[tuple[str, str, int]], create, dry_run: bool) -> list[tuple[str, str, int]]:

@@ -45,7 +45,7 @@ from facts.models import (
     Project,
     Volatility,
 )
-from facts.scope_graphs import scope_graph_drop, scope_graph_exists
+from facts.scope_graphs import SCOPE_ITEMS, large_scopes, scope_graph_drop, scope_graph_exists
 from facts.text import Signal, Statement, adds_information, analyse, contradiction_signal, text_hash
 from hakimem.embeddings import get_embedder, is_degenerate
 
@@ -789,16 +789,10 @@ def conflict_resolve(
 # one transaction without this app importing them (the layers: hakimem <- facts <- traces <- context, stats).
 # --- a large scope's own word counts (facts.models.ScopeWordCounts) ------------------------------------------
 
-# The tables whose words are counted, and the condition of the items counted in each (events have no status).
-_COUNTED_ITEMS = {"facts_fact": "status = 'active'", "facts_event": "TRUE"}
 # Words held by at least max(SCOPE_WORDS_MIN_COUNT, items / 1,000) items are listed, at most SCOPE_WORDS_MAX of them
 # (the commonest): what the context call's choices turn on are words of hundreds of matches (context/retrieval.py).
 SCOPE_WORDS_MIN_COUNT = 10
 SCOPE_WORDS_MAX = 2000
-
-_LARGE_SCOPES_SQL = """
-SELECT project_id, subject_id, count(*) FROM {table} WHERE {items} GROUP BY project_id, subject_id HAVING count(*) >= %s
- ORDER BY 3 DESC, 1, 2"""
 
 # ts_stat runs the query it is given: the scope's ids are quoted into it as literals by psycopg (sql.Literal). A word
 # not listed is held by fewer than min_count items or, when the list was cut, by at most as many as the least
@@ -826,7 +820,7 @@ def scope_words_count(*, project_id: str, subject_id: str, table: str = "facts_f
     store it (facts.models.ScopeWordCounts, ScopeWord); the counts go when the scope holds no item. Under the scope's
     writers' lock, which erasure holds too: an erased scope's words are never written back. Returns the items
     counted."""
-    items = _COUNTED_ITEMS[table]
+    items = SCOPE_ITEMS[table]
     scope = {"p": project_id, "s": subject_id, "table": table}
     with transaction.atomic():
         _lock_scopes([(project_id, subject_id)])
@@ -853,10 +847,8 @@ def scope_words_refresh(*, min_items: int) -> int:
     if min_items <= 0:
         return 0
     counted = 0
-    for table, items in _COUNTED_ITEMS.items():
-        with connection.cursor() as cursor:
-            cursor.execute(_LARGE_SCOPES_SQL.format(table=table, items=items), [min_items])
-            large = [(p, s) for p, s, _ in cursor.fetchall()]
+    for table in SCOPE_ITEMS:
+        large = [(p, s) for p, s, _ in large_scopes(min_items=min_items, table=table)]
         for project_id, subject_id in large:
             counted += scope_words_count(project_id=project_id, subject_id=subject_id, table=table) is not None
         with connection.cursor() as cursor:

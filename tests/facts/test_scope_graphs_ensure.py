@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from context.consolidation import consolidate
 from facts.models import FactStatus
-from facts.scope_graphs import scope_graph_drop, scope_graph_name, scope_graphs_present
+from facts.scope_graphs import scope_graph_drop, scope_graph_list, scope_graph_name
 from tests.conftest import OTHER_PROJECT, PROJECT
 from tests.facts.factories import FactFactory
 
@@ -33,7 +33,7 @@ def scopes():
 
 
 def graphs() -> set[str]:
-    return scope_graphs_present()
+    return {name for name, _, _ in scope_graph_list()}
 
 
 def test_ensure_gives_a_graph_to_every_scope_of_enough_active_facts_and_only_to_them(scopes):
