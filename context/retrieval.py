@@ -467,12 +467,22 @@ def text_rank_sql(alias: str) -> str:
                    WHERE {alias}.search_vector @@ t.tq) END"""
 
 
+def scoped_match(alias: str, tsquery: str) -> str:
+    """`alias`'s row holds `tsquery` (a tsquery expression of the call's parameters), asked as the full-text indexes
+    of facts and events can answer it best: its words ANDed with the lexeme of the call's scope, which every row's
+    search_vector holds (facts.models.ScopeLexeme), so that GIN intersects the words' posting lists with the
+    scope's. The whole right-hand side is folded into one constant when the statement is planned. A tsquery of no
+    word matches nothing (NULL), as it did alone, rather than every row of the scope."""
+    return (f"{alias}.search_vector @@ (CASE WHEN numnode({tsquery}) = 0 THEN NULL"
+            f" ELSE {tsquery} && hakimem_scope_query(%(project_id)s, %(subject_id)s) END)")
+
+
 # The degraded path's only leg: top-K by full-text rank over the whole informative query ("" matches nothing
 # and the path falls back to recency), of at most LEXICAL_LEG_MAX_ROWS matches, as the two-phase path's lexical leg.
 # -- uses: facts_fact_search_gin
 _LEXICAL_LEG = f"""    SELECT f.id FROM (SELECT f.id, f.search_vector, f.recorded_from FROM facts_fact f
                         WHERE {_HARD_FILTERS} AND %(tsq)s <> ''
-                          AND f.search_vector @@ websearch_to_tsquery('simple', %(tsq)s)
+                          AND {scoped_match("f", "websearch_to_tsquery('simple', %(tsq)s)")}
                         LIMIT %(leg_max_rows)s) f
      ORDER BY {lexical_order_sql("f", "tsq")} DESC, f.recorded_from DESC
      LIMIT %(top_k)s"""
@@ -502,6 +512,10 @@ class _Source:
     filters: str
     row: str  # every column packing needs, the distance to `q` included; never the embedding
     recency: str  # the row's recency, in [0, 1]
+    scoped_text: bool = True  # its full-text index holds the scope's lexeme (scoped_match); procedures' does not
+
+    def text_match(self, tsquery: str) -> str:
+        return scoped_match(self.a, tsquery) if self.scoped_text else f"{self.a}.search_vector @@ {tsquery}"
 
 
 _FACTS = _Source(
@@ -520,9 +534,10 @@ _EVENTS = _Source(
        {_EVENT_RECENCY} AS recency""",
 )
 
-# Procedures: the subject's own and the project's (subject_id ''), active ones only.
+# Procedures: the subject's own and the project's (subject_id ''), active ones only: two scopes, so their
+# full-text index is the plain one (a scope holds few procedures).
 _PROCEDURES = _Source(
-    table=PROCEDURES, a="x", recency=_PROCEDURE_RECENCY,
+    table=PROCEDURES, a="x", recency=_PROCEDURE_RECENCY, scoped_text=False,
     filters="x.project_id = %(project_id)s AND x.subject_id IN (%(subject_id)s, '') AND x.status = 'active'",
     row=f"""
        x.id, x.title, x.text, x.category, x.importance, x.metadata, x.updated_at,
@@ -580,7 +595,7 @@ def _legs(src: _Source, *, exact: bool, name: str = "") -> str:
      UNION ALL
     SELECT * FROM (SELECT {a}.* FROM (SELECT {a}.* FROM {src.table} {a}
                                       WHERE {src.filters} AND %(leg_tsq)s <> ''
-                                        AND {a}.search_vector @@ websearch_to_tsquery('simple', %(leg_tsq)s)
+                                        AND {src.text_match("websearch_to_tsquery('simple', %(leg_tsq)s)")}
                                         AND {a}.id NOT IN (SELECT id FROM {name}dense)
                                       LIMIT %(leg_max_rows)s) {a}
                     ORDER BY %(w_similarity)s * (1 - {_distance(a)}) + %(w_text)s * {lexical_order_sql(a, "leg_tsq")}
@@ -680,7 +695,7 @@ SELECT {_FACT_COLUMNS},
 """
 
 # Degraded path for episodes: full-text matches first, then the most recent.
-# -- uses: facts_event_search_gin, facts_event_scope_time
+# -- uses: facts_event_scope_time
 EPISODES_LEXICAL_SQL = f"""
 SELECT e.id, e.text, e.occurred_at, e.metadata,
        {_EVENT_RECENCY} AS recency,
@@ -720,7 +735,7 @@ SELECT x.id, x.title, x.text, x.category, x.importance, x.metadata, x.updated_at
 # them (the walk reads ~per_entity x items / count rows, the fetch `count`) is matched by ts_match_vq, the same test
 # as @@ that no index serves, so the branch walks the scope newest first.
 # -- uses: facts_fact_scope_recorded (common names) or facts_fact_search_gin (rare names)
-_NAME_MATCH = "f.search_vector @@ to_tsquery('simple', quote_literal(lower(%(entity_{n})s)))"
+_NAME_MATCH = scoped_match("f", "to_tsquery('simple', quote_literal(lower(%(entity_{n})s)))")
 _NAME_MATCH_WALKED = "ts_match_vq(f.search_vector, to_tsquery('simple', quote_literal(lower(%(entity_{n})s))))"
 
 

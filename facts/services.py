@@ -798,7 +798,8 @@ SCOPE_WORDS_MAX = 2000
 # not listed is held by fewer than min_count items or, when the list was cut, by at most as many as the least
 # common word listed.
 _COUNT_WORDS_SQL = """
-WITH listed AS (SELECT word, ndoc FROM ts_stat(%(items_query)s) WHERE ndoc >= %(min_count)s
+WITH listed AS (SELECT word, ndoc FROM ts_stat(%(items_query)s)
+                 WHERE ndoc >= %(min_count)s AND word <> hakimem_scope_lexeme(%(p)s, %(s)s)
                  ORDER BY ndoc DESC, word LIMIT %(max_words)s + 1),
      kept AS (SELECT word, ndoc FROM listed ORDER BY ndoc DESC, word LIMIT %(max_words)s),
      scope AS (INSERT INTO facts_scopewordcounts AS c (project_id, subject_id, items_table, items, unlisted_max, counted_at)

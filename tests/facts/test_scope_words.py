@@ -41,6 +41,8 @@ def test_a_scope_s_words_are_counted_per_table_and_only_the_common_ones_listed(m
     assert counts.items == 30 and counts.unlisted_max == 4  # a word not listed is in fewer than 5 facts
     events = _words("alice", "facts_event")
     assert events["dentist"] == 6 and events["met"] == 6 and "wrote" not in events
+    # Every item holds its scope's lexeme (facts.models.ScopeLexeme): no word, never listed.
+    assert not any(word.startswith("scope ") for word in (*facts, *events)), (facts, events)
 
 
 def test_a_list_cut_at_its_length_says_how_common_an_unlisted_word_can_be(monkeypatch):

@@ -21,7 +21,7 @@ from hakimem.embeddings import (
 from hakimem.services import api_key_revoke
 from hakimem.models import ApiKey
 from tests.conftest import PROJECT, error_code
-from tests.facts.factories import FactFactory
+from tests.facts.factories import EventFactory, FactFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -74,6 +74,21 @@ def test_generated_column_follows_the_text():
         cursor.execute("SELECT search_vector::text FROM facts_fact WHERE id = %s", [fact.id])
         vector = cursor.fetchone()[0]
     assert "'pixel'" in vector and "'camille'" in vector
+
+
+def test_every_fact_and_event_holds_its_scope_lexeme_and_no_word_matches_it():
+    fact = FactFactory(text="Camille adopted a grey cat named Pixel.")
+    event = EventFactory(subject_id=fact.subject_id, text="Camille called the vet about scope 3.")
+    for table, row in (("facts_fact", fact), ("facts_event", event)):
+        with connection.cursor() as cursor:
+            cursor.execute(f"""SELECT search_vector @@ hakimem_scope_query(%(p)s, %(s)s),
+                                      search_vector @@ hakimem_scope_query(%(p)s, %(s)s || 'x'),
+                                      search_vector @@ hakimem_scope_query(%(p)s || 'x', %(s)s),
+                                      search_vector @@ to_tsquery('simple', 'scope'),
+                                      search_vector @@ (to_tsquery('simple', 'camille') && hakimem_scope_query(%(p)s, %(s)s))
+                                 FROM {table} WHERE id = %(id)s""",
+                           {"p": row.project_id, "s": row.subject_id, "id": row.id})
+            assert cursor.fetchone() == (True, False, False, table == "facts_event", True), table
 
 
 @pytest.mark.parametrize(
