@@ -3,8 +3,10 @@ full-text indexes find a scope's matches by themselves (context.retrieval.scoped
 
 hakimem_scope_lexeme and hakimem_scope_query are IMMUTABLE SQL functions with standard bodies: the generated column
 calls the first; a query's `hakimem_scope_query(project, subject)` is inlined and folded into a constant when planned.
-The column's new expression rewrites both tables and rebuilds their indexes (a few minutes per million facts: the
-hnsw graphs dominate)."""
+The column's new expression rewrites both tables and rebuilds their indexes (14 min at 1M facts on a 2-core machine,
+the hnsw graphs most of it). Run `VACUUM (ANALYZE) facts_fact, facts_event` after it (it cannot run inside a
+migration's transaction): until the rewritten tables have a visibility map again, the planner stops reading vectors
+index-only from the covering indexes (docs/performance.md)."""
 import django.contrib.postgres.search
 from django.contrib.postgres.search import SearchVector
 from django.db import migrations, models
