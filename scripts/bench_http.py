@@ -75,11 +75,12 @@ def database_url(settings_dict: dict, **params: str) -> str:
 
 
 class Server:
-    """gunicorn as `make run` starts it (or Django's development server, as `make dev` does), on a free port."""
+    """gunicorn as `make run` starts it (or Django's development server, as `make dev` does), on a free port, from
+    the checkout at `root` (scripts/bench_ab.py starts one from another commit's work tree)."""
 
     def __init__(self, *, kind: str = "gunicorn", env: dict | None = None, log: Path | None = None,
-                 port: int | None = None):
-        self.kind, self.port = kind, port or free_port()
+                 port: int | None = None, root: Path = ROOT):
+        self.kind, self.port, self.root = kind, port or free_port(), root
         self.url = f"http://127.0.0.1:{self.port}"
         self.env = {**os.environ, **(env or {}), "HAKI_PORT": str(self.port)}
         self.log_path = log
@@ -92,7 +93,7 @@ class Server:
             self.env.setdefault("HAKI_DB_POOL_MAX", "0")
             command = [sys.executable, "manage.py", "runserver", "--insecure", "--noreload", f"127.0.0.1:{self.port}"]
         out = self.log_path.open("ab") if self.log_path else subprocess.DEVNULL
-        self.process = subprocess.Popen(command, cwd=ROOT, env=self.env, stdout=out, stderr=subprocess.STDOUT,
+        self.process = subprocess.Popen(command, cwd=self.root, env=self.env, stdout=out, stderr=subprocess.STDOUT,
                                         start_new_session=True)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

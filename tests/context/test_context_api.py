@@ -263,40 +263,107 @@ def test_facts_and_episodes_share_one_ranking_and_one_candidate_limit(api, monke
     assert len(packet["facts"]) + len(packet["episodes"]) == 5
 
 
-@pytest.mark.parametrize("facts_exact", [True, False], ids=["facts-exact", "facts-graph"])
-@pytest.mark.parametrize("events_exact", [True, False], ids=["events-exact", "events-graph"])
-def test_the_statement_of_facts_and_episodes_together_keeps_what_the_two_statements_and_the_ranking_kept(
-        monkeypatch, facts_exact, events_exact):
-    """A plain call's one statement (retrieval.candidates_together) returns the candidates, in order, that one statement
-    per table followed by the assembler's ranking and its cut to the candidate limit gave."""
+def _alices_orchard(now, n=40):
+    for i in range(n):
+        FactFactory(text=f"Alice's orchard has {i} apple trees near the river {i % 5}.",
+                    recorded_from=now - timezone.timedelta(days=2 * i))
+        EventFactory(text=f"Alice planted {i} apple trees in the orchard by the river.",
+                     occurred_at=now - timezone.timedelta(days=2 * i + 1))
+
+
+def _ranked_apart(lookup, qvec):
+    """What one statement per table, the assembler's ranking and its cut to the candidate limit keep, in order."""
     from context import retrieval
+
+    return _ranked(retrieval.fact_candidates(lookup, qvec=qvec), retrieval.episode_candidates(lookup, qvec=qvec))
+
+
+def _ranked(facts, episodes):
     from context.assembler import rank_candidates
     from context.config import PLAIN, default_config
     from context.render import Layout
+
+    pool = [(c, "fact") for c in facts] + [(e, "episode") for e in episodes]
+    return [(d.item_type, d.item.id) for d in rank_candidates(pool, default_config(), Layout(), PLAIN, {})]
+
+
+def _candidate_statements(call) -> tuple:
+    """What `call` returns, and which candidates statements it ran, in order: "whole" (WHOLE_SCOPE_SQL) or
+    ("two-phase", facts exact, events exact) (TOGETHER_SQL)."""
+    from django.test.utils import CaptureQueriesContext
+
+    with CaptureQueriesContext(connection) as queries:
+        result = call()
+    ran = []
+    for sql in (q["sql"] for q in queries.captured_queries):
+        if "AS scope_facts" in sql:
+            ran.append("whole")
+        elif "f_dense AS" in sql:
+            ran.append(("two-phase", "f_nearest AS" in sql, "e_nearest AS" in sql))
+    return result, ran
+
+
+@pytest.mark.parametrize("whole_scope", [True, False], ids=["whole-scope", "two-phase"])
+@pytest.mark.parametrize("facts_exact", [True, False], ids=["facts-exact", "facts-graph"])
+@pytest.mark.parametrize("events_exact", [True, False], ids=["events-exact", "events-graph"])
+def test_the_statement_of_facts_and_episodes_together_keeps_what_the_two_statements_and_the_ranking_kept(
+        monkeypatch, facts_exact, events_exact, whole_scope):
+    """A plain call's one statement (retrieval.candidates_together) returns the candidates, in order, that one statement
+    per table followed by the assembler's ranking and its cut to the candidate limit gave: the two phases of both
+    tables (TOGETHER_SQL) and, for a scope of at most DENSE_TOP_K rows a table, the whole scope scored
+    (WHOLE_SCOPE_SQL), whichever way the per-table statements' dense legs go."""
+    from context import retrieval
     from facts.selectors import volatility_cutoffs
     from hakimem.embeddings import get_embedder
 
     exact = {retrieval.FACTS: facts_exact, retrieval.EVENTS: events_exact}
     monkeypatch.setattr(retrieval, "_dense_exact", lambda lookup, table: exact[table])
+    monkeypatch.setattr(retrieval, "whole_scope_expected", lambda lookup, dense_k: whole_scope)
     now = timezone.now()
-    for i in range(40):
-        FactFactory(text=f"Alice's orchard has {i} apple trees near the river {i % 5}.",
-                    recorded_from=now - timezone.timedelta(days=2 * i))
-        EventFactory(text=f"Alice planted {i} apple trees in the orchard by the river.",
-                     occurred_at=now - timezone.timedelta(days=2 * i + 1))
+    _alices_orchard(now)
     monkeypatch.setattr(retrieval, "CANDIDATE_LIMIT", 24)
     query = "apple trees by the river orchard"
     lookup = retrieval.lookup_for(project_id=PROJECT, subject_id="alice", query=query, now=now, cutoffs=volatility_cutoffs(now))
     qvec = get_embedder().embed_query(query)
-    facts, episodes = retrieval.candidates_together(lookup, qvec=qvec)
+    (facts, episodes), ran = _candidate_statements(lambda: retrieval.candidates_together(lookup, qvec=qvec))
     assert facts and episodes and len(facts) + len(episodes) == 24
+    assert ran == ["whole" if whole_scope else ("two-phase", facts_exact, events_exact)]
+    assert _ranked(facts, episodes) == _ranked_apart(lookup, qvec)
 
-    def ranked(facts, episodes):
-        pool = [(c, "fact") for c in facts] + [(e, "episode") for e in episodes]
-        return [(d.item_type, d.item.id) for d in rank_candidates(pool, default_config(), Layout(), PLAIN, {})]
 
-    apart = ranked(retrieval.fact_candidates(lookup, qvec=qvec), retrieval.episode_candidates(lookup, qvec=qvec))
-    assert ranked(facts, episodes) == apart
+def test_a_scope_larger_than_the_statistics_said_is_ranked_by_the_two_phases(monkeypatch):
+    """The statistics may think a scope small when it is not (a day of writes since the last ANALYZE): the whole-scope
+    statement then read a pool cut at dense_k + 1 rows, and the call takes its candidates from TOGETHER_SQL
+    instead, the same candidates as the two statements per table."""
+    from context import retrieval
+    from context.config import default_config
+    from facts.selectors import volatility_cutoffs
+    from hakimem.embeddings import get_embedder
+
+    monkeypatch.setattr(retrieval, "whole_scope_expected", lambda lookup, dense_k: True)
+    now = timezone.now()
+    _alices_orchard(now, n=30)
+    config = default_config().with_overrides({"dense_top_k": 12})  # 30 facts and 30 events: more than 12 a table
+    query = "apple trees by the river orchard"
+    monkeypatch.setattr(retrieval, "CANDIDATE_LIMIT", 20)
+    lookup = retrieval.lookup_for(project_id=PROJECT, subject_id="alice", query=query, now=now,
+                                  cutoffs=volatility_cutoffs(now), config=config)
+    qvec = get_embedder().embed_query(query)
+    (facts, episodes), ran = _candidate_statements(lambda: retrieval.candidates_together(lookup, qvec=qvec))
+    exact = retrieval._dense_exact(lookup, retrieval.FACTS), retrieval._dense_exact(lookup, retrieval.EVENTS)
+    assert ran == ["whole", ("two-phase", *exact)]
+    assert len(facts) + len(episodes) == 20
+    assert _ranked(facts, episodes) == _ranked_apart(lookup, qvec)
+
+
+def test_a_small_scopes_plain_call_scores_its_whole_scope_in_one_statement(api):
+    """A plain call in a scope the statistics call small reads it whole: one statement, and the trace's decisions are
+    those of every fact and episode of the scope."""
+    now = timezone.now()
+    _alices_orchard(now, n=10)
+    packet, ran = _candidate_statements(lambda: ask(api, "apple trees by the river", budget=2000))
+    assert ran == ["whole"]
+    assert len(decisions(packet)) == 20
 
 
 # --- degraded paths -----------------------------------------------------------------------------------

@@ -87,6 +87,22 @@ def test_a_plain_calls_one_statement_sorts_a_small_scope_from_both_covering_inde
     assert "Seq Scan on facts_fact" not in plan and "Seq Scan on facts_event" not in plan, plan
 
 
+def test_a_small_scopes_plain_call_reads_its_scope_whole_from_the_scope_indexes(loaded):
+    """WHOLE_SCOPE_SQL for a ~45-fact scope: the statistics choose it, it reads no graph and scans no table, and it
+    reads the scope's rows once (no second fetch by id); the 18,000-fact scope is not chosen."""
+    sizes, small = loaded
+    now = timezone.now()
+    lookup = retrieval.lookup_for(project_id=bench_data.PROJECT, subject_id=small, query="x", now=now,
+                                  cutoffs=volatility_cutoffs(now))
+    assert retrieval.whole_scope_expected(lookup, retrieval.DENSE_TOP_K)
+    assert not retrieval.whole_scope_expected(replace(lookup, subject_id="big"), retrieval.DENSE_TOP_K)
+    plan = explain(small, bench_data.generate_queries(1, subject_id=small)[0], retrieval.WHOLE_SCOPE_SQL)
+    assert "_embedding_hnsw" not in plan, plan
+    assert "Seq Scan on facts_fact" not in plan and "Seq Scan on facts_event" not in plan, plan
+    assert "facts_fact_pkey" not in plan and "facts_event_pkey" not in plan, plan
+    assert f"rows={sizes[small]}" in plan, plan
+
+
 def test_the_dense_strategy_follows_the_scope_share_of_the_table(loaded):
     sizes, small = loaded
     stats = retrieval.table_stats()

@@ -91,6 +91,7 @@ def test_the_tokenizer_keeps_strings_and_nesting():
     ("episodes, lexical (degraded)", retrieval.EPISODES_LEXICAL_SQL),
     *((f"facts and episodes together, facts {'exact' if f else 'graph'}, events {'exact' if e else 'graph'}", sql)
       for (f, e), sql in retrieval.TOGETHER_SQL.items()),
+    ("facts and episodes together, the whole scope", retrieval.WHOLE_SCOPE_SQL),
     ("procedures, graph", retrieval.PROCEDURES_HYBRID_SQL),
     ("procedures, exact", retrieval.PROCEDURES_HYBRID_EXACT_SQL),
     ("procedures, lexical (degraded)", retrieval.PROCEDURES_LEXICAL_SQL),
