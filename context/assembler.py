@@ -237,12 +237,15 @@ class Memory:
 
     def __init__(self):
         self.entity_freq: dict[str, float] = {}  # what multi-hop read of each name's frequency, for the trace
+        self.scope_facts: list | None = None  # every active fact of the scope, when the candidates hold them all
 
     def candidates(self, lookup, qvec, *, together: bool):
         """The call's facts and episodes. `together`: the call ranks them by the hybrid score alone, so one statement
         returns the best of both (retrieval.candidates_together); else one statement each."""
         if together and qvec is not None:
-            return retrieval.candidates_together(lookup, qvec=qvec)
+            facts, episodes, whole = retrieval.candidates_together(lookup, qvec=qvec)
+            self.scope_facts = facts if whole else None
+            return facts, episodes
         return self.facts(lookup, qvec), self.episodes(lookup, qvec)
 
     def facts(self, lookup, qvec):
@@ -252,6 +255,9 @@ class Memory:
         return retrieval.episode_candidates(lookup, qvec=qvec)
 
     def hop(self, lookup, entities, exclude_ids):
+        if self.scope_facts is not None:  # what multi-hop could find is among the candidates already
+            return retrieval.multi_hop_within(lookup, entities=entities, scope_facts=self.scope_facts,
+                                              exclude_ids=exclude_ids)
         return retrieval.multi_hop_candidates(lookup, entities=entities, exclude_ids=exclude_ids)
 
     def name_freq(self, name: str) -> float:

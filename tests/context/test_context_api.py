@@ -8,7 +8,7 @@ from context.retrieval import lexical_terms, or_query
 from facts.models import ConflictSet
 from hakimem.embeddings import HashingEmbedder
 from tests.conftest import PROJECT, REQUEST_OVERHEAD_QUERIES, TRACE_TRANSACTION_QUERIES, error_code
-from tests.facts.factories import EventFactory, FactFactory
+from tests.facts.factories import ConflictSetFactory, EventFactory, FactFactory
 from traces.models import Decision, Trace
 
 pytestmark = pytest.mark.django_db
@@ -210,6 +210,57 @@ def test_multi_hop_only_within_the_budget(api):
     assert all(d.reason_code != "multi_hop_expansion" for d in decisions(packet).values())
 
 
+def test_multi_hop_within_a_whole_scope_finds_what_its_statement_finds(monkeypatch):
+    """Where the candidates hold every active fact of the scope, multi-hop is answered from them (retrieval.
+    multi_hop_within): the same facts per entity, in the same order, as the multi-hop statement, with its exclusions
+    (the settled ids, an open conflict, expired volatility) and its cut at MULTI_HOP_MAX_PER_ENTITY, newest first and
+    ties by id."""
+    from context import retrieval
+    from facts.selectors import volatility_cutoffs
+    from hakimem.embeddings import get_embedder
+
+    monkeypatch.setattr(retrieval, "whole_scope_expected", lambda lookup, dense_k: True)
+    now = timezone.now()
+    same_time = now - timezone.timedelta(days=3)
+    for i in range(9):  # more than the cut, three of them written at the same instant
+        FactFactory(text=f"Julien fixed bicycle number {i} in the garage.",
+                    recorded_from=same_time if i < 3 else now - timezone.timedelta(days=i + 5))
+    for i in range(3):
+        FactFactory(text=f"Montreal hosts festival number {i}.", recorded_from=now - timezone.timedelta(days=i))
+    old = now - timezone.timedelta(days=400)
+    FactFactory(text="Julien once lived in Montreal.", volatility="volatile", recorded_from=old, last_confirmed_at=old)
+    ConflictSetFactory(members=[FactFactory(text="Julien owns a red bicycle."), FactFactory(text="Julien owns no bicycle.")])
+    FactFactory(text="Alice keeps bees.")
+    EventFactory(text="Julien visited Montreal.")
+    query = "Who fixes bicycles?"
+    lookup = retrieval.lookup_for(project_id=PROJECT, subject_id="alice", query=query, now=now,
+                                  cutoffs=volatility_cutoffs(now))
+    facts, _, whole = retrieval.candidates_together(lookup, qvec=get_embedder().embed_query(query))
+    assert whole and len(facts) == 16
+    settled = [c.id for c in facts if "number 4" in c.text or "number 1." in c.text]
+    entities = ["Julien", "Montreal"]
+    within = retrieval.multi_hop_within(lookup, entities=entities, scope_facts=facts, exclude_ids=settled)
+    found = retrieval.multi_hop_candidates(lookup, entities=entities, exclude_ids=settled)
+    assert [(e, c.id) for e, c in within] == [(e, c.id) for e, c in found]
+    assert [e for e, _ in found] == ["Julien"] * retrieval.MULTI_HOP_MAX_PER_ENTITY + ["Montreal"] * 2
+
+
+def test_a_small_scopes_call_asks_multi_hop_of_its_candidates(api, settings):
+    """A plain call in a scope read whole asks which of its candidates name the entities, not the branches' statement,
+    and serves the fact linked only by a name all the same."""
+    from django.test.utils import CaptureQueriesContext
+
+    FactFactory(text="Marie's brother is called Julien.")
+    julien = FactFactory(text="Julien teaches chemistry in Montreal.")
+    settings.HAKI_RECALL_MAX_DISTANCE = 0.75  # Julien's fact is a candidate under the floor: multi-hop's to serve
+    with CaptureQueriesContext(connection) as queries:
+        packet = ask(api, "Who is Marie's brother?")
+    statements = [q["sql"] for q in queries.captured_queries]
+    assert any("AS names_0" in sql for sql in statements)
+    assert not any("ORDER BY f.recorded_from DESC, f.id DESC" in sql for sql in statements)  # no multi-hop branch
+    assert decisions(packet)[str(julien.id)].reason_code == "multi_hop_expansion"
+
+
 # --- episodes -----------------------------------------------------------------------------------------
 
 def test_episodes_fill_what_facts_leave(api):
@@ -325,7 +376,7 @@ def test_the_statement_of_facts_and_episodes_together_keeps_what_the_two_stateme
     query = "apple trees by the river orchard"
     lookup = retrieval.lookup_for(project_id=PROJECT, subject_id="alice", query=query, now=now, cutoffs=volatility_cutoffs(now))
     qvec = get_embedder().embed_query(query)
-    (facts, episodes), ran = _candidate_statements(lambda: retrieval.candidates_together(lookup, qvec=qvec))
+    (facts, episodes, _), ran = _candidate_statements(lambda: retrieval.candidates_together(lookup, qvec=qvec))
     assert facts and episodes and len(facts) + len(episodes) == 24
     assert ran == ["whole" if whole_scope else ("two-phase", facts_exact, events_exact)]
     assert _ranked(facts, episodes) == _ranked_apart(lookup, qvec)
@@ -349,7 +400,7 @@ def test_a_scope_larger_than_the_statistics_said_is_ranked_by_the_two_phases(mon
     lookup = retrieval.lookup_for(project_id=PROJECT, subject_id="alice", query=query, now=now,
                                   cutoffs=volatility_cutoffs(now), config=config)
     qvec = get_embedder().embed_query(query)
-    (facts, episodes), ran = _candidate_statements(lambda: retrieval.candidates_together(lookup, qvec=qvec))
+    (facts, episodes, _), ran = _candidate_statements(lambda: retrieval.candidates_together(lookup, qvec=qvec))
     exact = retrieval._dense_exact(lookup, retrieval.FACTS), retrieval._dense_exact(lookup, retrieval.EVENTS)
     assert ran == ["whole", ("two-phase", *exact)]
     assert len(facts) + len(episodes) == 20
@@ -625,7 +676,12 @@ def test_one_context_call_is_a_fixed_number_of_queries(api, django_assert_num_qu
     EventFactory(text="Marie met Julien.")
     ask(api, "Who are Marie's friends?")  # warms the connection (its hnsw settings are set once)
     # key lookup, the consent gate (the project's flag; no consent row unless it requires them), the facts and
-    # episodes together, multi-hop, trace + decisions
+    # episodes together, trace + decisions; multi-hop asks nothing, every fact of the scope being served already
+    with django_assert_num_queries(4 + REQUEST_OVERHEAD_QUERIES + TRACE_TRANSACTION_QUERIES):
+        ask(api, "Who are Marie's friends?")
+    for i in range(150):  # more facts than a call's candidates: multi-hop has its statement
+        FactFactory(text=f"Marie wrote note {i} about her friend Sophie in the family diary.")
+    ask(api, "Who are Marie's friends?")
     with django_assert_num_queries(5 + REQUEST_OVERHEAD_QUERIES + TRACE_TRANSACTION_QUERIES):
         ask(api, "Who are Marie's friends?")
 

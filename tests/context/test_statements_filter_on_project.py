@@ -97,6 +97,7 @@ def test_the_tokenizer_keeps_strings_and_nesting():
     ("procedures, lexical (degraded)", retrieval.PROCEDURES_LEXICAL_SQL),
     ("multi-hop", retrieval.multi_hop_sql(2)),
     ("multi-hop, a name walked", retrieval.multi_hop_sql(2, {1})),
+    ("multi-hop within a scope read whole", retrieval.multi_hop_within_sql(2)),
     ("a large scope's word counts", retrieval.SCOPE_WORDS_SQL),
     ("query-time contradictions", retrieval.CONTRADICTION_PAIRS_SQL),
     ("access signal", trace_selectors.ACCESS_FREQUENCY_SQL),
