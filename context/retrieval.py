@@ -674,16 +674,20 @@ PROCEDURES_HYBRID_EXACT_SQL = _hybrid_sql(_PROCEDURES, exact=True)
 # -- uses: what HYBRID_CANDIDATES_SQL / HYBRID_EXACT_CANDIDATES_SQL and EPISODES_HYBRID_SQL / EPISODES_HYBRID_EXACT_SQL use
 TOGETHER_SQL = {(f, e): _together_sql(facts_exact=f, events_exact=e) for f in (False, True) for e in (False, True)}
 
-# A scope that holds at most DENSE_TOP_K rows of a table is wholly in that table's dense leg, and its lexical leg then
-# reads nothing (it keeps only rows the dense leg does not hold): the pool is the whole scope, whichever way the dense
-# leg goes. Most scopes are such (a subject's tens or hundreds of facts), and for them the two phases were overhead:
-# sorting the scope to keep all of it, fetching each row again by id, planning a lexical leg with nothing to find
-# (a 50-fact scope's statement: planning 1.8 -> 1.0 ms, wall 4.3 -> 2.7 ms; docs/performance.md). WHOLE_SCOPE_SQL
-# reads each table's scope whole, at most dense_k + 1 rows of it, scores every row as phase 2 does and returns the
-# same candidates in the same order, with each table's count of rows read (scope_facts, scope_events). A count above
-# dense_k means the scope was larger than the planner's statistics said: that pool is cut short, and the call runs
-# TOGETHER_SQL instead (candidates_together); the statistics choose this statement only for scopes expected at
-# WHOLE_SCOPE_MAX_SHARE of dense_k, so that costs a round trip only when they are far off.
+# A scope that holds at most DENSE_TOP_K rows of a table is wholly in that table's dense leg when the leg sorts the
+# scope exactly (every small scope's case: TableStats.dense_exact), and its lexical leg then reads nothing (it keeps
+# only rows the dense leg does not hold): the pool is the whole scope. Most scopes are such (a subject's tens or
+# hundreds of facts), and for them the two phases were overhead: sorting the scope to keep all of it, fetching each
+# row again by id, planning a lexical leg with nothing to find (a 50-fact scope's statement: planning 1.8 -> 1.0 ms,
+# wall 4.3 -> 2.7 ms; docs/performance.md). WHOLE_SCOPE_SQL reads each table's scope whole, at most dense_k + 1 rows
+# of it, scores every row as phase 2 does and returns the same candidates in the same order, with each table's count
+# of rows read (scope_facts, scope_events). (Where the dense leg would have walked a graph, a small scope that kept
+# its own graph after shrinking, it returns the exact pool the walk approximates, rows of zero vectors included,
+# which the hnsw index leaves out.) A count above dense_k means the scope was larger than the planner's statistics
+# said: that pool is cut short, and the call runs TOGETHER_SQL instead (candidates_together). The statistics choose
+# this statement only for scopes they expect at WHOLE_SCOPE_MAX_SHARE of dense_k; a subject they do not know is
+# estimated at the average of the others, so the wasted statement (~3 ms for 257 rows a table) is paid only by a
+# scope that grew past dense_k since the last ANALYZE (autovacuum's, after 2 % of the table is new).
 # -- uses: facts_fact_scope_recorded and facts_event_scope_vectors (the scope's rows, in no order)
 WHOLE_SCOPE_MAX_SHARE = 0.5
 
@@ -797,9 +801,10 @@ def multi_hop_sql(entities: int, walked=()) -> str:
 
 # Multi-hop in a scope whose every active fact is already a candidate of the call (a plain call's WHOLE_SCOPE_SQL
 # returned them all, with their block flags): what the branches above could bring back is among those candidates, so
-# the statement only asks which of them name each entity (the same match, on the rows by id) and the rest is done on
-# the rows the call holds: the same exclusions (settled, in an open conflict, expired), newest first, at most
-# MULTI_HOP_MAX_PER_ENTITY per entity. A 50-fact scope's multi-hop statement: 2.7 -> 0.8 ms (docs/performance.md),
+# the statement only asks which of them name each entity (the same match, on the rows by id, under the hard filters
+# again: a fact retracted since the candidates were read is not brought back) and the rest is done on the rows the
+# call holds: the same exclusions (settled, in an open conflict, expired, the flags as the candidates statement read
+# them), newest first, at most MULTI_HOP_MAX_PER_ENTITY per entity. A 50-fact scope's multi-hop statement: 2.7 -> 0.8 ms (docs/performance.md),
 # planning most of the difference.
 # -- uses: facts_fact_scope_recorded (the scope's range, the ids among it)
 def multi_hop_within_sql(entities: int) -> str:

@@ -10,8 +10,9 @@ more than most changes to the hot path are worth; two servers asked the same que
 under the same load, compare what one run alone cannot. This script
 1. makes a work tree of the baseline commit (`git worktree add --detach`, under var/, removed at the end);
 2. starts gunicorn as `make run` does from each checkout, both on the same database (bench_http's data folder,
-   var/pgdata-bench-http, or HAKI_PGDATA / DATABASE_URL), with bench_http's dataset loaded into it if missing;
-   the schema must be the same at both commits (a change with a migration cannot be compared this way);
+   var/pgdata-bench-http, or HAKI_PGDATA / DATABASE_URL), with bench_http's dataset loaded into it if missing and
+   its tables settled first (VACUUM (ANALYZE), no autovacuum running); the schema must be the same at both commits
+   (a change with a migration cannot be compared this way); two servers hold twice one server's connections;
 3. per scope (bench_http's: ~50 facts, the ingested ~1k if bench_http made it, each loaded scope of 5k or more), sends
    each of --queries distinct question texts to both servers in random order, --think-ms after each answer (an
    application waits for its LLM between two turns), after a warm-up of both;
@@ -34,7 +35,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from scripts.bench_http import (INGEST_PROJECT, WARM_UP_CALLS_PER_WORKER, Server, _percentiles, _scopes,  # noqa: E402
-                                request)
+                                request, settle)
 
 BUDGET_TOKENS = 900
 
@@ -85,12 +86,56 @@ def compare(servers: dict[str, Server], keys: dict[str, str], *, total: int, see
         result = {"facts": facts, "project": project, "subject": subject, "calls": queries, "errors": errors,
                   **{name: _percentiles(values) for name, values in latencies.items()}}
         base, new = result["baseline"], result["checkout"]
-        result["ratio"] = {pct: round(new[pct] / base[pct], 3) for pct in ("p50", "p95", "p99") if base.get(pct)}
+        result["ratio"] = {pct: round(new[pct] / base[pct], 3) for pct in ("p50", "p95", "p99")
+                           if base.get(pct) and new.get(pct)}
         report[label] = result
         print(f"{label:>7} {facts:>7} | baseline p50 {base.get('p50')} p95 {base.get('p95')} p99 {base.get('p99')} ms | "
               f"checkout p50 {new.get('p50')} p95 {new.get('p95')} p99 {new.get('p99')} ms | checkout / baseline "
               f"p50 {result['ratio'].get('p50')} p95 {result['ratio'].get('p95')} | errors {errors} | load "
               f"{os.getloadavg()[0]:.2f}", file=sys.stderr, flush=True)
+    return report
+
+
+def run(*, baseline: str, total: int, embedder: str, queries: int, think_ms: float, scopes: set[str] | None = None,
+        seed: int = 7, cache_dir: Path = ROOT / "var" / "bench-cache", server_env: dict | None = None,
+        log: Path | None = None) -> dict:
+    """The comparison on the configured database (bench_http's dataset loaded into it if missing); its report."""
+    from django.conf import settings
+    from django.db import connection
+
+    from hakimem.services import api_key_create
+    from scripts import bench, bench_data
+
+    settings.HAKI_EMBED_PROVIDER = embedder
+    if not bench._loaded(total, seed):
+        bench_data.load(total, embedder, cache_dir, seed)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM facts_fact WHERE project_id = %s AND status = 'active'", [INGEST_PROJECT])
+        ingested = cursor.fetchone()[0]
+    keys = {bench_data.PROJECT: api_key_create(project_id=bench_data.PROJECT, label="bench_ab")[1],
+            INGEST_PROJECT: api_key_create(project_id=INGEST_PROJECT, label="bench_ab")[1]}
+    report = {"baseline": _git("rev-parse", baseline),
+              "checkout": _git("rev-parse", "HEAD") + ("+changes" if _git("status", "--porcelain", "--untracked-files=no")
+                                                      else ""),
+              "embedder": embedder, "think_ms": think_ms, "cores": os.cpu_count()}
+    # Both servers read the statistics of settled tables (which statement a call takes depends on them), and share
+    # this checkout's exported model.
+    report["settle"] = settle()
+    env = {"HAKI_EMBED_PROVIDER": embedder, "HAKI_ACCESS_LOG": "", "HAKI_MODEL_DIR": settings.HAKI_MODEL_DIR,
+           **(server_env or {})}
+    if not os.environ.get("DATABASE_URL") and "DATABASE_URL" not in env:
+        env["HAKI_PGDATA"] = os.environ["HAKI_PGDATA"]
+    (ROOT / "var").mkdir(exist_ok=True)
+    tree = Path(tempfile.mkdtemp(prefix="bench-ab-", dir=ROOT / "var"))
+    _git("worktree", "add", "--detach", str(tree), report["baseline"])
+    report["load_avg_1m_at_start"] = round(os.getloadavg()[0], 2)
+    try:
+        with Server(env=env, log=log, root=tree) as base, Server(env=env, log=log) as new:
+            report["scopes"] = compare({"baseline": base, "checkout": new}, keys, total=total, seed=seed,
+                                       queries=queries, think_ms=think_ms, scopes=scopes, ingested=ingested)
+    finally:
+        _git("worktree", "remove", "--force", str(tree))
+    report["load_avg_1m_at_end"] = round(os.getloadavg()[0], 2)
     return report
 
 
@@ -111,45 +156,16 @@ def main(argv=None) -> int:
     from scripts._django import setup
 
     setup()
-    from django.conf import settings
     from django.core.management import call_command
-    from django.db import connection
-
-    from hakimem.services import api_key_create
-    from scripts import bench, bench_data
 
     call_command("migrate", verbosity=0)
-    settings.HAKI_EMBED_PROVIDER = args.embedder
-    if not bench._loaded(args.total, args.seed):
-        bench_data.load(args.total, args.embedder, ROOT / "var" / "bench-cache", args.seed)
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT count(*) FROM facts_fact WHERE project_id = %s AND status = 'active'", [INGEST_PROJECT])
-        ingested = cursor.fetchone()[0]
-    keys = {bench_data.PROJECT: api_key_create(project_id=bench_data.PROJECT, label="bench_ab")[1],
-            INGEST_PROJECT: api_key_create(project_id=INGEST_PROJECT, label="bench_ab")[1]}
-
-    baseline = _git("rev-parse", args.baseline)
-    checkout = _git("rev-parse", "HEAD") + ("+changes" if _git("status", "--porcelain", "--untracked-files=no") else "")
-    tree = Path(tempfile.mkdtemp(prefix="bench-ab-", dir=ROOT / "var"))
-    _git("worktree", "add", "--detach", str(tree), baseline)
-    env = {"HAKI_EMBED_PROVIDER": args.embedder, "HAKI_ACCESS_LOG": ""}
-    if not os.environ.get("DATABASE_URL"):
-        env["HAKI_PGDATA"] = os.environ["HAKI_PGDATA"]
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    log = args.out.with_suffix(".server.log")
-    report = {"baseline": baseline, "checkout": checkout, "embedder": args.embedder, "think_ms": args.think_ms,
-              "cores": os.cpu_count(), "load_avg_1m_at_start": round(os.getloadavg()[0], 2)}
-    try:
-        with Server(env=env, log=log, root=tree) as base, Server(env=env, log=log) as new:
-            report["scopes"] = compare({"baseline": base, "checkout": new}, keys, total=args.total, seed=args.seed,
-                                       queries=args.queries, think_ms=args.think_ms,
-                                       scopes=set(args.scopes.split(",")) if args.scopes else None, ingested=ingested)
-    finally:
-        _git("worktree", "remove", "--force", str(tree))
-    report["load_avg_1m_at_end"] = round(os.getloadavg()[0], 2)
+    report = run(baseline=args.baseline, total=args.total, embedder=args.embedder, queries=args.queries,
+                 think_ms=args.think_ms, scopes=set(args.scopes.split(",")) if args.scopes else None, seed=args.seed,
+                 log=args.out.with_suffix(".server.log"))
     args.out.write_text(json.dumps(report, indent=1))
-    print(f"baseline {baseline[:10]} vs checkout {checkout[:10]}{checkout[40:]}; load average "
-          f"{report['load_avg_1m_at_start']} at start, {report['load_avg_1m_at_end']} at end; written {args.out}")
+    print(f"baseline {report['baseline'][:10]} vs checkout {report['checkout'][:10]}{report['checkout'][40:]}; load "
+          f"average {report['load_avg_1m_at_start']} at start, {report['load_avg_1m_at_end']} at end; written {args.out}")
     return 0
 
 

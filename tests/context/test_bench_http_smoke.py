@@ -26,3 +26,29 @@ def test_http_benchmark_smoke_run(tmp_path, capsys):
         assert scope["one_client_paced"]["calls"] == 6 and scope["one_client_paced"]["errors"] == {}
         assert scope["concurrent"]["calls"] >= 1 and scope["concurrent"]["errors"] == {}
         assert scope["in_process_assembler_ms"]["n"] == 6
+
+
+@pytest.mark.django_db(transaction=True)
+def test_ab_benchmark_smoke_run(tmp_path, capsys):
+    """scripts/bench_ab.py: a baseline commit's server (HEAD's work tree) and this checkout's, asked the same questions;
+    every call answered by both, the work tree removed after."""
+    import subprocess
+
+    from scripts import bench_ab
+
+    try:  # the script compares commits: it needs this checkout to be a git repository
+        trees = bench_ab._git("worktree", "list")
+    except (OSError, subprocess.CalledProcessError) as exc:
+        pytest.skip(f"not a usable git checkout: {exc}")
+    with capsys.disabled():
+        report = bench_ab.run(
+            baseline="HEAD", total=3000, embedder="hashing", queries=4, think_ms=1, scopes={"small"}, cache_dir=tmp_path,
+            server_env={"DATABASE_URL": bench_http.database_url(connection.settings_dict), "HAKI_WORKERS": "1"},
+            log=tmp_path / "server.log",
+        )
+    small = report["scopes"]["small"]
+    assert small["errors"] == {"baseline": 0, "checkout": 0}
+    assert small["baseline"]["n"] == small["checkout"]["n"] == 4
+    assert set(small["ratio"]) == {"p50", "p95", "p99"}
+    assert report["baseline"] == bench_ab._git("rev-parse", "HEAD")
+    assert bench_ab._git("worktree", "list") == trees

@@ -5,7 +5,7 @@ from django.db import connection
 from django.utils import timezone
 
 from context.retrieval import lexical_terms, or_query
-from facts.models import ConflictSet
+from facts.models import ConflictSet, Fact
 from hakimem.embeddings import HashingEmbedder
 from tests.conftest import PROJECT, REQUEST_OVERHEAD_QUERIES, TRACE_TRANSACTION_QUERIES, error_code
 from tests.facts.factories import ConflictSetFactory, EventFactory, FactFactory
@@ -217,6 +217,7 @@ def test_multi_hop_within_a_whole_scope_finds_what_its_statement_finds(monkeypat
     ties by id."""
     from context import retrieval
     from facts.selectors import volatility_cutoffs
+    from facts.services import fact_retract
     from hakimem.embeddings import get_embedder
 
     monkeypatch.setattr(retrieval, "whole_scope_expected", lambda lookup, dense_k: True)
@@ -243,6 +244,12 @@ def test_multi_hop_within_a_whole_scope_finds_what_its_statement_finds(monkeypat
     found = retrieval.multi_hop_candidates(lookup, entities=entities, exclude_ids=settled)
     assert [(e, c.id) for e, c in within] == [(e, c.id) for e, c in found]
     assert [e for e, _ in found] == ["Julien"] * retrieval.MULTI_HOP_MAX_PER_ENTITY + ["Montreal"] * 2
+    # A fact retracted after the candidates were read is not brought back, by either.
+    fact_retract(fact=Fact.objects.get(id=found[0][1].id))
+    within = retrieval.multi_hop_within(lookup, entities=entities, scope_facts=facts, exclude_ids=settled)
+    found_now = retrieval.multi_hop_candidates(lookup, entities=entities, exclude_ids=settled)
+    assert [(e, c.id) for e, c in within] == [(e, c.id) for e, c in found_now]
+    assert found[0][1].id not in {c.id for _, c in found_now}
 
 
 def test_a_small_scopes_call_asks_multi_hop_of_its_candidates(api, settings):
@@ -362,7 +369,8 @@ def test_the_statement_of_facts_and_episodes_together_keeps_what_the_two_stateme
     """A plain call's one statement (retrieval.candidates_together) returns the candidates, in order, that one statement
     per table followed by the assembler's ranking and its cut to the candidate limit gave: the two phases of both
     tables (TOGETHER_SQL) and, for a scope of at most DENSE_TOP_K rows a table, the whole scope scored
-    (WHOLE_SCOPE_SQL), whichever way the per-table statements' dense legs go."""
+    (WHOLE_SCOPE_SQL), against the per-table statements' exact sort and their graph walk (which finds every row of so
+    small a scope)."""
     from context import retrieval
     from facts.selectors import volatility_cutoffs
     from hakimem.embeddings import get_embedder
@@ -382,10 +390,11 @@ def test_the_statement_of_facts_and_episodes_together_keeps_what_the_two_stateme
     assert _ranked(facts, episodes) == _ranked_apart(lookup, qvec)
 
 
-def test_a_scope_larger_than_the_statistics_said_is_ranked_by_the_two_phases(monkeypatch):
+@pytest.mark.parametrize("facts, events", [(30, 30), (8, 30), (30, 8)], ids=["both", "events", "facts"])
+def test_a_scope_larger_than_the_statistics_said_is_ranked_by_the_two_phases(monkeypatch, facts, events):
     """The statistics may think a scope small when it is not (a day of writes since the last ANALYZE): the whole-scope
-    statement then read a pool cut at dense_k + 1 rows, and the call takes its candidates from TOGETHER_SQL
-    instead, the same candidates as the two statements per table."""
+    statement then read a pool cut at dense_k + 1 rows of either table, and the call takes its candidates from
+    TOGETHER_SQL instead, the same candidates as the two statements per table."""
     from context import retrieval
     from context.config import default_config
     from facts.selectors import volatility_cutoffs
@@ -393,18 +402,23 @@ def test_a_scope_larger_than_the_statistics_said_is_ranked_by_the_two_phases(mon
 
     monkeypatch.setattr(retrieval, "whole_scope_expected", lambda lookup, dense_k: True)
     now = timezone.now()
-    _alices_orchard(now, n=30)
-    config = default_config().with_overrides({"dense_top_k": 12})  # 30 facts and 30 events: more than 12 a table
+    for i in range(facts):
+        FactFactory(text=f"Alice's orchard has {i} apple trees near the river {i % 5}.",
+                    recorded_from=now - timezone.timedelta(days=2 * i))
+    for i in range(events):
+        EventFactory(text=f"Alice planted {i} apple trees in the orchard by the river.",
+                     occurred_at=now - timezone.timedelta(days=2 * i + 1))
+    config = default_config().with_overrides({"dense_top_k": 12})  # more than 12 rows in one table at least
     query = "apple trees by the river orchard"
     monkeypatch.setattr(retrieval, "CANDIDATE_LIMIT", 20)
     lookup = retrieval.lookup_for(project_id=PROJECT, subject_id="alice", query=query, now=now,
                                   cutoffs=volatility_cutoffs(now), config=config)
     qvec = get_embedder().embed_query(query)
-    (facts, episodes, _), ran = _candidate_statements(lambda: retrieval.candidates_together(lookup, qvec=qvec))
+    (found, episodes, whole), ran = _candidate_statements(lambda: retrieval.candidates_together(lookup, qvec=qvec))
     exact = retrieval._dense_exact(lookup, retrieval.FACTS), retrieval._dense_exact(lookup, retrieval.EVENTS)
-    assert ran == ["whole", ("two-phase", *exact)]
-    assert len(facts) + len(episodes) == 20
-    assert _ranked(facts, episodes) == _ranked_apart(lookup, qvec)
+    assert ran == ["whole", ("two-phase", *exact)] and not whole
+    assert len(found) + len(episodes) == 20
+    assert _ranked(found, episodes) == _ranked_apart(lookup, qvec)
 
 
 def test_a_small_scopes_plain_call_scores_its_whole_scope_in_one_statement(api):
