@@ -321,10 +321,12 @@ def test_facts_and_episodes_share_one_ranking_and_one_candidate_limit(api, monke
     assert len(packet["facts"]) + len(packet["episodes"]) == 5
 
 
-def _alices_orchard(now, n=40):
+def _alices_orchard(now, n=40, events=None):
+    """`n` facts and `events` (else `n`) events about Alice's orchard, a day apart, alternating."""
     for i in range(n):
         FactFactory(text=f"Alice's orchard has {i} apple trees near the river {i % 5}.",
                     recorded_from=now - timezone.timedelta(days=2 * i))
+    for i in range(n if events is None else events):
         EventFactory(text=f"Alice planted {i} apple trees in the orchard by the river.",
                      occurred_at=now - timezone.timedelta(days=2 * i + 1))
 
@@ -402,12 +404,7 @@ def test_a_scope_larger_than_the_statistics_said_is_ranked_by_the_two_phases(mon
 
     monkeypatch.setattr(retrieval, "whole_scope_expected", lambda lookup, dense_k: True)
     now = timezone.now()
-    for i in range(facts):
-        FactFactory(text=f"Alice's orchard has {i} apple trees near the river {i % 5}.",
-                    recorded_from=now - timezone.timedelta(days=2 * i))
-    for i in range(events):
-        EventFactory(text=f"Alice planted {i} apple trees in the orchard by the river.",
-                     occurred_at=now - timezone.timedelta(days=2 * i + 1))
+    _alices_orchard(now, facts, events)
     config = default_config().with_overrides({"dense_top_k": 12})  # more than 12 rows in one table at least
     query = "apple trees by the river orchard"
     monkeypatch.setattr(retrieval, "CANDIDATE_LIMIT", 20)
