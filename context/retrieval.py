@@ -427,10 +427,13 @@ _BLOCK_FLAGS = f"""
        {_IN_OPEN_CONFLICT} AS in_open_conflict,
        {_EXPIRED} AS expired"""
 
-_RECENCY = "exp(-greatest(extract(epoch FROM (%(now)s - coalesce(f.valid_from, f.recorded_from))), 0) / %(tau_seconds)s)"
-_EVENT_RECENCY = "exp(-greatest(extract(epoch FROM (%(now)s - e.occurred_at)), 0) / %(tau_seconds)s)"
+# Recency decays in double precision: date_part('epoch', ...) is a float8, where extract(epoch FROM ...) is a numeric
+# whose exp() costs ~3 us a row against ~0.5 (a 10k scope's candidates statement: 19.3 -> 17.6 ms at p50; the same
+# rows in the same order for 150 of 150 questions, recencies within 1e-16; docs/performance.md).
+_RECENCY = "exp(-greatest(date_part('epoch', %(now)s - coalesce(f.valid_from, f.recorded_from)), 0) / %(tau_seconds)s)"
+_EVENT_RECENCY = "exp(-greatest(date_part('epoch', %(now)s - e.occurred_at), 0) / %(tau_seconds)s)"
 # A procedure is as fresh as its last edit: its steps are kept current in place.
-_PROCEDURE_RECENCY = "exp(-greatest(extract(epoch FROM (%(now)s - x.updated_at)), 0) / %(tau_seconds)s)"
+_PROCEDURE_RECENCY = "exp(-greatest(date_part('epoch', %(now)s - x.updated_at), 0) / %(tau_seconds)s)"
 
 _HARD_FILTERS = """f.project_id = %(project_id)s AND f.subject_id = %(subject_id)s AND f.status = 'active'
                    AND (f.valid_to IS NULL OR f.valid_to > %(now)s)"""
