@@ -79,12 +79,12 @@ def _loaded(total: int, seed: int) -> bool:
 
 
 # The naive full scan: every active fact of the scope scored in SQL with the assembler's own formula (no
-# index can order a sum); {text_rank} is the assembler's text rank (context.retrieval._text_rank).
+# index can order a sum); {text_rank} and {recency} are the assembler's (context.retrieval).
 NAIVE_SQL = """
 SELECT f.id,
        %(w_similarity)s * (1 - (f.embedding <=> %(qvec)s::halfvec))
      + %(w_text)s * {text_rank}
-     + %(w_recency)s * exp(-greatest(extract(epoch FROM (%(now)s - coalesce(f.valid_from, f.recorded_from))), 0) / %(tau_seconds)s) AS score
+     + %(w_recency)s * {recency} AS score
   FROM facts_fact f
  WHERE f.project_id = %(project_id)s AND f.subject_id = %(subject_id)s AND f.status = 'active'
    AND (f.valid_to IS NULL OR f.valid_to > %(now)s)
@@ -106,7 +106,7 @@ def naive_top(subject: str, query: str, qvec, now) -> list:
                                   cutoffs=volatility_cutoffs(now))
     with connection.cursor() as cursor:
         cursor.execute(
-            NAIVE_SQL.format(text_rank=retrieval.text_rank_sql("f")),
+            NAIVE_SQL.format(text_rank=retrieval.text_rank_sql("f"), recency=retrieval._RECENCY),
             {**lookup.params(lookup.fact_text), "qvec": vector_literal(qvec), "n": TOP_N},
         )
         return [row[0] for row in cursor.fetchall()]

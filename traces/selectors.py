@@ -173,7 +173,7 @@ def fact_decision_counts(*, fact_ids) -> dict:
 # -- uses: traces_itemaccess_pkey
 ACCESS_FREQUENCY_SQL = with_tables(
     """
-    SELECT a.item_id, a.count * exp(-greatest(extract(epoch FROM (%(now)s::timestamptz - a.at)), 0) / %(tau)s)
+    SELECT a.item_id, a.count * exp(-greatest(date_part('epoch', %(now)s::timestamptz - a.at), 0) / %(tau)s)
       FROM {item_access} a
      WHERE a.project_id = %(project_id)s AND a.subject_id = %(subject_id)s AND a.item_id = ANY(%(item_ids)s::uuid[])
     """,

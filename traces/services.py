@@ -77,8 +77,8 @@ _ACCESS_UPSERT_SQL = """, a AS (
        AND d.item_type <> 'identity' AND %(replay_of)s::uuid IS NULL
      ORDER BY d.item_id
         ON CONFLICT (project_id, subject_id, item_id) DO UPDATE
-       SET count = x.count * exp(-greatest(extract(epoch FROM excluded.at - x.at), 0) / %(access_tau_seconds)s)
-                   + exp(-greatest(extract(epoch FROM x.at - excluded.at), 0) / %(access_tau_seconds)s),
+       SET count = x.count * exp(-greatest(date_part('epoch', excluded.at - x.at), 0) / %(access_tau_seconds)s)
+                   + exp(-greatest(date_part('epoch', x.at - excluded.at), 0) / %(access_tau_seconds)s),
            at = greatest(x.at, excluded.at)
 )"""
 
@@ -365,7 +365,7 @@ WITH batch AS MATERIALIZED (
 ), stale AS (
     SELECT a.project_id, a.subject_id, a.item_id FROM traces_itemaccess a
      WHERE (a.project_id, a.subject_id, a.item_id) IN (SELECT * FROM batch){project_a}
-       AND a.count * exp(-greatest(extract(epoch FROM %(now)s::timestamptz - a.at), 0) / %(tau)s) < %(min_count)s
+       AND a.count * exp(-greatest(date_part('epoch', %(now)s::timestamptz - a.at), 0) / %(tau)s) < %(min_count)s
        FOR UPDATE SKIP LOCKED
 ), gone AS (
     DELETE FROM traces_itemaccess a USING stale s
