@@ -1,8 +1,9 @@
 """POST /v1/context: assemble the ContextPacket and record why every considered item was or was not served.
 
 Pipeline (each step is named in the trace's timings):
- 1. embed      the query (LRU-cached); a failing embedder or a degenerate vector switches to the degraded
-               path: full-text rank and recency only, with a warning.
+ 1. embed      the query (LRU-cached), on a thread of its own while the reads the candidates need besides its
+               vector are made (consent, a large scope's word counts); a failing embedder or a degenerate vector
+               switches to the degraded path: full-text rank and recency only, with a warning.
  2. retrieve   facts: phase 1 (dense top-K by hnsw or an exact sort ∪ lexical top-K by GIN) and phase 2
                (hybrid score on the union), and the same two phases over the scope's events (context/retrieval.py).
                Hard filters are in the SQL. A plain call gets both in one round trip, cut there to its candidate
@@ -30,6 +31,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 
 from django.conf import settings
@@ -143,6 +145,17 @@ class _Timer:
 
     def total(self) -> float:
         return round((time.perf_counter() - self.start) * 1000, 3)
+
+
+_embedding_threads: list[ThreadPoolExecutor] = []
+
+
+def _embedding_thread() -> ThreadPoolExecutor:
+    """This process's one thread for embedding queries, made on first use: a gunicorn worker's own, after the fork
+    (the application is not preloaded: hakimem/gunicorn_conf.py)."""
+    if not _embedding_threads:
+        _embedding_threads.append(ThreadPoolExecutor(max_workers=1, thread_name_prefix="hakimem-embed"))
+    return _embedding_threads[0]
 
 
 def _query_vector(query: str, warnings: list[str]):
@@ -465,8 +478,10 @@ def context_assemble(*, project_id: str, subject_id: str, query: str, budget_tok
     now = as_of or timezone.now()
     layout = Layout(tiered=options.tiers, fmt=options.render_format)
 
-    qvec = _query_vector(query, warnings)
-    timer.lap("embed")
+    # The query is embedded on a thread of its own while this one makes the reads the candidates statement waits for
+    # besides the vector (a read replica's freshness, a large scope's word counts, the consent gate): onnxruntime
+    # and a database round trip both let go of the GIL. The "embed" phase ends when the vector is there.
+    embedding = _embedding_thread().submit(_query_vector, query, warnings)
 
     def select():
         lookup = retrieval.lookup_for(project_id=project_id, subject_id=subject_id, query=query, now=now,
@@ -483,6 +498,8 @@ def context_assemble(*, project_id: str, subject_id: str, query: str, budget_tok
         else:
             memory = Memory()
             consented = consent_gate(project_id=project_id, subject_id=subject_id)
+        qvec = embedding.result()
+        timer.lap("embed")
         # A call scored by the hybrid score alone gets its facts and episodes from one statement, already cut to its
         # candidates; a tiered call or one with category boosts scores them in Python, from both tables' best.
         facts, episodes = memory.candidates(lookup, qvec, together=not options.tiers and not options.category_boosts)
