@@ -28,6 +28,7 @@ Every read runs in reads_for_scope: on a read replica holding the scope's latest
 """
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Callable
@@ -147,15 +148,11 @@ class _Timer:
         return round((time.perf_counter() - self.start) * 1000, 3)
 
 
-_embedding_threads: list[ThreadPoolExecutor] = []
-
-
+@functools.cache
 def _embedding_thread() -> ThreadPoolExecutor:
     """This process's one thread for embedding queries, made on first use: a gunicorn worker's own, after the fork
     (the application is not preloaded: hakimem/gunicorn_conf.py)."""
-    if not _embedding_threads:
-        _embedding_threads.append(ThreadPoolExecutor(max_workers=1, thread_name_prefix="hakimem-embed"))
-    return _embedding_threads[0]
+    return ThreadPoolExecutor(max_workers=1, thread_name_prefix="hakimem-embed")
 
 
 def _query_vector(query: str, warnings: list[str]):

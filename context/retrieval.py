@@ -807,8 +807,8 @@ def multi_hop_sql(entities: int, walked=()) -> str:
 # the statement only asks which of them name each entity (the same match, on the rows by id, under the hard filters
 # again: a fact retracted since the candidates were read is not brought back) and the rest is done on the rows the
 # call holds: the same exclusions (settled, in an open conflict, expired, the flags as the candidates statement read
-# them), newest first, at most MULTI_HOP_MAX_PER_ENTITY per entity. A 50-fact scope's multi-hop statement: 2.7 -> 0.8 ms (docs/performance.md),
-# planning most of the difference.
+# them), newest first, at most MULTI_HOP_MAX_PER_ENTITY per entity. A 50-fact scope's multi-hop statement: 2.7 -> 0.8
+# ms (docs/performance.md), planning most of the difference.
 # -- uses: facts_fact_scope_recorded (the scope's range, the ids among it)
 def multi_hop_within_sql(entities: int) -> str:
     names = ",\n       ".join(f"{_NAME_MATCH.replace('{n}', str(i))} AS names_{i}" for i in range(entities))
@@ -881,25 +881,25 @@ def candidates_together(lookup: Lookup, *, qvec) -> tuple[list[Candidate], list[
     params.update({EPISODE_TEXT_PREFIX + name: episode_params[name] for name in _TEXT_PARAMS})
     connection = read_connection()
     with connection.cursor() as cursor:
-        rows = None
         if whole_scope_expected(lookup, params["dense_k"]):
             cursor.execute(WHOLE_SCOPE_SQL, params)
             rows = dict_rows(cursor, json_columns=["metadata"])
-            if rows and max(rows[0]["scope_facts"], rows[0]["scope_events"]) > params["dense_k"]:
-                rows = None  # the scope is larger than the statistics said: its pool was cut short
-        if rows is None:
-            facts_exact, events_exact = _dense_exact(lookup, FACTS), _dense_exact(lookup, EVENTS)
-            if not (facts_exact and events_exact):
-                _settings_for_hnsw(cursor, connection)
-            cursor.execute(TOGETHER_SQL[facts_exact, events_exact], params)
-            rows = dict_rows(cursor, json_columns=["metadata"])
-            whole = False
-        else:
-            whole = True
-    facts = [_candidate(r) for r in rows if r["item_type"] == "fact"]
-    # Every active fact of the scope is a candidate when the whole scope was read and none was cut at the limit.
-    whole = whole and (not rows or len(facts) == rows[0]["scope_facts"])
-    return facts, [_episode(r) for r in rows if r["item_type"] == "episode"], whole
+            scope_facts, scope_events = (rows[0]["scope_facts"], rows[0]["scope_events"]) if rows else (0, 0)
+            if max(scope_facts, scope_events) <= params["dense_k"]:  # else its pool was cut short: the two phases
+                facts, episodes = _facts_and_episodes(rows)
+                # Every active fact of the scope is a candidate, unless some were cut at the candidate limit.
+                return facts, episodes, len(facts) == scope_facts
+        facts_exact, events_exact = _dense_exact(lookup, FACTS), _dense_exact(lookup, EVENTS)
+        if not (facts_exact and events_exact):
+            _settings_for_hnsw(cursor, connection)
+        cursor.execute(TOGETHER_SQL[facts_exact, events_exact], params)
+        rows = dict_rows(cursor, json_columns=["metadata"])
+    return *_facts_and_episodes(rows), False
+
+
+def _facts_and_episodes(rows: list[dict]) -> tuple[list[Candidate], list[EpisodeCandidate]]:
+    return ([_candidate(r) for r in rows if r["item_type"] == "fact"],
+            [_episode(r) for r in rows if r["item_type"] == "episode"])
 
 
 def fact_candidates(lookup: Lookup, *, qvec) -> list[Candidate]:
@@ -952,7 +952,8 @@ def multi_hop_within(lookup: Lookup, *, entities: list[str], scope_facts: list[C
     newest_first = sorted((c for c in eligible if c.id in names), key=lambda c: (c.recorded_from, c.id), reverse=True)
     found = []
     for i, entity in enumerate(entities):
-        found += [(entity, c) for c in [c for c in newest_first if names[c.id][i]][:MULTI_HOP_MAX_PER_ENTITY]]
+        named = [c for c in newest_first if names[c.id][i]]
+        found += [(entity, c) for c in named[:MULTI_HOP_MAX_PER_ENTITY]]
     return found
 
 

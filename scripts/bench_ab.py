@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from scripts.bench_http import (INGEST_PROJECT, WARM_UP_CALLS_PER_WORKER, Server, _percentiles, _scopes,  # noqa: E402
-                                request, settle)
+                                request, server_environment, settle)
 
 BUDGET_TOKENS = 900
 
@@ -121,10 +121,7 @@ def run(*, baseline: str, total: int, embedder: str, queries: int, think_ms: flo
     # Both servers read the statistics of settled tables (which statement a call takes depends on them), and share
     # this checkout's exported model.
     report["settle"] = settle()
-    env = {"HAKI_EMBED_PROVIDER": embedder, "HAKI_ACCESS_LOG": "", "HAKI_MODEL_DIR": settings.HAKI_MODEL_DIR,
-           **(server_env or {})}
-    if not os.environ.get("DATABASE_URL") and "DATABASE_URL" not in env:
-        env["HAKI_PGDATA"] = os.environ["HAKI_PGDATA"]
+    env = server_environment(embedder, {"HAKI_MODEL_DIR": settings.HAKI_MODEL_DIR, **(server_env or {})})
     (ROOT / "var").mkdir(exist_ok=True)
     tree = Path(tempfile.mkdtemp(prefix="bench-ab-", dir=ROOT / "var"))
     _git("worktree", "add", "--detach", str(tree), report["baseline"])

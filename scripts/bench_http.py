@@ -337,6 +337,15 @@ def _scopes(total: int, seed: int, ingested: int) -> list[tuple[str, str, str, i
     return scopes
 
 
+def server_environment(embedder: str, extra: dict | None = None) -> dict:
+    """A benchmarked server's environment: this process's database (its data folder unless a DATABASE_URL is set),
+    `embedder`, no access log, then `extra`."""
+    env = {"HAKI_EMBED_PROVIDER": embedder, "HAKI_ACCESS_LOG": "", **(extra or {})}
+    if not os.environ.get("DATABASE_URL") and "DATABASE_URL" not in env:
+        env["HAKI_PGDATA"] = os.environ["HAKI_PGDATA"]
+    return env
+
+
 def run(*, total: int, embedder: str, queries: int, clients: int, duration: float, ingest_batches: int,
         server_kind: str = "gunicorn", workers: int | None = None, threads: int | None = None, seed: int = 7,
         reload: bool = False, cache_dir: Path = ROOT / "var" / "bench-cache", server_env: dict | None = None,
@@ -356,13 +365,11 @@ def run(*, total: int, embedder: str, queries: int, clients: int, duration: floa
     _, bench_key = api_key_create(project_id=bench_data.PROJECT, label="bench_http")
     _, ingest_key = api_key_create(project_id=INGEST_PROJECT, label="bench_http")
 
-    env = {"HAKI_EMBED_PROVIDER": embedder, "HAKI_ACCESS_LOG": "", **(server_env or {})}
+    env = server_environment(embedder, server_env)
     if workers:
         env["HAKI_WORKERS"] = str(workers)
     if threads:
         env["HAKI_THREADS"] = str(threads)
-    if not os.environ.get("DATABASE_URL") and "DATABASE_URL" not in env:
-        env["HAKI_PGDATA"] = os.environ["HAKI_PGDATA"]
 
     texts = [f["text"] for f in islice(bench_data.generate_facts(120_000, seed + 1), ingest_batches * 100)
              if f["subject_id"] == "big"]
