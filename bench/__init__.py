@@ -1,0 +1,1 @@
+"""Benchmarks and quality harnesses, importable; scripts/ holds the thin command lines over them."""
