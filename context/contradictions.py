@@ -3,10 +3,11 @@ pair wins for this call; the older is left out with reason code superseded_in_co
 proposed to curators (facts.services.contradiction_propose) or, under newest_wins, superseded for good by the
 next consolidation (context/consolidation.py).
 
-A pair is a candidate when its stored vectors are at least HAKI_CONFLICT_MIN_SIMILARITY (0.75) alike, with no
-upper bound: the band [0.75, 0.92] of the specification would miss negations, which MiniLM scores above 0.95
-("Clara speaks Spanish." / "Clara does not speak Spanish." 0.96). The similarity only says two facts are about
-the same thing; facts.text.contradiction_signal, the write path's rules, says whether they disagree.
+A pair is a candidate when the claims of its facts clash (facts.claims: one holder, one attribute, two values),
+at any similarity from HAKI_CLAIM_MIN_SIMILARITY up, or when its stored vectors are at least
+HAKI_CONFLICT_MIN_SIMILARITY (0.75) alike, with no upper bound: the band [0.75, 0.92] of the specification would
+miss negations, which MiniLM scores above 0.95 ("Clara speaks Spanish." / "Clara does not speak Spanish." 0.96).
+facts.text.contradiction_signal, the write path's rules, says whether a pair disagrees.
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 from django.conf import settings
 
 from context import retrieval
+from facts.claims import clash
 from facts.text import analyse, contradiction_signal
 
 
@@ -45,6 +47,22 @@ def _newness(candidate) -> tuple:
     return (candidate.valid_from or candidate.recorded_from, candidate.recorded_from, str(candidate.id))
 
 
+def _claimed_pairs(considered: list) -> list[tuple]:
+    """The pairs of candidates whose claims clash (facts.claims), found by grouping the claims by holder and
+    attribute: no pair of candidates that share none is compared."""
+    by_key: dict = {}
+    for candidate in considered:
+        for claim in _statement(candidate.text).claims:
+            by_key.setdefault(claim.key, []).append((candidate.id, claim))
+    pairs = set()
+    for group in by_key.values():
+        for i, (a, claim_a) in enumerate(group):
+            for b, claim_b in group[i + 1:]:
+                if a != b and clash(claim_a, claim_b) is not None:
+                    pairs.add((a, b) if str(a) < str(b) else (b, a))
+    return sorted(pairs, key=lambda p: (str(p[0]), str(p[1])))
+
+
 def find_contradictions(*, project_id: str, subject_id: str, candidates: list) -> list[Contradiction]:
     """The contradicting pairs among the first CONTRADICTION_MAX_CANDIDATES of `candidates` (context.retrieval
     Candidate, best ranked first), of their CONTRADICTION_MAX_PAIRS most alike pairs, whose winner stays in: one Contradiction per (winner, loser), the losers'
@@ -59,14 +77,17 @@ def find_contradictions(*, project_id: str, subject_id: str, candidates: list) -
     considered = candidates[: retrieval.CONTRADICTION_MAX_CANDIDATES]
     by_id = {c.id: c for c in considered}
     pairs = retrieval.similar_pairs(project_id=project_id, subject_id=subject_id, ids=list(by_id),
-                                    min_similarity=settings.HAKI_CONFLICT_MIN_SIMILARITY)
+                                    min_similarity=settings.HAKI_CONFLICT_MIN_SIMILARITY,
+                                    claimed=_claimed_pairs(considered))
     if not pairs:
         return []
     against: dict = {}  # older fact id -> [(newer id, similarity, signal)]
     for a, b, similarity in pairs:
         newer, older = (a, b) if _newness(by_id[a]) > _newness(by_id[b]) else (b, a)
         signal = contradiction_signal(_statement(by_id[newer].text), _statement(by_id[older].text))
-        if signal is not None:
+        if signal is None or not similarity >= settings.HAKI_CLAIM_MIN_SIMILARITY:  # NaN: a vector of zeros
+            continue
+        if signal.read_as_claims or similarity >= settings.HAKI_CONFLICT_MIN_SIMILARITY:
             against.setdefault(older, []).append((newer, similarity, signal))
 
     out: set = set()

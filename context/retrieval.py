@@ -985,6 +985,8 @@ def multi_hop_candidates(lookup: Lookup, *, entities: list[str], exclude_ids: li
 # curator dismissed it or kept both, and that decision stands at query time too.
 # -- uses: facts_fact_pkey (one probe per candidate id) or facts_fact_scope_vectors (small scopes);
 # --       facts_conflictmember_fact and conflict_member_unique for the pairs above the threshold only
+# Pairs whose claims clash (facts.claims, read in Python before the statement) come back at any similarity, first:
+# the claims, not the vectors, say they are about the same thing.
 CONTRADICTION_MAX_CANDIDATES = 64
 CONTRADICTION_MAX_PAIRS = 256
 CONTRADICTION_PAIRS_SQL = """
@@ -995,25 +997,30 @@ WITH c AS MATERIALIZED (
 )
 SELECT a.id, b.id, 1 - p.distance AS similarity
   FROM c a JOIN c b ON a.id < b.id
- CROSS JOIN LATERAL (SELECT a.embedding <=> b.embedding AS distance) p
- WHERE p.distance <= 1 - %(min_similarity)s
+ CROSS JOIN LATERAL (SELECT a.embedding <=> b.embedding AS distance,
+                            (a.id, b.id) IN (SELECT * FROM unnest(%(claimed_a)s::uuid[], %(claimed_b)s::uuid[])) AS claimed) p
+ WHERE (p.distance <= 1 - %(min_similarity)s OR p.claimed)
    AND NOT EXISTS (SELECT 1 FROM facts_conflictmember ma
                      JOIN facts_conflictmember mb ON mb.conflict_set_id = ma.conflict_set_id AND mb.fact_id = b.id
                                                  AND mb.project_id = ma.project_id
                      JOIN facts_conflictset s ON s.id = ma.conflict_set_id AND s.project_id = ma.project_id
                     WHERE ma.fact_id = a.id AND ma.project_id = %(project_id)s AND s.subject_id = %(subject_id)s)
- ORDER BY p.distance, a.id, b.id
+ ORDER BY p.claimed DESC, p.distance, a.id, b.id
  LIMIT %(max_pairs)s
 """
 
 
-def similar_pairs(*, project_id: str, subject_id: str, ids: list, min_similarity: float) -> list[tuple]:
+def similar_pairs(*, project_id: str, subject_id: str, ids: list, min_similarity: float,
+                  claimed: list[tuple] = ()) -> list[tuple]:
     """(id, id, similarity) for the CONTRADICTION_MAX_PAIRS most alike pairs of the scope's active facts `ids` at
-    least `min_similarity` alike that share no conflict set."""
+    least `min_similarity` alike, and the `claimed` pairs (id, id) at any similarity, first, that share no
+    conflict set."""
     if len(ids) < 2:
         return []
     with read_connection().cursor() as cursor:
         cursor.execute(CONTRADICTION_PAIRS_SQL, {"project_id": project_id, "subject_id": subject_id,
                                                  "ids": [str(i) for i in ids], "min_similarity": min_similarity,
+                                                 "claimed_a": [str(min(str(a), str(b))) for a, b in claimed],
+                                                 "claimed_b": [str(max(str(a), str(b))) for a, b in claimed],
                                                  "max_pairs": CONTRADICTION_MAX_PAIRS})
         return [(a, b, float(similarity)) for a, b, similarity in cursor.fetchall()]

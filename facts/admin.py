@@ -284,7 +284,7 @@ class ConflictSetAdmin(StaffProjectsMixin, ReadOnlyAdmin):
     # Open sets first: they are the curators' queue.
     ordering = (Case(When(status=ConflictStatus.OPEN, then=Value(0)), default=Value(1)).asc(), "-opened_at")
     fields = (
-        "status", ("project_id", "subject_id"), ("signal", "similarity"), "signal_detail", "opened_at",
+        "status", ("project_id", "subject_id"), ("signal", "similarity"), "signal_detail", "reading", "opened_at",
         ("resolved_at", "resolved_by"), "note",
     )
 

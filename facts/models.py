@@ -283,6 +283,9 @@ class ConflictSet(ScopedModel):
     status = models.CharField(max_length=16, choices=ConflictStatus.choices, default=ConflictStatus.OPEN)
     signal = models.CharField(max_length=32, help_text="The contradiction rule that opened the set.")
     signal_detail = models.CharField(max_length=SIGNAL_DETAIL_MAX, blank=True, default="")
+    # What the claims rules read as contradicting (facts.claims): {"attribute", "holder", "values": [newer, older]};
+    # empty for a set a word rule opened.
+    reading = models.JSONField(default=dict, blank=True)
     similarity = models.FloatField(help_text="Cosine similarity of the pair that opened the set.")
     opened_at = models.DateTimeField()
     resolved_at = models.DateTimeField(null=True, blank=True)

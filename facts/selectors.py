@@ -261,7 +261,7 @@ def conflict_members(*, conflict_set: ConflictSet) -> list[dict]:
                  WHERE om.conflict_set_id = m.conflict_set_id AND o.id <> f.id) AS similarities
           FROM facts_conflictmember m JOIN facts_fact f ON f.id = m.fact_id
          WHERE m.conflict_set_id = %(set_id)s
-         ORDER BY f.recorded_from, f.id
+         ORDER BY f.recorded_from DESC, f.id
         """,
         {"set_id": conflict_set.id},
         json_columns=["similarities"],

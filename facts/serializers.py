@@ -194,6 +194,7 @@ def conflict_out(conflict_set, members: list[dict] | None = None) -> dict:
         "status": conflict_set.status,
         "signal": conflict_set.signal,
         "signal_detail": conflict_set.signal_detail,
+        "reading": conflict_set.reading or None,
         "similarity": round(conflict_set.similarity, 4),
         "opened_at": iso(conflict_set.opened_at),
         "resolved_at": iso(conflict_set.resolved_at),
@@ -296,6 +297,12 @@ class EventPageSerializer(serializers.Serializer):
     next_cursor = serializers.CharField(allow_null=True)
 
 
+class ConflictReadingSerializer(serializers.Serializer):
+    attribute = serializers.CharField(help_text="e.g. residence, employer, age, birth, partner, count:children, likes:jazz")
+    holder = serializers.CharField(help_text="whom the facts are about, as read: a name, self, or a relation (bob/daughter)")
+    values = serializers.ListField(child=serializers.CharField(), min_length=2, max_length=2)
+
+
 class ConflictOutSerializer(serializers.Serializer):
     id = serializers.UUIDField()
     project_id = serializers.CharField()
@@ -303,6 +310,9 @@ class ConflictOutSerializer(serializers.Serializer):
     status = serializers.ChoiceField(choices=ConflictStatus.choices)
     signal = serializers.CharField()
     signal_detail = serializers.CharField(allow_blank=True)
+    reading = ConflictReadingSerializer(allow_null=True, help_text=(
+        "What was read as contradicting when a claims rule opened the set (different_value, reversed): the "
+        "attribute, whose it is, and the two values as written, the newer first. Null for a word rule."))
     similarity = serializers.FloatField()
     opened_at = serializers.DateTimeField()
     resolved_at = serializers.DateTimeField(allow_null=True)

@@ -161,15 +161,18 @@ CONFLICT, DUPLICATE, DISTINCT = "conflict", "duplicate", "distinct"
 
 def pair_verdict(new_text: str | Statement, old_text: str | Statement, similarity: float) -> tuple[str, Signal | None]:
     """How a new fact relates to a stored one of the same scope:
-    - conflict: similar enough to be about the same thing (>= HAKI_CONFLICT_MIN_SIMILARITY) and a
-      contradiction rule fires;
+    - conflict: their claims give one holder two values of one attribute (facts.claims), at any similarity
+      from HAKI_CLAIM_MIN_SIMILARITY up; or similar enough to be about the same thing
+      (>= HAKI_CONFLICT_MIN_SIMILARITY) and a word rule fires;
     - duplicate: no contradiction, >= HAKI_DUPLICATE_SIMILARITY, and the new text names nothing new;
     - distinct: anything else (stored as its own fact)."""
-    if similarity < settings.HAKI_CONFLICT_MIN_SIMILARITY:
+    if not similarity >= settings.HAKI_CLAIM_MIN_SIMILARITY:  # NaN too: a vector cosine cannot rank
         return DISTINCT, None
     signal = contradiction_signal(new_text, old_text)
-    if signal is not None:
+    if signal is not None and (signal.read_as_claims or similarity >= settings.HAKI_CONFLICT_MIN_SIMILARITY):
         return CONFLICT, signal
+    if similarity < settings.HAKI_CONFLICT_MIN_SIMILARITY:
+        return DISTINCT, None
     if similarity >= settings.HAKI_DUPLICATE_SIMILARITY and not adds_information(new_text, old_text):
         return DUPLICATE, None
     return DISTINCT, None
@@ -361,7 +364,7 @@ def _classify(batch: _Batch, stored: _Stored, *, now) -> _Plan:
     """In item order: an item with a stored fact's text repeats it; one with an earlier item's text, or that
     duplicates a stored or earlier fact without contradicting any, is answered by that fact; any other is a
     new fact, with the stored and earlier facts it contradicts."""
-    min_similarity = settings.HAKI_CONFLICT_MIN_SIMILARITY
+    min_similarity = min(settings.HAKI_CLAIM_MIN_SIMILARITY, settings.HAKI_CONFLICT_MIN_SIMILARITY)
     plan = _Plan(results=[None] * len(batch.items), projects={item.project_id for item in batch.items})
     earlier = _EarlierFacts(batch.vectors, batch.by_scope)
     statements = _Statements()
@@ -442,8 +445,8 @@ def _record_conflict(fact: Fact, conflicts, *, actor: str, now, policy: str) -> 
     if policy == ConflictPolicy.NEWEST_WINS:
         conflict_set = ConflictSet.objects.create(
             project_id=fact.project_id, subject_id=fact.subject_id, status=ConflictStatus.RESOLVED,
-            signal=signal.rule, signal_detail=signal.detail[:SIGNAL_DETAIL_MAX], similarity=similarity, opened_at=now,
-            resolved_at=now, resolved_by="system:newest_wins", note="Newest fact kept by the project's conflict policy.",
+            signal=signal.rule, signal_detail=signal.detail[:SIGNAL_DETAIL_MAX], reading=signal.reading or {},
+            similarity=similarity, opened_at=now, resolved_at=now, resolved_by="system:newest_wins", note="Newest fact kept by the project's conflict policy.",
         )
         ConflictMember.objects.bulk_create(
             [ConflictMember(project_id=fact.project_id, conflict_set=conflict_set, fact=fact, added_at=now, kept=True)]
@@ -473,7 +476,8 @@ def _record_conflict(fact: Fact, conflicts, *, actor: str, now, policy: str) -> 
     if not open_sets:
         open_sets = [ConflictSet.objects.create(
             project_id=fact.project_id, subject_id=fact.subject_id, signal=signal.rule,
-            signal_detail=signal.detail[:SIGNAL_DETAIL_MAX], similarity=similarity, opened_at=now,
+            signal_detail=signal.detail[:SIGNAL_DETAIL_MAX], reading=signal.reading or {}, similarity=similarity,
+            opened_at=now,
         )]
     members = [ConflictMember(project_id=fact.project_id, conflict_set=s, fact=fact, added_at=now) for s in open_sets]
     members += [ConflictMember(project_id=fact.project_id, conflict_set=open_sets[0], fact_id=f, added_at=now)

@@ -9,6 +9,8 @@ import sys
 import unicodedata
 from dataclasses import dataclass
 
+from facts import claims as claim_reading
+
 _SPACE_RE = re.compile(r"\s+")
 _TRAILING_PUNCT_RE = re.compile(r"[\s.!?;:,…]+$")
 
@@ -104,8 +106,14 @@ _ANTONYMS = {
 
 @dataclass(frozen=True)
 class Signal:
-    rule: str  # negation | different_number | different_date | different_name | antonym
+    rule: str  # different_value | reversed (facts.claims) | negation | different_number | different_date | different_name | antonym
     detail: str
+    # What was read as contradicting, for the curator (facts.claims): {"attribute", "holder", "values": [new, old]}
+    reading: dict | None = None
+
+    @property
+    def read_as_claims(self) -> bool:
+        return self.reading is not None
 
 
 def _words(text: str) -> list[str]:
@@ -222,7 +230,9 @@ def _months(words: list[str]) -> set[str]:
 
 
 def _is_name(word: str, position: int, sentence_starts: set[int]) -> bool:
-    return position not in sentence_starts and word[:1].isupper() and word[1:2].islower()
+    # A month or weekday is a date, not a name: "visited Rome in May" / "visited Paris in June" name two trips.
+    return (position not in sentence_starts and word[:1].isupper() and word[1:2].islower()
+            and not _is_numeric(word))
 
 
 @dataclass(frozen=True)
@@ -240,6 +250,7 @@ class Statement:
     days: frozenset[str]
     sentence_starts: frozenset[int]
     content: frozenset[str]  # content_words of the whole text (adds_information)
+    claims: tuple  # facts.claims.read: who, which attribute, which value
 
 
 def analyse(text: str | Statement) -> Statement:
@@ -254,14 +265,20 @@ def analyse(text: str | Statement) -> Statement:
         words=words, folded=folded, lower=lower, negated=_negated(words), affirmed=frozenset(_affirmed_content(words)),
         numbers=frozenset(_numbers(claim, words)), months=frozenset(_months(words)), days=lower & _WEEKDAYS,
         sentence_starts=frozenset(_sentence_starts(claim)), content=frozenset(content_words(text)),
+        claims=claim_reading.read(text),
     )
 
 
 def contradiction_signal(a: str | Statement, b: str | Statement) -> Signal | None:
-    """A rule-based reason to believe `a` and `b` cannot both be true, or None. Only meaningful for two
-    sentences already known to be about the same thing (high cosine similarity). Takes texts, or their
-    analyse() when the caller compares one text with several."""
+    """A rule-based reason to believe `a` (the newer) and `b` cannot both be true, or None. First the claims
+    (facts.claims: one holder, one attribute, two values), which say by themselves that two facts are about the
+    same thing; then the word rules, meaningful only for two sentences already known to be about the same thing
+    (high cosine similarity). Takes texts, or their analyse() when the caller compares one text with several."""
     sa, sb = analyse(a), analyse(b)
+    clash = claim_reading.contradiction(sa.claims, sb.claims)
+    if clash is not None:
+        return Signal(clash.rule, clash.detail,
+                      reading={"attribute": clash.attribute, "holder": clash.holder, "values": [clash.new, clash.old]})
     if sa.negated != sb.negated and _same_claim(sa.affirmed, sb.affirmed):
         return Signal("negation", "the same statement, negated in one and not in the other")
 

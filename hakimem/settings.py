@@ -222,6 +222,9 @@ HAKI_EMBED_BREAKER_FAILURES = env_int("HAKI_EMBED_BREAKER_FAILURES", 3)
 HAKI_EMBED_BREAKER_COOLDOWN = env_float("HAKI_EMBED_BREAKER_COOLDOWN", 30.0)
 
 HAKI_CONFLICT_MIN_SIMILARITY = env_float("HAKI_CONFLICT_MIN_SIMILARITY", 0.75)
+# Two facts whose claims clash (facts.claims) conflict from this similarity up: the claims say they are about the
+# same thing, the floor only keeps two unrelated texts a parse misread from meeting (docs/quality.md).
+HAKI_CLAIM_MIN_SIMILARITY = env_float("HAKI_CLAIM_MIN_SIMILARITY", 0.3)
 HAKI_DUPLICATE_SIMILARITY = env_float("HAKI_DUPLICATE_SIMILARITY", 0.92)
 HAKI_CONFLICT_POLICY = os.environ.get("HAKI_CONFLICT_POLICY", "curator")  # or "newest_wins"
 

@@ -72,7 +72,7 @@ def test_under_newest_wins_the_loser_of_a_call_is_superseded_once():
     nantes.refresh_from_db()
     assert nantes.status == FactStatus.SUPERSEDED and nantes.superseded_by_id == bordeaux.id
     assert list(ConflictSet.objects.values_list("status", "resolved_by", "signal")) == [
-        (ConflictStatus.RESOLVED, "system:newest_wins", "different_name")]
+        (ConflictStatus.RESOLVED, "system:newest_wins", "different_value")]
     assert (report.contradictions_superseded, report.contradictions_proposed, report.changes()) == (1, 0, 1)
     # and a second run, even over the whole history, changes nothing
     before = state()

@@ -101,7 +101,8 @@ def test_members_side_by_side_with_similarity_dates_events_and_decisions(client,
     record_call(at=timezone.now(), subject_id="paul", facts=[(fact, "conflict_open")])
 
     html = listed(as_curator(client, curator), change_url(conflict_set))
-    assert html.index(NANTES) < html.index(BORDEAUX)  # oldest first, as facts 1 and 2
+    assert html.index(BORDEAUX) < html.index(NANTES)  # newest first, as facts 1 and 2
+    assert 'id="reading"' in html and "residence" in html  # what was read as contradicting
     similarity = round(conflict_set.similarity, 3)
     assert html.count(f"<strong>{similarity:.3f}</strong>") == 2  # each to the other
     assert f"/admin/facts/event/{event.pk}/change/" in html and "Paul talked about moving." in html
@@ -116,7 +117,7 @@ def test_keep_one_asks_for_a_note_then_runs_conflict_resolve(client, curator, co
     conflict_set, nantes, bordeaux = conflict
     as_curator(client, curator)
     confirm = listed(client, resolve_url(conflict_set), action="keep", keep=bordeaux)
-    assert "superseded by fact 2" in confirm and NANTES in confirm and 'name="note"' in confirm
+    assert "superseded by fact 1" in confirm and NANTES in confirm and 'name="note"' in confirm
     assert ConflictSet.objects.get().status == "open"  # asking changes nothing
 
     response = client.post(resolve_url(conflict_set), {"action": "keep", "keep": bordeaux, "note": "Moved in May."})

@@ -63,7 +63,9 @@ def test_rules_never_flag_a_sentence_against_itself():
 
 
 def test_verdict_thresholds_apply(settings):
-    assert pair_verdict("Paul lives in Nantes.", "Paul lives in Bordeaux.", 0.74)[0] == DISTINCT
+    assert pair_verdict("The rent is 850 euros.", "The rent is 920 euros.", 0.74)[0] == DISTINCT  # a word rule
+    assert pair_verdict("Paul lives in Nantes.", "Paul lives in Bordeaux.", 0.74)[0] == CONFLICT  # claims
+    assert pair_verdict("Paul lives in Nantes.", "Paul lives in Bordeaux.", 0.29)[0] == DISTINCT  # below their floor
     assert pair_verdict("Paul lives in Bordeaux.", "Paul lives in Nantes.", 0.80)[0] == CONFLICT
     assert pair_verdict("Paul now lives in Nantes.", "Paul lives in Nantes.", 0.91)[0] == DISTINCT
     assert pair_verdict("Paul now lives in Nantes.", "Paul lives in Nantes.", 0.93)[0] == DUPLICATE
@@ -216,3 +218,21 @@ def test_no_two_turns_of_the_development_conversations_conflict(settings, capsys
         print(f"\n{checked} pairs of turns or observations above the threshold, {len(conflicts)} conflicts")
     assert checked > 5000
     assert conflicts == []
+
+
+def test_no_two_turns_of_the_development_conversations_make_claims_that_clash():
+    """The claims rules hold at any similarity from 0.3 up, so every pair of turns (and of observations) is read,
+    not only the alike ones: not one pair of the ~600k gives one person two values of one attribute."""
+    from itertools import combinations
+
+    from facts.claims import contradiction, read
+
+    read_any, clashes = 0, []
+    for conv in _locomo_texts().values():
+        for texts in ([t.text for t in conv.turns], [o.text for o in conv.observations]):
+            claims = [read(text) for text in texts]
+            read_any += sum(1 for c in claims if c)
+            clashes += [(conv.sample_id, i, j) for i, j in combinations(range(len(texts)), 2)
+                        if contradiction(claims[j], claims[i]) is not None]
+    assert read_any > 100  # the rules do read chat: this is not an empty pass
+    assert clashes == []

@@ -167,7 +167,8 @@ def test_contradiction_opens_a_conflict_set(api):
     assert bordeaux["deduplicated"] is False and bordeaux["conflict_set_id"]
     listed = api.get(f"/v1/conflicts?project_id={PROJECT}&subject_id=alice&status=open").json()["conflicts"]
     assert [c["id"] for c in listed] == [bordeaux["conflict_set_id"]]
-    assert listed[0]["signal"] == "different_name"
+    assert listed[0]["signal"] == "different_value"
+    assert listed[0]["reading"]["attribute"] == "residence" and len(listed[0]["reading"]["values"]) == 2
     detail = api.get(f"/v1/conflicts/{bordeaux['conflict_set_id']}").json()
     members = {m["fact_id"]: m for m in detail["members"]}
     assert set(members) == {nantes["id"], bordeaux["id"]}

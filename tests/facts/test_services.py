@@ -58,6 +58,6 @@ def test_classifying_a_batch_compares_each_item_with_the_earlier_new_facts_of_it
     first, contradiction, other_subject = (new.fact for new in plan.new)
     assert [f.text for f in (first, contradiction, other_subject)] == [nantes, bordeaux, bordeaux]
     assert plan.duplicate_of == {1: first.id, 3: contradiction.id}
-    assert [(fact_id, signal.rule) for fact_id, _, signal in plan.new[1].conflicts] == [(first.id, "different_name")]
+    assert [(fact_id, signal.rule) for fact_id, _, signal in plan.new[1].conflicts] == [(first.id, "different_value")]
     assert plan.new[0].conflicts == plan.new[2].conflicts == []
     assert plan.reconfirm == {}
