@@ -21,24 +21,25 @@ class TraceStatus(models.TextChoices):
 
 class EmptyReason(models.TextChoices):
     """Why a context call served nothing (its `rendered` is ""). Every empty call has one, and a call that served
-    something has none; context.assembler.why_empty decides it, in this order of precedence:"""
+    something has none. context.assembler.why_empty decides it: the first below that holds. The labels are what the
+    stats page and the admin show."""
 
     # Nothing was ever written for the subject in the project: no fact, event, procedure or identity block of its
     # own (the project-wide ones do not make a subject known). An erased subject is unknown again.
-    SCOPE_UNKNOWN = "scope_unknown"
+    SCOPE_UNKNOWN = "scope_unknown", "unknown subject: nothing was ever written for it"
     # The subject has memory, but none a call may serve now: every fact retracted, superseded or past its
     # valid_to, and no event (a plain call: the subject's procedures and identity blocks alone serve nothing).
-    SCOPE_EMPTY = "scope_empty"
+    SCOPE_EMPTY = "scope_empty", "nothing to serve: its facts retracted, superseded or no longer valid"
     # A candidate passed every gate but did not fit: the budget (or its tier's) is below the smallest item's cost.
     # The packet's empty_details says which budget would have served something.
-    BUDGET_TOO_SMALL = "budget_too_small"
+    BUDGET_TOO_SMALL = "budget_too_small", "the budget is too small for any item"
     # Every candidate relevant enough to be served (within the relevance floor and min_score) was blocked: by an
     # open conflict, the subject's consent, or expired volatility. empty_details counts them per reason code.
-    ALL_BLOCKED = "all_blocked"
+    ALL_BLOCKED = "all_blocked", "everything relevant blocked: open conflict, consent or staleness"
     # Memory exists, but none of it is relevant enough: the relevance floor or the call's min_score excluded
     # every candidate that was not blocked, or the scope's items were not even candidates (the degraded path's
     # full-text leg matched none of them).
-    NO_RELEVANT_MEMORY = "no_relevant_memory"
+    NO_RELEVANT_MEMORY = "no_relevant_memory", "nothing relevant enough to the query"
 
 
 class DecisionKind(models.TextChoices):

@@ -22,7 +22,7 @@ class Migration(migrations.Migration):
         migrations.AlterField(
             model_name='trace',
             name='empty_reason',
-            field=models.CharField(blank=True, choices=[('scope_unknown', 'Scope Unknown'), ('scope_empty', 'Scope Empty'), ('budget_too_small', 'Budget Too Small'), ('all_blocked', 'All Blocked'), ('no_relevant_memory', 'No Relevant Memory')], max_length=32, null=True),
+            field=models.CharField(blank=True, choices=[('scope_unknown', 'unknown subject: nothing was ever written for it'), ('scope_empty', 'nothing to serve: its facts retracted, superseded or no longer valid'), ('budget_too_small', 'the budget is too small for any item'), ('all_blocked', 'everything relevant blocked: open conflict, consent or staleness'), ('no_relevant_memory', 'nothing relevant enough to the query')], max_length=32, null=True),
         ),
         migrations.AddConstraint(
             model_name='trace',
