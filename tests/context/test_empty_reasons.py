@@ -1,6 +1,8 @@
 """Why a context call came back empty: every packet that served nothing names one empty reason (and its numbers in
 empty_details), the trace keeps both, and a replay gives the same reason. A packet that served something has none,
 and says in its warnings what was blocked."""
+import re
+
 import pytest
 from django.utils import timezone
 
@@ -275,3 +277,21 @@ def test_a_replay_as_it_was_reads_the_scope_as_it_was(api):
     assert replay(api, packet["trace_id"], as_of="original")["empty_reason"] == "scope_unknown"
     now = replay(api, packet["trace_id"], as_of="now")
     assert now["empty_reason"] is None and len(now["facts"]) == 1
+
+
+# --- the documentation says what the code does ---------------------------------------------------------------------
+
+def test_the_schema_enumerates_the_empty_reasons(client):
+    schema = client.get("/v1/schema", HTTP_ACCEPT="application/vnd.oai.openapi+json").json()
+    packet = schema["components"]["schemas"]["ContextPacket"]["properties"]
+    enum = packet["empty_reason"].get("enum") or next(
+        schema["components"]["schemas"][ref["$ref"].rsplit("/", 1)[1]]["enum"]
+        for ref in packet["empty_reason"].get("oneOf", packet["empty_reason"].get("allOf", [])) if "$ref" in ref)
+    assert [e for e in enum if e] == EmptyReason.values
+    assert packet["empty_details"]["nullable"] is True
+
+
+def test_the_readme_lists_every_empty_reason(settings):
+    readme = (settings.BASE_DIR / "README.md").read_text()
+    section = readme[readme.index("### Empty answers"):readme.index("## Tiers and the structured prompt")]
+    assert re.findall(r"^\| `(\w+)` \|", section, re.M)[1:] == EmptyReason.values  # after the header
