@@ -17,7 +17,9 @@ Pipeline (each step is named in the trace's timings):
                AssemblyConfig (context/config.py): today's constants for a call, overridable by a replay.
  5. multi_hop  if budget remains: facts sharing an entity with the facts served, by full text, one hop; then
                what it left goes back to the ranking.
- 6. trace      one trace row and one decision row per candidate, in one statement.
+ 6. trace      one trace row and one decision row per candidate, in one statement. A call that served nothing
+               says why (empty_reason, empty_details: why_empty); it reads the store for it only when it found no
+               candidate at all.
 
 A tiered call (CallOptions.tiers, seed 003) ranks with five signals (importance and access frequency added), and
 between 4 and 5: drops the older of two contradicting candidate facts for the call (superseded_in_context), ranks
@@ -213,11 +215,10 @@ def _without_consent(item, consented: frozenset[str] | None) -> bool:
 
 
 def block(ranked: list[Decided], max_distance: float, consented: frozenset[str] | None = None,
-          min_score: float = 0.0) -> tuple[list[Decided], int]:
+          min_score: float = 0.0) -> list[Decided]:
     """Decide the candidates that may not be served (no consent, open conflict, expired volatility, beyond the
-    relevance floor, under the call's min_score); returns the others in rank order and how many the floor held
-    back."""
-    packable, floor_hits = [], 0
+    relevance floor, under the call's min_score); returns the others in rank order."""
+    packable = []
     for d in ranked:
         item = d.item
         if _without_consent(item, consented):
@@ -226,14 +227,27 @@ def block(ranked: list[Decided], max_distance: float, consented: frozenset[str] 
             d.reason = ReasonCode.CONFLICT_OPEN
         elif getattr(item, "expired", False):
             d.reason = ReasonCode.VOLATILITY_EXPIRED
-        elif max_distance > 0 and item.distance is not None and item.distance > max_distance:
+        elif _beyond_floor(item, max_distance):
             d.reason = ReasonCode.BELOW_RELEVANCE_FLOOR
-            floor_hits += 1
-        elif min_score > 0 and item.score < min_score:
+        elif _below_min_score(item, min_score):
             d.reason = ReasonCode.BELOW_MIN_SCORE
         else:
             packable.append(d)
-    return packable, floor_hits
+    return packable
+
+
+def _beyond_floor(item, max_distance: float) -> bool:
+    return max_distance > 0 and getattr(item, "distance", None) is not None and item.distance > max_distance
+
+
+def _below_min_score(item, min_score: float) -> bool:
+    return min_score > 0 and getattr(item, "score", min_score) < min_score
+
+
+def _relevant(item, max_distance: float, min_score: float) -> bool:
+    """Within the relevance floor and the call's min_score. (Identity blocks have neither a distance nor a score:
+    never ranked nor gated.)"""
+    return not _beyond_floor(item, max_distance) and not _below_min_score(item, min_score)
 
 
 def pack(items: list[Decided], budget: Budget, fits_reason: str) -> None:
@@ -263,6 +277,10 @@ class Memory:
 
     def episodes(self, lookup, qvec):
         return retrieval.episode_candidates(lookup, qvec=qvec)
+
+    def scope_state(self, lookup) -> retrieval.ScopeState:
+        """Asked of a call that found no candidate at all only (why_empty)."""
+        return retrieval.scope_state(lookup)
 
     def hop(self, lookup, entities, exclude_ids):
         if self.scope_facts is not None:  # what multi-hop could find is among the candidates already
@@ -308,6 +326,9 @@ class MemoryAsOf(Memory):
 
     def episodes(self, lookup, qvec):
         return retrieval_asof.episode_candidates_as_of(lookup, qvec=qvec)
+
+    def scope_state(self, lookup) -> retrieval.ScopeState:
+        return retrieval_asof.scope_state_as_of(lookup)
 
     def hop(self, lookup, entities, exclude_ids):
         return retrieval_asof.multi_hop_candidates_as_of(lookup, entities=entities, exclude_ids=exclude_ids,
@@ -379,6 +400,60 @@ def _warnings_for_blocked(decided: list[Decided]) -> list[str]:
     if expired:
         warnings.append(f"volatility_expired: {expired} fact(s) hidden as stale")
     return warnings
+
+
+_BLOCKED = (ReasonCode.CONFLICT_OPEN, ReasonCode.CONSENT_MISSING, ReasonCode.VOLATILITY_EXPIRED)
+
+
+def why_empty(decided: list[Decided], *, total: Budget, tiers: dict[str, Budget] | None, options: CallOptions,
+              config: AssemblyConfig, scope: Callable[[], retrieval.ScopeState]) -> tuple[str, dict | None]:
+    """Why a call that served nothing came back empty, and what the reason says in numbers (the packet's
+    empty_details). The first that holds, in this order:
+    1. budget_too_small: a candidate passed every gate and did not fit; a larger budget would have served it, so
+       this comes before what blocked the others. Details: the budget that serves something (fitting_budgets);
+    2. all_blocked: some candidate within the relevance floor and min_score was blocked (open conflict, consent,
+       expired volatility) and none was left to pack. Details: the blocked candidates per reason code;
+    3. no_relevant_memory: there were candidates, and the floor or min_score held back every one not blocked;
+    4. no candidate at all: scope_unknown when nothing was ever written for the subject, scope_empty when nothing
+       it holds may be served now, else no_relevant_memory (the degraded path's full-text leg matched nothing).
+       Only this case reads the store (`scope`, one statement), so that no call with a candidate pays for it."""
+    over = [d for d in decided if d.reason == ReasonCode.OVER_BUDGET]
+    if over:
+        return EmptyReason.BUDGET_TOO_SMALL, fitting_budgets(over, total, tiers, options)
+    if decided:
+        blocked = [d for d in decided if d.reason in _BLOCKED]
+        if any(_relevant(d.item, config.max_distance, options.min_score) for d in blocked):
+            counts = {str(code): n for code in _BLOCKED if (n := sum(1 for d in blocked if d.reason == code))}
+            return EmptyReason.ALL_BLOCKED, counts
+        return EmptyReason.NO_RELEVANT_MEMORY, None
+    state = scope()
+    if not state.written:
+        return EmptyReason.SCOPE_UNKNOWN, None
+    return (EmptyReason.NO_RELEVANT_MEMORY if state.servable else EmptyReason.SCOPE_EMPTY), None
+
+
+def fitting_budgets(over: list[Decided], total: Budget, tiers: dict[str, Budget] | None, options: CallOptions) -> dict:
+    """The smallest budget_tokens that serves something, where nothing was served and `over` did not fit: the
+    cheapest of them alone, its line and its section's header inside the wrapper (Budget.of_tokens inverted). With
+    nothing served no section is open, and the multi-hop share held back is given back to the ranking before the
+    call ends, so at that budget the call serves at least that item, and below it nothing. A tiered call names the
+    item's tier, and the tier budget it needs when its own is too small; the item is one whose tier budget fits
+    it already, when there is one."""
+    wrapper = total.layout.wrapper_chars()
+
+    def needs(d: Decided) -> tuple[int, int]:
+        cost = total.cost(d)
+        return max(1, -(-(cost + wrapper - 4) // 4)), -(-cost // 4)  # (budget_tokens, a tier's budget)
+
+    if tiers is None:
+        return {"smallest_fitting_budget": min(needs(d)[0] for d in over)}
+    tier_fits = [d for d in over if needs(d)[1] <= options.tier_budgets[d.section]]
+    first = min(tier_fits or over, key=lambda d: (needs(d)[0], needs(d)[1]))
+    budget, tier_budget = needs(first)
+    details = {"smallest_fitting_budget": budget, "tier": first.section}
+    if tier_budget > options.tier_budgets[first.section]:
+        details["smallest_fitting_tier_budget"] = tier_budget
+    return details
 
 
 def _decision_rows(decided: list[Decided], tiered: bool) -> list[DecisionRow]:
@@ -509,7 +584,7 @@ def context_assemble(*, project_id: str, subject_id: str, query: str, budget_tok
                                   config, layout, options, access)
         timer.lap("rank")
 
-        packable, floor_hits = block(decided, config.max_distance, consented, options.min_score)
+        packable = block(decided, config.max_distance, consented, options.min_score)
         # Facts and episodes compete on one score for one budget. The specification packs facts first and gives episodes
         # only what is left; on the quality harness that served no episode at all once a scope held ~900
         # tokens of facts (evidence recall of "when" questions: 0.00), see docs/quality.md.
@@ -519,7 +594,7 @@ def context_assemble(*, project_id: str, subject_id: str, query: str, budget_tok
             packable, found = _contradictions_in_context(packable, project_id=project_id, subject_id=subject_id)
             ranked_procedures = rank_candidates([(p, ItemType.PROCEDURE) for p in procedures], config, layout, options,
                                                 access)
-            packable_procedures, _ = block(ranked_procedures, config.max_distance, consented, options.min_score)
+            packable_procedures = block(ranked_procedures, config.max_distance, consented, options.min_score)
             identity = [candidate_decision(b, ItemType.IDENTITY, i + 1, layout)
                         for i, b in enumerate(memory.identity(project_id, subject_id))]
             decided = identity + decided + ranked_procedures
@@ -536,15 +611,20 @@ def context_assemble(*, project_id: str, subject_id: str, query: str, budget_tok
         else:
             _pack_with_multi_hop(lookup, query, decided, packable, total, budget_tokens, consented, memory, config, timer)
 
-        return lookup, memory, consented, decided, floor_hits, tiers, found, access
+        empty = None
+        if not any(d.reason in _SERVED for d in decided):
+            empty = why_empty(decided, total=total, tiers=tiers, options=options, config=config,
+                              scope=lambda: memory.scope_state(lookup))
+            timer.lap("why_empty")
+        return lookup, memory, consented, decided, empty, tiers, found, access
 
     # Every read of a live call may go to a read replica that holds the scope's latest writes (hakimem/db_router.py);
     # the trace, and a contradiction proposed to curators, are written on the primary. A replay reads on the primary.
     if rerun is None:
-        lookup, memory, consented, decided, floor_hits, tiers, found, access = reads_for_scope(
+        lookup, memory, consented, decided, empty, tiers, found, access = reads_for_scope(
             select, written_sql=SCOPE_WRITTEN_SQL, params={"project_id": project_id, "subject_id": subject_id})
     else:
-        lookup, memory, consented, decided, floor_hits, tiers, found, access = select()
+        lookup, memory, consented, decided, empty, tiers, found, access = select()
     if found and rerun is None:
         # Without waiting for the scope's writers: a context call never queues behind a batch of fact writes; a pair
         # not proposed now is proposed by manage.py consolidate from the trace.
@@ -556,7 +636,7 @@ def context_assemble(*, project_id: str, subject_id: str, query: str, budget_tok
     facts_out = [packet_fact(d, layout.tiered) for d in served if d.item_type == ItemType.FACT]
     episodes_out = [packet_episode(d) for d in served if d.item_type == ItemType.EPISODE]
     warnings += _warnings_for_blocked(decided)
-    empty_reason = EmptyReason.NO_RELEVANT_MEMORY if not served and floor_hits else None
+    empty_reason, empty_details = empty or (None, None)
     status = TraceStatus.DEGRADED if warnings else TraceStatus.OK
     rendered = layout.render(_served_lines(served))
     used_tokens = estimate_tokens(rendered) if rendered else 0
@@ -569,6 +649,7 @@ def context_assemble(*, project_id: str, subject_id: str, query: str, budget_tok
         "episodes": episodes_out,
         "warnings": warnings,
         "empty_reason": str(empty_reason) if empty_reason else None,
+        "empty_details": empty_details,
         "budget_tokens": budget_tokens,
         "used_tokens": used_tokens,
         "rendered": rendered,
@@ -614,7 +695,8 @@ def _record(packet: dict, decided: list[Decided], timer: _Timer, *, project_id, 
         trace={
             "id": packet["trace_id"], "project_id": project_id, "subject_id": subject_id, "query": query,
             "budget_tokens": packet["budget_tokens"], "used_tokens": packet["used_tokens"], "status": packet["status"],
-            "empty_reason": packet["empty_reason"], "warnings": packet["warnings"], "rendered": packet["rendered"],
+            "empty_reason": packet["empty_reason"], "empty_details": packet["empty_details"],
+            "warnings": packet["warnings"], "rendered": packet["rendered"],
             "facts_served": len(packet["facts"]), "episodes_served": len(packet["episodes"]), "candidates": len(decided),
             "embedder": settings.HAKI_EMBED_PROVIDER, "timings": dict(timer.marks), "latency_ms": timer.total(),
             # a replay as it was is dated at the original call's time (its recency is computed there), so the

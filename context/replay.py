@@ -146,7 +146,7 @@ def replay_sample(*, project_id: str, subject_id: str | None, since, until, limi
 
 def replay_batch(*, traces: list[Trace], as_of: str, overrides: dict, progress=lambda: None) -> dict:
     """Replay each trace and sum up what the change does across them: the share of calls whose served set changes,
-    the mean Jaccard overlap of the served items, the injection rate (calls serving at least one fact, as
+    the mean Jaccard overlap of the served items, the injection rate (calls serving something, as
     /v1/stats/overview counts it) and the mean used tokens before and after, the items most often gained and lost.
     A call whose subject was erased meanwhile is skipped and counted."""
     calls, skipped = [], 0
@@ -185,8 +185,8 @@ def replay_batch(*, traces: list[Trace], as_of: str, overrides: dict, progress=l
         "as_of": as_of, "overrides": overrides, "calls": n, "skipped": skipped,
         "changed_share": mean(c["changed"] for c in calls),
         "mean_jaccard": mean(c["jaccard"] for c in calls),
-        "injection_rate_before": mean(c["facts_served_before"] > 0 for c in calls),
-        "injection_rate_after": mean(c["facts_served_after"] > 0 for c in calls),
+        "injection_rate_before": mean(c["used_tokens_before"] > 0 for c in calls),
+        "injection_rate_after": mean(c["used_tokens_after"] > 0 for c in calls),
         "mean_used_tokens_before": mean(c["used_tokens_before"] for c in calls),
         "mean_used_tokens_after": mean(c["used_tokens_after"] for c in calls),
         "most_gained": top(gained), "most_lost": top(lost),

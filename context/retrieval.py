@@ -972,6 +972,44 @@ def multi_hop_candidates(lookup: Lookup, *, entities: list[str], exclude_ids: li
     return [(r["entity"], _candidate(r)) for r in rows]
 
 
+# Why a call that found no candidate at all came back empty (context.assembler.why_empty): does the subject hold a
+# fact or an event a call may serve (`servable`), and was anything else ever written for it (`written`: a fact
+# whatever its status, a procedure or an identity block of its own; the project-wide ones do not make a subject
+# known). Asked only then: a call with a candidate knows its scope exists, so no call that serves something, and
+# no empty one with candidates, pays for it. An as-of replay asks the same of the store at its time
+# (retrieval_asof.SCOPE_STATE_AS_OF_SQL).
+# -- uses: facts_fact_scope_status, facts_event_scope_time, facts_procedure_scope_created,
+# --       identity_block_name_unique_in_scope: each EXISTS stops at the scope's first row
+def scope_state_sql(servable_facts: str, *, as_of: bool = False) -> str:
+    def at(alias: str, column: str) -> str:
+        return f" AND {alias}.{column} <= %(now)s" if as_of else ""
+
+    scope = "{a}.project_id = %(project_id)s AND {a}.subject_id = %(subject_id)s"
+    return f"""
+SELECT EXISTS (SELECT 1 FROM facts_fact f WHERE {servable_facts})
+       OR EXISTS (SELECT 1 FROM facts_event e WHERE {scope.format(a="e")}{at("e", "recorded_at")}) AS servable,
+       EXISTS (SELECT 1 FROM facts_fact f WHERE {scope.format(a="f")}{at("f", "recorded_from")})
+       OR EXISTS (SELECT 1 FROM facts_procedure x WHERE {scope.format(a="x")}{at("x", "created_at")})
+       OR EXISTS (SELECT 1 FROM facts_identityblock b WHERE {scope.format(a="b")}{at("b", "created_at")}) AS written
+"""
+
+
+SCOPE_STATE_SQL = scope_state_sql(_HARD_FILTERS)
+
+
+@dataclass(frozen=True)
+class ScopeState:
+    written: bool  # anything was ever written for the subject (servable or not)
+    servable: bool  # it holds a fact or an event a call may serve
+
+
+def scope_state(lookup: Lookup, sql: str = SCOPE_STATE_SQL) -> ScopeState:
+    with read_connection().cursor() as cursor:
+        cursor.execute(sql, {"project_id": lookup.project_id, "subject_id": lookup.subject_id, "now": lookup.now})
+        servable, written = cursor.fetchone()
+    return ScopeState(written=servable or written, servable=servable)
+
+
 # Query-time contradictions (context/contradictions.py): the pairs among a call's fact candidates whose stored
 # vectors are at least `min_similarity` alike, in one statement: the candidates' rows are read once, by id
 # within the scope (invariant 1; they are active facts, and the status filter lets the planner read them from

@@ -78,6 +78,10 @@ EVENTS_AS_OF_SQL = _hybrid_sql(_EVENTS_SRC, exact=True)
 
 _MULTI_HOP_BRANCH_AT = multi_hop_branch(_FACTS_AT, _IN_OPEN_CONFLICT_AT, _EXPIRED_AT)
 
+# An empty replay's scope as it stood at T (retrieval.scope_state_sql): its facts and events by their recorded
+# times, its procedures and identity blocks by their creation (a block deleted since is not known).
+SCOPE_STATE_AS_OF_SQL = retrieval.scope_state_sql(_FACTS_AT, as_of=True)
+
 
 def _params(lookup: Lookup, text, verdicts: dict) -> dict:
     return {**lookup.params(text), "expired_ids": [str(i) for i in verdicts.get("expired", ())],
@@ -96,6 +100,10 @@ def episode_candidates_as_of(lookup: Lookup, *, qvec) -> list[EpisodeCandidate]:
         cursor.execute(EVENTS_AS_OF_SQL, {**lookup.params(lookup.event_text), "qvec": vector_literal(qvec)})
         rows = dict_rows(cursor, json_columns=["metadata"])
     return [_episode(r) for r in rows]
+
+
+def scope_state_as_of(lookup: Lookup) -> retrieval.ScopeState:
+    return retrieval.scope_state(lookup, SCOPE_STATE_AS_OF_SQL)
 
 
 def multi_hop_candidates_as_of(lookup: Lookup, *, entities: list[str], exclude_ids: list, verdicts: dict):

@@ -21,6 +21,7 @@ from hakimem.fields import (
     StrictIntegerField,
 )
 from hakimem.serializers import StrictSerializer, iso
+from traces.models import EmptyReason
 
 QUERY_MAX = 4000
 
@@ -232,7 +233,17 @@ class ContextPacketSerializer(serializers.Serializer):
     facts = PacketFactSerializer(many=True)
     episodes = PacketEpisodeSerializer(many=True)
     warnings = serializers.ListField(child=serializers.CharField())
-    empty_reason = serializers.CharField(allow_null=True)
+    empty_reason = serializers.ChoiceField(
+        choices=EmptyReason.values, allow_null=True,
+        help_text="null when something was served; else why nothing was, the first that holds: scope_unknown (nothing "
+                  "ever written for the subject), scope_empty (nothing it holds may be served now), budget_too_small "
+                  "(a candidate did not fit), all_blocked (every relevant candidate blocked by an open conflict, "
+                  "consent or expired volatility), no_relevant_memory (nothing relevant enough)")
+    empty_details = serializers.DictField(
+        allow_null=True,
+        help_text='budget_too_small: {"smallest_fitting_budget": N} (tiered calls add "tier" and, when that tier\'s '
+                  'budget is too small, "smallest_fitting_tier_budget"); all_blocked: the blocked candidates per '
+                  'reason code ({"conflict_open": 2}); null otherwise')
     budget_tokens = serializers.IntegerField()
     used_tokens = serializers.IntegerField(help_text="estimate_tokens(rendered): what the block costs, wrapper and "
                                            "section headers included; never above budget_tokens")

@@ -201,7 +201,9 @@ def build_server(tools: MemoryTools) -> MCPServer:
                               volatility=volatility, valid_from=valid_from)
 
     @server.tool(description="The memory relevant to a query, as a <haki_memory> block to put in the prompt "
-                             "(empty when nothing relevant is stored). The structured result adds the trace id.")
+                             "(empty when nothing relevant is stored). The structured result adds the trace id, and "
+                             "for an empty block its empty_reason: scope_unknown, scope_empty, budget_too_small, "
+                             "all_blocked or no_relevant_memory.")
     @_django_call
     def recall(
         query: Annotated[str, Field(description="The user's message or a question about the subject.")],
@@ -220,6 +222,8 @@ def build_server(tools: MemoryTools) -> MCPServer:
                 "facts": [{"id": f["id"], "text": f["text"]} for f in packet["facts"]],
                 "episodes": [{"id": e["id"], "text": e["text"], "occurred_at": e["occurred_at"]} for e in packet["episodes"]],
                 "used_tokens": packet["used_tokens"],
+                "empty_reason": packet["empty_reason"],
+                "empty_details": packet["empty_details"],
             },
         )
 

@@ -18,9 +18,16 @@ class StatsOverviewApi(APIView):
                    parameters=[OverviewQuerySerializer], responses={200: inline_serializer("Overview", {
                        "project_id": serializers.CharField(), "since": serializers.DateTimeField(),
                        "until": serializers.DateTimeField(), "context_calls": serializers.IntegerField(),
-                       "injection_rate": serializers.FloatField(allow_null=True),
+                       "calls_injected": serializers.IntegerField(help_text="calls that served something"),
+                       "injection_rate": serializers.FloatField(allow_null=True,
+                                                                help_text="calls_injected / context_calls"),
                        "hit_rate": serializers.FloatField(allow_null=True, help_text="deprecated: injection_rate"),
-                       "deprecated": serializers.DictField(), "empty_reasons": serializers.DictField(),
+                       "deprecated": serializers.DictField(),
+                       "empty_reasons": serializers.DictField(
+                           child=serializers.IntegerField(),
+                           help_text="the calls that served nothing, per empty reason (every one, 0 when absent), and "
+                                     "not_recorded: empty calls traced before empty reasons were recorded; with "
+                                     "calls_injected they add up to context_calls"),
                        "decisions_by_reason_code": serializers.DictField(),
                        "mean_used_tokens": serializers.FloatField(allow_null=True), "latency_ms": serializers.DictField(),
                        "active_facts": serializers.IntegerField(), "open_conflicts": serializers.DictField(),

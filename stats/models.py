@@ -30,7 +30,7 @@ class _Totals(models.Model):
 
     project_id = models.CharField(max_length=SCOPE_ID_MAX)
     context_calls = models.IntegerField()
-    calls_with_facts = models.IntegerField()
+    calls_injected = models.IntegerField(help_text="calls that served something (used_tokens > 0)")
     used_tokens = models.BigIntegerField()
     empty_reasons = models.JSONField(default=dict, help_text="{empty reason: calls}")
     decisions = models.JSONField(default=dict, help_text="{reason code: decisions}")
@@ -106,7 +106,7 @@ class SubjectDay(models.Model):
     day = models.DateTimeField()
     subject_id = models.CharField(max_length=SCOPE_ID_MAX)
     context_calls = models.IntegerField()
-    calls_with_facts = models.IntegerField()
+    calls_injected = models.IntegerField(help_text="calls that served something (used_tokens > 0)")
 
     class Meta:
         indexes = [models.Index(name="stats_subjectday_subject", fields=["project_id", "subject_id"])]

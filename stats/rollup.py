@@ -12,6 +12,8 @@ Invariants:
   selectors over the part of a period not rolled up, the erasers over the traces they delete to take their
   share out. So the rows hold what the raw query would count, by construction;
 - replays (replay_of) are never counted, as in stats/selectors.py;
+- a call is injected when it served something (used_tokens > 0: its `rendered` is not empty), and every other one
+  has an empty reason (traces.models.EmptyReason): calls_injected plus the empty reasons count every call;
 - the job waits ROLLUP_LAG past the end of a slice before rolling it up: a trace is written at the end of its
   context call, dated at its start, and must have committed by then or it would never be counted;
 - the job (exclusively) and the erasers (shared) take the project's rollup lock: an erasure either runs before
@@ -97,11 +99,11 @@ SELECT t.created_at, t.subject_id, d.reason_code, d.decision, d.fact_id
 """
 
 _TOTALS_OF_T = """
-SELECT c.{unit}, c.context_calls, c.calls_with_facts, c.used_tokens,
+SELECT c.{unit}, c.context_calls, c.calls_injected, c.used_tokens,
        coalesce(e.empty_reasons, jsonb_build_object()) AS empty_reasons,
        coalesce(x.decisions, jsonb_build_object()) AS decisions
   FROM (SELECT {start} AS {unit}, count(*) AS context_calls,
-               count(*) FILTER (WHERE facts_served > 0) AS calls_with_facts, sum(used_tokens) AS used_tokens
+               count(*) FILTER (WHERE used_tokens > 0) AS calls_injected, sum(used_tokens) AS used_tokens
           FROM t GROUP BY 1) c
   LEFT JOIN (SELECT {unit}, jsonb_object_agg(empty_reason, n) AS empty_reasons
                FROM (SELECT {start} AS {unit}, empty_reason, count(*) AS n
@@ -127,7 +129,7 @@ DAY_LATENCIES_OF_T = _LATENCIES_OF_T.replace("{unit}", "day")
 
 SUBJECT_DAYS_OF_T = """
 SELECT date_trunc('day', created_at, 'UTC') AS day, subject_id, count(*) AS context_calls,
-       count(*) FILTER (WHERE facts_served > 0) AS calls_with_facts
+       count(*) FILTER (WHERE used_tokens > 0) AS calls_injected
   FROM t GROUP BY 1, 2
 """
 
@@ -175,15 +177,15 @@ ROLLUP_SQL = with_tables("""
 WITH t AS MATERIALIZED (""" + TRACES_IN_INTERVALS + """),
 td AS MATERIALIZED (""" + DECISIONS_OF_T + """),
 sl AS (
-    INSERT INTO {slice_totals} (project_id, slice, context_calls, calls_with_facts, used_tokens, empty_reasons, decisions)
+    INSERT INTO {slice_totals} (project_id, slice, context_calls, calls_injected, used_tokens, empty_reasons, decisions)
     SELECT %(project_id)s, a.* FROM (""" + SLICE_TOTALS_OF_T + """) a
     RETURNING 1
 ), h AS (
-    INSERT INTO {hour_totals} AS r (project_id, hour, context_calls, calls_with_facts, used_tokens, empty_reasons, decisions)
+    INSERT INTO {hour_totals} AS r (project_id, hour, context_calls, calls_injected, used_tokens, empty_reasons, decisions)
     SELECT %(project_id)s, a.* FROM (""" + HOUR_TOTALS_OF_T + """) a
     ON CONFLICT (project_id, hour) DO UPDATE
        SET context_calls = r.context_calls + excluded.context_calls,
-           calls_with_facts = r.calls_with_facts + excluded.calls_with_facts,
+           calls_injected = r.calls_injected + excluded.calls_injected,
            used_tokens = r.used_tokens + excluded.used_tokens,
            empty_reasons = """ + _add_json("empty_reasons", "excluded", "+") + """,
            decisions = """ + _add_json("decisions", "excluded", "+") + """
@@ -196,11 +198,11 @@ sl AS (
            latencies = ARRAY(SELECT v FROM unnest(r.latencies || excluded.latencies) v ORDER BY v)
     RETURNING 1
 ), s AS (
-    INSERT INTO {subject_day} AS r (project_id, day, subject_id, context_calls, calls_with_facts)
+    INSERT INTO {subject_day} AS r (project_id, day, subject_id, context_calls, calls_injected)
     SELECT %(project_id)s, a.* FROM (""" + SUBJECT_DAYS_OF_T + """) a
     ON CONFLICT (project_id, day, subject_id) DO UPDATE
        SET context_calls = r.context_calls + excluded.context_calls,
-           calls_with_facts = r.calls_with_facts + excluded.calls_with_facts
+           calls_injected = r.calls_injected + excluded.calls_injected
     RETURNING 1
 ), f AS (
     INSERT INTO {fact_served} AS r (project_id, fact_id, month, subject_id, days, served)
@@ -313,7 +315,7 @@ def _subtract_totals(name: str, table: str, period: str, source: str) -> str:
     """The CTE `name` taking the totals of `source` (rows per `period`) out of the rollup table `table`."""
     return name + """ AS (
     UPDATE {""" + table + """} r
-       SET context_calls = r.context_calls - a.context_calls, calls_with_facts = r.calls_with_facts - a.calls_with_facts,
+       SET context_calls = r.context_calls - a.context_calls, calls_injected = r.calls_injected - a.calls_injected,
            used_tokens = r.used_tokens - a.used_tokens, empty_reasons = """ + _add_json("empty_reasons", "a", "-") + """,
            decisions = """ + _add_json("decisions", "a", "-") + """
       FROM (""" + source + """) a
@@ -343,7 +345,7 @@ _SUBTRACT_FROM_T = "\n" + ", ".join([
     _subtract_latencies("dl", "day_latencies", "day", DAY_LATENCIES_OF_T),
     """s AS (
     UPDATE {subject_day} r
-       SET context_calls = r.context_calls - a.context_calls, calls_with_facts = r.calls_with_facts - a.calls_with_facts
+       SET context_calls = r.context_calls - a.context_calls, calls_injected = r.calls_injected - a.calls_injected
       FROM (""" + SUBJECT_DAYS_OF_T + """) a
      WHERE r.project_id = %(project_id)s AND r.day = a.day AND r.subject_id = a.subject_id
     RETURNING 1

@@ -45,6 +45,11 @@ from stats.rollup import (
 from traces.models import EmptyReason, ReasonCode
 
 DEFAULT_PERIOD = timedelta(days=30)
+# The calls neither injected nor under an empty reason: those traced before every empty call recorded one
+# (traces migration 0014) that came back empty for another reason than the relevance floor, and, in the hours rolled
+# up before it (stats migration 0008), those that served episodes but no fact, which were not counted as injected
+# then. 0 in any period since.
+NOT_RECORDED = "not_recorded"
 MAX_PERIOD = timedelta(days=366)  # bounds the work of one request, and the per-day series to a year
 TOP_SUBJECTS = 10
 NEVER_SERVED_SHOWN = 20
@@ -91,7 +96,7 @@ WITH period AS MATERIALIZED (
      WHERE project_id = %(project_id)s AND created_at >= %(since)s AND created_at < %(until)s AND replay_of IS NULL
 )
 SELECT count(*) AS context_calls,
-       count(*) FILTER (WHERE facts_served > 0) AS calls_with_facts,
+       count(*) FILTER (WHERE used_tokens > 0) AS calls_injected,
        avg(used_tokens)::float8 AS mean_used_tokens,
        percentile_cont(0.5) WITHIN GROUP (ORDER BY latency_ms) AS latency_p50,
        percentile_cont(0.95) WITHIN GROUP (ORDER BY latency_ms) AS latency_p95,
@@ -154,11 +159,12 @@ class Overview:
     project_id: str
     period: Period
     context_calls: int
-    calls_with_facts: int
+    calls_injected: int
     mean_used_tokens: float | None
     latency_p50_ms: float | None
     latency_p95_ms: float | None
-    empty_reasons: dict[str, int]  # every EmptyReason, 0 when absent
+    # Every EmptyReason, 0 when absent, and NOT_RECORDED: with calls_injected they count every call of the period.
+    empty_reasons: dict[str, int]
     decisions_by_reason_code: dict[str, int]  # every ReasonCode, 0 when absent
     active_facts: int
     open_conflicts: int
@@ -168,8 +174,13 @@ class Overview:
 
     @property
     def injection_rate(self) -> float | None:
-        """Share of context calls that served at least one fact; None when there was no call."""
-        return self.calls_with_facts / self.context_calls if self.context_calls else None
+        """Share of context calls that served something (a non-empty `rendered`: a fact, an episode, an identity
+        block or a procedure); None when there was no call. The other calls are counted under their empty reasons."""
+        return self.calls_injected / self.context_calls if self.context_calls else None
+
+    @property
+    def calls_empty(self) -> int:
+        return self.context_calls - self.calls_injected
 
     @property
     def decisions_total(self) -> int:
@@ -192,17 +203,18 @@ def stats_overview(*, project_id: str, period: Period, rollup: bool = True) -> O
         by_reason = {row["reason_code"]: row["n"] for row in fetch_dicts(DECISIONS_BY_REASON_SQL, params)}
         never_served = fetch_dicts(NEVER_SERVED_COUNT_SQL, params)[0]["n"]
     store = fetch_dicts(STORE_SQL, params)[0]
-    empty = totals["empty_reasons"]
+    empty = {reason.value: totals["empty_reasons"].get(reason.value, 0) for reason in EmptyReason}
+    empty[NOT_RECORDED] = totals["context_calls"] - totals["calls_injected"] - sum(empty.values())
     oldest = store["oldest_open_conflict_at"]
     return Overview(
         project_id=project_id,
         period=period,
         context_calls=totals["context_calls"],
-        calls_with_facts=totals["calls_with_facts"],
+        calls_injected=totals["calls_injected"],
         mean_used_tokens=totals["mean_used_tokens"],
         latency_p50_ms=totals["latency_p50"],
         latency_p95_ms=totals["latency_p95"],
-        empty_reasons={reason.value: empty.get(reason.value, 0) for reason in EmptyReason},
+        empty_reasons=empty,
         decisions_by_reason_code={code.value: by_reason.get(code.value, 0) for code in ReasonCode},
         active_facts=store["active_facts"],
         open_conflicts=store["open_conflicts"],
@@ -220,14 +232,14 @@ CALLS_PER_DAY_SQL = """
 WITH per_day AS (
     SELECT date_trunc('day', created_at, 'UTC') AS day,
            count(*) AS context_calls,
-           count(*) FILTER (WHERE facts_served > 0) AS calls_with_facts,
+           count(*) FILTER (WHERE used_tokens > 0) AS calls_injected,
            percentile_cont(0.5) WITHIN GROUP (ORDER BY latency_ms) AS latency_p50,
            percentile_cont(0.95) WITHIN GROUP (ORDER BY latency_ms) AS latency_p95
       FROM traces_trace
      WHERE project_id = %(project_id)s AND created_at >= %(since)s AND created_at < %(until)s AND replay_of IS NULL
      GROUP BY 1
 )
-SELECT days.day, coalesce(p.context_calls, 0) AS context_calls, coalesce(p.calls_with_facts, 0) AS calls_with_facts,
+SELECT days.day, coalesce(p.context_calls, 0) AS context_calls, coalesce(p.calls_injected, 0) AS calls_injected,
        p.latency_p50, p.latency_p95
   FROM generate_series(date_trunc('day', %(since)s::timestamptz, 'UTC'),
                        %(until)s::timestamptz - interval '1 microsecond', interval '1 day') AS days(day)
@@ -238,7 +250,7 @@ SELECT days.day, coalesce(p.context_calls, 0) AS context_calls, coalesce(p.calls
 # -- uses: traces_trace_project_time (the period's range scan), then a hash aggregate per subject.
 SUBJECTS_BY_CALLS_SQL = """
 SELECT subject_id, count(*) AS context_calls,
-       count(*) FILTER (WHERE facts_served > 0)::float8 / count(*) AS injection_rate
+       count(*) FILTER (WHERE used_tokens > 0)::float8 / count(*) AS injection_rate
   FROM traces_trace
  WHERE project_id = %(project_id)s AND created_at >= %(since)s AND created_at < %(until)s AND replay_of IS NULL
  GROUP BY subject_id
@@ -251,13 +263,13 @@ SELECT subject_id, count(*) AS context_calls,
 class Day:
     day: date
     context_calls: int
-    calls_with_facts: int
+    calls_injected: int
     latency_p50_ms: float | None
     latency_p95_ms: float | None
 
     @property
     def injection_rate(self) -> float | None:
-        return self.calls_with_facts / self.context_calls if self.context_calls else None
+        return self.calls_injected / self.context_calls if self.context_calls else None
 
 
 def calls_per_day(*, project_id: str, period: Period, rollup: bool = True) -> list[Day]:
@@ -274,7 +286,7 @@ def calls_per_day(*, project_id: str, period: Period, rollup: bool = True) -> li
         Day(
             day=row["day"].astimezone(dt_timezone.utc).date(),
             context_calls=row["context_calls"],
-            calls_with_facts=row["calls_with_facts"],
+            calls_injected=row["calls_injected"],
             latency_p50_ms=row["latency_p50"],
             latency_p95_ms=row["latency_p95"],
         )
@@ -371,18 +383,18 @@ ROLLUP_TOTALS_SQL = with_tables("""
 WITH t AS MATERIALIZED (""" + TRACES_IN_INTERVALS + """),
 td AS (""" + DECISIONS_OF_T + """),
 hours AS (
-    SELECT context_calls, calls_with_facts, used_tokens, empty_reasons, decisions
+    SELECT context_calls, calls_injected, used_tokens, empty_reasons, decisions
       FROM {hour_totals}
      WHERE project_id = %(project_id)s AND hour >= %(rolled_since)s AND hour < %(rolled_until)s
     UNION ALL
-    SELECT context_calls, calls_with_facts, used_tokens, empty_reasons, decisions
+    SELECT context_calls, calls_injected, used_tokens, empty_reasons, decisions
       FROM {slice_totals}
      WHERE project_id = %(project_id)s AND (slice >= %(slices1_since)s AND slice < %(slices1_until)s
                                             OR slice >= %(slices2_since)s AND slice < %(slices2_until)s)
     UNION ALL
-    SELECT context_calls, calls_with_facts, used_tokens, empty_reasons, decisions FROM (""" + HOUR_TOTALS_OF_T + """) a
+    SELECT context_calls, calls_injected, used_tokens, empty_reasons, decisions FROM (""" + HOUR_TOTALS_OF_T + """) a
 )
-SELECT coalesce(sum(context_calls), 0)::int8 AS context_calls, coalesce(sum(calls_with_facts), 0)::int8 AS calls_with_facts,
+SELECT coalesce(sum(context_calls), 0)::int8 AS context_calls, coalesce(sum(calls_injected), 0)::int8 AS calls_injected,
        (sum(used_tokens)::numeric / nullif(sum(context_calls), 0))::float8 AS mean_used_tokens,
        """ + _sum_json("empty_reasons") + """, """ + _sum_json("decisions") + """
   FROM hours
@@ -391,15 +403,15 @@ SELECT coalesce(sum(context_calls), 0)::int8 AS context_calls, coalesce(sum(call
 ROLLUP_CALLS_PER_DAY_SQL = with_tables("""
 WITH t AS MATERIALIZED (""" + TRACES_IN_INTERVALS + """),
 per_day AS (
-    SELECT day, sum(context_calls) AS context_calls, sum(calls_with_facts) AS calls_with_facts
-      FROM (SELECT date_trunc('day', hour, 'UTC') AS day, context_calls, calls_with_facts
+    SELECT day, sum(context_calls) AS context_calls, sum(calls_injected) AS calls_injected
+      FROM (SELECT date_trunc('day', hour, 'UTC') AS day, context_calls, calls_injected
               FROM {hour_totals}
              WHERE project_id = %(project_id)s AND hour >= %(rolled_since)s AND hour < %(rolled_until)s
             UNION ALL
-            SELECT date_trunc('day', created_at, 'UTC'), 1, (facts_served > 0)::int FROM t) x
+            SELECT date_trunc('day', created_at, 'UTC'), 1, (used_tokens > 0)::int FROM t) x
      GROUP BY day
 )
-SELECT days.day, coalesce(p.context_calls, 0)::int8 AS context_calls, coalesce(p.calls_with_facts, 0)::int8 AS calls_with_facts
+SELECT days.day, coalesce(p.context_calls, 0)::int8 AS context_calls, coalesce(p.calls_injected, 0)::int8 AS calls_injected
   FROM generate_series(date_trunc('day', %(since)s::timestamptz, 'UTC'),
                        %(until)s::timestamptz - interval '1 microsecond', interval '1 day') AS days(day)
   LEFT JOIN per_day p USING (day)
@@ -525,12 +537,12 @@ def _latency_percentiles(project_id: str, hours: dict, *, per_day: bool) -> dict
 ROLLUP_SUBJECTS_BY_CALLS_SQL = with_tables("""
 WITH t AS MATERIALIZED (""" + TRACES_IN_INTERVALS + """)
 SELECT subject_id, sum(context_calls)::int8 AS context_calls,
-       sum(calls_with_facts)::float8 / sum(context_calls)::float8 AS injection_rate
-  FROM (SELECT subject_id, context_calls, calls_with_facts
+       sum(calls_injected)::float8 / sum(context_calls)::float8 AS injection_rate
+  FROM (SELECT subject_id, context_calls, calls_injected
           FROM {subject_day}
          WHERE project_id = %(project_id)s AND day >= %(rolled_since)s AND day < %(rolled_until)s
         UNION ALL
-        SELECT subject_id, 1, (facts_served > 0)::int FROM t) x
+        SELECT subject_id, 1, (used_tokens > 0)::int FROM t) x
  GROUP BY subject_id
  ORDER BY context_calls DESC, subject_id
  LIMIT %(limit)s

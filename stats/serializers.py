@@ -49,6 +49,7 @@ def overview_out(overview: Overview) -> dict:
         "since": iso(overview.period.since),
         "until": iso(overview.period.until),
         "context_calls": overview.context_calls,
+        "calls_injected": overview.calls_injected,
         "injection_rate": rate,
         "hit_rate": rate,
         "deprecated": {"hit_rate": "use injection_rate"},

@@ -16,7 +16,10 @@ from hakimem.admin_filters import projects_visible
 from hakimem.serializers import iso
 from stats import charts, selectors
 from stats.services import PRODUCT_OWNERS
-from traces.models import DECISION_OF_REASON
+from traces.models import DECISION_OF_REASON, EmptyReason
+
+EMPTY_REASON_MEANINGS = {**{reason.value: reason.label for reason in EmptyReason},
+                         selectors.NOT_RECORDED: "traced before empty calls recorded their reason"}
 
 
 def can_see_stats(user) -> bool:
@@ -100,9 +103,11 @@ def overview_page(request):
             series=[("p50", "line-p50", [d.latency_p50_ms for d in days]),
                     ("p95", "line-p95", [d.latency_p95_ms for d in days])],
         ),
+        # Every empty reason, and the calls traced before reasons were recorded only when there are some.
         empty_reasons=[
-            {"code": code, "count": n, "share": n / overview.context_calls if overview.context_calls else None}
-            for code, n in overview.empty_reasons.items()
+            {"code": code, "meaning": EMPTY_REASON_MEANINGS[code], "count": n,
+             "share": n / overview.context_calls if overview.context_calls else None}
+            for code, n in overview.empty_reasons.items() if n or code != selectors.NOT_RECORDED
         ],
         reason_codes=[
             {"code": code, "decision": DECISION_OF_REASON[code].value, "count": n,

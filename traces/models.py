@@ -20,7 +20,26 @@ class TraceStatus(models.TextChoices):
 
 
 class EmptyReason(models.TextChoices):
-    NO_RELEVANT_MEMORY = "no_relevant_memory"
+    """Why a context call served nothing (its `rendered` is ""). Every empty call has one, and a call that served
+    something has none. context.assembler.why_empty decides it: the first below that holds. The labels are what the
+    stats page and the admin show."""
+
+    # Nothing was ever written for the subject in the project: no fact, event, procedure or identity block of its
+    # own (the project-wide ones do not make a subject known). An erased subject is unknown again.
+    SCOPE_UNKNOWN = "scope_unknown", "unknown subject: nothing was ever written for it"
+    # The subject has memory, but none a call may serve now: every fact retracted, superseded or past its
+    # valid_to, and no event (a plain call: the subject's procedures and identity blocks alone serve nothing).
+    SCOPE_EMPTY = "scope_empty", "nothing to serve: its facts retracted, superseded or no longer valid"
+    # A candidate passed every gate but did not fit: the budget (or its tier's) is below the smallest item's cost.
+    # The packet's empty_details says which budget would have served something.
+    BUDGET_TOO_SMALL = "budget_too_small", "the budget is too small for any item"
+    # Every candidate relevant enough to be served (within the relevance floor and min_score) was blocked: by an
+    # open conflict, the subject's consent, or expired volatility. empty_details counts them per reason code.
+    ALL_BLOCKED = "all_blocked", "everything relevant blocked: open conflict, consent or staleness"
+    # Memory exists, but none of it is relevant enough: the relevance floor or the call's min_score excluded
+    # every candidate that was not blocked, or the scope's items were not even candidates (the degraded path's
+    # full-text leg matched none of them).
+    NO_RELEVANT_MEMORY = "no_relevant_memory", "nothing relevant enough to the query"
 
 
 class DecisionKind(models.TextChoices):
@@ -104,6 +123,9 @@ class Trace(models.Model):
     used_tokens = models.PositiveIntegerField()
     status = models.CharField(max_length=16, choices=TraceStatus.choices)
     empty_reason = models.CharField(max_length=32, choices=EmptyReason.choices, null=True, blank=True)
+    # What an empty call's reason says in numbers (the packet's empty_details): budget_too_small, the budgets that
+    # would have served something; all_blocked, the blocked candidates per reason code. Null otherwise.
+    empty_details = models.JSONField(null=True, blank=True)
     warnings = models.JSONField(default=list)
     rendered = models.TextField(blank=True)
     facts_served = models.PositiveIntegerField(default=0)
@@ -129,6 +151,12 @@ class Trace(models.Model):
         ]
         constraints = [
             models.CheckConstraint(name="trace_status_valid", condition=Q(status__in=TraceStatus.values)),
+            models.CheckConstraint(name="trace_empty_reason_valid",
+                                   condition=Q(empty_reason__isnull=True) | Q(empty_reason__in=EmptyReason.values)),
+            # A call that served something has no empty reason. (The converse, every empty call has one, holds from
+            # migration 0014 on; the calls traced before it may have none: stats count them apart.)
+            models.CheckConstraint(name="trace_empty_reason_only_when_empty",
+                                   condition=Q(empty_reason__isnull=True) | Q(used_tokens=0)),
             models.CheckConstraint(name="trace_used_within_budget", condition=Q(used_tokens__lte=models.F("budget_tokens"))),
         ]
 

@@ -95,6 +95,7 @@ def trace_inspect(*, trace: Trace) -> dict:
         "packet": {
             "status": trace.status,
             "empty_reason": trace.empty_reason,
+            "empty_details": trace.empty_details,
             "warnings": trace.warnings,
             "used_tokens": trace.used_tokens,
             "facts_served": trace.facts_served,

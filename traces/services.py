@@ -108,11 +108,11 @@ WITH d AS MATERIALIZED (
       FROM string_to_table(%(decisions)s, E'\\n') AS line, string_to_array(line, E'\\t', '') AS e
 ), t AS (
     INSERT INTO traces_trace (id, project_id, subject_id, query, budget_tokens, used_tokens, status, empty_reason,
-                              warnings, rendered, facts_served, episodes_served, candidates, embedder, timings,
-                              latency_ms, created_at, inputs, replay_of, replay)
+                              empty_details, warnings, rendered, facts_served, episodes_served, candidates, embedder,
+                              timings, latency_ms, created_at, inputs, replay_of, replay)
     SELECT %(id)s::uuid, %(project_id)s, %(subject_id)s, %(query)s, %(budget_tokens)s, %(used_tokens)s, %(status)s,
-           %(empty_reason)s, %(warnings)s::jsonb, %(rendered)s, %(facts_served)s, %(episodes_served)s,
-           %(candidates)s, %(embedder)s, %(timings)s::jsonb, %(latency_ms)s, %(created_at)s::timestamptz,
+           %(empty_reason)s, %(empty_details)s::jsonb, %(warnings)s::jsonb, %(rendered)s, %(facts_served)s,
+           %(episodes_served)s, %(candidates)s, %(embedder)s, %(timings)s::jsonb, %(latency_ms)s, %(created_at)s::timestamptz,
            %(inputs)s::jsonb, %(replay_of)s::uuid, %(replay)s::jsonb
      WHERE NOT EXISTS (SELECT FROM d WHERE d.item_type = 'fact' AND NOT EXISTS (
                            SELECT FROM {fact} f WHERE f.id = d.item_id AND f.project_id = %(project_id)s))
@@ -182,6 +182,7 @@ def trace_record(*, trace: dict, decisions: list[DecisionRow]) -> uuid.UUID:
     params = {
         **trace,
         "id": str(trace_id),
+        "empty_details": json.dumps(trace["empty_details"]) if trace.get("empty_details") is not None else None,
         "warnings": json.dumps(trace["warnings"]),
         "timings": json.dumps(trace["timings"]),
         "inputs": json.dumps(trace.get("inputs") or {}),

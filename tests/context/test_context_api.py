@@ -162,11 +162,10 @@ def test_floor_can_empty_a_call_honestly(api, settings):
     assert {d.reason_code for d in decisions(packet).values()} == {"below_relevance_floor"}
 
 
-def test_floor_is_off_by_default_and_an_empty_store_has_no_empty_reason(api):
+def test_floor_is_off_by_default(api):
     FactFactory(text="Alice's cat is called Miso.")
-    assert len(ask(api, "What is the capital of Australia?")["facts"]) == 1
-    packet = ask(api, "anything", subject="nobody")
-    assert packet["facts"] == [] and packet["empty_reason"] is None and packet["rendered"] == ""
+    packet = ask(api, "What is the capital of Australia?")
+    assert len(packet["facts"]) == 1 and packet["empty_reason"] is None and packet["empty_details"] is None
 
 
 # --- multi-hop ----------------------------------------------------------------------------------------

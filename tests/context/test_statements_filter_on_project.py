@@ -103,6 +103,8 @@ def test_the_tokenizer_keeps_strings_and_nesting():
     ("access signal", trace_selectors.ACCESS_FREQUENCY_SQL),
     ("replay: facts as of", retrieval_asof.FACTS_AS_OF_SQL),
     ("replay: events as of", retrieval_asof.EVENTS_AS_OF_SQL),
+    ("an empty call's scope", retrieval.SCOPE_STATE_SQL),
+    ("replay: an empty call's scope as of", retrieval_asof.SCOPE_STATE_AS_OF_SQL),
     ("trace write", trace_services.TRACE_INSERT_SQL),
     ("inspect: decisions", trace_selectors.TRACE_DECISIONS_SQL),
     ("consolidate: a project's scopes", consolidation.PROJECT_SCOPES_SQL),

@@ -72,7 +72,8 @@ async def remember_recall_inspect_forget(client: Client) -> dict:
     seen["recall_text"], seen["recall"] = text_of(recall), structured(recall)
     seen["trace"] = structured(await client.call_tool("inspect", {"trace_id": seen["recall"]["trace_id"]}))
     seen["forgot"] = structured(await client.call_tool("forget", {"fact_id": seen["remembered"]["fact_id"]}))
-    seen["recall_after"] = text_of(await client.call_tool("recall", {"query": "What is Alice allergic to?"}))
+    after = await client.call_tool("recall", {"query": "What is Alice allergic to?"})
+    seen["recall_after"], seen["recall_after_why"] = text_of(after), structured(after)["empty_reason"]
     return seen
 
 
@@ -99,7 +100,8 @@ def test_the_tools_over_stdio(api_key):
     assert [d["item_id"] for d in seen["trace"]["decisions"] if d["decision"] == "included"] == [str(alice.id)]
     # forget retracted the fact: the next recall serves nothing, as the empty string
     assert seen["forgot"]["status"] == "retracted" and Fact.objects.get(id=alice.id).status == "retracted"
-    assert seen["recall_after"] == ""
+    assert seen["recall_after"] == "" and seen["recall_after_why"] == "scope_empty"
+    assert seen["recall"]["empty_reason"] is None
 
 
 @pytest.mark.django_db(transaction=True)

@@ -1,6 +1,7 @@
 """The statistics' rollup (stats/rollup.py): the overview and the pages read from it give the raw query's numbers,
 to the bit, on generated calls over several days, projects and subjects; before and after erasures; and past
 the traces' retention, the rollup keeps the history the raw query lost."""
+import itertools
 import random
 from datetime import UTC, datetime, timedelta
 
@@ -16,7 +17,7 @@ from stats.serializers import overview_out
 from tests.conftest import OTHER_PROJECT, PROJECT
 from tests.facts.factories import FactFactory
 from tests.traces.factories import record_call
-from traces.models import ReasonCode, Trace
+from traces.models import EmptyReason, ReasonCode, Trace
 from traces.services import traces_prune
 
 pytestmark = pytest.mark.django_db
@@ -49,6 +50,7 @@ def calls():
     with random latencies (some repeated: the erasers take out one occurrence each), tokens, reason codes, empty
     calls and replays (never counted)."""
     rnd = random.Random(18)
+    reasons = itertools.cycle(EmptyReason.values)  # apart from rnd: the calls stay those the tests were written on
     for project in (PROJECT, OTHER_PROJECT):
         for subject in SUBJECTS:
             facts = [FactFactory(project_id=project, subject_id=subject, category=CATEGORIES[i % 3],
@@ -64,7 +66,7 @@ def calls():
                     trace_id = record_call(
                         at=at, project_id=project, subject_id=subject, latency_ms=latency,
                         used_tokens=0 if empty else rnd.randint(10, 800),
-                        empty_reason="no_relevant_memory" if empty else None, facts=list(zip(considered, codes)),
+                        empty_reason=next(reasons) if empty else None, facts=list(zip(considered, codes)),
                     )
                     if rnd.random() < 0.1:
                         record_call(at=at + timedelta(minutes=3), project_id=project, subject_id=subject,
@@ -109,6 +111,10 @@ def test_the_rollup_answers_as_the_raw_query(calls):
     assert_rollup_answers_as_raw(PROJECT)
     whole = selectors.stats_overview(project_id=PROJECT, period=PERIODS["whole days"])
     assert whole.context_calls > 50 and whole.latency_p50_ms is not None and whole.facts_never_served >= 4
+    # and the injected calls and the empty ones under each reason count every call
+    assert whole.calls_injected + sum(whole.empty_reasons.values()) == whole.context_calls
+    assert whole.empty_reasons[selectors.NOT_RECORDED] == 0 and min(whole.empty_reasons.values()) >= 0
+    assert all(whole.empty_reasons[reason] > 0 for reason in EmptyReason.values)
 
 
 def test_a_rollup_from_before_the_slices_answers_as_the_raw_query(calls):

@@ -21,8 +21,9 @@ def test_overview_numbers_on_a_known_week(api, week):
     body = overview(api, since=SINCE, until=UNTIL)
     assert body["project_id"] == PROJECT and (body["since"], body["until"]) == (SINCE, UNTIL)
     assert body["context_calls"] == 4
-    assert body["injection_rate"] == 0.5  # two of the four calls served a fact; an episode alone does not count
-    assert body["empty_reasons"] == {"no_relevant_memory": 1}
+    assert body["calls_injected"] == 3 and body["injection_rate"] == 0.75  # an episode alone is something served
+    assert body["empty_reasons"] == {"scope_unknown": 0, "scope_empty": 0, "budget_too_small": 0, "all_blocked": 0,
+                                     "no_relevant_memory": 1, "not_recorded": 0}
     assert body["decisions_by_reason_code"] == {
         "included": 4, "multi_hop_expansion": 0, "over_budget": 1, "below_relevance_floor": 2,
         "conflict_open": 2, "volatility_expired": 0, "consent_missing": 0, "below_min_score": 0,
@@ -41,7 +42,7 @@ def test_overview_numbers_on_a_known_week(api, week):
 
 def test_hit_rate_is_the_deprecated_name_of_injection_rate(api, week):
     body = overview(api, since=SINCE, until=UNTIL)
-    assert body["hit_rate"] == body["injection_rate"] == 0.5
+    assert body["hit_rate"] == body["injection_rate"] == 0.75
     assert body["deprecated"] == {"hit_rate": "use injection_rate"}
 
 
@@ -82,7 +83,8 @@ def test_no_call_means_no_rate_rather_than_zero(api):
     assert body["context_calls"] == 0
     assert body["injection_rate"] is None and body["hit_rate"] is None and body["mean_used_tokens"] is None
     assert body["latency_ms"] == {"p50": None, "p95": None}
-    assert set(body["decisions_by_reason_code"].values()) == {0} and body["empty_reasons"] == {"no_relevant_memory": 0}
+    assert set(body["decisions_by_reason_code"].values()) == {0} and set(body["empty_reasons"].values()) == {0}
+    assert body["calls_injected"] == 0
     assert body["open_conflicts"] == {"count": 0, "oldest_opened_at": None, "oldest_age_seconds": None}
 
 

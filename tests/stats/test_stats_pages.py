@@ -31,7 +31,7 @@ def text_of(html: str, element_id: str) -> str:
 def test_the_page_shows_the_numbers_the_api_reports(client, api, product_owner, week):
     api_body = api.get("/v1/stats/overview", {"project_id": PROJECT, "since": SINCE, "until": UNTIL}).json()
     html = page(client, product_owner, **WEEK)
-    assert text_of(html, "injection-rate") == f"{api_body['injection_rate'] * 100:.1f} %" == "50.0 %"
+    assert text_of(html, "injection-rate") == f"{api_body['injection_rate'] * 100:.1f} %" == "75.0 %"
     assert text_of(html, "context-calls") == str(api_body["context_calls"]) == "4"
     assert f"/v1/stats/overview?project_id={PROJECT}&amp;since={SINCE}&amp;until={UNTIL}" in html
 
@@ -44,7 +44,7 @@ def test_the_page_holds_the_charts_tables_and_lists(client, product_owner, week)
     assert '<span class="badge blocked">blocked</span></td><td><code>conflict_open</code>' in html
     assert "Bob lives in Paris." in html and "Alice once lived in Oslo." in html  # never served
     assert "Alice is allergic to peanuts." not in html  # served
-    assert re.search(r"<td>bob</td><td class=\"num\">2</td>\s*<td class=\"num\">50.0 %</td>", html)  # top subjects
+    assert re.search(r"<td>bob</td><td class=\"num\">2</td>\s*<td class=\"num\">100.0 %</td>", html)  # top subjects
     assert "Mon 2 Mar 2026" in html  # the numbers per day, without JavaScript
 
 
@@ -52,7 +52,7 @@ def test_days_without_calls_are_gaps_not_zeros(client, product_owner, week):
     days = selectors.calls_per_day(project_id=PROJECT, period=selectors.days_period(*(
         timezone.datetime(2026, 3, d).date() for d in (1, 7))))
     assert [d.context_calls for d in days] == [1, 2, 1, 0, 0, 0, 0]
-    assert [d.injection_rate for d in days] == [1.0, 0.5, 0.0, None, None, None, None]
+    assert [d.injection_rate for d in days] == [1.0, 0.5, 1.0, None, None, None, None]
     assert days[1].latency_p50_ms == 25.0
 
 

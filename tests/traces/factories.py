@@ -18,11 +18,15 @@ def _rows(item_type: str, items) -> list[DecisionRow]:
 
 
 def record_call(
-    *, at, project_id=PROJECT, subject_id="alice", query="what does Alice like?", latency_ms=10.0, used_tokens=0,
+    *, at, project_id=PROJECT, subject_id="alice", query="what does Alice like?", latency_ms=10.0, used_tokens=None,
     budget_tokens=900, facts=(), episodes=(), empty_reason=None, warnings=(), rendered="", replay_of=None,
 ) -> uuid.UUID:
-    """facts and episodes: (item, reason_code) pairs, in rank order. Returns the trace id."""
+    """facts and episodes: (item, reason_code) pairs, in rank order. used_tokens defaults to the served items'
+    tokens (0 when none was served, as for an empty call). Returns the trace id."""
     served = lambda pairs: sum(DECISION_OF_REASON[code] == DecisionKind.INCLUDED for _, code in pairs)  # noqa: E731
+    if used_tokens is None:
+        used_tokens = sum(row.tokens for row in _rows("fact", facts) + _rows("episode", episodes)
+                          if DECISION_OF_REASON[row.reason_code] == DecisionKind.INCLUDED)
     return trace_record(
         trace={
             "project_id": project_id, "subject_id": subject_id, "query": query, "budget_tokens": budget_tokens,

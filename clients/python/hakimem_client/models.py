@@ -305,6 +305,9 @@ class ContextPacket:
     budget_tokens: int
     used_tokens: int
     rendered: str
+    # Why an empty packet's reason holds, in numbers: {"smallest_fitting_budget": N} for budget_too_small, the blocked
+    # candidates per reason code for all_blocked; None otherwise.
+    empty_details: dict[str, Any] | None = None
     # Tiered calls only (tiers=True): the identity blocks and procedures served, and each tier's budget and use.
     identity: list[PacketIdentity] = field(default_factory=list)
     procedures: list[PacketProcedure] = field(default_factory=list)
@@ -317,7 +320,8 @@ class ContextPacket:
         return cls(
             trace_id=d["trace_id"], status=d["status"], facts=[PacketFact.from_dict(f) for f in d.get("facts", [])],
             episodes=[PacketEpisode.from_dict(e) for e in d.get("episodes", [])], warnings=d.get("warnings", []),
-            empty_reason=d.get("empty_reason"), budget_tokens=d.get("budget_tokens", 0),
+            empty_reason=d.get("empty_reason"), empty_details=d.get("empty_details"),
+            budget_tokens=d.get("budget_tokens", 0),
             used_tokens=d.get("used_tokens", 0), rendered=d.get("rendered", ""),
             identity=[PacketIdentity.from_dict(i) for i in d.get("identity", [])],
             procedures=[PacketProcedure.from_dict(p) for p in d.get("procedures", [])],
