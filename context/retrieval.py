@@ -36,7 +36,7 @@ from django.db import transaction
 from context import scoring
 from facts.scope_graphs import SCOPE_GRAPH_PREFIX, scope_graph_name
 from facts.text import STOP_WORDS
-from hakimem.db import dict_rows
+from hakimem.db import decay_sql, dict_rows
 from hakimem.db_router import read_connection
 from hakimem.embeddings import vector_literal
 
@@ -317,10 +317,24 @@ class Lookup:
             "leg_max_rows": LEXICAL_LEG_MAX_ROWS,
             "dense_k": c.dense_top_k if c else DENSE_TOP_K,
             "candidate_limit": self.candidate_limit or CANDIDATE_LIMIT,
-            "w_similarity": c.w_similarity if c else scoring.W_SIMILARITY,
-            "w_text": c.w_text_rank if c else scoring.W_TEXT,
-            "w_recency": c.w_recency if c else scoring.W_RECENCY,
+            "w_similarity": sql_weight(c.w_similarity if c else scoring.W_SIMILARITY),
+            "w_text": sql_weight(c.w_text_rank if c else scoring.W_TEXT),
+            "w_recency": sql_weight(c.w_recency if c else scoring.W_RECENCY),
         }
+
+
+# The SQL orders by the hybrid score times SQL_SCORE_SCALE, which changes no order: a power of two scales every
+# product and sum exactly. PostgreSQL raises `underflow` where a product of non-zero floats rounds to 0: 0.05 times a
+# recency of 5e-324 (an item decayed to hakimem.db.DECAY_MIN_EXPONENT) did, as would a replay's w_recency of 1e-300
+# times any recency under 1e-24. A non-zero weight goes to SQL as at least 1 (a weight under 2^-1000, which no sum of
+# the score can show beside another part, counts as 2^-1000), so no weight times a part in [5e-324, 1] underflows,
+# and the score stays under 4e301, far from overflow. The assembler scores the candidates again with the weights
+# themselves (scoring.hybrid_score).
+SQL_SCORE_SCALE = 2.0**1000
+
+
+def sql_weight(weight: float) -> float:
+    return max(weight, 1.0 / SQL_SCORE_SCALE) * SQL_SCORE_SCALE if weight else 0.0
 
 
 def _may_have_counts(subject_id: str) -> bool:
@@ -429,11 +443,13 @@ _BLOCK_FLAGS = f"""
 
 # Recency decays in double precision: date_part('epoch', ...) is a float8, where extract(epoch FROM ...) is a numeric
 # whose exp() costs ~3 us a row against ~0.5 (a 10k scope's candidates statement: 19.3 -> 17.6 ms at p50; the same
-# rows in the same order for 150 of 150 questions, recencies within 1e-16; docs/performance.md).
-_RECENCY = "exp(-greatest(date_part('epoch', %(now)s - coalesce(f.valid_from, f.recorded_from)), 0) / %(tau_seconds)s)"
-_EVENT_RECENCY = "exp(-greatest(date_part('epoch', %(now)s - e.occurred_at), 0) / %(tau_seconds)s)"
+# rows in the same order for 150 of 150 questions, recencies within 1e-16; docs/performance.md). The exponent stops
+# at hakimem.db.DECAY_MIN_EXPONENT: an event of 1950 or a replay's tau of 0.01 day made exp() underflow, and PostgreSQL
+# failed every call of the scope (tests/context/test_recency_bounds.py).
+_RECENCY = decay_sql("%(now)s", "coalesce(f.valid_from, f.recorded_from)", "tau_seconds")
+_EVENT_RECENCY = decay_sql("%(now)s", "e.occurred_at", "tau_seconds")
 # A procedure is as fresh as its last edit: its steps are kept current in place.
-_PROCEDURE_RECENCY = "exp(-greatest(date_part('epoch', %(now)s - x.updated_at), 0) / %(tau_seconds)s)"
+_PROCEDURE_RECENCY = decay_sql("%(now)s", "x.updated_at", "tau_seconds")
 
 _HARD_FILTERS = """f.project_id = %(project_id)s AND f.subject_id = %(subject_id)s AND f.status = 'active'
                    AND (f.valid_to IS NULL OR f.valid_to > %(now)s)"""

@@ -391,10 +391,39 @@ class ConflictSetAdmin(StaffProjectsMixin, ReadOnlyAdmin):
         return TemplateResponse(request, "admin/facts/conflictset/resolve.html", context)
 
 
+class _ProjectForm(forms.ModelForm):
+    """A row of a project the signed-in person may act on (row security would refuse the write of any other: a 500)."""
+
+    allowed_projects: list[str] | None = None  # set per request by ProjectFormAdmin.get_form; None: every project
+
+    def clean_project_id(self):
+        project_id = self.cleaned_data["project_id"]
+        if self.allowed_projects is not None and project_id not in self.allowed_projects:
+            raise forms.ValidationError("You may not write to this project.")
+        return project_id
+
+
+class ProjectFormAdmin(StaffProjectsMixin, admin.ModelAdmin):
+    """Rows of a project, written through a form (_ProjectForm) that knows the signed-in person's projects."""
+
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        from hakimem.models import staff_projects
+
+        form = super().get_form(request, obj, change=change, **kwargs)
+        return type(form.__name__, (form,), {"allowed_projects": staff_projects(request.user)})
+
+
+class ProjectForm(_ProjectForm):
+    class Meta:
+        model = Project
+        fields = ("project_id", "consent_required", "consent_write_policy", "categories", "conflict_policy")
+
+
 @admin.register(Project)
-class ProjectAdmin(admin.ModelAdmin):
+class ProjectAdmin(ProjectFormAdmin):
     """A project's settings; saved through services.project_update, as PATCH /v1/project does."""
 
+    form = ProjectForm
     list_display = ("project_id", "consent_required", "consent_write_policy", "conflict_policy", "updated_at")
     fields = ("project_id", "consent_required", "consent_write_policy", "categories", "conflict_policy")
 
@@ -407,7 +436,7 @@ class ProjectAdmin(admin.ModelAdmin):
 
 
 @admin.register(Consent)
-class ConsentAdmin(ReadOnlyAdmin):
+class ConsentAdmin(StaffProjectsMixin, ReadOnlyAdmin):
     """Grants and revocations as subjects made them through the API: read only here."""
 
     list_display = ("subject_id", "project_id", "category", "granted_at", "revoked_at")
@@ -418,27 +447,13 @@ class ConsentAdmin(ReadOnlyAdmin):
 
 # --- identity blocks and procedures: written by people, here as through the API ----------------------------
 
-class _ScopedForm(forms.ModelForm):
-    """A block's or a procedure's scope: a project the signed-in person may act on (row security would refuse
-    the write of any other), and an empty subject for the whole project."""
-
-    allowed_projects: list[str] | None = None  # set per request by ScopedWriteAdmin.get_form; None: every project
-
-    def clean_project_id(self):
-        project_id = self.cleaned_data["project_id"]
-        if self.allowed_projects is not None and project_id not in self.allowed_projects:
-            raise forms.ValidationError("You may not write to this project.")
-        return project_id
+class _ScopedForm(_ProjectForm):
+    """A block's or a procedure's scope: a project the signed-in person may act on, and an empty subject for the
+    whole project."""
 
 
-class ScopedWriteAdmin(StaffProjectsMixin, admin.ModelAdmin):
+class ScopedWriteAdmin(ProjectFormAdmin):
     """Adds and edits through the app's services, as the API does: a form validates, a service writes."""
-
-    def get_form(self, request, obj=None, change=False, **kwargs):
-        from hakimem.models import staff_projects
-
-        form = super().get_form(request, obj, change=change, **kwargs)
-        return type(form.__name__, (form,), {"allowed_projects": staff_projects(request.user)})
 
     def get_readonly_fields(self, request, obj=None):
         return ("project_id", "subject_id", "created_at", "updated_at") if obj else ("created_at", "updated_at")

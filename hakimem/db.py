@@ -35,3 +35,17 @@ def fetch_dicts(sql, params, *, json_columns=()) -> list[dict]:
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         return dict_rows(cursor, json_columns=json_columns)
+
+
+# The least exponent whose exp() is not 0 in double precision: exp(-745) is 5e-324, the smallest subnormal, and
+# PostgreSQL raises `value out of range: underflow` where exp() returns 0 (past about -745.13). An item dated 61
+# years back decays that far with a time constant of 30 days, one a day old with a replay's 0.01 day.
+DECAY_MIN_EXPONENT = -745
+
+
+def decay_sql(later: str, earlier: str, tau_param: str) -> str:
+    """exp(-age / tau) in float8, age = `later` - `earlier` in seconds (0 when negative), tau the parameter named
+    `tau_param` (seconds): the recency of an item, the decay of an access count. The exponent stops at
+    DECAY_MIN_EXPONENT, so no date and no tau fails the statement; where exp() did not fail, the value is the same."""
+    return (f"exp(greatest(-greatest(date_part('epoch', {later} - {earlier}), 0) / %({tau_param})s, "
+            f"{DECAY_MIN_EXPONENT}))")

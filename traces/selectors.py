@@ -9,7 +9,7 @@ from django.db import connection
 from django.db.models import Count
 
 from facts.models import Event, Fact, IdentityBlock, Procedure
-from hakimem.db import fetch_dicts, with_tables
+from hakimem.db import decay_sql, fetch_dicts, with_tables
 from hakimem.db_router import read_connection
 from hakimem.serializers import iso
 from traces.models import TRACE_PENDING_KEY, ACCESS_TAU_SECONDS, Decision, DecisionKind, ItemAccess, Trace
@@ -174,7 +174,7 @@ def fact_decision_counts(*, fact_ids) -> dict:
 # -- uses: traces_itemaccess_pkey
 ACCESS_FREQUENCY_SQL = with_tables(
     """
-    SELECT a.item_id, a.count * exp(-greatest(date_part('epoch', %(now)s::timestamptz - a.at), 0) / %(tau)s)
+    SELECT a.item_id, a.count * """ + decay_sql("%(now)s::timestamptz", "a.at", "tau") + """
       FROM {item_access} a
      WHERE a.project_id = %(project_id)s AND a.subject_id = %(subject_id)s AND a.item_id = ANY(%(item_ids)s::uuid[])
     """,

@@ -13,7 +13,7 @@ from django.db import connection
 from facts.models import Event, Fact, IdentityBlock, Procedure
 from facts.services import erase_condition
 from hakimem import observability
-from hakimem.db import with_tables
+from hakimem.db import decay_sql, with_tables
 from traces.models import (
     ACCESS_MIN_COUNT,
     ACCESS_TAU_SECONDS,
@@ -77,8 +77,8 @@ _ACCESS_UPSERT_SQL = """, a AS (
        AND d.item_type <> 'identity' AND %(replay_of)s::uuid IS NULL
      ORDER BY d.item_id
         ON CONFLICT (project_id, subject_id, item_id) DO UPDATE
-       SET count = x.count * exp(-greatest(date_part('epoch', excluded.at - x.at), 0) / %(access_tau_seconds)s)
-                   + exp(-greatest(date_part('epoch', x.at - excluded.at), 0) / %(access_tau_seconds)s),
+       SET count = x.count * """ + decay_sql("excluded.at", "x.at", "access_tau_seconds") + """
+                   + """ + decay_sql("x.at", "excluded.at", "access_tau_seconds") + """,
            at = greatest(x.at, excluded.at)
 )"""
 
@@ -366,7 +366,7 @@ WITH batch AS MATERIALIZED (
 ), stale AS (
     SELECT a.project_id, a.subject_id, a.item_id FROM traces_itemaccess a
      WHERE (a.project_id, a.subject_id, a.item_id) IN (SELECT * FROM batch){project_a}
-       AND a.count * exp(-greatest(date_part('epoch', %(now)s::timestamptz - a.at), 0) / %(tau)s) < %(min_count)s
+       AND a.count * """ + decay_sql("%(now)s::timestamptz", "a.at", "tau") + """ < %(min_count)s
        FOR UPDATE SKIP LOCKED
 ), gone AS (
     DELETE FROM traces_itemaccess a USING stale s
