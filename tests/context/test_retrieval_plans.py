@@ -242,7 +242,7 @@ def test_query_time_contradictions_read_the_candidates_by_id(loaded):
         scope_enter(API_ROLE, bench_data.PROJECT)
         cursor.execute("EXPLAIN (ANALYZE, COSTS OFF) " + retrieval.CONTRADICTION_PAIRS_SQL, {
             "project_id": bench_data.PROJECT, "subject_id": "big", "ids": ids, "min_similarity": 0.75,
-            "max_pairs": retrieval.CONTRADICTION_MAX_PAIRS})
+            "max_pairs": retrieval.CONTRADICTION_MAX_PAIRS, "claimed_a": [], "claimed_b": []})
         plan = "\n".join(row[0] for row in cursor.fetchall())
     # then their vectors are read by id, never by walking the scope
     assert "Index Scan using facts_fact_pkey" in plan and "Seq Scan on facts_fact" not in plan, plan
