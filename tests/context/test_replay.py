@@ -63,7 +63,7 @@ def changed_scope(api):
                             "occurred_at": "2026-03-01T10:00:00Z"}, format="json")
     for thing in ("roses", "tulips", "ferns", "irises", "daisies", "lilies"):
         post_fact(api, f"Alice keeps {thing} in her garden and gives some to her brother.")
-    stale = FactFactory(text="Alice's brother Paul lives in a rented flat this month.", volatility="volatile",
+    stale = FactFactory(text="Alice's brother Paul is renovating a rented flat this month.", volatility="volatile",
                         last_confirmed_at=timezone.now() - timezone.timedelta(days=30))
     packet = ask(api, "Where do Alice and her brother Paul live?", budget=300)
 
@@ -72,7 +72,7 @@ def changed_scope(api):
                     format="json").status_code == 200
     api.post("/v1/events", {"project_id": PROJECT, "subject_id": "alice", "text": "Alice and Paul moved house.",
                             "occurred_at": timezone.now().isoformat()}, format="json")
-    post_fact(api, "Alice's brother Paul now lives in Toulouse.")
+    post_fact(api, "Alice's brother Paul now plays chess in Toulouse.")
     post_fact(api, stale.text, volatility="volatile")  # a repeat: confirms the stale fact again, in place
     stale.refresh_from_db()
     assert stale.last_confirmed_at > timezone.now() - timezone.timedelta(minutes=1)

@@ -206,6 +206,8 @@ class ConflictSet:
     resolved_by: str | None
     note: str
     members: list[ConflictMember] | None = None
+    # what the claims rules read as contradicting: {"attribute", "holder", "values": [newer, older]}; None for a word rule
+    reading: dict[str, Any] | None = None
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
@@ -215,7 +217,7 @@ class ConflictSet:
             id=d["id"], project_id=d["project_id"], subject_id=d["subject_id"], status=d["status"],
             signal=d.get("signal", ""), signal_detail=d.get("signal_detail", ""), similarity=d.get("similarity", 0.0),
             opened_at=_dt(d.get("opened_at")), resolved_at=_dt(d.get("resolved_at")),
-            resolved_by=d.get("resolved_by"), note=d.get("note", ""),
+            resolved_by=d.get("resolved_by"), note=d.get("note", ""), reading=d.get("reading"),
             members=None if members is None else [ConflictMember.from_dict(m) for m in members], raw=d,
         )
 
