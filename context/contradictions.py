@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from django.conf import settings
 
 from context import retrieval
-from facts.claims import clash
+from facts.claims import clash, read as read_claims
 from facts.text import analyse, contradiction_signal
 
 
@@ -52,7 +52,7 @@ def _claimed_pairs(considered: list) -> list[tuple]:
     attribute: no pair of candidates that share none is compared."""
     by_key: dict = {}
     for candidate in considered:
-        for claim in _statement(candidate.text).claims:
+        for claim in read_claims(candidate.text):  # cached per text; the word rules' reading only for the pairs
             by_key.setdefault(claim.key, []).append((candidate.id, claim))
     pairs = set()
     for group in by_key.values():
