@@ -40,10 +40,11 @@ def test_a_curator_resolves_a_conflict_and_the_next_context_call_serves_the_kept
     browser.visit("/admin/facts/conflictset/", "curator-1-login")
     browser.log_in("cora", "pw-cora", "curator-2-conflict-sets")
     browser.click("#result_list tbody tr:first-child th a", "curator-3-conflict-set")
-    assert browser.find("#keep-2").get_attribute("value") == str(Fact.objects.get(text=BORDEAUX).id)
-    browser.find("#keep-2").click()
+    # the newer fact first: Bordeaux, written second, is fact 1
+    assert browser.find("#keep-1").get_attribute("value") == str(Fact.objects.get(text=BORDEAUX).id)
+    browser.find("#keep-1").click()
     browser.click("button[value=keep]", "curator-4-confirm")
-    assert "superseded by fact 2" in browser.find("#content-main").text
+    assert "superseded by fact 1" in browser.find("#content-main").text
     browser.find("#id_note").send_keys("Paul moved to Bordeaux in May.")
     browser.click("#content-main form [type=submit]", "curator-5-resolved")
 
