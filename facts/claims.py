@@ -57,7 +57,7 @@ _RELATIONS = {_fold(w): _fold(canonical) for canonical, words in {
     "boss": "boss manager patron patronne cheffe chef", "cousin": "cousin cousine", "uncle": "uncle oncle",
     "aunt": "aunt tante", "grandmother": "grandmother grandma grand-mere mamie",
     "grandfather": "grandfather grandpa grand-pere papi", "colleague": "colleague coworker collegue",
-    "child": "child kid enfant", "neighbour": "neighbour neighbor voisin voisine", "roommate": "roommate colocataire",
+    "child": "child kid enfant", "parent": "parents parent", "neighbour": "neighbour neighbor voisin voisine", "roommate": "roommate colocataire",
     "fiance": "fiance fiancee", "niece": "niece", "nephew": "nephew neveu", "baby": "baby bebe",
 }.items() for w in words.split()}
 
@@ -267,7 +267,11 @@ def _holder(prefix: str, speaker: str | None, sentence_holder: str | None, conte
 # before the match; `v` is the value's span, cut at the first clause word (with, since, and, ...).
 
 _ADV = r"(?:(?:now|currently|still|also|recently|just|actually|finally|officially|already|maintenant|actuellement|désormais|toujours|aussi|récemment|enfin)\s+)*"
-_BE = r"(?:is|are|am|'s|'re|'m)"
+# "'s" is "is" only before what a verb takes ("she's a nurse", "he's based in"): "Paul's pilot licence" and
+# "Isabel's editor" are possessives.
+_BE = (r"(?:is|are|am|'re|'m|'s(?=\s+(?:an?|now|still|currently|also|just|recently|no|not|based|settled|living|"
+       r"staying|married|single|divorced|engaged|dating|seeing|with|originally|employed|hired|working|allergic|"
+       r"\d)\b))")
 
 _PATTERNS: list[tuple[str, str, re.Pattern]] = []  # (attribute, kind, pattern)
 
@@ -520,9 +524,14 @@ def _job(word: str) -> str:
 
 
 def _object_head(span: str) -> str | None:
-    """The object of a preference or habit, reduced to its head: 'black coffee in the morning' -> 'coffee'."""
+    """The object of a preference or habit, reduced to its head: 'black coffee in the morning' -> 'coffee'; past a
+    gerund ('wearing a wristwatch' -> 'wristwatch') and through 'of' ('the sound of chalk' -> 'chalk')."""
     words = [_fold(t) for t in _tokens(_cut(span))]
+    if "of" in words[:4]:
+        words = words[words.index("of") + 1:]
     content = [w for w in words if w not in _VALUE_STOP and w not in _TIME_WORDS and not w.isdigit() and len(w) > 1]
+    if len(content) > 1 and content[0].endswith("ing"):
+        content = content[1:]
     return _stem(content[0]) if content else None
 
 
@@ -644,10 +653,18 @@ def _states_age(match: re.Match, prefix: str) -> bool:
     return bool(tokens) and (tokens[-1][:1].isupper() or last in _SELF_WORDS | _FIRST_PERSON or last in _RELATIONS)
 
 
+_DATED_MOVE_RE = re.compile(r"(?:moved|relocated|installée?|déménagé)\b.*\b(?:in|en)\s+(?:1[89]|20)\d\d\b", re.IGNORECASE)
+
+
 def _claim(attribute: str, kind: str, match: re.Match, holder: str) -> Claim | None:
     groups = match.groupdict()
     span = _cut(groups.get("v") or "")
     if kind == SINGLE:
+        if attribute == "residence" and _DATED_MOVE_RE.search(match.group(0)):
+            return None  # "moved to Glasgow in 2020": an event, which a later "lives in Scotland" does not deny
+        if (attribute == "residence" and re.search(r"\b(?:moved|relocated)\b", match.group(0), re.IGNORECASE)
+                and not _names(_tokens(span), first_at_start=False)):
+            return None  # "has moved to cardiology outpatients": a move that names no place
         if attribute == "age":
             age = _number(match.group("v"))
             if age is None or age > 120:
