@@ -611,7 +611,7 @@ def main(argv: list[str] | None = None) -> None:
                         help=f"drop and rebuild the hnsw indexes around the COPY (auto: above {REBUILD_ABOVE_ROWS} rows)")
     args = parser.parse_args(argv)
 
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "hakimem.settings")
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     os.environ["HAKI_EMBED_PROVIDER"] = args.embedder
     import django
 

@@ -6,7 +6,7 @@
     python scripts/bench_http.py --server runserver               # the same against Django's development server
     python scripts/bench_http.py --total 200000                   # a 100k scope in a 200k table (and 10k ones)
 
-It starts gunicorn with hakimem/gunicorn_conf.py (what `make run` starts) on a free loopback port, against its
+It starts gunicorn with config/gunicorn.py (what `make run` starts) on a free loopback port, against its
 own embedded server (var/pgdata-bench-http, or HAKI_PGDATA / DATABASE_URL), and in that database:
 1. loads scripts/bench_data.py's dataset into project "bench" unless it is there (embeddings cached in
    var/bench-cache, shared with scripts/bench.py);
@@ -88,7 +88,7 @@ class Server:
 
     def start(self, timeout: float = 120.0) -> "Server":
         if self.kind == "gunicorn":
-            command = [sys.executable, "-m", "gunicorn", "-c", "python:hakimem.gunicorn_conf"]
+            command = [sys.executable, "-m", "gunicorn", "-c", "python:config.gunicorn"]
         else:  # the old `make run`: one process, a thread per request, a connection per thread kept 60 s
             self.env.setdefault("HAKI_DB_POOL_MAX", "0")
             command = [sys.executable, "manage.py", "runserver", "--insecure", "--noreload", f"127.0.0.1:{self.port}"]
@@ -475,8 +475,8 @@ def main(argv=None) -> int:
     parser.add_argument("--duration", type=float, default=20.0, help="seconds of the concurrent phase per scope")
     parser.add_argument("--ingest-batches", type=int, default=10, help="batches of 100 facts: the ingested scope")
     parser.add_argument("--server", choices=["gunicorn", "runserver"], default="gunicorn")
-    parser.add_argument("--workers", type=int, help="HAKI_WORKERS (default: hakimem/gunicorn_conf.py's)")
-    parser.add_argument("--threads", type=int, help="HAKI_THREADS (default: hakimem/gunicorn_conf.py's)")
+    parser.add_argument("--workers", type=int, help="HAKI_WORKERS (default: config/gunicorn.py's)")
+    parser.add_argument("--threads", type=int, help="HAKI_THREADS (default: config/gunicorn.py's)")
     parser.add_argument("--no-keepalive", action="store_true", help="a new connection for every request")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--reload", action="store_true", help="reload the dataset even if it is there")

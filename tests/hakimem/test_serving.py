@@ -1,4 +1,4 @@
-"""The production server of `make run` (gunicorn with hakimem/gunicorn_conf.py) serves the app: started in a
+"""The production server of `make run` (gunicorn with config/gunicorn.py) serves the app: started in a
 subprocess on a free loopback port, against the test database, with the hashing embedder."""
 import http.client
 import threading
