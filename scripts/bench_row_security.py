@@ -44,19 +44,19 @@ def main(argv=None) -> int:
 
     from hakimem.rates import Rate
     from hakimem.services import api_key_create
-    from scripts import bench_data
-    from scripts.bench import _subjects
+    from bench import dataset
+    from bench.in_process import _subjects
 
     settings.HAKI_EMBED_PROVIDER = args.embedder
     settings.HAKI_EMBED_CACHE_SIZE = 0
     chosen, sizes = _subjects(args.total, args.seed)
-    _, raw = api_key_create(project_id=bench_data.PROJECT, label="bench_row_security")
+    _, raw = api_key_create(project_id=dataset.PROJECT, label="bench_row_security")
     client, auth = Client(), f"Bearer {raw}"
 
     def call(subject: str, query: str, mode: str) -> float:
         settings.HAKI_ROW_SECURITY = mode != "off"
         settings.HAKI_THROTTLE_RATE = Rate(10**9, 1) if mode.endswith("counter") else None
-        body = json.dumps({"project_id": bench_data.PROJECT, "subject_id": subject, "query": query})
+        body = json.dumps({"project_id": dataset.PROJECT, "subject_id": subject, "query": query})
         started = time.perf_counter()
         response = client.post("/v1/context", data=body, content_type="application/json", HTTP_AUTHORIZATION=auth)
         elapsed = (time.perf_counter() - started) * 1000
@@ -68,7 +68,7 @@ def main(argv=None) -> int:
         for mode in MODES:  # warm-up
             call(subject, "warm up", mode)
         times = {m: [] for m in MODES}
-        for i, query in enumerate(bench_data.generate_queries(args.queries, args.seed, subject_id=subject)):
+        for i, query in enumerate(dataset.generate_queries(args.queries, args.seed, subject_id=subject)):
             order = MODES[i % 3:] + MODES[:i % 3]
             for mode in order:
                 times[mode].append(call(subject, query, mode))

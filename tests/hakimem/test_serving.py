@@ -13,7 +13,7 @@ from django.db import connection
 from django.test import Client
 
 from hakimem.services import api_key_create
-from scripts.bench_http import Server, database_url, request
+from bench.over_http import Server, database_url, request
 from tests.conftest import PROJECT
 
 WORKERS, THREADS = 2, 2
