@@ -84,8 +84,11 @@ class Server:
         self.process: subprocess.Popen | None = None
 
     def start(self, timeout: float = 120.0) -> "Server":
+        configuration = "config.gunicorn"
+        if not (self.root / "config").is_dir():  # a bench_ab baseline older than the project package config/
+            configuration, self.env["DJANGO_SETTINGS_MODULE"] = "hakimem.gunicorn_conf", "hakimem.settings"
         if self.kind == "gunicorn":
-            command = [sys.executable, "-m", "gunicorn", "-c", "python:config.gunicorn"]
+            command = [sys.executable, "-m", "gunicorn", "-c", f"python:{configuration}"]
         else:  # the old `make run`: one process, a thread per request, a connection per thread kept 60 s
             self.env.setdefault("HAKI_DB_POOL_MAX", "0")
             command = [sys.executable, "manage.py", "runserver", "--insecure", "--noreload", f"127.0.0.1:{self.port}"]
