@@ -28,10 +28,10 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-
 from bench.over_http import (INGEST_PROJECT, WARM_UP_CALLS_PER_WORKER, Server, _percentiles, _scopes,
                                 request, server_environment, settle)
+
+ROOT = Path(__file__).resolve().parent.parent
 
 BUDGET_TOKENS = 900
 

@@ -40,9 +40,9 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-
 from bench.over_http import Server, _percentiles, request
+
+ROOT = Path(__file__).resolve().parent.parent
 
 PROJECT = "load"
 CONTEXT_SHARE = 0.8

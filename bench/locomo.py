@@ -41,10 +41,10 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
-
-from bench.harness_client import client_with_own_key
 from bench.baselines import BM25, bm25_tokens, order_by_score, rrf
+from bench.harness_client import client_with_own_key
+
+ROOT = Path(__file__).resolve().parent.parent
 
 DEFAULT_DATA = Path(os.environ.get("HAKI_LOCOMO_DATA", ROOT.parent / "shared" / "data" / "locomo-dev" / "locomo-dev.json"))
 DEFAULT_OUT = ROOT / "bench-output" / "locomo.json"

@@ -37,10 +37,8 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
-
-from bench.harness_client import client_with_own_key
 from bench.baselines import BM25, BM25_B, BM25_K1, RRF_K, bm25_tokens, order_by_score, pack, rrf
+from bench.harness_client import client_with_own_key
 from bench.quality_report import (
     DIAGNOSTIC,
     KS,
@@ -49,6 +47,8 @@ from bench.quality_report import (
     gains,
     summarise,
 )
+
+ROOT = Path(__file__).resolve().parent.parent
 
 DEFAULT_DATASET = ROOT / "eval" / "dataset.jsonl"
 DEFAULT_NOISE = ROOT / "eval" / "noise.jsonl"
