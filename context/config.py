@@ -11,7 +11,7 @@ from django.conf import settings
 from context import retrieval, scoring
 
 # The share of the budget held back for multi-hop (context/assembler.py).
-MULTI_HOP_BUDGET_SHARE = 0.2  # see docs/quality.md for the measurement behind it
+MULTI_HOP_BUDGET_SHARE = 0.2  # why a fifth: docs/quality.md, "Current results and the tuning behind them"
 
 
 @dataclass(frozen=True)
