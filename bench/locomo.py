@@ -362,6 +362,7 @@ def run(*, data: Path = DEFAULT_DATA, modes=tuple(MODES), budget: int = DEFAULT_
 def _run(*, data, modes, budget, samples, max_questions, inspect, progress) -> dict:
     from django.conf import settings
 
+    from context.config import recall_max_distance
     from context.scoring import estimate_tokens
     from facts.text import STOP_WORDS
     from hakimem.embeddings import get_embedder
@@ -379,6 +380,7 @@ def _run(*, data, modes, budget, samples, max_questions, inspect, progress) -> d
     qvecs = {q.qid: v for c in conversations for q, v in zip(c.questions, embedder.embed([q.text for q in c.questions]))}
     report = {
         "config": {"data": str(data), "budget": budget, "embedder": settings.HAKI_EMBED_PROVIDER, "modes": list(modes),
+                   "recall_max_distance": recall_max_distance(),
                    "conversations": [c.sample_id for c in conversations],
                    "questions": sum(len(c.questions) for c in conversations)},
         "modes": {},
@@ -434,7 +436,7 @@ def _run_mode(mode, conversations, client, project_id, budget, inspect, indexes,
 
 def format_report(report: dict) -> str:
     lines = [f"LoCoMo evidence recall under {report['config']['budget']} tokens, {report['config']['questions']} questions, "
-             f"embedder {report['config']['embedder']}"]
+             f"embedder {report['config']['embedder']}, relevance floor {report['config'].get('recall_max_distance') or 'off'}"]
     cats = list(CATEGORIES.values())
     for mode, body in report["modes"].items():
         s = body["summary"]

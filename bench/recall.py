@@ -334,6 +334,7 @@ def run(
 
 
 def _run(*, settings, dataset, noise_path, noise, budget, split, limit_scopes, scope_ids, seed, client_factory, progress) -> dict:
+    from context.config import recall_max_distance
     from context.scoring import estimate_tokens
     from facts.text import STOP_WORDS
     from hakimem.embeddings import get_embedder
@@ -420,7 +421,7 @@ def _run(*, settings, dataset, noise_path, noise, budget, split, limit_scopes, s
             "noise_per_scope": noise, "budget_tokens": budget, "split": split, "seed": seed,
             "scopes": [s["scope"] for s in scopes], "questions": len(records),
             "embedder": settings.HAKI_EMBED_PROVIDER,
-            "recall_max_distance": settings.HAKI_RECALL_MAX_DISTANCE,
+            "recall_max_distance": recall_max_distance(),
             "conflict_policy": settings.HAKI_CONFLICT_POLICY,
             "conflict_min_similarity": settings.HAKI_CONFLICT_MIN_SIMILARITY,
             "duplicate_similarity": settings.HAKI_DUPLICATE_SIMILARITY,

@@ -21,7 +21,7 @@ def env_bool(name: str, default: bool) -> bool:
     return default if value is None else value.strip().lower() in ("1", "true", "yes", "on")
 
 
-def env_float(name: str, default: float) -> float:
+def env_float(name: str, default: float | None) -> float | None:
     value = os.environ.get(name)
     return default if value in (None, "") else float(value)
 
@@ -245,7 +245,9 @@ HAKI_VOLATILITY_TTL_DAYS = _ttl_days(os.environ.get("HAKI_VOLATILITY_TTL_DAYS", 
 
 HAKI_MAX_BUDGET_TOKENS = env_int("HAKI_MAX_BUDGET_TOKENS", 32000)
 HAKI_DEFAULT_BUDGET_TOKENS = 900
-HAKI_RECALL_MAX_DISTANCE = env_float("HAKI_RECALL_MAX_DISTANCE", 0.0)
+# The relevance floor (cosine distance; 0 = off). Unset (None): the floor calibrated for the embedder in use
+# (context.config.CALIBRATED_MAX_DISTANCE), off for an embedder never calibrated.
+HAKI_RECALL_MAX_DISTANCE = env_float("HAKI_RECALL_MAX_DISTANCE", None)
 
 # A scope of this many active facts gets its own hnsw graph from the nightly consolidation (facts/scope_graphs.py):
 # from ~10,800 facts the exact sort of its vectors (0.26 us a row) costs more than a walk of its own graph (256

@@ -27,7 +27,7 @@ def hashing_embedder(settings):
     """The suite runs on the deterministic hashing embedder; tests marked `minilm` switch to the real model."""
     settings.HAKI_EMBED_PROVIDER = "hashing"
     settings.HAKI_CONFLICT_POLICY = "curator"
-    settings.HAKI_RECALL_MAX_DISTANCE = 0.0
+    settings.HAKI_RECALL_MAX_DISTANCE = None  # as unset: the floor calibrated for the embedder (none for hashing)
     from context import retrieval
 
     retrieval._table_stats["at"] = -1e9  # a test's ANALYZE must not leak into the next test

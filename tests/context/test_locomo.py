@@ -30,7 +30,7 @@ FLOORS = {"events": 0.60, "facts": 0.59, "extracted": 0.63, "pipeline": 0.63}
 
 @pytest.fixture(scope="module")
 def report(django_db_setup, django_db_blocker):
-    with django_db_blocker.unblock(), override_settings(HAKI_RECALL_MAX_DISTANCE=0.0, HAKI_CONFLICT_POLICY="curator"):
+    with django_db_blocker.unblock(), override_settings(HAKI_RECALL_MAX_DISTANCE=None, HAKI_CONFLICT_POLICY="curator"):
         result = run(embedder="hashing", max_questions=QUESTIONS_PER_CONVERSATION)
     print("\n" + format_report(result))
     return result
