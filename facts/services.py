@@ -720,6 +720,9 @@ def event_create_batch(*, items: list[EventInput]) -> list[Event]:
         for i, v in zip(items, vectors)
     ]
     with transaction.atomic():
+        # The scope's writers' lock, as facts take it: an erasure of the subject either deletes these events (they
+        # were committed before it began) or is over before they are stored.
+        _lock_scopes((e.project_id, e.subject_id) for e in events)
         Event.objects.bulk_create(events)
         if extract:
             _queue_extraction(events)
@@ -1176,14 +1179,18 @@ def subject_erase(*, project_id: str, subject_id: str) -> dict[str, int]:
     transaction may hold: first when called outside one (should the erasure then fail, the scope has lost a
     speed-up, not a row); inside one (an API request's, which runs under row security as a role that does not
     own the index), right after it commits, as the connecting user."""
-    if connection.in_atomic_block:
-        graphs = int(scope_graph_exists(project_id=project_id, subject_id=subject_id))
-        if graphs:
-            transaction.on_commit(lambda: scope_graph_drop(project_id=project_id, subject_id=subject_id), robust=True)
-    else:
+    inside_transaction = connection.in_atomic_block
+    if not inside_transaction:
         graphs = int(scope_graph_drop(project_id=project_id, subject_id=subject_id))
     with transaction.atomic():
+        # The lock before anything of the scope is read: a writer that committed before it is seen by every
+        # statement below, one that comes after waits for the erasure to commit.
         _lock_scopes([(project_id, subject_id)])
+        if inside_transaction:
+            graphs = int(scope_graph_exists(project_id=project_id, subject_id=subject_id))
+            if graphs:
+                transaction.on_commit(lambda: scope_graph_drop(project_id=project_id, subject_id=subject_id),
+                                      robust=True)
         counts = _erase(project_id, subject_id)
     counts["scope_graphs"] = graphs
     return counts
