@@ -43,6 +43,7 @@ from facts.models import (
     Procedure,
     ProcedureStatus,
     Project,
+    ScopeWordCounts,
     Volatility,
 )
 from facts.scope_graphs import SCOPE_ITEMS, large_scopes, scope_graph_drop, scope_graph_exists
@@ -988,6 +989,9 @@ def _erase_category(project_id: str, subject_id: str, category: str) -> dict[str
     counts["admin_log_entries"], _ = LogEntry.objects.filter(
         Q(content_type=types[Fact], object_id__in=[str(i) for i in fact_ids])
         | Q(content_type=types[ConflictSet], object_id__in=[str(i) for i in set_ids])).delete()
+    # A counted scope's words are the erased facts' words too (insulin, penicillin): counted again from what is left.
+    if ScopeWordCounts.objects.filter(project_id=project_id, subject_id=subject_id, items_table="facts_fact").exists():
+        scope_words_count(project_id=project_id, subject_id=subject_id, table="facts_fact")
     return counts
 
 
