@@ -101,7 +101,7 @@ def test_erasure_scrubs_the_admins_log_and_the_curators_notes(api, client, curat
     assert response.status_code == 200
     assert response.json()["deleted"] == {
         "decisions": 0, "traces": 0, "item_accesses": 0, "conflict_members": 2, "conflict_sets": 1, "facts": 5, "events": 1,
-        "admin_log_entries": 2, "scope_graphs": 0, "consents": 0, "identity_blocks": 0, "procedures": 0, "scope_words": 0, "scope_word_counts": 0, "scope_writes": 1,
+        "admin_log_entries": 2, "scope_graphs": 0, "extraction_jobs": 0, "consents": 0, "identity_blocks": 0, "procedures": 0, "scope_words": 0, "scope_word_counts": 0, "scope_writes": 1,
         "stats_subject_days": 0, "stats_fact_days": 0,
     }
     for needle in [note, *stored["texts"], *stored["ids"], "zoe"]:
