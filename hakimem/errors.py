@@ -10,6 +10,8 @@ from __future__ import annotations
 import enum
 import logging
 import math
+import sys
+import time
 
 import psycopg
 from django.core.exceptions import RequestDataTooBig
@@ -83,6 +85,67 @@ _DRF_CODES = {
 DATABASE_DOWN = (DjangoOperationalError, DjangoInterfaceError, psycopg.OperationalError, psycopg.InterfaceError)
 
 
+# After a request found the database gone, this process answers /v1/ requests 503 at once for this long (their
+# Retry-After) instead of each waiting out the pool's timeout: a worker waits for the database once per window, and
+# stays free for the probes and for the requests that need no database.
+RETRY_AFTER_SECONDS = 5
+_outage = {"until": 0.0}
+
+# SQLSTATEs that say the connection is gone, not that one statement failed (a deadlock or a cancelled statement
+# is an OperationalError too, and says nothing about the next request): connection exceptions (class 08), the
+# server shutting down or starting (57P01-57P03).
+_CONNECTION_GONE_STATES = ("57P01", "57P02", "57P03")
+
+
+def connection_lost(exc: BaseException) -> bool:
+    """Whether `exc` (one of DATABASE_DOWN) means this process cannot reach the database: no connection came (the
+    pool's timeout, a refused connect), or the one it had was cut."""
+    cause = exc.__cause__ if isinstance(exc, DjangoOperationalError | DjangoInterfaceError) else exc
+    if isinstance(exc, DjangoInterfaceError) or isinstance(cause, psycopg.InterfaceError):
+        return True
+    state = getattr(cause, "sqlstate", None)
+    return state is None or state.startswith("08") or state in _CONNECTION_GONE_STATES
+
+
+def database_failed(exc: BaseException) -> None:
+    if connection_lost(exc):
+        _outage["until"] = time.monotonic() + RETRY_AFTER_SECONDS
+
+
+def database_answered() -> None:
+    _outage["until"] = 0.0
+
+
+def database_known_down() -> bool:
+    return time.monotonic() < _outage["until"]
+
+
+def database_unavailable_response(exc: BaseException | None = None) -> JsonResponse:
+    """503 database_unavailable with Retry-After, for what fails outside a DRF view (middleware, a commit)."""
+    if exc is not None:
+        logger.warning("database unavailable: %s", exc.__class__.__name__)
+        database_failed(exc)
+    response = JsonResponse(database_unavailable_body(), status=503)
+    response["Retry-After"] = str(RETRY_AFTER_SECONDS)
+    return response
+
+
+class DatabaseOutageMiddleware:
+    """While this process knows the database is gone (database_known_down), /v1/ requests that need it answer 503
+    at once. The probes and the API's description need none and pass."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        from hakimem.rowsecurity import UNSCOPED_PREFIXES
+
+        path = request.path_info
+        if database_known_down() and path.startswith("/v1/") and not path.startswith(UNSCOPED_PREFIXES):
+            return database_unavailable_response()
+        return self.get_response(request)
+
+
 def payload_too_large_body() -> dict:
     limit = max_body_bytes()
     return error_body(ErrorCode.PAYLOAD_TOO_LARGE, f"The request body is larger than {limit} bytes; nothing was written.",
@@ -103,7 +166,9 @@ def exception_handler(exc, context):
         return Response(payload_too_large_body(), status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE)
     if isinstance(exc, DATABASE_DOWN):
         logger.warning("database unavailable: %s", exc.__class__.__name__)
-        return Response(database_unavailable_body(), status=status.HTTP_503_SERVICE_UNAVAILABLE, headers={"Retry-After": "5"})
+        database_failed(exc)
+        return Response(database_unavailable_body(), status=status.HTTP_503_SERVICE_UNAVAILABLE,
+                        headers={"Retry-After": str(RETRY_AFTER_SECONDS)})
     if isinstance(exc, EmbedderUnavailable):
         logger.warning("embedder unavailable on a write: %s", exc)
         circuit_open = isinstance(exc, EmbedderCircuitOpen)
@@ -173,6 +238,11 @@ def permission_denied_view(request, exception=None):
 
 
 def server_error_view(request):
+    # Django calls it inside the `except` of what was raised: the database lost in a middleware or at the request's
+    # commit answers as it does in a view.
+    exc = sys.exc_info()[1]
+    if _is_api(request) and isinstance(exc, DATABASE_DOWN):
+        return database_unavailable_response(exc)
     if not _is_api(request):
         return defaults.server_error(request)
     return JsonResponse(error_body(ErrorCode.INTERNAL_ERROR, "An internal error occurred."), status=500)

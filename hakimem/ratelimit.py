@@ -85,9 +85,13 @@ class RateLimitMiddleware:
         scheme, _, raw = request.META.get("HTTP_AUTHORIZATION", "").partition(" ")
         bucket = f"api-key:{hash_key(raw.strip())}" if scheme == "Bearer" and raw.strip() else \
             f"api-addr:{client_address(request)}"
+        from hakimem.errors import DATABASE_DOWN, database_unavailable_response
+
         try:
             hits, left = counter_hit(bucket, rate.period)
-        except DatabaseError:  # no counting without the database: the request fails further on, in the contract
+        except DATABASE_DOWN as exc:  # every /v1/ request counted here needs the database: no second wait for it
+            return database_unavailable_response(exc)
+        except DatabaseError:  # the counter alone failed: the request goes on uncounted
             return self.get_response(request)
         if hits > rate.limit:
             from hakimem.errors import ErrorCode, error_body

@@ -3,14 +3,11 @@ subject are running (issue 13: it answered 500 in 7 of 11 tries under 4 clients,
 facts before it still wrote traces naming them after it returned)."""
 import threading
 import time
+from datetime import UTC, datetime
 
 import pytest
 from django.contrib.admin.models import LogEntry
-from django.db import connection, connections
-
-from datetime import UTC, datetime
-
-from django.db import transaction
+from django.db import connection, connections, transaction
 
 import context.assembler
 from facts import services
