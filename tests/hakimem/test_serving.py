@@ -6,6 +6,7 @@ import os
 import signal
 import threading
 import time
+from pathlib import Path
 
 import psycopg
 import pytest
@@ -151,7 +152,8 @@ def _signal_taken(log, workers: list[int]) -> bool:
         return False
     for pid in workers:
         try:
-            status = dict(line.split(":\t", 1) for line in open(f"/proc/{pid}/status").read().splitlines() if ":\t" in line)
+            lines = Path(f"/proc/{pid}/status").read_text().splitlines()
+            status = dict(line.split(":\t", 1) for line in lines if ":\t" in line)
         except FileNotFoundError:  # already gone
             continue
         if int(status["SigPnd"], 16) or int(status["ShdPnd"], 16):
