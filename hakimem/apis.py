@@ -10,6 +10,12 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from hakimem.embeddings import CircuitBreaker, EmbedderUnavailable, get_embedder
+from hakimem.errors import (
+    DATABASE_DOWN,
+    database_answered,
+    database_failed,
+    database_known_down,
+)
 
 # A remote embedder is asked at most this often by readiness probes (a success is remembered, a failure not).
 EMBEDDER_CHECK_SECONDS = 30.0
@@ -18,8 +24,8 @@ _embedder_ok_at: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 def _database() -> tuple[str, str | None]:
     """("ok", pgvector's version) when the database answers, ("unreachable", None) when it does not."""
-    from hakimem.errors import DATABASE_DOWN, database_answered, database_failed
-
+    if database_known_down():  # found gone moments ago: a probe does not tie up the worker waiting for it again
+        return "unreachable", None
     try:
         with connection.cursor() as cursor:
             cursor.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")

@@ -10,7 +10,9 @@ from __future__ import annotations
 import enum
 import logging
 import math
+import random
 import sys
+import threading
 import time
 
 import psycopg
@@ -85,11 +87,12 @@ _DRF_CODES = {
 DATABASE_DOWN = (DjangoOperationalError, DjangoInterfaceError, psycopg.OperationalError, psycopg.InterfaceError)
 
 
-# After a request found the database gone, this process answers /v1/ requests 503 at once for this long (their
+# After a request found the database gone, this process answers /v1/ requests 503 at once for up to this long (their
 # Retry-After) instead of each waiting out the pool's timeout: a worker waits for the database once per window, and
 # stays free for the probes and for the requests that need no database.
 RETRY_AFTER_SECONDS = 5
-_outage = {"until": 0.0}
+_outage = {"until": 0.0, "seen": False}
+_outage_check = threading.Lock()
 
 # SQLSTATEs that say the connection is gone, not that one statement failed (a deadlock or a cancelled statement
 # is an OperationalError too, and says nothing about the next request): connection exceptions (class 08), the
@@ -107,17 +110,46 @@ def connection_lost(exc: BaseException) -> bool:
     return state is None or state.startswith("08") or state in _CONNECTION_GONE_STATES
 
 
+def _outage_window() -> None:
+    # Between half and all of Retry-After: the workers of a server all find the outage at once, and would otherwise
+    # all ask the database again at once.
+    _outage.update(until=time.monotonic() + RETRY_AFTER_SECONDS * random.uniform(0.5, 1.0), seen=True)
+
+
 def database_failed(exc: BaseException) -> None:
     if connection_lost(exc):
-        _outage["until"] = time.monotonic() + RETRY_AFTER_SECONDS
+        _outage_window()
 
 
 def database_answered() -> None:
-    _outage["until"] = 0.0
+    _outage.update(until=0.0, seen=False)
 
 
 def database_known_down() -> bool:
-    return time.monotonic() < _outage["until"]
+    """Whether the database was found gone and has not been seen back. Once a window is over, one connect of its own,
+    outside the pool, says whether it answers again: the pool would make the request wait out its timeout (its
+    reconnections back off), where a refused connect fails at once and a silent host after connect_timeout."""
+    if time.monotonic() < _outage["until"]:
+        return True
+    if not _outage["seen"]:
+        return False
+    if not _outage_check.acquire(blocking=False):  # another thread of the process is asking
+        return True
+    try:
+        psycopg.connect(**connection.get_connection_params(), autocommit=True).close()
+    except psycopg.Error:
+        _outage_window()
+        return True
+    else:
+        database_answered()
+        # The pool's own reconnection may be backing off for many seconds more: a new pool connects now. No thread
+        # holds a working connection of the old one (they all failed).
+        if connection.pool is not None:
+            connection.close()
+            connection.close_pool()
+        return False
+    finally:
+        _outage_check.release()
 
 
 def database_unavailable_response(exc: BaseException | None = None) -> JsonResponse:
@@ -132,7 +164,7 @@ def database_unavailable_response(exc: BaseException | None = None) -> JsonRespo
 
 class DatabaseOutageMiddleware:
     """While this process knows the database is gone (database_known_down), /v1/ requests that need it answer 503
-    at once. The probes and the API's description need none and pass."""
+    at once. The probes (readiness answers from the same knowledge) and the API's description pass."""
 
     def __init__(self, get_response):
         self.get_response = get_response
