@@ -103,6 +103,8 @@ _CONNECTION_GONE_STATES = ("57P01", "57P02", "57P03")
 def connection_lost(exc: BaseException) -> bool:
     """Whether `exc` (one of DATABASE_DOWN) means this process cannot reach the database: no connection came (the
     pool's timeout, a refused connect), or the one it had was cut."""
+    if not isinstance(exc, DATABASE_DOWN):  # a statement the database refused (ProgrammingError, ...)
+        return False
     cause = exc.__cause__ if isinstance(exc, DjangoOperationalError | DjangoInterfaceError) else exc
     if isinstance(exc, DjangoInterfaceError) or isinstance(cause, psycopg.InterfaceError):
         return True
@@ -173,7 +175,7 @@ class DatabaseOutageMiddleware:
         from hakimem.rowsecurity import UNSCOPED_PREFIXES
 
         path = request.path_info
-        if database_known_down() and path.startswith("/v1/") and not path.startswith(UNSCOPED_PREFIXES):
+        if path.startswith("/v1/") and not path.startswith(UNSCOPED_PREFIXES) and database_known_down():
             return database_unavailable_response()
         return self.get_response(request)
 

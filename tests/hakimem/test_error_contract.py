@@ -311,3 +311,22 @@ def test_a_connect_gives_up_after_a_few_seconds_unless_the_url_says_otherwise():
     assert database_settings("postgresql://u@db/app")["OPTIONS"]["connect_timeout"] == 3
     assert database_settings("postgresql://u@db/app?connect_timeout=7")["OPTIONS"]["connect_timeout"] == "7"
     assert replica_settings("postgresql://u@replica/app")["OPTIONS"]["connect_timeout"] == 2
+
+
+def test_only_a_lost_connection_makes_the_process_answer_503_at_once():
+    import psycopg
+    from django.db import OperationalError, ProgrammingError
+
+    from hakimem.errors import connection_lost
+
+    def wrapped(error):  # as Django raises a driver's error
+        try:
+            raise OperationalError(str(error)) from error
+        except OperationalError as exc:
+            return exc
+
+    assert connection_lost(wrapped(psycopg.OperationalError("server closed the connection unexpectedly")))
+    assert connection_lost(wrapped(psycopg.errors.AdminShutdown()))
+    assert not connection_lost(wrapped(psycopg.errors.DeadlockDetected()))
+    assert not connection_lost(wrapped(psycopg.errors.QueryCanceled()))
+    assert not connection_lost(ProgrammingError("relation does not exist"))
