@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import sys
 from pathlib import Path
 
@@ -61,6 +62,10 @@ os.environ.setdefault("HAKI_DB_POOL_MIN", "1")
 
 def on_starting(server) -> None:
     """In the master, once: the database, and the check that the workers' pools fit in it."""
+    # Ctrl-C (SIGINT) stops as SIGTERM does: the workers finish their requests within graceful_timeout, where
+    # gunicorn's own SIGINT killed them mid-request (their clients got its HTML 500). A second Ctrl-C still stops
+    # them at once.
+    server.handle_int = server.handle_term
     if not os.environ.get("DATABASE_URL"):
         from hakimem.dbserver import start_embedded
 
@@ -104,6 +109,9 @@ def _metrics_folder() -> None:
 def post_worker_init(worker) -> None:
     """Before the first request: open the database pool and load the embedding model (a second or two for
     MiniLM), so no client pays for them. A failure is left to /v1/health/ready to report."""
+    # Ctrl-C reaches the workers too (the terminal signals the whole process group): finish the request, then exit.
+    signal.signal(signal.SIGINT, worker.handle_exit)
+    signal.siginterrupt(signal.SIGINT, False)
     try:
         from django.db import connection
 

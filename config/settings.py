@@ -73,6 +73,8 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     # Static files (the admin's and the stats pages' CSS) from STATIC_ROOT, filled by collectstatic at `make run`.
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    # /v1/ requests answered 503 at once while this process knows the database is gone (hakimem/errors.py).
+    "hakimem.errors.DatabaseOutageMiddleware",
     # /v1/ requests per API key, counted before any other work and outside the request's transaction.
     "hakimem.ratelimit.RateLimitMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -113,7 +115,8 @@ _pool = {
     "min_size": min(env_int("HAKI_DB_POOL_MIN", 1), HAKI_DB_POOL_MAX),
     "max_size": HAKI_DB_POOL_MAX,
     "max_idle": env_float("HAKI_DB_POOL_MAX_IDLE", 60.0),
-    "timeout": env_float("HAKI_DB_POOL_TIMEOUT", 10.0),
+    # Short: a worker's pool has a connection per thread, so a request waits for one only while the database is gone.
+    "timeout": env_float("HAKI_DB_POOL_TIMEOUT", 3.0),
 } if HAKI_DB_POOL_MAX > 0 else None
 
 if os.environ.get("DATABASE_URL"):

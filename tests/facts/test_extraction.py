@@ -414,6 +414,27 @@ def test_an_erased_event_leaves_its_job_harmless(client, extractor):
     assert Fact.objects.count() == 0 and extractor.requests == []
 
 
+def test_erasing_the_subject_erases_its_pending_jobs_and_counts_them(client, extractor):
+    # given an event of the subject whose extraction is queued, and one of another subject
+    erased = write_event(client, "soon erased")
+    kept = client.post("/v1/events", {"project_id": PROJECT, "subject_id": "bob", "text": "Bob stays.",
+                                      "occurred_at": "2026-05-01T10:00:00+00:00"}, format="json").json()
+    assert _jobs() == {"todo": 2}
+
+    # when the subject is erased
+    response = client.delete(f"/v1/subjects/{SUBJECT}?project_id={PROJECT}")
+
+    # then its job is gone with it and its receipt counts it; the other subject's job stays
+    assert response.status_code == 200 and response.json()["deleted"]["extraction_jobs"] == 1
+    assert _jobs_naming(erased["id"]) == 0 and _jobs_naming(kept["id"]) == 1
+
+
+def _jobs_naming(event_id: str) -> int:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM procrastinate_jobs WHERE args->>'event_id' = %s", [event_id])
+        return cursor.fetchone()[0]
+
+
 def _jobs() -> dict:
     """The extraction queue's jobs by status. (A worker of any queue also defers the periodic jobs of the others,
     the stats rollup and consolidation, into their own queues.)"""
