@@ -228,6 +228,22 @@ _POSSESSIVES = {"his", "her", "their", "son", "sa", "ses", "leur", "leurs"}
 _IGNORED = None  # filled below: words of a subject phrase that name nobody (adverbs, auxiliaries, articles)
 
 
+def _last_name(text: str) -> str | None:
+    """The first word of the last run of names in `text`: "... is Mei Lin, " -> mei."""
+    last, previous_end = None, None
+    for found in re.finditer(r"[\w'-]+", text):
+        token = found.group().strip("'-")
+        base = _fold(token)
+        base = base[:-2] if base.endswith("'s") else base
+        if not token[:1].isupper() or base in _NOT_NAMES or base in _RELATIONS:
+            previous_end = None
+            continue
+        if previous_end is None or text[previous_end:found.start()].strip():
+            last = base
+        previous_end = found.end()
+    return last
+
+
 def _holder(prefix: str, speaker: str | None, sentence_holder: str | None, context: str = "") -> str:
     """Who the words before a predicate name, read from the last word that can head a subject: a name ("Bob",
     "Mia, Bob's daughter,", "Bob's daughter Mia" -> mia), a relation of a name or of the subject ("Bob's wife" ->
@@ -239,12 +255,23 @@ def _holder(prefix: str, speaker: str | None, sentence_holder: str | None, conte
     appositive = _APPOSITIVE_RE.match(prefix)
     if appositive and _fold(appositive.group(1)) not in _NOT_NAMES:
         return _fold(appositive.group(1))
+    relative = re.search(r"\b(?:who|which|qui)\s*(?:(?:now|still|also|currently|just|maintenant|désormais|aussi|toujours)\s+)*$",
+                         prefix, re.IGNORECASE)
+    if relative:  # "Mei, who now lives": the name just before the relative pronoun
+        named = _last_name(context[: len(context) - len(prefix)] + prefix[: relative.start()])
+        if named:
+            return named
     heads: list[tuple[str, str]] = []  # (kind, word): name | relation | me | pronoun | thing
-    previous_was_name = False
-    for token in _tokens(prefix):
-        if previous_was_name and token[:1].isupper() and _fold(token) not in _NOT_NAMES:
+    previous_end = None  # where the previous token ended, when it was a name
+    for found in re.finditer(r"[\w'-]+", prefix):
+        token = found.group().strip("'-")
+        if not token:
+            continue
+        if (previous_end is not None and not prefix[previous_end:found.start()].strip() and token[:1].isupper()
+                and _fold(token) not in _NOT_NAMES):
+            previous_end = found.end()
             continue  # "Priya Raman": the first name is the one a later fact uses
-        previous_was_name = False
+        previous_end = None
         token = token[2:] if token[:2].casefold() in ("d'", "l'") and len(token) > 2 else token  # d'Emma
         folded = _fold(token)
         base = folded[:-2] if folded.endswith("'s") else folded
@@ -253,7 +280,7 @@ def _holder(prefix: str, speaker: str | None, sentence_holder: str | None, conte
             heads.append(("relation", _RELATIONS[base]))
         elif token[:1].isupper() and base not in _NOT_NAMES and not base.isdigit():
             heads.append(("name", base))
-            previous_was_name = not folded.endswith("'s")
+            previous_end = None if folded.endswith("'s") else found.end()
         elif base in _FIRST_PERSON or base in ("user", "subject", "utilisateur", "utilisatrice"):
             heads.append(("me", base))
         elif base in _PRONOUNS or base in _POSSESSIVES:
