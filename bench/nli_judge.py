@@ -198,17 +198,17 @@ def locomo(judge: NliJudge, thresholds: Sequence[float], *, sample: int = 1000) 
     step = max(1, len(candidates) // sample) if sample else 1
     read = candidates[::step]
     scores = judge.scores([(c[6], c[5]) for c in read])
-    scored = sorted(((round(s, 3), *c[1:]) for s, c in zip(scores, read)), reverse=True)
+    scored = sorted(((s, *c[1:]) for s, c in zip(scores, read)), reverse=True)
     return {"min_similarity": floor, "above": len(candidates), "every": step, "pairs": len(scored),
-            "flagged": {f"{t:.4f}": sum(1 for s in scored if s[0] >= t) for t in thresholds},
+            "flagged": {f"{t:.5f}": sum(1 for s in scored if s[0] >= t) for t in thresholds},
             "by_kind": {kind: sum(1 for s in scored if s[2] == kind) for kind in ("turn", "obs")},
-            "top": scored[:20]}
+            "top": [(round(s[0], 5), *s[1:]) for s in scored[:20]]}
 
 
 def evaluate(judge: NliJudge, pairs: list[dict], *, threshold: float, write_path: dict[str, bool] | None = None,
              scores: dict[str, float] | None = None) -> dict:
     scores = scores or dict(zip([p["id"] for p in pairs], judge.scores([(p["new"], p["old"]) for p in pairs])))
-    result = {"threshold": round(threshold, 4), "alone": summarise(pairs, lambda p: scores[p["id"]] >= threshold)}
+    result = {"threshold": round(threshold, 6), "alone": summarise(pairs, lambda p: scores[p["id"]] >= threshold)}
     if write_path is not None:
         result["write_path"] = summarise(pairs, lambda p: write_path[p["id"]])
         result["or_write_path"] = summarise(pairs, lambda p: write_path[p["id"]] or scores[p["id"]] >= threshold)
@@ -262,7 +262,7 @@ def main(argv=None) -> int:
             result = evaluate(judge, pairs, threshold=threshold, scores=scored[path],
                               write_path=write_path if have_write_path else None)
             out["sets"][name].append(result)
-            print(f"\n{name}, P(contradiction) >= {threshold:.4f}")
+            print(f"\n{name}, P(contradiction) >= {threshold:.5f}")
             for key, title in (("write_path", "write path (today)"), ("alone", f"{args.model} alone"),
                                ("or_write_path", "write path OR model")):
                 if key in result:
