@@ -70,6 +70,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "hakimem.observability.MetricsMiddleware",  # first: it times everything below it
+    # Before any view or filter passes a U+0000 of the path or the query string on to a query.
+    "hakimem.guard.RequestGuardMiddleware",
     "django.middleware.security.SecurityMiddleware",
     # Static files (the admin's and the stats pages' CSS) from STATIC_ROOT, filled by collectstatic at `make run`.
     "whitenoise.middleware.WhiteNoiseMiddleware",
