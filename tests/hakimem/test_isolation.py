@@ -111,26 +111,29 @@ def _facts(project: str, subject: str, texts: list[str]) -> None:
     fact_create_batch(items=[FactInput(project_id=project, subject_id=subject, text=t) for t in texts], actor="test")
 
 
-WOMBAT_FLOOD = 400  # the probe's figure
-
-
 def test_what_another_projects_words_move_in_a_text_rank(api, other_api):
     """An open channel, measured: the words' weights come from the whole table's statistics (pg_stats, through
     hakimem_table_stats), so another project's writes move this project's text rank, never its candidates' texts,
     similarities or recencies, and never bring the other project's rows. docs/isolation.md states the bound."""
-    # given project A's facts holding one word of the question each, in a table of 200 other facts
+    # given project A's facts holding one word of the question each, in a table of 1,002 facts
     _facts(PROJECT, "alice", ["Alice fed the wombat.", "Alice drew a pelican."])
-    _facts(PROJECT, "filler", [f"Filler fact number {i} about gardening." for i in range(200)])
+    for i in range(2):
+        _facts(PROJECT, f"filler-{i}", [f"Filler fact number {j} about gardening {i}." for j in range(500)])
     _analyze()
     before = _text_ranks(api, PROJECT, "wombat pelican")
-    # when project B writes the word into 400 facts of its own
-    _facts(OTHER_PROJECT, "bob", [f"Bob saw wombat number {i}." for i in range(WOMBAT_FLOOD)])
+    # when project B writes the word into 10 facts of its own (1 % of the table) ...
+    _facts(OTHER_PROJECT, "bob", [f"Bob saw wombat number {i}." for i in range(10)])
     _analyze()
-    after = _text_ranks(api, PROJECT, "wombat pelican")
+    some = _text_ranks(api, PROJECT, "wombat pelican")
+    # ... and then into 10 more (the word is then in 21 of 1,022 rows: over 2 %)
+    _facts(OTHER_PROJECT, "bob", [f"Bob saw wombat number {i}." for i in range(10, 20)])
+    _analyze()
+    more = _text_ranks(api, PROJECT, "wombat pelican")
     # then A's call still considers only A's facts ...
-    assert set(after) == set(before) == {"Alice fed the wombat.", "Alice drew a pelican."}
-    # ... and B moved A's text rank: the wombat fact's share of the question went from a half to nothing (the word,
-    # now in over 2% of all facts, leaves the question's words), the pelican fact's to all of it
-    assert before["Alice fed the wombat."] == pytest.approx(0.5, abs=0.05)
-    assert after["Alice fed the wombat."] == pytest.approx(0.0, abs=1e-6)
-    assert after["Alice drew a pelican."] == pytest.approx(1.0, abs=1e-6)
+    assert set(before) == set(some) == set(more) == {"Alice fed the wombat.", "Alice drew a pelican."}
+    # ... and B moved A's text rank: the wombat fact's share of the question fell from a half as the word grew
+    # common, then to nothing once the word was in over 2 % of all facts (it leaves the question's words)
+    assert before["Alice fed the wombat."] == pytest.approx(0.5, abs=0.01)
+    assert 0.35 < some["Alice fed the wombat."] < 0.45
+    assert more["Alice fed the wombat."] == pytest.approx(0.0, abs=1e-6)
+    assert more["Alice drew a pelican."] == pytest.approx(1.0, abs=1e-6)
