@@ -1,6 +1,6 @@
 """What no view can read, refused before Django or any view reads the request.
 
-- charset_guard (WSGI, around Django in hakimem/wsgi.py): a Content-Type charset that names no text encoding
+- charset_guard (WSGI, around Django in config/wsgi.py): a Content-Type charset that names no text encoding
   (rot13, hex, base64 are codecs Python knows, but not ones that turn bytes into text) or no codec at all. Django
   decodes the query string with the first kind while it builds the request, before any middleware: the error
   escaped Django and gunicorn answered its own HTML 500. It ignored the second kind and read the body as UTF-8,

@@ -11,7 +11,7 @@ from django.test.utils import override_settings
 
 from facts.models import Event, Fact
 from hakimem.models import ApiKey
-from scripts.eval_locomo import DEFAULT_DATA, MODES, format_report, run
+from bench.locomo import DEFAULT_DATA, MODES, format_report, run
 from traces.models import Trace
 
 pytestmark = pytest.mark.skipif(not DEFAULT_DATA.exists(), reason=f"LoCoMo development data not found at {DEFAULT_DATA}")

@@ -13,7 +13,8 @@ from django.test.utils import override_settings
 
 from facts.models import Event, Fact
 from hakimem.models import ApiKey
-from scripts.eval_recall import format_report, run
+from bench.quality_report import format_report
+from bench.recall import run
 from traces.models import Trace
 
 SLICE = ["en-01", "en-02", "fr-01", "fr-02"]

@@ -295,7 +295,7 @@ def wsgi_call(app, method: str, path: str, content_type: str, body: bytes = b"",
 def test_a_content_type_charset_that_is_no_text_encoding_answers_415(api, charset):
     # given the production WSGI application (gunicorn's) and a Content-Type whose charset Python knows as a codec
     # that does not decode bytes to text, or knows not
-    from hakimem.wsgi import application
+    from config.wsgi import application
 
     before = counts()
     content_type = f"application/json; charset={charset}"

@@ -1,4 +1,4 @@
-"""The production server of `make run` (gunicorn with hakimem/gunicorn_conf.py) serves the app: started in a
+"""The production server of `make run` (gunicorn with config/gunicorn.py) serves the app: started in a
 subprocess on a free loopback port, against the test database, with the hashing embedder."""
 import http.client
 import json
@@ -14,7 +14,7 @@ from django.db import connection
 from django.test import Client
 
 from hakimem.services import api_key_create
-from scripts.bench_http import Server, database_url, request
+from bench.over_http import Server, database_url, request
 from tests.conftest import PROJECT
 
 WORKERS, THREADS = 2, 2

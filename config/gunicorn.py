@@ -1,4 +1,4 @@
-"""The production server's configuration: `gunicorn -c python:hakimem.gunicorn_conf hakimem.wsgi` (`make run`).
+"""The production server's configuration: `gunicorn -c python:config.gunicorn config.wsgi` (`make run`).
 
 Read by gunicorn's master before any worker exists, so:
 - the embedded PostgreSQL (when DATABASE_URL is unset) is started here, once, and handed to the workers as
@@ -49,12 +49,12 @@ timeout = 60  # a worker silent this long is killed and replaced (a batch of 500
 graceful_timeout = 20
 keepalive = 5
 accesslog = os.environ.get("HAKI_ACCESS_LOG", "-") or None
-wsgi_app = "hakimem.wsgi:application"
+wsgi_app = "config.wsgi:application"
 # gunicorn 24+ opens a control socket at one fixed path per user: a second server (the benchmark's, the
 # tests') would take it over from the first. Nothing here uses it.
 control_socket_disable = True
 
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "hakimem.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 os.environ.setdefault("HAKI_DB_POOL_MAX", str(threads))
 os.environ.setdefault("HAKI_DB_POOL_MIN", "1")
 

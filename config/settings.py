@@ -88,8 +88,8 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
 
-ROOT_URLCONF = "hakimem.urls"
-WSGI_APPLICATION = "hakimem.wsgi.application"
+ROOT_URLCONF = "config.urls"
+WSGI_APPLICATION = "config.wsgi.application"
 
 TEMPLATES = [
     {
@@ -109,7 +109,7 @@ TEMPLATES = [
 # Each process holds a bounded pool: at most HAKI_DB_POOL_MAX connections (0 = no pool), of which
 # HAKI_DB_POOL_MIN stay open; a connection idle for HAKI_DB_POOL_MAX_IDLE seconds beyond those is closed, and
 # a request waits at most HAKI_DB_POOL_TIMEOUT seconds for one. The production server gives each worker as
-# many as it has threads (hakimem/gunicorn_conf.py).
+# many as it has threads (config/gunicorn.py).
 HAKI_DB_POOL_MAX = env_int("HAKI_DB_POOL_MAX", 4)
 _pool = {
     "min_size": min(env_int("HAKI_DB_POOL_MIN", 1), HAKI_DB_POOL_MAX),
