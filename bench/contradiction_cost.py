@@ -103,7 +103,7 @@ def run(*, queries: int) -> None:
         for query in asked:
             lookup = retrieval.lookup_for(project_id=PROJECT, subject_id=subject, query=query, now=now,
                                           cutoffs=volatility_cutoffs(now))
-            calls[subject].append(retrieval.fact_candidates(lookup, qvec=get_embedder().embed_query(query)))
+            calls[subject].append(retrieval.fact_candidates(lookup, qvec=get_embedder().embed_query(query, project_id=PROJECT)))
     for subject in calls:
         _measure(subject, calls[subject][:3], 128)  # warm the caches
         for limit in (64, 128):

@@ -144,7 +144,7 @@ def bench_subject(label, subject, queries, client, auth) -> dict:
     assembler.trace_record = timed_trace_record
     try:
         for query in queries:
-            embedder.embed_query(query)  # warm: (b) excludes embedding
+            embedder.embed_query(query, project_id=dataset.PROJECT)  # warm: (b) excludes embedding
             started = time.perf_counter()
             assembler.context_assemble(project_id=dataset.PROJECT, subject_id=subject, query=query, budget_tokens=900)
             assembler_only.append((time.perf_counter() - started) * 1000)
@@ -153,7 +153,7 @@ def bench_subject(label, subject, queries, client, auth) -> dict:
 
     # (c) the naive baseline and (d) phase-1 recall of the exact hybrid top-20
     for query in queries:
-        qvec = embedder.embed_query(query)
+        qvec = embedder.embed_query(query, project_id=dataset.PROJECT)
         now = timezone.now()
         started = time.perf_counter()
         exact = naive_top(subject, query, qvec, now)

@@ -293,7 +293,7 @@ def in_process_assembler(project: str, subject: str, queries: list[str]) -> dict
     embedder = get_embedder()
     timings = []
     for query in queries:
-        embedder.embed_query(query)
+        embedder.embed_query(query, project_id=project)
         started = time.perf_counter()
         context_assemble(project_id=project, subject_id=subject, query=query, budget_tokens=900)
         timings.append((time.perf_counter() - started) * 1000)

@@ -395,7 +395,7 @@ def _run(*, settings, dataset, noise_path, noise, budget, split, limit_scopes, s
                     "systems": {},
                 }
                 record["systems"]["hakimem"], diagnostic = ask_hakimem(client, project_id, loaded, q, gold_ids, budget)
-                qvec = embedder.embed_query(q["text"])  # the same (cached) vector the assembler used
+                qvec = embedder.embed_query(q["text"], project_id=project_id)  # the same (cached) vector the assembler used
                 record["systems"].update(ask_baselines(index, qvec, q, gold_ids, budget, loaded, STOP_WORDS))
                 record["systems"][DIAGNOSTIC] = diagnostic
                 records.append(record)

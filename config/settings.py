@@ -70,6 +70,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "hakimem.observability.MetricsMiddleware",  # first: it times everything below it
+    # Before any view or filter passes a U+0000 of the path or the query string on to a query.
+    "hakimem.guard.RequestGuardMiddleware",
     "django.middleware.security.SecurityMiddleware",
     # Static files (the admin's and the stats pages' CSS) from STATIC_ROOT, filled by collectstatic at `make run`.
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -199,6 +201,8 @@ HAKI_ROW_SECURITY = env_bool("HAKI_ROW_SECURITY", True)
 # Requests per API key on /v1/ (hakimem/ratelimit.py), for all server processes together: "N/s", "N/min",
 # "N/hour"; "off" for none. The default is far above what one key's benchmarks send.
 HAKI_THROTTLE_RATE = parse_rate(os.environ.get("HAKI_THROTTLE_RATE", "1000/s"))
+# /metrics answers only a request bearing this token (Authorization: Bearer ...); unset, /metrics is a 404.
+HAKI_METRICS_TOKEN = os.environ.get("HAKI_METRICS_TOKEN", "")
 # The admin's sign-in: after this many failed passwords for a username (4x for an address) in the lockout
 # window, even the right password is refused until the window ends. 0: no lockout.
 HAKI_LOGIN_MAX_FAILURES = env_int("HAKI_LOGIN_MAX_FAILURES", 5)

@@ -157,9 +157,9 @@ def _embedding_thread() -> ThreadPoolExecutor:
     return ThreadPoolExecutor(max_workers=1, thread_name_prefix="hakimem-embed")
 
 
-def _query_vector(query: str, warnings: list[str]):
+def _query_vector(query: str, project_id: str, warnings: list[str]):
     try:
-        vector = get_embedder().embed_query(query)
+        vector = get_embedder().embed_query(query, project_id=project_id)
     except EmbedderUnavailable as exc:
         logger.warning("context: embedder unavailable, degraded to full-text and recency (%s)", exc)
         warnings.append(WARNING_EMBEDDER_UNAVAILABLE)
@@ -553,7 +553,7 @@ def context_assemble(*, project_id: str, subject_id: str, query: str, budget_tok
     # The query is embedded on a thread of its own while this one makes the reads the candidates statement waits for
     # besides the vector (a read replica's freshness, a large scope's word counts, the consent gate): onnxruntime
     # and a database round trip both let go of the GIL. The "embed" phase ends when the vector is there.
-    embedding = _embedding_thread().submit(_query_vector, query, warnings)
+    embedding = _embedding_thread().submit(_query_vector, query, project_id, warnings)
 
     def select():
         lookup = retrieval.lookup_for(project_id=project_id, subject_id=subject_id, query=query, now=now,

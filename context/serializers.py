@@ -19,6 +19,7 @@ from hakimem.fields import (
     StrictCharField,
     StrictFloatField,
     StrictIntegerField,
+    storable_text,
 )
 from hakimem.serializers import StrictSerializer, iso
 from traces.models import EmptyReason
@@ -60,6 +61,9 @@ class CategoryBoostsField(serializers.DictField):
         long = [k for k in data if len(k) > CATEGORY_MAX]
         if long:
             raise serializers.ValidationError(f"a category is at most {CATEGORY_MAX} characters")
+        # The trace stores the call's boosts: a key it cannot hold answered 200 with a trace that was never written.
+        if not all(storable_text(k) for k in data):
+            raise serializers.ValidationError("a category must not contain U+0000 or an unpaired surrogate")
         return super().to_internal_value(data)
 
 

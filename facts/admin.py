@@ -12,6 +12,7 @@ traces/apps.py), the way it registers its eraser with subject_erase. So no modul
 """
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 from typing import Callable
 
@@ -19,7 +20,7 @@ from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.utils import flatten_fieldsets, unquote
 from django.core.exceptions import PermissionDenied
-from django.db import transaction
+from django.db import models, transaction
 from django.db.models import BooleanField, Case, Exists, ExpressionWrapper, OuterRef, Prefetch, Value, When
 from django.http import HttpResponseNotAllowed
 from django.shortcuts import redirect
@@ -28,7 +29,7 @@ from django.urls import path, reverse
 from django.utils import timezone
 from django.utils.text import Truncator
 
-from facts import selectors, services
+from facts import selectors, serializers, services
 from facts.models import (
     CONFLICT_NOTE_MAX,
     ConflictMember,
@@ -44,6 +45,8 @@ from facts.models import (
     Project,
 )
 from hakimem.admin_filters import ProjectFilter, StaffProjectsMixin, SubjectFilter
+from hakimem.fields import flatten_errors, storable_text
+from hakimem.serializers import StrictSerializer
 from hakimem.tokens import estimate_tokens
 
 NO_SAVE_BUTTONS = {"show_save": False, "show_save_and_continue": False, "show_save_and_add_another": False}
@@ -391,10 +394,23 @@ class ConflictSetAdmin(StaffProjectsMixin, ReadOnlyAdmin):
         return TemplateResponse(request, "admin/facts/conflictset/resolve.html", context)
 
 
+class StorableJSONFormField(forms.JSONField):
+    """Shows a refused value back with its unpaired surrogates escaped: written raw, the page could not be encoded."""
+
+    def prepare_value(self, value):
+        text = super().prepare_value(value)
+        return text if isinstance(value, forms.fields.InvalidJSONInput) or storable_text(text) \
+            else json.dumps(value, cls=self.encoder)
+
+
 class _ProjectForm(forms.ModelForm):
-    """A row of a project the signed-in person may act on (row security would refuse the write of any other: a 500)."""
+    """A row of a project the signed-in person may act on (row security would refuse the write of any other: a 500),
+    validated by the API's serializer of the same write: what the API refuses, the form refuses (a category twice,
+    metadata 40 levels deep, U+0000 in a JSON field, which the database cannot store: a 500)."""
 
     allowed_projects: list[str] | None = None  # set per request by ProjectFormAdmin.get_form; None: every project
+    add_serializer: type[StrictSerializer] | None = None  # the API's, on add and on change
+    change_serializer: type[StrictSerializer] | None = None
 
     def clean_project_id(self):
         project_id = self.cleaned_data["project_id"]
@@ -402,9 +418,27 @@ class _ProjectForm(forms.ModelForm):
             raise forms.ValidationError("You may not write to this project.")
         return project_id
 
+    def clean(self):
+        cleaned = super().clean()
+        serializer_class = self.add_serializer if self.instance._state.adding else self.change_serializer
+        if serializer_class is None:
+            return cleaned
+        names = serializer_class().fields
+        data = {name: value for name, value in cleaned.items() if name in names}
+        if "subject_id" in data:  # the form's empty subject is the API's null: the whole project
+            data["subject_id"] = data["subject_id"] or None
+        api = serializer_class(data=data, partial=True)  # a field the form already refused is not sent
+        if not api.is_valid():
+            for error in flatten_errors(api.errors):
+                field = (error["field"] or "").split(".")[0]
+                self.add_error(field if field in data else None, error["message"])
+        return cleaned
+
 
 class ProjectFormAdmin(StaffProjectsMixin, admin.ModelAdmin):
     """Rows of a project, written through a form (_ProjectForm) that knows the signed-in person's projects."""
+
+    formfield_overrides = {models.JSONField: {"form_class": StorableJSONFormField}}
 
     def get_form(self, request, obj=None, change=False, **kwargs):
         from hakimem.models import staff_projects
@@ -417,6 +451,8 @@ class ProjectForm(_ProjectForm):
     class Meta:
         model = Project
         fields = ("project_id", "consent_required", "consent_write_policy", "categories", "conflict_policy")
+
+    add_serializer = change_serializer = serializers.ProjectPatchSerializer
 
 
 @admin.register(Project)
@@ -469,6 +505,8 @@ class IdentityBlockForm(_ScopedForm):
         fields = ("project_id", "subject_id", "name", "text", "position", "enabled", "metadata")
         widgets = {"text": forms.Textarea(attrs={"rows": 6})}
 
+    add_serializer, change_serializer = serializers.IdentityBlockInSerializer, serializers.IdentityBlockPatchSerializer
+
     def clean(self):
         cleaned = super().clean()
         if self.instance._state.adding and not self.errors:
@@ -519,6 +557,8 @@ class ProcedureForm(_ScopedForm):
         model = Procedure
         fields = ("project_id", "subject_id", "title", "text", "category", "importance", "metadata")
         widgets = {"text": forms.Textarea(attrs={"rows": 10})}
+
+    add_serializer, change_serializer = serializers.ProcedureInSerializer, serializers.ProcedurePatchSerializer
 
 
 @admin.register(Procedure)

@@ -124,7 +124,7 @@ class Embedder:
 
     def __init__(self, dim: int):
         self.dim = dim
-        self._query_cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._query_cache: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()  # (project, text)
         self._cache_lock = threading.Lock()
         self.breaker = CircuitBreaker(settings.HAKI_EMBED_BREAKER_FAILURES, settings.HAKI_EMBED_BREAKER_COOLDOWN)
         _EMBEDDERS.add(self)
@@ -163,19 +163,21 @@ class Embedder:
             )
         return vectors
 
-    def embed_query(self, text: str) -> np.ndarray:
+    def embed_query(self, text: str, *, project_id: str) -> np.ndarray:
         """One query vector, through a small LRU cache: users repeat themselves, and an exact repeat
-        need not pay the model again."""
+        need not pay the model again. Keyed by project: a hit (counted on /metrics, and faster) only for a question
+        the same project asked, never telling one tenant what another asked."""
+        key = (project_id, text)
         with self._cache_lock:
-            hit = self._query_cache.get(text)
+            hit = self._query_cache.get(key)
             if hit is not None:
-                self._query_cache.move_to_end(text)
+                self._query_cache.move_to_end(key)
         observability.query_cache(hit is not None)
         if hit is not None:
             return hit
         vector = self.embed([text])[0]
         with self._cache_lock:
-            self._query_cache[text] = vector
+            self._query_cache[key] = vector
             while len(self._query_cache) > settings.HAKI_EMBED_CACHE_SIZE:
                 self._query_cache.popitem(last=False)
         return vector

@@ -248,7 +248,7 @@ def exception_handler(exc, context):
 # middleware past DATA_UPLOAD_MAX_MEMORY_SIZE, an unknown URL, a crash in middleware). The API answers them in
 # the contract; the admin and the stats pages keep Django's HTML pages.
 
-def _is_api(request) -> bool:
+def is_api(request) -> bool:
     return request.path_info.startswith("/v1/") or request.path_info == "/v1"
 
 
@@ -260,13 +260,13 @@ def not_found_view(request, exception=None):
 def bad_request_view(request, exception=None):
     if isinstance(exception, RequestDataTooBig):
         return JsonResponse(payload_too_large_body(), status=413)
-    if not _is_api(request):
+    if not is_api(request):
         return defaults.bad_request(request, exception)
     return JsonResponse(error_body(ErrorCode.INVALID_REQUEST, "Bad request (for instance an unknown Host header)."), status=400)
 
 
 def permission_denied_view(request, exception=None):
-    if not _is_api(request):
+    if not is_api(request):
         return defaults.permission_denied(request, exception)
     return JsonResponse(error_body(ErrorCode.PERMISSION_DENIED, "Permission denied."), status=403)
 
@@ -275,8 +275,8 @@ def server_error_view(request):
     # Django calls it inside the `except` of what was raised: the database lost in a middleware or at the request's
     # commit answers as it does in a view.
     exc = sys.exc_info()[1]
-    if _is_api(request) and isinstance(exc, DATABASE_DOWN):
+    if is_api(request) and isinstance(exc, DATABASE_DOWN):
         return database_unavailable_response(exc)
-    if not _is_api(request):
+    if not is_api(request):
         return defaults.server_error(request)
     return JsonResponse(error_body(ErrorCode.INTERNAL_ERROR, "An internal error occurred."), status=500)

@@ -70,7 +70,7 @@ METADATA_MAX_BYTES = 16384  # as compact JSON with non-ASCII escaped: what json.
 METADATA_MAX_DEPTH = 32  # {"a": 1} is depth 1; each object or list inside adds one
 
 
-def _storable_text(value: str) -> bool:
+def storable_text(value: str) -> bool:
     """PostgreSQL's text and jsonb cannot hold U+0000, and UTF-8 cannot encode a lone surrogate (\\ud800)."""
     return "\x00" not in value and not _SURROGATE_RE.search(value)
 
@@ -89,17 +89,17 @@ def metadata_problem(data) -> str | None:
             return f"must be nested at most {METADATA_MAX_DEPTH} levels deep"
         if isinstance(value, dict):
             for key, item in value.items():
-                if not _storable_text(key):
+                if not storable_text(key):
                     return "must not contain U+0000 or an unpaired surrogate"
                 if isinstance(item, dict | list):
                     stack.append((item, depth + 1))
-                elif isinstance(item, str) and not _storable_text(item):
+                elif isinstance(item, str) and not storable_text(item):
                     return "must not contain U+0000 or an unpaired surrogate"
         else:
             for item in value:
                 if isinstance(item, dict | list):
                     stack.append((item, depth + 1))
-                elif isinstance(item, str) and not _storable_text(item):
+                elif isinstance(item, str) and not storable_text(item):
                     return "must not contain U+0000 or an unpaired surrogate"
     if len(json.dumps(data, separators=(",", ":"))) > METADATA_MAX_BYTES:
         return f"must be at most {METADATA_MAX_BYTES} bytes as compact JSON (non-ASCII written as \\u escapes)"

@@ -1,4 +1,5 @@
-"""What the running service says about itself: Prometheus series at /metrics, one log line per context call.
+"""What the running service says about itself: Prometheus series at /metrics (for a bearer of HAKI_METRICS_TOKEN;
+a 404 while it is unset), one log line per context call.
 
 Series (prometheus-client; under gunicorn each worker writes its own files in PROMETHEUS_MULTIPROC_DIR, set by
 config/gunicorn.py, and /metrics adds them up whichever worker answers):
@@ -19,14 +20,16 @@ and phase timings and the counts; never the query, the packet's text or the subj
 """
 from __future__ import annotations
 
+import hmac
 import json
 import logging
 import os
 import time
 
+from django.conf import settings
 from django.core.signals import request_finished
 from django.db import connections
-from django.http import HttpResponse
+from django.http import Http404, HttpResponse
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest, multiprocess
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY
 
@@ -55,8 +58,14 @@ POOL_MAX = Gauge("hakimem_db_pool_max", "Database pool: the most connections it 
 
 # --- HTTP ----------------------------------------------------------------------------------------------
 
+# The methods a label may name: any other (a client may invent one per request) is counted as "other", so that no
+# anonymous client can multiply the series.
+HTTP_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+
+
 class MetricsMiddleware:
-    """Times every request; the endpoint label is the URL pattern (`v1/facts/<uuid:fact_id>`), never the path."""
+    """Times every request; the endpoint label is the URL pattern (`v1/facts/<uuid:fact_id>`), never the path, and
+    the method one of HTTP_METHODS or "other"."""
 
     def __init__(self, get_response):
         self.get_response = get_response
@@ -66,12 +75,24 @@ class MetricsMiddleware:
         response = self.get_response(request)
         match = getattr(request, "resolver_match", None)
         endpoint = match.route if match is not None else "unmatched"
-        HTTP_DURATION.labels(request.method, endpoint, str(response.status_code)).observe(time.perf_counter() - started)
+        method = request.method if request.method in HTTP_METHODS else "other"
+        HTTP_DURATION.labels(method, endpoint, str(response.status_code)).observe(time.perf_counter() - started)
         return response
 
 
 def metrics_view(request):
-    """GET /metrics: Prometheus' text format."""
+    """GET /metrics: Prometheus' text format, for a bearer of settings.HAKI_METRICS_TOKEN. Unset, the page does not
+    exist (404): the series tell how the service is used (calls, cache hits, latencies), which no anonymous client
+    should learn. A wrong or missing token: 401."""
+    token = settings.HAKI_METRICS_TOKEN
+    if not token:
+        raise Http404
+    scheme, _, sent = request.META.get("HTTP_AUTHORIZATION", "").partition(" ")
+    if scheme.lower() != "bearer" or not hmac.compare_digest(sent.strip().encode(), token.encode()):
+        response = HttpResponse("A bearer token (HAKI_METRICS_TOKEN) is needed.\n", status=401,
+                                content_type="text/plain; charset=utf-8")
+        response["WWW-Authenticate"] = 'Bearer realm="metrics"'
+        return response
     if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         registry = CollectorRegistry()
         multiprocess.MultiProcessCollector(registry)

@@ -64,21 +64,28 @@ class Period:
     until: datetime
 
 
-PERIOD_REVERSED, PERIOD_TOO_LONG = "reversed", "too_long"
+PERIOD_REVERSED, PERIOD_TOO_LONG, PERIOD_OUT_OF_CALENDAR = "reversed", "too_long", "out_of_calendar"
+# A day inside the calendar's edges: the queries round a period's ends to whole days and hours, and step a day
+# before its first, which past 0001-01-01 or 9999-12-31 leaves Python's dates (an OverflowError: a 500).
+PERIOD_EARLIEST = datetime(1, 1, 2, tzinfo=dt_timezone.utc)
+PERIOD_LATEST = datetime(9999, 12, 31, tzinfo=dt_timezone.utc)
 
 
 def period_problem(period: Period) -> str | None:
-    """Why a period someone asked for cannot be shown: PERIOD_REVERSED (it does not start before it ends) or
-    PERIOD_TOO_LONG (over MAX_PERIOD); None when it can. The API and the pages each say it in their words."""
+    """Why a period someone asked for cannot be shown: PERIOD_REVERSED (it does not start before it ends),
+    PERIOD_TOO_LONG (over MAX_PERIOD) or PERIOD_OUT_OF_CALENDAR (outside [PERIOD_EARLIEST, PERIOD_LATEST]); None
+    when it can. The API and the pages each say it in their words."""
     if period.since >= period.until:
         return PERIOD_REVERSED
     if period.until - period.since > MAX_PERIOD:
         return PERIOD_TOO_LONG
+    if period.since < PERIOD_EARLIEST or period.until > PERIOD_LATEST:
+        return PERIOD_OUT_OF_CALENDAR
     return None
 
 
 def days_period(first: date, last: date) -> Period:
-    """Whole UTC days, `last` included: what the pages' date pickers mean."""
+    """Whole UTC days, `last` included: what the pages' date pickers mean (`last` before the calendar's last day)."""
     return Period(
         since=datetime.combine(first, time.min, tzinfo=dt_timezone.utc),
         until=datetime.combine(last + timedelta(days=1), time.min, tzinfo=dt_timezone.utc),

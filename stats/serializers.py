@@ -8,6 +8,9 @@ from hakimem.serializers import StrictSerializer, iso
 from stats.selectors import (
     DEFAULT_PERIOD,
     MAX_PERIOD,
+    PERIOD_EARLIEST,
+    PERIOD_LATEST,
+    PERIOD_OUT_OF_CALENDAR,
     PERIOD_REVERSED,
     PERIOD_TOO_LONG,
     Overview,
@@ -35,6 +38,10 @@ class OverviewQuerySerializer(StrictSerializer):
             raise serializers.ValidationError({"since": ["must be before until"]})
         if problem == PERIOD_TOO_LONG:
             raise serializers.ValidationError({"until": [f"the period may span at most {MAX_PERIOD.days} days"]})
+        if problem == PERIOD_OUT_OF_CALENDAR:
+            field = "since" if period.since < PERIOD_EARLIEST else "until"
+            raise serializers.ValidationError({field: [f"the period must lie between {iso(PERIOD_EARLIEST)} and "
+                                                       f"{iso(PERIOD_LATEST)}"]})
         return {"project_id": attrs["project_id"], "period": period}
 
 

@@ -41,11 +41,16 @@ class PeriodForm(forms.Form):
         cleaned = super().clean()
         since, until = cleaned.get("since"), cleaned.get("until")
         if since and until:
-            problem = selectors.period_problem(selectors.days_period(since, until))
+            # The calendar's last day would end the period past it: out of the calendar, before it is a Period.
+            problem = (selectors.PERIOD_OUT_OF_CALENDAR if until == date.max
+                       else selectors.period_problem(selectors.days_period(since, until)))
             if problem == selectors.PERIOD_REVERSED:
                 self.add_error("since", "The first day must not be after the last.")
             elif problem == selectors.PERIOD_TOO_LONG:
                 self.add_error("until", f"Show at most {selectors.MAX_PERIOD.days} days.")
+            elif problem == selectors.PERIOD_OUT_OF_CALENDAR:
+                earliest, latest = selectors.PERIOD_EARLIEST.date(), selectors.PERIOD_LATEST.date() - timedelta(days=1)
+                self.add_error("since" if since < earliest else "until", f"Show days from {earliest} to {latest}.")
         return cleaned
 
 

@@ -72,7 +72,7 @@ class DayRangeFilter(InputFilter):
         since, until = self._day("since"), self._day("until")
         if since:
             queryset = queryset.filter(created_at__gte=since)
-        if until:
+        if until and until.date() < date.max:  # the calendar's last day bounds nothing (and has no next day)
             queryset = queryset.filter(created_at__lt=until + timedelta(days=1))
         return queryset
 

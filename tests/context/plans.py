@@ -25,7 +25,7 @@ def explain(subject: str, query: str, sql: str = retrieval.HYBRID_CANDIDATES_SQL
                                   cutoffs=volatility_cutoffs(now))
     text = {retrieval.FACTS: lookup.fact_text, retrieval.EVENTS: lookup.event_text,
             retrieval.PROCEDURES: lookup.procedure_text}[table]
-    params = {**lookup.params(text), "qvec": vector_literal(get_embedder().embed_query(query))}
+    params = {**lookup.params(text), "qvec": vector_literal(get_embedder().embed_query(query, project_id=lookup.project_id))}
     events = lookup.params(lookup.event_text)  # a plain call's facts and episodes together (retrieval.TOGETHER_SQL)
     params.update({retrieval.EPISODE_TEXT_PREFIX + name: events[name] for name in retrieval._TEXT_PARAMS})
     # As a request runs it: under row-level security, as the API role seeing the key's project (the test's

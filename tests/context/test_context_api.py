@@ -288,7 +288,7 @@ def test_multi_hop_within_a_whole_scope_finds_what_its_statement_finds(monkeypat
     query = "Who fixes bicycles?"
     lookup = retrieval.lookup_for(project_id=PROJECT, subject_id="alice", query=query, now=now,
                                   cutoffs=volatility_cutoffs(now))
-    facts, _, whole = retrieval.candidates_together(lookup, qvec=get_embedder().embed_query(query))
+    facts, _, whole = retrieval.candidates_together(lookup, qvec=get_embedder().embed_query(query, project_id=lookup.project_id))
     assert whole and len(facts) == 16
     settled = [c.id for c in facts if "number 4" in c.text or "number 1." in c.text]
     entities = ["Julien", "Montreal"]
@@ -437,7 +437,7 @@ def test_the_statement_of_facts_and_episodes_together_keeps_what_the_two_stateme
     monkeypatch.setattr(retrieval, "CANDIDATE_LIMIT", 24)
     query = "apple trees by the river orchard"
     lookup = retrieval.lookup_for(project_id=PROJECT, subject_id="alice", query=query, now=now, cutoffs=volatility_cutoffs(now))
-    qvec = get_embedder().embed_query(query)
+    qvec = get_embedder().embed_query(query, project_id=lookup.project_id)
     (facts, episodes, _), ran = _candidate_statements(lambda: retrieval.candidates_together(lookup, qvec=qvec))
     assert facts and episodes and len(facts) + len(episodes) == 24
     assert ran == ["whole" if whole_scope else ("two-phase", facts_exact, events_exact)]
@@ -462,7 +462,7 @@ def test_a_scope_larger_than_the_statistics_said_is_ranked_by_the_two_phases(mon
     monkeypatch.setattr(retrieval, "CANDIDATE_LIMIT", 20)
     lookup = retrieval.lookup_for(project_id=PROJECT, subject_id="alice", query=query, now=now,
                                   cutoffs=volatility_cutoffs(now), config=config)
-    qvec = get_embedder().embed_query(query)
+    qvec = get_embedder().embed_query(query, project_id=lookup.project_id)
     (found, episodes, whole), ran = _candidate_statements(lambda: retrieval.candidates_together(lookup, qvec=qvec))
     exact = retrieval._dense_exact(lookup, retrieval.FACTS), retrieval._dense_exact(lookup, retrieval.EVENTS)
     assert ran == ["whole", ("two-phase", *exact)] and not whole
@@ -522,7 +522,7 @@ def _candidates(query, subject="alice"):
 
     now = timezone.now()
     lookup = retrieval.lookup_for(project_id=PROJECT, subject_id=subject, query=query, now=now, cutoffs=volatility_cutoffs(now))
-    return retrieval.fact_candidates(lookup, qvec=get_embedder().embed_query(query))
+    return retrieval.fact_candidates(lookup, qvec=get_embedder().embed_query(query, project_id=lookup.project_id))
 
 
 def test_the_lexical_leg_keeps_the_matches_nearest_to_the_question(monkeypatch):
@@ -546,7 +546,7 @@ def test_the_lexical_leg_keeps_the_matches_nearest_to_the_question(monkeypatch):
     lookup = replace(retrieval.lookup_for(project_id=PROJECT, subject_id="alice", query=question, now=now,
                                           cutoffs=volatility_cutoffs(now)),
                      fact_text=retrieval.TextQuery("buy", "buy", ("buy",), (1.0,), (True,)))
-    candidates = retrieval.fact_candidates(lookup, qvec=get_embedder().embed_query(question))
+    candidates = retrieval.fact_candidates(lookup, qvec=get_embedder().embed_query(question, project_id=lookup.project_id))
     assert {c.id for c in candidates} == answers
 
 

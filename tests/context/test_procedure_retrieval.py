@@ -19,7 +19,7 @@ def _procedures(query, subject="alice", *, degraded=False):
     now = timezone.now()
     lookup = retrieval.lookup_for(project_id=PROJECT, subject_id=subject, query=query, now=now,
                                   cutoffs=volatility_cutoffs(now))
-    return retrieval.procedure_candidates(lookup, qvec=None if degraded else get_embedder().embed_query(query))
+    return retrieval.procedure_candidates(lookup, qvec=None if degraded else get_embedder().embed_query(query, project_id=lookup.project_id))
 
 
 @pytest.fixture(params=["exact", "graph"])

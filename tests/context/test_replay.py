@@ -232,7 +232,7 @@ def test_budget_override_is_checked_as_a_context_call_checks_it(api, garden, bud
 def test_as_it_was_needs_the_query_vector(api, garden, monkeypatch):
     # given an embedder that is down: a replay now degrades as a call would, one as it was cannot run
     class Down:
-        def embed_query(self, text):
+        def embed_query(self, text, *, project_id):
             raise EmbedderUnavailable("down")
 
     monkeypatch.setattr("context.assembler.get_embedder", lambda: Down())

@@ -269,3 +269,129 @@ def test_metadata_32_deep_reads_back_as_written(api):
     created = api.post("/v1/facts", fact(metadata=metadata), format="json").json()
     assert Fact.objects.get(id=created["id"]).metadata == metadata
     assert api.get(f"/v1/facts/{created['id']}").json()["metadata"] == metadata
+
+
+# --- issue 35: the remaining 5xx and silent losses --------------------------------------------------------------
+
+def wsgi_call(app, method: str, path: str, content_type: str, body: bytes = b"", query: str = "") -> tuple[str, dict, bytes]:
+    """One request straight into a WSGI application, as gunicorn makes it (the test client builds Django's request
+    itself, before any code of ours: a bad charset failed there, inside the client)."""
+    import io
+
+    environ = {"REQUEST_METHOD": method, "PATH_INFO": path, "QUERY_STRING": query, "CONTENT_TYPE": content_type,
+               "CONTENT_LENGTH": str(len(body)), "SERVER_NAME": "testserver", "SERVER_PORT": "80",
+               "HTTP_HOST": "testserver", "wsgi.input": io.BytesIO(body), "wsgi.url_scheme": "http",
+               "wsgi.errors": io.StringIO()}
+    answer = {}
+
+    def start_response(status, headers, exc_info=None):
+        answer.update(status=status, headers=dict(headers))
+
+    content = b"".join(app(environ, start_response))
+    return answer["status"], answer["headers"], content
+
+
+@pytest.mark.parametrize("charset", ["rot13", "hex", "base64", "bz2", "no-such-charset", '"rot13"', "ROT13"])
+def test_a_content_type_charset_that_is_no_text_encoding_answers_415(api, charset):
+    # given the production WSGI application (gunicorn's) and a Content-Type whose charset Python knows as a codec
+    # that does not decode bytes to text, or knows not
+    from config.wsgi import application
+
+    before = counts()
+    content_type = f"application/json; charset={charset}"
+    # when a body is posted with it, and a GET with a query string sends it (before: gunicorn's own HTML 500)
+    for method, query, body in (("POST", "", json.dumps(fact()).encode()),
+                                ("GET", f"project_id={PROJECT}&subject_id=alice", b"")):
+        status, headers, content = wsgi_call(application, method, "/v1/facts", content_type, body, query)
+        # then 415 in the contract, and nothing is written
+        assert status.startswith("415 ") and headers["Content-Type"] == "application/json", (status, content[:300])
+        assert json.loads(content)["error"]["code"] == "unsupported_media_type"
+    status, headers, _ = wsgi_call(application, "GET", "/admin/", content_type, query="q=1")
+    assert status.startswith("415 ") and headers["Content-Type"].startswith("text/plain")
+    assert counts() == before
+
+
+@pytest.mark.parametrize("charset", ["utf-8", "UTF8", "utf_8", '"utf-8"', "latin-1"])
+def test_a_charset_that_names_a_text_encoding_passes_the_guard(charset):
+    from hakimem.guard import charset_guard
+
+    def inner(environ, start_response):
+        start_response("200 OK", [("Content-Type", "text/plain")])
+        return [b"reached"]
+
+    status, _, content = wsgi_call(charset_guard(inner), "GET", "/v1/facts", f"application/json; charset={charset}",
+                                   query="a=1")
+    assert status == "200 OK" and content == b"reached"
+
+
+@pytest.mark.parametrize("path", ["/v1/facts/%00", "/v1/subjects/al%00ice", "/v1/conflicts/%00/resolve",
+                                  "/v1/identity-blocks/a%00b", "/v1/fa%00cts", "/v1/context%00",
+                                  "/v1/subjects/alice/consents/hea%00lth", "/v1/subjects/%00/consents"])
+def test_a_nul_in_a_url_path_segment_answers_a_4xx(api, path):
+    before = counts()
+    for method in ("get", "post", "delete"):
+        response = getattr(api, method)(f"{path}?project_id={PROJECT}")
+        assert response.status_code in (400, 404, 405), (method, path, response.status_code, response.content[:300])
+        assert response["Content-Type"].startswith("application/json")
+        assert error_code(response) in ("invalid_request", "not_found", "method_not_allowed")
+    assert counts() == before
+
+
+@pytest.mark.parametrize("key", ["a\x00", "\x00", "a\ud800b"])
+def test_a_category_boost_naming_a_category_no_text_can_hold_is_refused(api, key):
+    # given a category boost whose category holds U+0000 or a lone surrogate (before: 200 with a trace id whose
+    # trace was never written)
+    api.post("/v1/facts", fact(), format="json")
+    before = counts()
+    raw = json.dumps({"project_id": PROJECT, "subject_id": "alice", "query": "cello", "category_boosts": {key: 1.5}})
+    # when a context call asks with it
+    response = post_raw(api, "/v1/context", raw.encode())
+    # then 400 naming the field, and no trace
+    error = refused(response)
+    assert {e["field"] for e in error["details"]["errors"]} == {"category_boosts"}, error
+    assert counts() == before
+
+
+# A NUL anywhere in a body: each endpoint that takes a body, each string in it (a key or a value).
+NUL_BODIES = [
+    ("/v1/facts", {"project_id": PROJECT, "subject_id": "alice", "text": "Alice plays.", "category": "mu\x00sic"}),
+    ("/v1/facts/batch", {"facts": [{"project_id": PROJECT, "subject_id": "alice", "text": "Alice\x00 plays."}]}),
+    ("/v1/events/batch", {"events": [{"project_id": PROJECT, "subject_id": "alice", "text": "Went.",
+                                      "occurred_at": "2024-05-01T10:00:00Z", "metadata": {"k\ud800": 1}}]}),
+    ("/v1/context", {"project_id": PROJECT, "subject_id": "alice", "query": "cello", "render_format": "x\x00"}),
+    ("/v1/context", {"project_id": PROJECT, "subject_id": "alice", "query": "cello", "unknown\x00": 1}),
+    ("/v1/identity-blocks", {"project_id": PROJECT, "name": "tone\x00", "text": "Be brief."}),
+    ("/v1/procedures", {"project_id": PROJECT, "title": "Deploy", "text": "Steps.", "category": "ops\ud800"}),
+    ("/v1/subjects/alice/consents", {"project_id": PROJECT, "category": "health\x00"}),
+]
+
+
+@pytest.mark.parametrize("path, body", NUL_BODIES, ids=[f"{p}-{i}" for i, (p, _) in enumerate(NUL_BODIES)])
+def test_nul_or_a_lone_surrogate_in_any_string_of_a_body_is_refused(api, path, body):
+    before = counts()
+    raw = json.dumps(body)  # \u0000 and \ud800 escaped, as JSON allows
+    response = post_raw(api, path, raw.encode())
+    assert response.status_code in (400, 404), (path, response.status_code, response.content[:300])
+    if response.status_code == 400:
+        refused(response)
+    assert counts() == before
+
+
+# --- the edges of the calendar in stats periods --------------------------------------------------------------
+
+EDGE_MOMENTS = ["0001-01-01T00:00:00Z", "0001-01-01T00:00:01Z", "0001-01-31T00:00:00Z", "0001-02-01T00:00:00Z",
+                "9999-12-31T00:00:00Z", "9999-12-31T00:00:01Z", "9999-12-31T23:59:59.999999Z", "9999-12-01T00:00:00Z",
+                "2024-05-01T00:00:00Z"]
+
+
+def test_a_stats_period_at_the_edges_of_the_calendar_answers_400_or_a_valid_answer(api):
+    path = "/v1/stats/overview"
+    # every pair of edge moments (and each alone) as since and until: a 400 in the contract, or a valid answer
+    queries = [{"since": s} for s in EDGE_MOMENTS] + [{"until": u} for u in EDGE_MOMENTS]
+    queries += [{"since": s, "until": u} for s in EDGE_MOMENTS for u in EDGE_MOMENTS]
+    for query in queries:
+        response = api.get(path, {"project_id": PROJECT, **query})
+        assert response.status_code in (200, 400, 404), (path, query, response.status_code, response.content[:300])
+        if response.status_code != 200:
+            assert response["Content-Type"].startswith("application/json"), (path, query)
+            assert error_code(response) in ("invalid_request", "not_found"), (path, query, response.json())

@@ -11,8 +11,16 @@ from tests.conftest import PROJECT
 PHASES = {"embed", "retrieve", "rank", "pack", "multi_hop", "render", "trace_write"}
 
 
+METRICS_TOKEN = "metrics-token-of-the-test"
+
+
+@pytest.fixture(autouse=True)
+def metrics_token(settings):
+    settings.HAKI_METRICS_TOKEN = METRICS_TOKEN
+
+
 def samples(client) -> dict[tuple, float]:
-    response = client.get("/metrics")
+    response = client.get("/metrics", HTTP_AUTHORIZATION=f"Bearer {METRICS_TOKEN}")
     assert response.status_code == 200 and response["Content-Type"].startswith("text/plain")
     return {
         (sample.name, tuple(sorted(sample.labels.items()))): sample.value

@@ -24,6 +24,9 @@ WORKERS, THREADS = 2, 2
 APP_NAME = "hakimem-served-test"
 
 
+METRICS_TOKEN = "metrics-token-of-the-test"
+
+
 @pytest.fixture
 def served(transactional_db, tmp_path, settings):
     """gunicorn on the test database; its connections carry APP_NAME, and idle ones beyond the pool's
@@ -36,7 +39,7 @@ def served(transactional_db, tmp_path, settings):
         "HAKI_WORKERS": str(WORKERS), "HAKI_THREADS": str(THREADS),
         "HAKI_DB_POOL_MAX_IDLE": "1", "HAKI_ACCESS_LOG": "",
         "HAKI_STATIC_ROOT": str(settings.STATIC_ROOT),
-        "PROMETHEUS_MULTIPROC_DIR": str(tmp_path / "metrics"),
+        "PROMETHEUS_MULTIPROC_DIR": str(tmp_path / "metrics"), "HAKI_METRICS_TOKEN": METRICS_TOKEN,
     }
     with Server(env=env, log=tmp_path / "server.log") as server:
         yield server
@@ -71,7 +74,7 @@ def test_the_production_server_serves_the_api_and_the_pages(served):
     assert request(served.url, "POST", "/v1/context", {"project_id": PROJECT}, key)[0] == 400
     # and /metrics adds up what the workers saw, whichever worker answers
     conn = http.client.HTTPConnection("127.0.0.1", served.port, timeout=30)
-    conn.request("GET", "/metrics")
+    conn.request("GET", "/metrics", headers={"Authorization": f"Bearer {METRICS_TOKEN}"})
     metrics = {(s.name, tuple(sorted(s.labels.items()))): s.value
                for family in text_string_to_metric_families(conn.getresponse().read().decode()) for s in family.samples}
     assert metrics[("hakimem_context_phase_seconds_count", (("phase", "embed"),))] == 1
@@ -91,6 +94,12 @@ def test_the_production_server_serves_the_api_and_the_pages(served):
     conn.request("GET", f"/stats/?project={PROJECT}", headers={"Cookie": f"sessionid={session}"})
     page = conn.getresponse()
     assert page.status == 200 and "<style>" in page.read().decode()
+    # and a charset that is no text encoding on a GET with a query string is a 415 in the contract (it was
+    # gunicorn's own HTML 500: Django failed while building the request)
+    conn.request("GET", f"/v1/facts?project_id={PROJECT}&subject_id=alice",
+                 headers={"Content-Type": "application/json; charset=rot13", "Authorization": f"Bearer {key}"})
+    refused = conn.getresponse()
+    assert refused.status == 415 and json.loads(refused.read())["error"]["code"] == "unsupported_media_type"
     conn.close()
 
 
