@@ -150,6 +150,8 @@ class Clash:
 _MARITAL_CLASH = {frozenset(p) for p in [
     ("married", "single"), ("married", "divorced"), ("married", "widowed"), ("single", "engaged"),
     ("single", "in_relationship"), ("divorced", "engaged"), ("single", "pacsed"), ("married", "separated"),
+    ("never_married", "married"), ("never_married", "divorced"), ("never_married", "widowed"),
+    ("never_married", "separated"),
 ]}
 
 
@@ -291,6 +293,10 @@ def _holder(prefix: str, speaker: str | None, sentence_holder: str | None, conte
             heads.append(("thing", base))
     heads = [h for h in heads if h[0] != "of" or heads.index(h) > 0]
     if not heads or all(kind == "of" for kind, _ in heads):
+        opening = [_fold(t) for t in _tokens(context)[:2]]
+        if any(w in _FIRST_PERSON or w in ("user", "utilisateur", "utilisatrice", "l'utilisateur", "l'utilisatrice")
+               for w in opening):
+            return sentence_holder or me  # the sentence is about the subject, whatever names come after
         named = _names(_tokens(context), first_at_start=True)  # "Grace left Deloitte and is now at KPMG"
         return sentence_holder or (named[0] if named else me)
     kind, word = heads[-1]
@@ -382,9 +388,10 @@ _p("marital", STATE, rf"\b(?:{_BE}\s+(?:an?\s+)?(?P<v>widower|widow)|(?:has|have
 _p("marital", STATE, r"\b(?:got|has got|have got|just got|recently got)\s+(?P<v>married|divorced|engaged)\b")
 _p("marital", STATE, r"\b(?<!not )(?<!never )(?:(?:has|have|a|ai|ont)\s+)?(?P<v>married|épousée?)\s+(?=(?-i:[A-Z]))")
 _p("partner", SINGLE, r"\b(?<!not )(?<!never )(?<!is )(?<!was )(?<!got )(?:(?:has|have|a|ai|ont)\s+)?(?:married|épousée?)\s+(?P<v>(?-i:[A-Z])[\w-]+)")
+_p("marital", STATE, r"\b(?:my|our|mon|ma|notre)\s+(?P<v>husband|wife|mari|femme|épouse|époux)\b(?!\s*'s)(?<!ex-husband)")
 # counts: children, kids, sons, daughters, pets, dogs, cats
-_NUMBER = r"(?:a single|only one|just one|no|zero|one|two|three|four|five|six|seven|eight|nine|ten|a|an|\d{1,2}|aucun|aucune|pas d'|pas de|un|une|deux|trois|quatre|cinq|six|sept|huit|neuf|dix)"
-_COUNTED = (r"(?:children|child|kids|kid|sons|son|daughters|daughter|grandchildren|pets|pet|dogs|dog|cats|cat|siblings|"
+_NUMBER = r"(?:un seul|une seule|a single|only one|just one|no|zero|one|two|three|four|five|six|seven|eight|nine|ten|a|an|\d{1,2}|aucun|aucune|pas d'|pas de|un|une|deux|trois|quatre|cinq|six|sept|huit|neuf|dix)"
+_COUNTED = (r"(?:children|child|kids|kid|sons|son|daughters|daughter|boys|girls|garçons|grandchildren|pets|pet|dogs|dog|cats|cat|siblings|"
             r"brothers|sisters|goldfish|fish|horses|horse|rabbits|rabbit|hamsters|hamster|birds|bird|chickens|cars|car|"
             r"enfants|enfant|fils|filles|fille|petits-enfants|animaux|animal|chiens|chien|chats|chat|frères|sœurs|soeurs|"
             r"poissons|poisson|chevaux|cheval|lapins|lapin|oiseaux|oiseau|poules|voitures|voiture)")
@@ -392,16 +399,19 @@ _p("count", COUNT, rf"\b(?:my|his|her|their|our|mes|ses|leurs|nos)\s+(?P<v>two|t
 _p("count", COUNT, rf"\b(?:n'a|n'ai|n'ont)\s+qu'(?P<v>un|une)\s+(?P<n>{_COUNTED})\b")
 _p("count", COUNT, rf"\b(?:has|have|'s got|'ve got|has got|have got|now has|keeps|keep|owns|own|adopted|has adopted|just adopted|a adopté|ai adopté)\s+(?P<v>{_NUMBER})\s+(?:(?:young|little|grown|adult|small|lovely|beautiful|wonderful)\s+)?(?P<n>{_COUNTED})\b")
 _p("count", COUNT, rf"\b(?:doesn't have|does not have|don't have|do not have|has never had|never had)\s+(?P<v>any)\s+(?P<n>{_COUNTED})\b")
+_p("count", COUNT, rf"\b(?:doesn't|does not|don't|do not)\s+(?:own|have)\s+(?P<none>a|an)\s+(?P<n>car|dog|cat|pet)\b")
 _p("count", COUNT, rf"\b(?:a|ai|as|avons|ont)\s+(?P<v>{_NUMBER})\s*(?P<n>{_COUNTED})\b")
 _p("count", COUNT, rf"\b(?:n'a|n'ai|n'ont)\s+(?P<v>pas|aucun|plus|jamais eu)\s+(?:d'|de\s+|d')?(?P<n>{_COUNTED})\b")
 _p("count", COUNT, rf"\b(?:no longer has|no longer have|doesn't have|don't have)\s+(?P<v>any)\s+(?P<n>{_COUNTED})\s+(?:any\s*more|now)\b")
 _p("count", COUNT, rf"\b(?:all|both)\s+(?P<v>{_NUMBER})?\s*(?:of\s+)?(?P<h>(?-i:[A-Z])[\w-]*'s|my|his|her|their|our)\s+(?P<n>{_COUNTED})\b")
+_p("count", COUNT, r"\b(?:le|la|les)\s+(?P<exists>fils|fille|filles|enfants|enfant|chien|chienne|chat|chatte)\s+(?P<h>(?:de|d')\s*(?:l'utilisateur|l'utilisatrice|(?-i:[A-Z])[\w-]+))")
+_p("count", COUNT, r"\b(?P<h>(?:the\s+)?user's)\s+(?P<exists>son|daughter|kids|children|child|dog|cat)\b")
 # "my son", "sa fille", "Diego walks his dog": there are children, or pets
 _p("count", COUNT, r"\b(?P<h>my|his|her|their|our|mon|ma|mes|son|sa|ses|notre|nos|leur|leurs|(?-i:[A-Z])[\w-]*'s)\s+(?:(?:eldest|oldest|youngest|little|baby|older|younger|new|aînée?|cadette?|petite?|grande?|plus jeune|benjamine?)\s+)?(?P<exists>son|daughter|kids|children|child|fils|fille|enfants|enfant|dog|cat|puppy|kitten|chien|chienne|chat|chatte|chiot)\b")
 _p("count", COUNT, rf"\b(?:father|mother|dad|mom|mum|parent|père|mère|papa|maman)\s+(?:of|de)\s+(?P<v>{_NUMBER})(?:\s+(?P<n>{_COUNTED}))?\b")
 # occupation
 _p("occupation", SINGLE, r"\b(?:works|work|working)\s+(?:full-time\s+|part-time\s+|full time\s+|part time\s+)?as\s+(?:an?\s+)?(?P<v>[^.;!?\n]{1,50})")
-_p("occupation", SINGLE, r"\b(?:occupation|job|profession|métier)\s*(?::|is|est)\s*(?:an?\s+|un\s+|une\s+)?(?P<v>[^.;!?\n]{1,50})")
+_p("occupation", SINGLE, r"\b(?:occupation|job|profession|métier)\s*(?::|is|est)\s*(?:an?\s+|un\s+|une\s+)?(?P<v>(?!(?:il|elle|he|she|they|je|j'|i)\b)[^.;!?\n]{1,50})")
 _p("occupation", SINGLE, rf"\b(?:travaille|travaillent)\s+{_ADV}comme\s+(?P<v>[^.;!?\n]{{1,50}})")
 _JOBS = """
     nurse teacher doctor physician engineer developer programmer lawyer attorney accountant architect designer chef
@@ -534,12 +544,14 @@ _MONTH_NUMBERS = {_fold(m): i for i, names in enumerate([
     "january janvier jan", "february février fevrier feb", "march mars mar", "april avril apr", "may mai",
     "june juin jun", "july juillet jul", "august août aout aug", "september septembre sep sept",
     "october octobre oct", "november novembre nov", "december décembre decembre dec"], start=1) for m in names.split()}
-_NUMBER_WORDS = {"plus": 0, "a single": 1, "only one": 1, "just one": 1, "no": 0, "zero": 0, "aucun": 0, "aucune": 0, "pas": 0, "pas d'": 0, "pas de": 0, "any": 0,
+_NUMBER_WORDS = {"plus": 0, "un seul": 1, "une seule": 1, "a single": 1, "only one": 1, "just one": 1, "no": 0, "zero": 0, "aucun": 0, "aucune": 0, "pas": 0, "pas d'": 0, "pas de": 0, "any": 0,
                  "jamais eu": 0, "one": 1, "un": 1, "une": 1, "two": 2, "deux": 2, "three": 3, "trois": 3,
                  "four": 4, "quatre": 4, "five": 5, "cinq": 5, "six": 6, "seven": 7, "sept": 7, "eight": 8,
                  "huit": 8, "nine": 9, "neuf": 9, "ten": 10, "dix": 10}
 _COUNT_NOUNS = {_fold(k): v for v, ks in {
-    "children": "children child kids kid enfants enfant", "sons": "sons son fils", "daughters": "daughters daughter filles fille",
+    "children": "children child kids kid enfants enfant", "sons": "sons son fils boys garçons",
+    "daughters": "daughters daughter filles fille girls", "fish": "fish goldfish poissons poisson",
+    "horses": "horses horse chevaux cheval", "rabbits": "rabbits rabbit lapins lapin", "cars": "cars car voitures voiture",
     "grandchildren": "grandchildren petits-enfants", "pets": "pets pet animaux animal", "dogs": "dogs dog chiens chien",
     "cats": "cats cat chats chat", "siblings": "siblings", "brothers": "brothers frères freres",
     "sisters": "sisters sœurs soeurs",
@@ -549,7 +561,7 @@ _EXISTS = {_fold(k): v for v, ks in {
     "pets": "dog cat puppy kitten chien chienne chat chatte chiot",
 }.items() for k in ks.split()}
 _MARITAL = {_fold(k): v for v, ks in {
-    "married": "married mariée marié épousé épousée", "single": "single célibataire", "divorced": "divorced divorcé divorcée",
+    "married": "married mariée marié épousé épousée husband wife mari femme épouse époux", "single": "single célibataire", "divorced": "divorced divorcé divorcée",
     "widowed": "widowed widower widow veuf veuve", "engaged": "engaged fiancé fiancée", "separated": "separated séparé séparée",
     "in_relationship": "in a relationship en couple", "pacsed": "pacsé pacsée",
 }.items() for k in [ks] + ks.split() if k}
@@ -606,13 +618,32 @@ def _object_head(span: str) -> str | None:
     """The object of a preference or habit, reduced to its head: 'black coffee in the morning' -> 'coffee'; past a
     gerund ('wearing a wristwatch' -> 'wristwatch') and through 'of' ('the sound of chalk' -> 'chalk')."""
     words = [_fold(t) for t in _tokens(_cut(span))]
+    words = [w[2:] if w.startswith("d'") and len(w) > 2 else w for w in words]  # d'alcool
     if "of" in words[:4]:
         words = words[words.index("of") + 1:]
+    words = [w for w in words if w not in _MEASURES]
     content = [w for w in words if w not in _VALUE_STOP and w not in _TIME_WORDS and not w.isdigit() and len(w) > 1]
     if len(content) > 1 and content[0].endswith("ing"):
         content = content[1:]
-    return _stem(content[0]) if content else None
+    if not content:
+        return None
+    head = _stem(content[0])
+    return _KINDS_OF.get(head, head)
 
+
+_FAVOURITE_KINDS = {_stem(_fold(w)): kind for kind, words in {
+    "book": "book books novel novels livre livres roman romans", "food": "food dish dishes meal meals plat plats repas",
+    "film": "film films movie movies", "song": "song songs track tracks chanson chansons morceau",
+    "band": "band bands group groupe groupes", "writer": "writer writers author authors écrivain écrivaine auteur autrice",
+    "color": "color colors couleur couleurs", "drink": "drink drinks boisson boissons", "city": "city cities ville villes",
+    "season": "season seasons saison saisons", "sport": "sport sports", "game": "game games jeu jeux",
+}.items() for w in words.split()}
+# A drink's measure says nothing of what is drunk: "a glass of wine", "une goutte d'alcool".
+_MEASURES = {_fold(w) for w in "glass glasses cup cups bottle bottles pint pints drop drops verre verres tasse tasses bouteille goutte".split()}
+# One habit whatever the drink: wine, beer and spirits are alcohol.
+_KINDS_OF = {_stem(_fold(w)): kind for kind, words in {
+    "alcohol": "alcohol alcool wine wines vin beer beers bière whisky vodka gin rum rhum booze",
+}.items() for w in words.split()}
 
 _TIME_WORDS = {_fold(w) for w in """
     every each morning mornings evening evenings night nights day days daily weekly weekend weekends week
@@ -673,12 +704,14 @@ def read(text: str) -> tuple[Claim, ...]:
 
 # A count of dogs or sons says whether there are pets or children at all: "has no pets" / "adopted a dog".
 _COUNT_GROUPS = {noun: group for group, nouns in {
-    "pets": "dogs cats goldfish fish horses rabbits hamsters birds chickens",
+    "pets": "dogs cats fish horses rabbits hamsters birds chickens",
     "children": "sons daughters",
 }.items() for noun in nouns.split()}
 
 
 def _implied(claim: Claim) -> list[Claim]:
+    if claim.attribute == "vehicle":  # "drives a Golf": there is a car
+        return [Claim(claim.holder, "count:cars", COUNT, frozenset(["any"]), shown=claim.shown)]
     if claim.kind == COUNT:
         group = _COUNT_GROUPS.get(claim.attribute.split(":", 1)[1])
         count = _count(claim.value)
@@ -766,7 +799,8 @@ def _claim(attribute: str, kind: str, match: re.Match, holder: str) -> Claim | N
             thing = _object_head(groups["n"].split(None, 1)[1] if groups["n"].split()[0].startswith(("favo", "pref")) else groups["n"])
             if thing is None:
                 return None
-            attribute = f"favourite:{re.sub(r'our$', 'or', thing)}"  # colour = color
+            thing = re.sub(r"our$", "or", thing)  # colour = color
+            attribute = f"favourite:{_FAVOURITE_KINDS.get(thing, thing)}"
             value = _value_words(span)
         elif attribute == "occupation":
             value = frozenset(_job(_fold(t)) for t in _tokens(_cut(re.split(r"\s+(?:at|for|in|chez|à|au|pour)\s+", span)[0]))
@@ -781,7 +815,7 @@ def _claim(attribute: str, kind: str, match: re.Match, holder: str) -> Claim | N
         return Claim(holder, attribute, kind, value, shown=span) if value else None
     if kind == STATE:
         if match.groupdict().get("never") or match.groupdict().get("jamais"):
-            return Claim(holder, attribute, kind, frozenset(["single"]), shown=match.group(0).strip())
+            return Claim(holder, attribute, kind, frozenset(["never_married"]), shown=match.group(0).strip())
         state = _MARITAL.get(_fold(match.group("v")))
         if state is None or re.search(r"\bnot\b", match.group(0), re.IGNORECASE):
             return None
@@ -790,6 +824,8 @@ def _claim(attribute: str, kind: str, match: re.Match, holder: str) -> Claim | N
         if groups.get("exists"):
             noun = _EXISTS[_fold(groups["exists"])]
             return Claim(holder, f"count:{noun}", kind, frozenset(["any"]), shown=match.group(0).strip())
+        if groups.get("none"):  # "doesn't own a car"
+            groups = {**groups, "v": "no"}
         if groups.get("v") is None and match.group(0)[:4].casefold() == "both":
             groups = {**groups, "v": "two"}
         noun = _COUNT_NOUNS.get(_fold(groups.get("n") or "children"))
