@@ -399,7 +399,7 @@ _p("count", COUNT, rf"\b(?:my|his|her|their|our|mes|ses|leurs|nos)\s+(?P<v>two|t
 _p("count", COUNT, rf"\b(?:n'a|n'ai|n'ont)\s+qu'(?P<v>un|une)\s+(?P<n>{_COUNTED})\b")
 _p("count", COUNT, rf"\b(?:has|have|'s got|'ve got|has got|have got|now has|keeps|keep|owns|own|adopted|has adopted|just adopted|a adopté|ai adopté)\s+(?P<v>{_NUMBER})\s+(?:(?:young|little|grown|adult|small|lovely|beautiful|wonderful)\s+)?(?P<n>{_COUNTED})\b")
 _p("count", COUNT, rf"\b(?:doesn't have|does not have|don't have|do not have|has never had|never had)\s+(?P<v>any)\s+(?P<n>{_COUNTED})\b")
-_p("count", COUNT, rf"\b(?:doesn't|does not|don't|do not)\s+(?:own|have)\s+(?P<none>a|an)\s+(?P<n>car|dog|cat|pet)\b")
+_p("count", COUNT, r"\b(?:doesn't|does not|don't|do not)\s+(?:own|have)\s+(?P<none>a|an)\s+(?P<n>car|dog|cat|pet)\b")
 _p("count", COUNT, rf"\b(?:a|ai|as|avons|ont)\s+(?P<v>{_NUMBER})\s*(?P<n>{_COUNTED})\b")
 _p("count", COUNT, rf"\b(?:n'a|n'ai|n'ont)\s+(?P<v>pas|aucun|plus|jamais eu)\s+(?:d'|de\s+|d')?(?P<n>{_COUNTED})\b")
 _p("count", COUNT, rf"\b(?:no longer has|no longer have|doesn't have|don't have)\s+(?P<v>any)\s+(?P<n>{_COUNTED})\s+(?:any\s*more|now)\b")
