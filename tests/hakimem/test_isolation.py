@@ -107,11 +107,23 @@ def _analyze() -> None:
     retrieval._table_stats["at"] = -1e9  # the per-process copy of the statistics expires
 
 
+@pytest.fixture
+def analyzed_facts(db):
+    """ANALYZE inside the test's transaction: its statistics roll back with it, but the table's row estimate
+    (pg_class.reltuples) is written in place and would outlive the test; the teardown analyses the table again
+    without the test's rows, leaving the estimate as the test found it."""
+    yield
+    with connection.cursor() as cursor:
+        for table in ("facts_conflictmember", "facts_conflictset", "facts_fact"):  # the writes opened sets
+            cursor.execute(f"DELETE FROM {table} WHERE project_id IN (%s, %s)", [PROJECT, OTHER_PROJECT])
+    _analyze()
+
+
 def _facts(project: str, subject: str, texts: list[str]) -> None:
     fact_create_batch(items=[FactInput(project_id=project, subject_id=subject, text=t) for t in texts], actor="test")
 
 
-def test_what_another_projects_words_move_in_a_text_rank(api, other_api):
+def test_what_another_projects_words_move_in_a_text_rank(api, other_api, analyzed_facts):
     """An open channel, measured: the words' weights come from the whole table's statistics (pg_stats, through
     hakimem_table_stats), so another project's writes move this project's text rank, never its candidates' texts,
     similarities or recencies, and never bring the other project's rows. docs/isolation.md states the bound."""
