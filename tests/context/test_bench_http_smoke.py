@@ -93,5 +93,9 @@ def test_ab_benchmark_smoke_run(tmp_path, capsys):
     assert small["errors"] == {"baseline": 0, "checkout": 0}
     assert small["baseline"]["n"] == small["checkout"]["n"] == 4
     assert set(small["ratio"]) == {"p50", "p95", "p99"}
+    floor = report["floor"]
+    assert floor["floor_ms"] == floor["before"]["floor_ms"] > 0 and floor["after"]["floor_ms"] > 0
+    assert small["x_floor"]["checkout"]["p50"] == round(small["checkout"]["p50"] / floor["floor_ms"], 2)
+    assert [row["scope"] for row in report["targets"]["baseline"]] == ["small", "small"]
     assert report["baseline"] == ab._git("rev-parse", "HEAD")
     assert ab._git("worktree", "list") == trees
