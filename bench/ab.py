@@ -15,7 +15,11 @@ under the same load, compare what one run alone cannot. This script
 3. per scope (bench_http's: ~50 facts, the ingested ~1k if bench_http made it, each loaded scope of 5k or more), sends
    each of --queries distinct question texts to both servers in random order, --think-ms after each answer (an
    application waits for its LLM between two turns), after a warm-up of both;
-4. prints each server's p50 / p95 / p99 and the ratio of this checkout's to the baseline's, and writes JSON (--out).
+4. prints each server's p50 / p95 / p99, each as a multiple of the run's floor too, and the ratio of this checkout's to
+   the baseline's, then issue 31's targets met or not by each, and writes JSON (--out).
+The floor (issue 31) is printed once at the top: embedding one question in this process with the configured embedder
+(p50) + the round trip of `GET /v1/health/live` (p50), the probes sent to both servers in turn; measured again after
+the last scope, the ratios use the one measured before (printed beside the second at the end).
 Both servers run on the machine's cores beside this client: the figures include its cost, the same for both.
 """
 from __future__ import annotations
@@ -28,8 +32,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.over_http import (INGEST_PROJECT, WARM_UP_CALLS_PER_WORKER, Server, _percentiles, _scopes,
-                                request, server_environment, settle)
+from bench.over_http import (FLOOR_SAMPLES, INGEST_PROJECT, WARM_UP_CALLS_PER_WORKER, Server, _percentiles, _scopes, fig,
+                              floor_line, floor_measure, floor_questions, floor_targets, request, server_environment,
+                              settle, target_line, to_floor)
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -49,12 +54,12 @@ def _call(server: Server, key: str, project: str, subject: str, query: str) -> f
 
 
 def compare(servers: dict[str, Server], keys: dict[str, str], *, total: int, seed: int, queries: int, think_ms: float,
-            scopes: set[str] | None, ingested: int) -> dict:
+            scopes: set[str] | None, ingested: int, floor_ms: float, sent: set[str]) -> dict:
+    """Per scope, each server's figures (and their multiples of `floor_ms`); `sent`: texts never to send, filled."""
     from bench import dataset
 
     rng = random.Random(seed)
     report: dict = {}
-    sent: set[str] = set()
     for label, project, subject, facts, query_seed in _scopes(total, seed, ingested):
         if scopes and label not in scopes:
             continue
@@ -84,10 +89,11 @@ def compare(servers: dict[str, Server], keys: dict[str, str], *, total: int, see
         base, new = result["baseline"], result["checkout"]
         result["ratio"] = {pct: round(new[pct] / base[pct], 3) for pct in ("p50", "p95", "p99")
                            if base.get(pct) and new.get(pct)}
+        result["x_floor"] = {name: to_floor(result[name], floor_ms) for name in servers}
         report[label] = result
-        print(f"{label:>7} {facts:>7} | baseline p50 {base.get('p50')} p95 {base.get('p95')} p99 {base.get('p99')} ms | "
-              f"checkout p50 {new.get('p50')} p95 {new.get('p95')} p99 {new.get('p99')} ms | checkout / baseline "
-              f"p50 {result['ratio'].get('p50')} p95 {result['ratio'].get('p95')} | errors {errors} | load "
+        figures = {name: " ".join(fig(result[name], pct, floor_ms) for pct in ("p50", "p95", "p99")) for name in servers}
+        print(f"{label:>7} {facts:>7} | baseline {figures['baseline']} | checkout {figures['checkout']} | checkout / "
+              f"baseline p50 {result['ratio'].get('p50')} p95 {result['ratio'].get('p95')} | errors {errors} | load "
               f"{os.getloadavg()[0]:.2f}", file=sys.stderr, flush=True)
     return report
 
@@ -124,9 +130,27 @@ def run(*, baseline: str, total: int, embedder: str, queries: int, think_ms: flo
     report["load_avg_1m_at_start"] = round(os.getloadavg()[0], 2)
     try:
         with Server(env=env, log=log, root=tree) as base, Server(env=env, log=log) as new:
+            urls, sent = [base.url, new.url], set()
+            floor_texts = floor_questions(FLOOR_SAMPLES, seed, sent)
+            sent.update(floor_texts)
+            floor = floor_measure(urls, floor_texts)
+            report["floor"] = {"floor_ms": floor["floor_ms"], "used": "measured before the context calls",
+                               "before": floor}
+            print(floor_line(floor), file=sys.stderr, flush=True)
             report["scopes"] = compare({"baseline": base, "checkout": new}, keys, total=total, seed=seed,
-                                       queries=queries, think_ms=think_ms, scopes=scopes, ingested=ingested)
+                                       queries=queries, think_ms=think_ms, scopes=scopes, ingested=ingested,
+                                       floor_ms=floor["floor_ms"], sent=sent)
+            report["floor"]["after"] = floor_measure(urls, floor_questions(FLOOR_SAMPLES, seed + 1, sent))
     finally:
         _git("worktree", "remove", "--force", str(tree))
     report["load_avg_1m_at_end"] = round(os.getloadavg()[0], 2)
+    report["targets"] = {name: floor_targets({label: (s["facts"], s[name]) for label, s in report["scopes"].items()},
+                                             report["floor"]["floor_ms"], total)
+                         for name in ("baseline", "checkout")}
+    print(f"measured again after the context calls (not used for the ratios): {floor_line(report['floor']['after'])}",
+          file=sys.stderr)
+    print("issue 31's targets, as multiples of the floor measured before the calls:", file=sys.stderr)
+    for name, rows in report["targets"].items():
+        for row in rows:
+            print(f"  {name}: {target_line(row)}", file=sys.stderr)
     return report

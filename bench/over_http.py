@@ -20,6 +20,10 @@ own embedded server (var/pgdata-bench-http, or HAKI_PGDATA / DATABASE_URL), and 
    next call's cores), then --clients clients for --duration seconds (or until the scope's texts
    run out); prints p50/p95/p99, throughput and errors; then, in this process, the assembler alone on the
    1-client texts (its query vectors computed first), as scripts/bench.py measures it.
+Every latency is printed beside its multiple of the run's floor (issue 31): embedding one question with the configured
+embedder in this process (p50 over FLOOR_SAMPLES distinct questions the run never sends) + the round trip of
+`GET /v1/health/live` through the server under test (p50), measured before the context calls and again after them;
+the ratios use the mean of the two, and the targets of issue 31 are printed met or not against it.
 The clients run in this process, on the same cores as the server: the figures include their cost. Loopback
 only; every phase is bounded in calls and time. Writes JSON (--out).
 """
@@ -187,6 +191,118 @@ def _percentiles(values: list[float]) -> dict:
     return {"n": len(values), "p50": round(float(np.percentile(arr, 50)), 2),
             "p95": round(float(np.percentile(arr, 95)), 2), "p99": round(float(np.percentile(arr, 99)), 2),
             "mean": round(float(arr.mean()), 2)}
+
+
+# --- the floor ------------------------------------------------------------------------------------------
+# Issue 31's measuring rule: absolute milliseconds move 2x between machines of the same kind, so every latency is read
+# as a ratio to what any service that embeds the question must pay, measured in the same run on the same machine:
+# embedding one question with the configured embedder (p50) + the liveness probe's round trip through the server
+# under test (p50). Everything a context call adds beyond that is hakimem's own cost.
+
+FLOOR_SAMPLES = 60
+FLOOR_WARM_UP = 5
+FLOOR_SEED_OFFSET = 5_000  # the floor's questions come from a seed no scope draws from
+
+
+def floor_questions(n: int, seed: int, exclude: set[str]) -> list[str]:
+    """`n` distinct questions, none in `exclude` (the texts the run sends or has sent)."""
+    from bench import dataset
+
+    questions = [q for q in dataset.generate_queries(4 * n, seed + FLOOR_SEED_OFFSET) if q not in exclude][:n]
+    if len(questions) < n:
+        raise RuntimeError(f"only {len(questions)} questions for the floor, {n} asked")
+    return questions
+
+
+def floor_measure(bases: list[str], questions: list[str]) -> dict:
+    """The floor now: each of `questions` embedded alone in this process with the configured embedder (its vector is
+    never cached), then as many `GET /v1/health/live` round trips, taken in turn from the servers at `bases`; both
+    warmed first. floor_ms = embed p50 + live p50."""
+    from hakimem.embeddings import get_embedder
+
+    embedder = get_embedder()
+    for i in range(FLOOR_WARM_UP):
+        embedder.embed([f"warming the model before the floor, sentence {i}"])
+    embed_ms = []
+    for question in questions:
+        started = time.perf_counter()
+        embedder.embed([question])
+        embed_ms.append((time.perf_counter() - started) * 1000)
+    live_ms = []
+    for i in range(FLOOR_WARM_UP + len(questions)):
+        base = bases[i % len(bases)]
+        started = time.perf_counter()
+        status, _ = request(base, "GET", "/v1/health/live")
+        elapsed = (time.perf_counter() - started) * 1000
+        if status != 200:
+            raise RuntimeError(f"GET /v1/health/live answered {status} at {base}")
+        if i >= FLOOR_WARM_UP:
+            live_ms.append(elapsed)
+    embed, live = _percentiles(embed_ms), _percentiles(live_ms)
+    return {"embed_ms": embed, "live_ms": live, "floor_ms": round(embed["p50"] + live["p50"], 2),
+            "load_avg_1m": round(os.getloadavg()[0], 2)}
+
+
+def floor_of_run(before: dict, after: dict) -> dict:
+    """The run's floor: the mean of the one measured before the context calls and the one measured after them."""
+    return {"floor_ms": round((before["floor_ms"] + after["floor_ms"]) / 2, 2), "used": "mean of before and after",
+            "before": before, "after": after}
+
+
+def to_floor(latency_ms: dict, floor_ms: float) -> dict:
+    """Each percentile of `latency_ms` as a multiple of `floor_ms`."""
+    return {pct: round(latency_ms[pct] / floor_ms, 2) for pct in ("p50", "p95", "p99", "mean") if latency_ms.get(pct)}
+
+
+def fig(latency_ms: dict, pct: str, floor_ms: float | None) -> str:
+    """`p50 40.1 ms (2.1x floor)`."""
+    value = latency_ms.get(pct)
+    if value is None:
+        return f"{pct} -"
+    return f"{pct} {value} ms" + (f" ({value / floor_ms:.2f}x floor)" if floor_ms else "")
+
+
+def floor_line(floor: dict) -> str:
+    """The floor in words: its parts, and the measurements it is the mean of (if it is)."""
+    def one(f: dict) -> str:
+        e, live = f["embed_ms"], f["live_ms"]
+        return (f"{f['floor_ms']} ms = embed one question p50 {e['p50']} (p95 {e['p95']}) + GET /v1/health/live p50 "
+                f"{live['p50']} (p95 {live['p95']}), n {e['n']}, load {f['load_avg_1m']}")
+    if "before" not in floor:
+        return f"floor {one(floor)}"
+    return (f"floor {floor['floor_ms']} ms ({floor['used']}): before the context calls {one(floor['before'])}; "
+            f"after them {one(floor['after'])}")
+
+
+# Issue 31's targets for the context call, as multiples of the floor: (what, scopes it applies to, percentile, limit).
+TARGETS = [
+    ("50-fact scope, 1 client, p50", lambda label, facts, total: label == "small", "p50", 1.5),
+    ("50-fact scope, 1 client, p95", lambda label, facts, total: label == "small", "p95", 2.0),
+    ("5k+ scope, 1 client, p50", lambda label, facts, total: facts >= LARGE_SCOPE, "p50", 2.0),
+    ("10k+ scope in a 1M-fact table, 1 client, p95",
+     lambda label, facts, total: facts >= 10_000 and total >= 1_000_000, "p95", 2.5),
+]
+TIERED_LIMIT = 1.3  # tiered calls within 1.3x of plain ones, p50 and p95
+THROUGHPUT_SHARE = 0.8  # 8 clients at the 50-fact scope: at least 0.8 x (cores / floor) calls per second
+
+
+def floor_targets(scopes: dict[str, tuple[int, dict]], floor_ms: float, total: int) -> list[dict]:
+    """The targets met or not by `scopes` (label -> (facts, 1-client latency_ms))."""
+    rows = []
+    for what, applies, pct, limit in TARGETS:
+        for label, (facts, latency) in scopes.items():
+            if applies(label, facts, total) and latency.get(pct):
+                ratio = round(latency[pct] / floor_ms, 2)
+                rows.append({"target": what, "scope": label, "facts": facts, "ms": latency[pct], "ratio": ratio,
+                             "limit": limit, "met": ratio <= limit})
+    return rows
+
+
+def target_line(row: dict) -> str:
+    if "ratio" in row:
+        return (f"{row['target']} <= {row['limit']}x floor: {row['scope']} ({row['facts']} facts) {row['ms']} ms = "
+                f"{row['ratio']}x: {'met' if row['met'] else 'not met'}")
+    return f"{row['target']}: {row['figure']}: {'met' if row['met'] else 'not met'}"
 
 
 def load_phase(base: str, key: str, project: str, subject: str, queries: list[str], *, clients: int,
@@ -383,6 +499,10 @@ def run(*, total: int, embedder: str, queries: int, clients: int, duration: floa
     sent: set[str] = set()  # every text is sent once in the whole run, whatever its scope
     with Server(kind=server_kind, env=env, log=log) as server:
         report["workers"] = len(server.worker_pids())
+        floor_texts = floor_questions(FLOOR_SAMPLES, seed, sent)
+        sent.update(floor_texts)
+        before = floor_measure([server.url], floor_texts)
+        print(f"{floor_line(before)}; the lines below give ratios to this one", file=sys.stderr, flush=True)
         for label, project, subject, facts, query_seed in _scopes(total, seed, len(texts)):
             key = ingest_key if project == INGEST_PROJECT else bench_key
             pool = [q for q in dataset.generate_queries(10_000, query_seed,
@@ -409,14 +529,48 @@ def run(*, total: int, embedder: str, queries: int, clients: int, duration: floa
                 plain = load_phase(server.url, key, project, subject, plain_again, clients=1)
                 result["tiers"] = {"tiered": tiered, "plain": plain, "p50_ratio": _ratio(tiered, plain, "p50"),
                                    "p95_ratio": _ratio(tiered, plain, "p95")}
-                print(f"{label:>7} tiered: p50 {tiered['latency_ms'].get('p50')} p95 {tiered['latency_ms'].get('p95')} ms"
-                      f" | plain beside it: p50 {plain['latency_ms'].get('p50')} p95 {plain['latency_ms'].get('p95')} ms"
-                      f" | ratio p50 {result['tiers']['p50_ratio']} p95 {result['tiers']['p95_ratio']}",
-                      file=sys.stderr, flush=True)
             report["scopes"][label] = result
-            print_scope(label, result)
+            print_scope(label, result, before["floor_ms"])
+        after_texts = floor_questions(FLOOR_SAMPLES, seed + 1, sent)
+        sent.update(after_texts)
+        report["floor"] = floor_of_run(before, floor_measure([server.url], after_texts))
     report["load_avg_1m_at_end"] = round(os.getloadavg()[0], 2)
+    _add_ratios(report)
     return report
+
+
+def _phases(scope: dict) -> list[dict]:
+    """The phases of a scope's result that hold a latency_ms."""
+    phases = [scope[k] for k in ("one_client", "one_client_paced", "concurrent") if k in scope]
+    return phases + [scope["tiers"][k] for k in ("tiered", "plain")] if "tiers" in scope else phases
+
+
+def _add_ratios(report: dict) -> None:
+    """Every latency of the report as a multiple of the run's floor (`x_floor` beside each `latency_ms`), and issue
+    31's targets met or not."""
+    floor_ms = report["floor"]["floor_ms"]
+    for scope in report["scopes"].values():
+        for phase in _phases(scope):
+            phase["x_floor"] = to_floor(phase["latency_ms"], floor_ms)
+        scope["in_process_assembler_x_floor"] = to_floor(scope["in_process_assembler_ms"], floor_ms)
+    report["ingest"]["batch_x_floor"] = to_floor(report["ingest"]["batch_ms"], floor_ms)
+    targets = floor_targets({label: (s["facts"], s["one_client"]["latency_ms"]) for label, s in report["scopes"].items()},
+                            floor_ms, report["total"])
+    for label, s in report["scopes"].items():
+        if "tiers" in s:
+            worst = max(s["tiers"]["p50_ratio"] or float("inf"), s["tiers"]["p95_ratio"] or float("inf"))
+            targets.append({"target": f"tiered within {TIERED_LIMIT}x of plain, p50 and p95", "scope": label,
+                            "figure": f"{label}: tiered / plain p50 {s['tiers']['p50_ratio']}, p95 "
+                                      f"{s['tiers']['p95_ratio']}", "met": worst <= TIERED_LIMIT})
+    small = report["scopes"].get("small")
+    if small and small["concurrent"]["clients"] == 8:
+        many = small["concurrent"]
+        floor_rate = round(THROUGHPUT_SHARE * report["cores"] / (floor_ms / 1000), 1)
+        targets.append({"target": f"8 clients, 50-fact scope: zero errors and >= {THROUGHPUT_SHARE} x cores / floor "
+                                  "calls/s", "scope": "small",
+                        "figure": f"{many['calls_per_s']}/s against {floor_rate}/s, errors {sum(many['errors'].values())}",
+                        "met": not many["errors"] and many["calls_per_s"] >= floor_rate})
+    report["targets"] = targets
 
 
 def _ratio(a: dict, b: dict, pct: str):
@@ -424,43 +578,54 @@ def _ratio(a: dict, b: dict, pct: str):
     return round(x / y, 2) if x and y else None
 
 
-def _paced(paced: dict) -> str:
+def _paced(paced: dict, floor_ms: float | None) -> str:
     """The 1-client phase with --think-ms between calls, in words."""
     ms = paced["latency_ms"]
-    return (f"1 client, {paced['think_ms']:g} ms between calls: p50 {ms.get('p50', '-')} p95 {ms.get('p95', '-')} "
-            f"p99 {ms.get('p99', '-')} ms, errors {sum(paced['errors'].values())}")
+    return (f"1 client, {paced['think_ms']:g} ms between calls: {fig(ms, 'p50', floor_ms)} {fig(ms, 'p95', floor_ms)} "
+            f"{fig(ms, 'p99', floor_ms)}, errors {sum(paced['errors'].values())}")
 
 
-def print_scope(label: str, s: dict) -> None:
-    one, many, asm = s["one_client"], s["concurrent"], s["in_process_assembler_ms"]
-    paced = f"{_paced(s['one_client_paced'])} | " if "one_client_paced" in s else ""
-    print(f"{label:>7} {s['facts']:>7} | 1 client: p50 {one['latency_ms'].get('p50')} p95 {one['latency_ms'].get('p95')} "
-          f"p99 {one['latency_ms'].get('p99')} ms, {one['calls_per_s']}/s, errors {one['errors'] or 0} | {paced}"
-          f"{many['clients']} clients: p50 {many['latency_ms'].get('p50')} p95 {many['latency_ms'].get('p95')} "
-          f"p99 {many['latency_ms'].get('p99')} ms, {many['calls_per_s']}/s over {many['seconds']} s, errors "
-          f"{many['errors'] or 0} | in-process assembler p50 {asm.get('p50')} p95 {asm.get('p95')} ms",
-          file=sys.stderr, flush=True)
+def _phase(name: str, phase: dict, floor_ms: float | None) -> str:
+    ms = phase["latency_ms"]
+    return (f"{name}: {fig(ms, 'p50', floor_ms)} {fig(ms, 'p95', floor_ms)} {fig(ms, 'p99', floor_ms)}, "
+            f"{phase['calls_per_s']}/s over {phase['seconds']} s, errors {sum(phase['errors'].values())}")
+
+
+def scope_lines(label: str, s: dict, floor_ms: float | None) -> list[str]:
+    """A scope's figures, each with its multiple of `floor_ms`."""
+    asm = s["in_process_assembler_ms"]
+    lines = [_phase("1 client", s["one_client"], floor_ms)]
+    if "one_client_paced" in s:
+        lines.append(_paced(s["one_client_paced"], floor_ms))
+    lines.append(_phase(f"{s['concurrent']['clients']} clients", s["concurrent"], floor_ms))
+    lines.append(f"in-process assembler: {fig(asm, 'p50', floor_ms)} {fig(asm, 'p95', floor_ms)}")
+    if "tiers" in s:
+        t = s["tiers"]
+        lines.append(f"tiered: {fig(t['tiered']['latency_ms'], 'p50', floor_ms)} {fig(t['tiered']['latency_ms'], 'p95', floor_ms)}"
+                     f" | plain beside it: {fig(t['plain']['latency_ms'], 'p50', floor_ms)} "
+                     f"{fig(t['plain']['latency_ms'], 'p95', floor_ms)} | tiered / plain p50 {t['p50_ratio']} "
+                     f"p95 {t['p95_ratio']}")
+    head = f"{label:>7} {s['facts']:>7} facts | "
+    return [head + lines[0]] + [" " * (len(head) - 2) + "| " + line for line in lines[1:]]
+
+
+def print_scope(label: str, s: dict, floor_ms: float) -> None:
+    print("\n".join(scope_lines(label, s, floor_ms)), file=sys.stderr, flush=True)
 
 
 def print_report(report: dict) -> None:
+    floor_ms = report["floor"]["floor_ms"]
     print(f"\nhakimem over HTTP: {report['server']} ({report['workers']} workers"
           f"{'' if report['keepalive'] else ', a connection per request'}) on {report['cores']} cores, "
           f"{report['total']} facts in the table, embedder {report['embedder']}, load average "
           f"{report['load_avg_1m_at_start']} at start, {report['load_avg_1m_at_end']} at end")
-    print(f"{'scope':>7} {'facts':>6} | {'1 client p50':>12} {'p95':>6} {'p99':>6} {'/s':>6} {'err':>4} | "
-          f"{'N clients p50':>13} {'p95':>6} {'p99':>6} {'/s':>6} {'err':>4} | {'in-proc asm p50':>15} {'p95':>6}")
+    print(floor_line(report["floor"]))
     for label, s in report["scopes"].items():
-        one, many, asm = s["one_client"], s["concurrent"], s["in_process_assembler_ms"]
-        o, m = one["latency_ms"], many["latency_ms"]
-        print(f"{label:>7} {s['facts']:>6} | {o.get('p50', '-'):>12} {o.get('p95', '-'):>6} {o.get('p99', '-'):>6} "
-              f"{one['calls_per_s']:>6} {sum(one['errors'].values()):>4} | {m.get('p50', '-'):>13} {m.get('p95', '-'):>6} "
-              f"{m.get('p99', '-'):>6} {many['calls_per_s']:>6} {sum(many['errors'].values()):>4} | "
-              f"{asm.get('p50', '-'):>15} {asm.get('p95', '-'):>6}")
-    clients = next(iter(report["scopes"].values()))["concurrent"]["clients"] if report["scopes"] else "-"
-    print(f"(N = {clients}; latencies in ms of the calls answered 200; err = calls that were not)")
-    for label, s in report["scopes"].items():
-        if "one_client_paced" in s:
-            print(f"{label:>7} {s['facts']:>6} | {_paced(s['one_client_paced'])}")
+        print("\n".join(scope_lines(label, s, floor_ms)))
+    print("(latencies in ms of the calls answered 200, each with its multiple of the floor; errors = calls that were not)")
     ing = report["ingest"]
     print(f"ingest over HTTP: {ing['facts_per_s']} facts/s in {ing['batches']} batches of {ing['batch_size']} "
-          f"(batch p50 {ing['batch_ms'].get('p50')} ms, errors {ing['errors']})")
+          f"(batch {fig(ing['batch_ms'], 'p50', floor_ms)}, errors {ing['errors']})")
+    print("issue 31's targets, as multiples of this run's floor:")
+    for row in report["targets"]:
+        print(f"  {target_line(row)}")

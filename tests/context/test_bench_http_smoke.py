@@ -21,11 +21,54 @@ def test_http_benchmark_smoke_run(tmp_path, capsys):
     assert report["ingest"] == {**report["ingest"], "batches": 1, "errors": 0}
     assert Fact.objects.filter(project_id=over_http.INGEST_PROJECT, subject_id=over_http.INGEST_SUBJECT).count() == 100
     assert set(report["scopes"]) == {"small", "ingest"}
+    floor = report["floor"]
+    assert floor["floor_ms"] == round((floor["before"]["floor_ms"] + floor["after"]["floor_ms"]) / 2, 2)
     for scope in report["scopes"].values():
         assert scope["one_client"]["calls"] == 6 and scope["one_client"]["errors"] == {}
         assert scope["one_client_paced"]["calls"] == 6 and scope["one_client_paced"]["errors"] == {}
         assert scope["concurrent"]["calls"] >= 1 and scope["concurrent"]["errors"] == {}
         assert scope["in_process_assembler_ms"]["n"] == 6
+        one = scope["one_client"]
+        assert one["x_floor"]["p50"] == round(one["latency_ms"]["p50"] / floor["floor_ms"], 2)
+    small = report["scopes"]["small"]["one_client"]
+    assert [(row["target"], row["scope"], row["ratio"]) for row in report["targets"]] == [
+        ("50-fact scope, 1 client, p50", "small", round(small["latency_ms"]["p50"] / floor["floor_ms"], 2)),
+        ("50-fact scope, 1 client, p95", "small", round(small["latency_ms"]["p95"] / floor["floor_ms"], 2)),
+    ]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_floor_measured_against_a_live_server(tmp_path):
+    """Issue 31's floor: embedding one question in this process + the liveness probe's round trip through the server,
+    each p50 over distinct questions; every ratio the reports print is computed from it. Shape only, no timing."""
+    from django.test import override_settings
+
+    with override_settings(HAKI_EMBED_PROVIDER="hashing"), over_http.Server(
+        env=over_http.server_environment("hashing", {"DATABASE_URL": over_http.database_url(connection.settings_dict),
+                                                     "HAKI_WORKERS": "1"}),
+        log=tmp_path / "server.log",
+    ) as server:
+        sent = {"What did Ana say about Lyon?"}
+        questions = over_http.floor_questions(12, 7, sent)
+        floor = over_http.floor_measure([server.url], questions)
+        later = over_http.floor_measure([server.url], over_http.floor_questions(12, 8, sent | set(questions)))
+
+    assert len(set(questions)) == 12 and not sent & set(questions)
+    for part in ("embed_ms", "live_ms"):
+        assert floor[part]["n"] == 12
+        assert 0 < floor[part]["p50"] <= floor[part]["p95"]
+    assert floor["floor_ms"] == round(floor["embed_ms"]["p50"] + floor["live_ms"]["p50"], 2) > 0
+    run = over_http.floor_of_run(floor, later)
+    assert run["floor_ms"] == round((floor["floor_ms"] + later["floor_ms"]) / 2, 2)
+
+    call = {"p50": 3 * run["floor_ms"], "p95": 4 * run["floor_ms"]}
+    assert over_http.to_floor(call, run["floor_ms"]) == {"p50": 3.0, "p95": 4.0}
+    assert over_http.fig(call, "p50", run["floor_ms"]).endswith("(3.00x floor)")
+    rows = over_http.floor_targets({"small": (50, call), "big": (5200, {"p50": 1.5 * run["floor_ms"]})},
+                                   run["floor_ms"], total=9000)
+    assert [(row["target"], row["ratio"], row["met"]) for row in rows] == [
+        ("50-fact scope, 1 client, p50", 3.0, False), ("50-fact scope, 1 client, p95", 4.0, False),
+        ("5k+ scope, 1 client, p50", 1.5, True)]
 
 
 @pytest.mark.django_db(transaction=True)
@@ -50,5 +93,9 @@ def test_ab_benchmark_smoke_run(tmp_path, capsys):
     assert small["errors"] == {"baseline": 0, "checkout": 0}
     assert small["baseline"]["n"] == small["checkout"]["n"] == 4
     assert set(small["ratio"]) == {"p50", "p95", "p99"}
+    floor = report["floor"]
+    assert floor["floor_ms"] == floor["before"]["floor_ms"] > 0 and floor["after"]["floor_ms"] > 0
+    assert small["x_floor"]["checkout"]["p50"] == round(small["checkout"]["p50"] / floor["floor_ms"], 2)
+    assert [row["scope"] for row in report["targets"]["baseline"]] == ["small", "small"]
     assert report["baseline"] == ab._git("rev-parse", "HEAD")
     assert ab._git("worktree", "list") == trees
