@@ -5,8 +5,8 @@ same budget: one fixed window per bucket, one upsert per counted request. The AP
 request's transaction (RateLimitMiddleware sits before RowSecurityMiddleware): inside it, the counter row's
 lock would be held for the whole request and a key's concurrent requests would queue behind each other.
 That is also why it is a middleware rather than a DRF throttle class (DRF throttles run after
-authentication, inside the transaction): the key is identified by the hash of the bearer token, the very
-hash ApiKey stores, without reading the key.
+authentication, inside the transaction): the key is identified by a hash of the bearer token, without reading
+the key; not the hash ApiKey stores, which the counters' readers (the application's login role) must not learn.
 """
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from django.contrib.admin.forms import AdminAuthenticationForm
 from django.db import DatabaseError, connection
 from django.http import JsonResponse
 
-from hakimem.models import RateCounter, hash_key
+from hakimem.models import RateCounter
 
 # One round trip: count this hit in the current window (a new window's first hit also drops the bucket's
 # older windows, so the table holds at most about one row per active bucket).
@@ -70,6 +70,11 @@ def client_address(request) -> str:
 _UNLIMITED_PREFIXES = ("/v1/health", "/v1/schema")  # the probes, and the static description of the API
 
 
+def key_bucket(raw: str) -> str:
+    """A key's counter: a hash of its secret of its own, never the stored key_hash."""
+    return hashlib.sha256(b"hakimem-rate\0" + raw.encode("utf-8")).hexdigest()[:32]
+
+
 class RateLimitMiddleware:
     """At most HAKI_THROTTLE_RATE requests per API key on /v1/ (per client address for requests without a
     key); beyond it 429 rate_limited with Retry-After, before any other work."""
@@ -83,7 +88,7 @@ class RateLimitMiddleware:
         if rate is None or not path.startswith("/v1/") or path.startswith(_UNLIMITED_PREFIXES):
             return self.get_response(request)
         scheme, _, raw = request.META.get("HTTP_AUTHORIZATION", "").partition(" ")
-        bucket = f"api-key:{hash_key(raw.strip())}" if scheme == "Bearer" and raw.strip() else \
+        bucket = f"api-key:{key_bucket(raw.strip())}" if scheme == "Bearer" and raw.strip() else \
             f"api-addr:{client_address(request)}"
         try:
             hits, left = counter_hit(bucket, rate.period)

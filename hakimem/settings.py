@@ -75,13 +75,15 @@ MIDDLEWARE = [
     "whitenoise.middleware.WhiteNoiseMiddleware",
     # /v1/ requests per API key, counted before any other work and outside the request's transaction.
     "hakimem.ratelimit.RateLimitMiddleware",
+    # Each request that may read a project's rows runs in one transaction as a role under row-level security,
+    # sessions included (the application's login role may not read them itself).
+    "hakimem.rowsecurity.RowSecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
-    # After authentication (the admin's and the stats pages' scope is the signed-in person's): each request
-    # that may read a project's rows runs in one transaction as a role under row-level security.
-    "hakimem.rowsecurity.RowSecurityMiddleware",
+    # The admin's and the stats pages' projects are the signed-in person's.
+    "hakimem.rowsecurity.StaffScopeMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]

@@ -3,8 +3,8 @@ process shares them), and the admin's sign-in lockout after failed passwords."""
 import pytest
 from django.test import Client
 
-from hakimem.models import hash_key
-from hakimem.ratelimit import counter_hit
+from hakimem.models import RateCounter, hash_key
+from hakimem.ratelimit import counter_hit, key_bucket
 from hakimem.rates import Rate, parse_rate
 from tests.conftest import OTHER_PROJECT, PROJECT, error_code, make_user
 
@@ -37,11 +37,19 @@ def test_the_count_is_shared_by_every_server_process(api, settings):
     # given another worker already counted two requests of this key in the current window (the same table)
     settings.HAKI_THROTTLE_RATE = Rate(3, DAY)
     for _ in range(2):
-        counter_hit(f"api-key:{hash_key(api.raw_key)}", DAY)
+        counter_hit(f"api-key:{key_bucket(api.raw_key)}", DAY)
     # when this process serves the key
     # then only one more request is allowed
     assert _list(api).status_code == 200
     assert _list(api).status_code == 429
+
+
+def test_the_counters_never_hold_a_stored_key_hash(api, settings):
+    # the application's login role reads the counters: a key's bucket is not the hash its row holds
+    settings.HAKI_THROTTLE_RATE = Rate(3, DAY)
+    _list(api)
+    buckets = list(RateCounter.objects.values_list("bucket", flat=True))
+    assert buckets and not any(hash_key(api.raw_key) in bucket for bucket in buckets)
 
 
 def test_requests_without_a_key_are_limited_per_address(settings):
