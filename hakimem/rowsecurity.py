@@ -82,6 +82,33 @@ def disable_sql(table: str) -> list[str]:
     ]
 
 
+# The tables the API role never reads: people's accounts, sessions and the admin's history, the keys and the staff's
+# project limits (hakimem/migrations/0005). A table made again later (a restore) gets the schema's default
+# privileges, which give them back: api_role_revoke runs again then.
+WITHOUT_API = [("auth", "User"), ("auth", "Group"), ("auth", "Permission"), ("sessions", "Session"),
+               ("admin", "LogEntry"), ("hakimem", "ApiKey"), ("hakimem", "StaffProjectAccess")]
+
+
+def without_api_tables(apps) -> list[str]:
+    """The WITHOUT_API models' tables, with their many-to-many tables, in `apps` (a migration's or the project's)."""
+    tables = []
+    for label, name in WITHOUT_API:
+        model = apps.get_model(label, name)
+        tables.append(model._meta.db_table)
+        tables.extend(f.remote_field.through._meta.db_table for f in model._meta.local_many_to_many)
+    return tables
+
+
+def api_role_revoke(cursor, tables: list[str]) -> None:
+    """Take from API_ROLE every right on `tables` and on their id sequences (identity or serial)."""
+    for table in tables:
+        cursor.execute(f'REVOKE ALL ON TABLE "{table}" FROM {API_ROLE}')
+        cursor.execute("SELECT s.oid::regclass::text FROM pg_depend d JOIN pg_class s ON s.oid = d.objid"
+                       " WHERE s.relkind = 'S' AND d.refobjid = %s::regclass", [table])
+        for (sequence,) in cursor.fetchall():
+            cursor.execute(f"REVOKE ALL ON SEQUENCE {sequence} FROM {API_ROLE}")
+
+
 # --- the request's scope -----------------------------------------------------------------------------------
 
 def scope_enter(role: str, projects: str = "") -> tuple[str, str]:

@@ -5,11 +5,7 @@ people in and manages keys), API keys now under row security like the memory sto
 """
 from django.db import migrations
 
-from hakimem.rowsecurity import API_ROLE, disable_sql, enable_sql
-
-# (app label, model) of the tables the API role loses; the admin's role keeps them.
-WITHOUT_API = [("auth", "User"), ("auth", "Group"), ("auth", "Permission"), ("sessions", "Session"),
-               ("admin", "LogEntry"), ("hakimem", "ApiKey"), ("hakimem", "StaffProjectAccess")]
+from hakimem.rowsecurity import API_ROLE, api_role_revoke, disable_sql, enable_sql, without_api_tables
 
 # The raw secret's hash in, the live key's id and project out; with p_scope the request's row security takes the
 # key's project in the same statement (set_config is transaction-local and outlives the function). Its search path
@@ -40,36 +36,20 @@ GRANT EXECUTE ON FUNCTION hakimem_api_key_find(text, boolean) TO %(api)s;
 """ % {"api": API_ROLE}
 
 
-def _tables(apps):
-    tables = []
-    for label, name in WITHOUT_API:
-        model = apps.get_model(label, name)
-        tables.append(model._meta.db_table)
-        tables.extend(f.remote_field.through._meta.db_table for f in model._meta.local_many_to_many)
-    return tables
-
-
-def _rights(apps, schema_editor, *, revoke: bool):
-    """Take from the API role (or give back, as 0002_database_roles gave them) the tables' rights and their id
-    sequences' (identity or serial)."""
-    table_sql, sequence_sql = (("REVOKE ALL ON TABLE {} FROM {}", "REVOKE ALL ON SEQUENCE {} FROM {}") if revoke else
-                               ("GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE {} TO {}",
-                                "GRANT USAGE, SELECT, UPDATE ON SEQUENCE {} TO {}"))
-    for table in _tables(apps):
-        schema_editor.execute(table_sql.format(schema_editor.quote_name(table), API_ROLE))
-        with schema_editor.connection.cursor() as cursor:
-            cursor.execute("SELECT s.oid::regclass::text FROM pg_depend d JOIN pg_class s ON s.oid = d.objid"
-                           " WHERE s.relkind = 'S' AND d.refobjid = %s::regclass", [table])
-            for (sequence,) in cursor.fetchall():
-                schema_editor.execute(sequence_sql.format(sequence, API_ROLE))
-
-
 def revoke(apps, schema_editor):
-    _rights(apps, schema_editor, revoke=True)
+    with schema_editor.connection.cursor() as cursor:
+        api_role_revoke(cursor, without_api_tables(apps))
 
 
 def grant(apps, schema_editor):
-    _rights(apps, schema_editor, revoke=False)
+    """As 0002_database_roles gave them."""
+    with schema_editor.connection.cursor() as cursor:
+        for table in without_api_tables(apps):
+            cursor.execute(f'GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE "{table}" TO {API_ROLE}')
+            cursor.execute("SELECT s.oid::regclass::text FROM pg_depend d JOIN pg_class s ON s.oid = d.objid"
+                           " WHERE s.relkind = 'S' AND d.refobjid = %s::regclass", [table])
+            for (sequence,) in cursor.fetchall():
+                cursor.execute(f"GRANT USAGE, SELECT, UPDATE ON SEQUENCE {sequence} TO {API_ROLE}")
 
 
 class Migration(migrations.Migration):
