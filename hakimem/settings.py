@@ -198,8 +198,9 @@ HAKI_ROW_SECURITY = env_bool("HAKI_ROW_SECURITY", True)
 # Requests per API key on /v1/ (hakimem/ratelimit.py), for all server processes together: "N/s", "N/min",
 # "N/hour"; "off" for none. The default is far above what one key's benchmarks send.
 HAKI_THROTTLE_RATE = parse_rate(os.environ.get("HAKI_THROTTLE_RATE", "1000/s"))
-# The admin's sign-in: after this many failed passwords for a username (4x for an address) in the lockout
-# window, even the right password is refused until the window ends. 0: no lockout.
+# The admin's sign-in: after this many failed passwords for a username from one address (4x for an address, 20x
+# for a username from every address) in the lockout window, even the right password is refused until the window
+# ends. 0: no lockout.
 HAKI_LOGIN_MAX_FAILURES = env_int("HAKI_LOGIN_MAX_FAILURES", 5)
 HAKI_LOGIN_LOCKOUT_SECONDS = env_int("HAKI_LOGIN_LOCKOUT_SECONDS", 900)
 HAKI_EMBED_PROVIDER = os.environ.get("HAKI_EMBED_PROVIDER", "sentence-transformers")
