@@ -64,15 +64,16 @@ def on_starting(server) -> None:
     """In the master, once: the database, the workers' login, and the check that their pools fit in it.
 
     The workers connect as the application's login role (docs/isolation.md): HAKI_APP_DATABASE_URL when set,
-    else on the embedded server its `hakimem_app`, else DATABASE_URL itself. Migrations and commands keep
-    DATABASE_URL, the tables' owner."""
+    else on the embedded server its `hakimem_app` (unless HAKI_ROW_SECURITY is off: that role alone sees no
+    project), else DATABASE_URL itself. Migrations and commands keep DATABASE_URL, the tables' owner."""
     app_url = os.environ.get("HAKI_APP_DATABASE_URL")
     if not os.environ.get("DATABASE_URL"):
         from hakimem.dbserver import app_database_url, start_embedded
 
         pgdata = Path(os.environ.get("HAKI_PGDATA") or VAR_DIR / "pgdata")
         owner_url = start_embedded(pgdata, cleanup=os.environ.get("HAKI_PGDATA_CLEANUP") or None)
-        app_url = app_url or app_database_url(owner_url)
+        row_security = os.environ.get("HAKI_ROW_SECURITY", "on").strip().lower() in ("1", "true", "yes", "on")
+        app_url = app_url or (app_database_url(owner_url) if row_security else owner_url)
     if app_url:
         os.environ["DATABASE_URL"] = app_url  # what the workers' settings read
     _check_connection_budget(server)

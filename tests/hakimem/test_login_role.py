@@ -106,3 +106,31 @@ def test_the_table_statistics_name_only_the_requests_own_subjects(two_projects):
         left = conn.execute("SELECT subjects FROM hakimem_table_stats('facts_fact', '')").fetchone()[0]
     # then only its own subject is named
     assert in_role == ["alice"] and left == ["alice"]
+
+
+@pytest.fixture
+def environment_kept():
+    """os.environ as it was: the production server's configuration sets variables its workers read."""
+    import os
+
+    saved = dict(os.environ)
+    yield os.environ
+    os.environ.clear()
+    os.environ.update(saved)
+
+
+def test_make_runs_workers_log_in_as_the_application_role(environment_kept, tmp_path):
+    # given `make run` with nothing configured: the embedded server (this suite's, HAKI_PGDATA)
+    import logging
+    from types import SimpleNamespace
+
+    for name in ("DATABASE_URL", "HAKI_APP_DATABASE_URL", "HAKI_ROW_SECURITY"):
+        environment_kept.pop(name, None)
+    environment_kept["PROMETHEUS_MULTIPROC_DIR"] = str(tmp_path / "metrics")
+    from hakimem import gunicorn_conf
+
+    # when gunicorn's master starts
+    gunicorn_conf.on_starting(SimpleNamespace(cfg=SimpleNamespace(workers=1), log=logging.getLogger("test")))
+    # then the URL it hands its workers logs in as the application's role
+    with psycopg.connect(environment_kept["DATABASE_URL"]) as conn:
+        assert conn.execute("SELECT current_user").fetchone()[0] == APP_LOGIN_ROLE
