@@ -17,10 +17,12 @@ prepare: $(VENV)/.installed
 	HAKI_PORT=$(HAKI_PORT) $(PY) manage.py bootstrap_dev
 	$(PY) manage.py collectstatic --noinput --verbosity 0
 
-# The production server: gunicorn, workers from the cores (hakimem/gunicorn_conf.py), static files by whitenoise
-# from var/static, DEBUG off, on the embedded PostgreSQL unless DATABASE_URL is set.
+# A laptop's server: gunicorn as a deployment runs it (workers from the cores, config/gunicorn.py; static files
+# by whitenoise from var/static; DEBUG off), but on the embedded PostgreSQL under var/ unless DATABASE_URL is set, and
+# after `prepare`, which creates a development superuser and API key. A real deployment: docs/operating.md.
+# Ctrl-C stops gunicorn, not the embedded PostgreSQL: `kill -INT $(head -1 var/pgdata/postmaster.pid)` stops it.
 run: prepare
-	HAKI_PORT=$(HAKI_PORT) $(VENV)/bin/gunicorn -c python:hakimem.gunicorn_conf
+	HAKI_PORT=$(HAKI_PORT) $(VENV)/bin/gunicorn -c python:config.gunicorn
 
 # Django's development server (one process, a thread per request, reloads on code changes).
 dev: prepare

@@ -153,7 +153,7 @@ class _Timer:
 @functools.cache
 def _embedding_thread() -> ThreadPoolExecutor:
     """This process's one thread for embedding queries, made on first use: a gunicorn worker's own, after the fork
-    (the application is not preloaded: hakimem/gunicorn_conf.py)."""
+    (the application is not preloaded: config/gunicorn.py)."""
     return ThreadPoolExecutor(max_workers=1, thread_name_prefix="hakimem-embed")
 
 

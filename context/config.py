@@ -1,6 +1,6 @@
 """The knobs of one context call, as one frozen value: the defaults are today's named constants (context/scoring.py,
-context/retrieval.py, context/assembler.py, HAKI_RECALL_MAX_DISTANCE). A plain call runs with `default_config()`;
-a replay (context/replay.py) may run with some of them overridden, each within OVERRIDE_RANGES.
+context/retrieval.py, context/assembler.py) and the relevance floor (recall_max_distance()). A plain call runs with
+`default_config()`; a replay (context/replay.py) may run with some of them overridden, each within OVERRIDE_RANGES.
 """
 from __future__ import annotations
 
@@ -11,7 +11,12 @@ from django.conf import settings
 from context import retrieval, scoring
 
 # The share of the budget held back for multi-hop (context/assembler.py).
-MULTI_HOP_BUDGET_SHARE = 0.2  # see docs/quality.md for the measurement behind it
+MULTI_HOP_BUDGET_SHARE = 0.2  # why a fifth: docs/quality.md, "Current results and the tuning behind them"
+
+# The relevance floor (cosine distance) measured for each embedder with scripts/check_recall_floor.py on data we did
+# not write (docs/quality.md, "Relevance floor"). A distance is only comparable within one embedder: a provider
+# missing here runs with the floor off unless HAKI_RECALL_MAX_DISTANCE sets one.
+CALIBRATED_MAX_DISTANCE = {"sentence-transformers": 0.85}  # all-MiniLM-L6-v2
 
 
 @dataclass(frozen=True)
@@ -94,6 +99,14 @@ class CallOptions:
 PLAIN = CallOptions()
 
 
+def recall_max_distance() -> float:
+    """The relevance floor in effect: HAKI_RECALL_MAX_DISTANCE when set (0 = off), else the floor calibrated for
+    the configured embedder, read at call time (a harness may switch the provider in-process)."""
+    if settings.HAKI_RECALL_MAX_DISTANCE is not None:
+        return float(settings.HAKI_RECALL_MAX_DISTANCE)
+    return CALIBRATED_MAX_DISTANCE.get(settings.HAKI_EMBED_PROVIDER, 0.0)
+
+
 def default_config() -> AssemblyConfig:
-    """Today's configuration: the named constants and the relevance floor of the environment."""
-    return AssemblyConfig(max_distance=float(settings.HAKI_RECALL_MAX_DISTANCE))
+    """Today's configuration: the named constants and the relevance floor in effect."""
+    return AssemblyConfig(max_distance=recall_max_distance())

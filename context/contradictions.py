@@ -48,12 +48,12 @@ def _newness(candidate) -> tuple:
 
 
 def _claimed_pairs(considered: list) -> list[tuple]:
-    """The pairs of candidates whose claims clash (facts.claims), found by grouping the claims by holder and
-    attribute: no pair of candidates that share none is compared."""
+    """The pairs of candidates whose claims clash (facts.claims), found by grouping the claims by attribute: no
+    pair of candidates that share none is compared (clash checks the holders)."""
     by_key: dict = {}
     for candidate in considered:
         for claim in read_claims(candidate.text):  # cached per text; the word rules' reading only for the pairs
-            by_key.setdefault(claim.key, []).append((candidate.id, claim))
+            by_key.setdefault(claim.attribute, []).append((candidate.id, claim))
     pairs = set()
     for group in by_key.values():
         for i, (a, claim_a) in enumerate(group):

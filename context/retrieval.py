@@ -40,16 +40,9 @@ from hakimem.db import decay_sql, dict_rows
 from hakimem.db_router import read_connection
 from hakimem.embeddings import vector_literal
 
-# Phase 1 fetches DENSE_TOP_K nearest facts and LEXICAL_TOP_K best full-text matches; phase 2 scores that
-# pool and keeps the CANDIDATE_LIMIT best by hybrid score: the only items packed and traced. The dense leg is
-# wide because recency and text rank reorder the pool: in a 100k-fact scope the exact hybrid top-20 held
-# facts ranked past 64 by similarity alone in most queries (phase-1 recall 0.83 with 64, 0.95 with 256;
-# docs/performance.md). 128 candidates is more than a budget of 900 tokens can hold (~75 facts).
-# Episodes take the same path with the same widths, from the events table: with the 8 nearest episodes of
-# a fixed cap, a scope of 700 chat turns stored as events served 8 turns (~300 of 900 tokens) a call and no
-# episode was ever found by its words (LoCoMo evidence recall 0.47, BM25 alone 0.62; docs/quality.md).
-# Facts and episodes are then ranked together and only the CANDIDATE_LIMIT best of both are packed and
-# traced.
+# Phase 1 fetches DENSE_TOP_K nearest rows and LEXICAL_TOP_K best full-text matches, for facts and episodes alike;
+# phase 2 keeps the CANDIDATE_LIMIT best of both by hybrid score, the only items packed and traced. The dense leg is
+# wide because recency and text rank reorder the pool (docs/tuning.md, phase-1 recall in docs/performance.md).
 DENSE_TOP_K = 256
 LEXICAL_TOP_K = 64
 CANDIDATE_LIMIT = 128
@@ -63,11 +56,9 @@ LEXICAL_MAX_TERMS = 12  # longer queries keep their rarest-looking (longest) wor
 HNSW_EF_SEARCH = 256
 HNSW_MAX_SCAN_TUPLES = 20000
 
-# Which way the dense leg goes, from costs measured on 200k facts (docs/performance.md): the exact sort reads
-# the scope's vectors from the covering index facts_fact_scope_vectors, ~0.26 us per fact (10k facts:
-# 2.6 ms); the hnsw scan, filtered to the scope, visits about max(DENSE_TOP_K, ef_search) / (the scope's
-# share of the table) tuples at ~11 us each (a 10k scope in a 200k table: ~60 ms for 256 rows; a 100k
-# scope: ~4 ms, where the exact sort costs 26 ms). Exact wins while scope_rows^2 < 42 x 256 x table rows.
+# Which way the dense leg goes: the exact sort reads the scope's vectors from the covering index (~0.26 us a row);
+# the filtered hnsw scan visits about max(DENSE_TOP_K, ef_search) / (the scope's share of the table) tuples at
+# ~11 us each. Exact wins while scope_rows^2 < 42 x 256 x table rows (docs/tuning.md#large-scopes).
 EXACT_SCAN_US_PER_ROW = 0.26
 HNSW_US_PER_VISITED_TUPLE = 11.0
 
@@ -95,18 +86,14 @@ def or_query(terms: list[str]) -> str:
 
 
 # A word found in more than this share of all facts ranks almost nothing (its IDF is near zero) yet makes
-# the lexical leg fetch and rank every row holding it: "travels" alone matched 28% of a 30k-fact table and
-# turned the leg into a 50 ms sequential scan. Such words leave the OR; if every word is that common, the
-# leg asks for all of them together instead (a selective AND).
+# the lexical leg fetch and rank every row holding it. Such words leave the OR; if every word is that common,
+# the leg asks for all of them together instead (a selective AND).
 LEXICAL_MAX_TERM_FREQUENCY = 0.02
-# The lexical leg's cost is one heap fetch and one ts_rank_cd per matching fact of the scope (~4 us each,
-# measured: "Who is Anders?" matched 7,126 facts of a 100k-fact scope and the leg took 27 ms). The leg keeps
-# the rarest words while the rows they are expected to match in the scope stay under this; a word that is
-# dropped still counts in the text rank of the rows a kept word found (text_rank_sql).
-# The expectation comes from the scope's own word counts where it has them (ScopeWords, below), else from a word's
-# share of the whole table, which a scope can far exceed: a 10k scope's own protagonist, in 0.5 % of a 1M table and
-# 4,655 of the scope's facts, made the leg read them all (50-60 ms). Counts can be a day old, and a scope may have
-# none: the leg also reads at most LEXICAL_LEG_MAX_ROWS matches (whichever the bitmap yields first) before ordering.
+# The lexical leg costs one heap fetch and one ts_rank_cd per matching row of the scope (~4 us each). It keeps the
+# rarest words while the rows they are expected to match in the scope stay under this; a dropped word still counts
+# in the text rank of the rows a kept word found (text_rank_sql). The expectation comes from the scope's own word
+# counts where it has them (ScopeWords, below), else from the word's share of the whole table, which a scope's own
+# cast can far exceed: so the leg also reads at most LEXICAL_LEG_MAX_ROWS matches before ordering.
 LEXICAL_LEG_MAX_MATCHES = 1000
 LEXICAL_LEG_MAX_ROWS = 2000
 TABLE_STATS_TTL_SECONDS = 300.0
@@ -449,8 +436,7 @@ _BLOCK_FLAGS = f"""
        {_EXPIRED} AS expired"""
 
 # Recency decays in double precision: date_part('epoch', ...) is a float8, where extract(epoch FROM ...) is a numeric
-# whose exp() costs ~3 us a row against ~0.5 (a 10k scope's candidates statement: 19.3 -> 17.6 ms at p50; the same
-# rows in the same order for 150 of 150 questions, recencies within 1e-16; docs/performance.md). The exponent stops
+# whose exp() costs about five times as much a row, for the same ranks (docs/history.md). The exponent stops
 # at hakimem.db.DECAY_MIN_EXPONENT: an event of 1950 or a replay's tau of 0.01 day made exp() underflow, and PostgreSQL
 # failed every call of the scope (tests/context/test_recency_bounds.py).
 _RECENCY = decay_sql("%(now)s", "coalesce(f.valid_from, f.recorded_from)", "tau_seconds")
@@ -476,15 +462,14 @@ def text_rank_sql(alias: str) -> str:
     share, summing to 1) of the query words it contains. In [0, 1] like the similarity, and a rare word counts
     for more than a common one. ts_rank_cd, the rank the specification names, ignores how rare a word is and stays near 0.1
     for a row matching one word of an ORed query, so that with W_TEXT 0.25 the words moved almost nothing
-    (LoCoMo turns as events 0.661 -> 0.709 with this rank; docs/quality.md). The lexical leg orders its
-    matches with ts_rank_cd in this rank's place (_legs): this rank costs a subquery per matching row.
-    Each word's tsquery is parsed once per statement (an uncorrelated InitPlan), not once per row and word: the
-    same ranks, ~0.5 ms less per 300 rows scored (scripts/bench_http.py's 10k scope, docs/performance.md).
+    (docs/quality.md, LoCoMo). The lexical leg orders its matches with ts_rank_cd in this rank's place (_legs):
+    this rank costs a subquery per matching row. Each word's tsquery is parsed once per statement (an
+    uncorrelated InitPlan), not once per row and word.
 
     A row counts only if it holds a word the lexical leg fetches (TextQuery.kept): a word too common in the scope
     to fetch ("job" in 1,900 facts of a 100k scope) then adds to the rank of the rows a rarer word found, and ranks
     nothing alone. Counted alone it filled the exact top-20 with rows that hold only it, which neither leg can
-    reach (phase-1 recall 0.80 at a 100k scope; docs/performance.md). In a scope where the leg fetches every word
+    reach (docs/performance.md, phase-1 recall). In a scope where the leg fetches every word
     the rule changes nothing."""
     return f"""CASE WHEN %(tsq)s = '' THEN 0
             ELSE (SELECT CASE WHEN bool_or(t.kept) THEN sum(t.weight) ELSE 0 END
@@ -587,13 +572,10 @@ def _legs(src: _Source, *, exact: bool, name: str = "") -> str:
     The dense leg `{name}dense` takes the DENSE_TOP_K nearest; the lexical leg the LEXICAL_TOP_K best matches of its
     words that the dense leg does not hold, so its rows are all new. It orders them by the hybrid score, ts_rank_cd
     standing for the text rank: a word in 800 facts of a scope matches each alike, and ordered by ts_rank_cd alone
-    (ties newest first) the leg kept 64 of them blind to the question's meaning. Of the exact hybrid top-20 of a 100k
-    scope, 65 of 2,000 rows held a leg word and were not fetched; none are now. Reading each match's vector costs
-    little beside reading its row, which the leg did anyway (docs/performance.md). It reads at most
-    LEXICAL_LEG_MAX_ROWS matches. A row a leg read is never fetched again by id, and only the legs' rows are
-    scored. Scoring the pool once rather than each leg's rows apart plans the score's subqueries (the text rank,
-    the open-conflict check) once: planning 1.90 -> 1.37 ms for a 50-fact scope's call, the same rows
-    (docs/performance.md). The dense leg reads the query vector from the CTE `q`.
+    (ties newest first) the leg would keep 64 of them blind to the question's meaning. Reading each match's vector
+    costs little beside reading its row. It reads at most LEXICAL_LEG_MAX_ROWS matches. A row a leg read is never
+    fetched again by id, and only the legs' rows are scored, as one pool, so that the score's subqueries (the text
+    rank, the open-conflict check) are planned once. The dense leg reads the query vector from the CTE `q`.
 
     exact=False: the dense leg walks the table's hnsw graph (iterative scan, filtered to the scope).
     exact=True, for scopes too small a share of the table for the graph (TableStats.dense_exact): the same
@@ -703,9 +685,8 @@ TOGETHER_SQL = {(f, e): _together_sql(facts_exact=f, events_exact=e) for f in (F
 # A scope that holds at most DENSE_TOP_K rows of a table is wholly in that table's dense leg when the leg sorts the
 # scope exactly (every small scope's case: TableStats.dense_exact), and its lexical leg then reads nothing (it keeps
 # only rows the dense leg does not hold): the pool is the whole scope. Most scopes are such (a subject's tens or
-# hundreds of facts), and for them the two phases were overhead: sorting the scope to keep all of it, fetching each
-# row again by id, planning a lexical leg with nothing to find (a 50-fact scope's statement: planning 1.8 -> 1.0 ms,
-# wall 4.3 -> 2.7 ms; docs/performance.md). WHOLE_SCOPE_SQL reads each table's scope whole, at most dense_k + 1 rows
+# hundreds of facts), and for them the two phases are overhead: sorting the scope to keep all of it, fetching each
+# row again by id, planning a lexical leg with nothing to find (docs/performance.md). WHOLE_SCOPE_SQL reads each table's scope whole, at most dense_k + 1 rows
 # of it, scores every row as phase 2 does and returns the same candidates in the same order, with each table's count
 # of rows read (scope_facts, scope_events). (Where the dense leg would have walked a graph, a small scope that kept
 # its own graph after shrinking, it returns the exact pool the walk approximates, rows of zero vectors included,
@@ -830,8 +811,7 @@ def multi_hop_sql(entities: int, walked=()) -> str:
 # the statement only asks which of them name each entity (the same match, on the rows by id, under the hard filters
 # again: a fact retracted since the candidates were read is not brought back) and the rest is done on the rows the
 # call holds: the same exclusions (settled, in an open conflict, expired, the flags as the candidates statement read
-# them), newest first, at most MULTI_HOP_MAX_PER_ENTITY per entity. A 50-fact scope's multi-hop statement: 2.7 -> 0.8
-# ms (docs/performance.md), planning most of the difference.
+# them), newest first, at most MULTI_HOP_MAX_PER_ENTITY per entity: a statement far cheaper to plan than the branches'.
 # -- uses: facts_fact_scope_recorded (the scope's range, the ids among it)
 def multi_hop_within_sql(entities: int) -> str:
     names = ",\n       ".join(f"{_NAME_MATCH.replace('{n}', str(i))} AS names_{i}" for i in range(entities))

@@ -6,7 +6,10 @@ Sources (hand-written) live in src/:
   src/noise_en.txt, src/noise_fr.txt -- one background fact per line
 Outputs: dataset.jsonl, noise.jsonl (next to this script).
 """
-import json, re, glob, os
+import json
+import re
+import glob
+import os
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.join(HERE, "src")

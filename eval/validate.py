@@ -1,6 +1,10 @@
 #!/usr/bin/env python3
 """Validate dataset.jsonl and noise.jsonl; print summary counts and warnings."""
-import json, os, re, sys, unicodedata
+import json
+import os
+import re
+import sys
+import unicodedata
 from collections import Counter
 from datetime import datetime
 
@@ -50,8 +54,8 @@ def caps(text):
         out.add(re.sub(r"['’]s$", "", toks[0]))
     return out
 
-scopes = [json.loads(l) for l in open(os.path.join(HERE, "dataset.jsonl"), encoding="utf-8")]
-noise = [json.loads(l) for l in open(os.path.join(HERE, "noise.jsonl"), encoding="utf-8")]
+scopes = [json.loads(line) for line in open(os.path.join(HERE, "dataset.jsonl"), encoding="utf-8")]
+noise = [json.loads(line) for line in open(os.path.join(HERE, "noise.jsonl"), encoding="utf-8")]
 
 ids = [s["scope"] for s in scopes]
 if len(ids) != len(set(ids)): err("duplicate scope ids")
@@ -156,8 +160,8 @@ for n in noise:
 for t in TYPES:
     if type_count[t] < 40: err(f"type {t}: {type_count[t]} < 40")
 if q_total < 440: err(f"{q_total} questions < 440")
-for l in ("en", "fr"):
-    if lang_count[l] < 22: err(f"{lang_count[l]} {l} scopes < 22")
+for lang in ("en", "fr"):
+    if lang_count[lang] < 22: err(f"{lang_count[lang]} {lang} scopes < 22")
 
 print(f"scopes: {len(scopes)}  by lang: {dict(lang_count)}  by split: {dict(split_count)}  lang×split: {dict(split_lang)}")
 print(f"facts: {f_total}  events: {e_total}  questions: {q_total}")

@@ -3,9 +3,9 @@ message and prints the prompt that would be sent to the model; after each exchan
 (facts) and the exchange itself (an episode). The replies and the facts "extracted" from each turn are scripted
 here, where a real application would call its LLM for both.
 
-    make run    # in another terminal: serves on 127.0.0.1:8000 and writes var/dev_api_key
-    .venv/bin/python examples/chat_loop.py
-    .venv/bin/python examples/chat_loop.py --url http://127.0.0.1:8000 --api-key KEY --project demo --subject sam
+    make run    # in another terminal: serves on 127.0.0.1:$HAKI_PORT (8000 by default), writes var/dev_api_key
+    .venv/bin/python examples/chat_loop.py          # the URL: --url, else $HAKI_URL, else 127.0.0.1:$HAKI_PORT
+    .venv/bin/python examples/chat_loop.py --url "$HAKI_URL" --api-key KEY --project demo --subject sam
 """
 from __future__ import annotations
 
@@ -39,6 +39,11 @@ SCRIPT = [
      "At a bike shop in Lyon.",
      []),
 ]
+
+
+def default_url() -> str:
+    """The server `make run` starts: it listens on $HAKI_PORT, so the example follows the same variable."""
+    return os.environ.get("HAKI_URL") or f"http://127.0.0.1:{os.environ.get('HAKI_PORT', '8000')}"
 
 
 def default_key() -> str | None:
@@ -75,7 +80,7 @@ def run(client: Client, subject: str, budget_tokens: int, out=sys.stdout) -> Non
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--url", default=os.environ.get("HAKI_URL", "http://127.0.0.1:8000"))
+    parser.add_argument("--url", default=default_url(), help="default: $HAKI_URL, else http://127.0.0.1:$HAKI_PORT (8000)")
     parser.add_argument("--api-key", default=default_key(), help="default: $HAKI_API_KEY, else var/dev_api_key")
     parser.add_argument("--project", default=os.environ.get("HAKI_PROJECT", "demo"))
     parser.add_argument("--subject", default="chat-loop-sam")

@@ -31,7 +31,7 @@ def _fold(word: str) -> str:
 
 # Capitalised words that open a sentence without being a name.
 _NOT_NAMES = {_fold(w) for w in """
-    i i'm i've i'd i'll me my mine we our us you your he him his she her hers they them their it its this that
+    i i'm i've i'd i'll j me my mine we our us you your he him his she her hers they them their it its this that
     these those there here the a an and but or so then now currently recently still also just yesterday today
     last next since after before when while as at in on for from with by of to user user's subject member
     client customer person patient according apparently actually meanwhile anyway well oh yes no hey hi hello
@@ -47,7 +47,11 @@ _NOT_NAMES = {_fold(w) for w in """
 
 _SELF_WORDS = {"i", "i'm", "im", "me", "je", "j'", "j", "user", "subject", "utilisateur", "utilisatrice",
                "l'utilisateur", "l'utilisatrice", "he", "she", "il", "elle", "they"}
-_FIRST_PERSON = {"i", "i'm", "im", "je", "j'", "j", "my", "mon", "ma", "mes"}
+_FIRST_PERSON = {"i", "i'm", "im", "i've", "i'd", "i'll", "je", "j'", "j", "my", "mon", "ma", "mes", "we", "we're",
+                 "we've", "our", "on", "nous", "notre", "nos"}
+# Who a third-person pronoun with no name before it stands for: the scope's subject, named or not ("Priya
+# lives in Leeds." / "She moved to Bristol."), so it matches a name or the subject (same_holder).
+ANYONE = "~"
 
 _RELATIONS = {_fold(w): _fold(canonical) for canonical, words in {
     "daughter": "daughter fille", "son": "son fils", "wife": "wife femme epouse", "husband": "husband mari epoux",
@@ -115,6 +119,19 @@ class Claim:
         return (self.holder, self.attribute)
 
 
+def same_holder(a: str, b: str) -> bool:
+    """Whether two holders can be one person: equal, or a pronoun's (ANYONE) and a name or the subject, also as
+    the owner of a relation ("~/wife" and "antoine/wife")."""
+    if a == b:
+        return True
+    owner_a, _, rest_a = a.partition("/")
+    owner_b, _, rest_b = b.partition("/")
+    if rest_a != rest_b or ANYONE not in (owner_a, owner_b):
+        return False
+    other = owner_b if owner_a == ANYONE else owner_a
+    return other != "other" and not other.startswith("thing:")
+
+
 @dataclass(frozen=True)
 class Clash:
     """Why two claims cannot both hold: the attribute, whose it is, and the two values as written."""
@@ -139,7 +156,7 @@ _MARITAL_CLASH = {frozenset(p) for p in [
 def clash(new: Claim, old: Claim) -> Clash | None:
     """The two claims' disagreement, or None when both can hold: another holder or attribute, one value inside
     the other (more specific), the same value, additive attributes, or a past state."""
-    if new.key != old.key or new.kind != old.kind:
+    if new.attribute != old.attribute or new.kind != old.kind or not same_holder(new.holder, old.holder):
         return None
     found = False
     if new.kind == SINGLE:
@@ -160,7 +177,8 @@ def clash(new: Claim, old: Claim) -> Clash | None:
         found = any(parts_new[k] != parts_old[k] for k in parts_new.keys() & parts_old.keys())
     if not found:
         return None
-    return Clash(attribute=new.attribute, holder=new.holder, new=new.shown, old=old.shown,
+    holder = old.holder if new.holder.startswith(ANYONE) else new.holder
+    return Clash(attribute=new.attribute, holder=holder, new=new.shown, old=old.shown,
                  rule="reversed" if new.kind == POLAR else "different_value")
 
 
@@ -188,11 +206,11 @@ def contradiction(new_claims: tuple[Claim, ...], old_claims: tuple[Claim, ...]) 
     """The first pair of claims, one of each fact, that cannot both hold."""
     if not new_claims or not old_claims:
         return None
-    by_key = {}
+    by_attribute = {}
     for claim in old_claims:
-        by_key.setdefault(claim.key, []).append(claim)
+        by_attribute.setdefault(claim.attribute, []).append(claim)
     for claim in new_claims:
-        for other in by_key.get(claim.key, ()):
+        for other in by_attribute.get(claim.attribute, ()):
             found = clash(claim, other)
             if found is not None:
                 return found
@@ -210,6 +228,22 @@ _POSSESSIVES = {"his", "her", "their", "son", "sa", "ses", "leur", "leurs"}
 _IGNORED = None  # filled below: words of a subject phrase that name nobody (adverbs, auxiliaries, articles)
 
 
+def _last_name(text: str) -> str | None:
+    """The first word of the last run of names in `text`: "... is Mei Lin, " -> mei."""
+    last, previous_end = None, None
+    for found in re.finditer(r"[\w'-]+", text):
+        token = found.group().strip("'-")
+        base = _fold(token)
+        base = base[:-2] if base.endswith("'s") else base
+        if not token[:1].isupper() or base in _NOT_NAMES or base in _RELATIONS:
+            previous_end = None
+            continue
+        if previous_end is None or text[previous_end:found.start()].strip():
+            last = base
+        previous_end = found.end()
+    return last
+
+
 def _holder(prefix: str, speaker: str | None, sentence_holder: str | None, context: str = "") -> str:
     """Who the words before a predicate name, read from the last word that can head a subject: a name ("Bob",
     "Mia, Bob's daughter,", "Bob's daughter Mia" -> mia), a relation of a name or of the subject ("Bob's wife" ->
@@ -221,8 +255,23 @@ def _holder(prefix: str, speaker: str | None, sentence_holder: str | None, conte
     appositive = _APPOSITIVE_RE.match(prefix)
     if appositive and _fold(appositive.group(1)) not in _NOT_NAMES:
         return _fold(appositive.group(1))
+    relative = re.search(r"\b(?:who|which|qui)\s*(?:(?:now|still|also|currently|just|maintenant|désormais|aussi|toujours)\s+)*$",
+                         prefix, re.IGNORECASE)
+    if relative:  # "Mei, who now lives": the name just before the relative pronoun
+        named = _last_name(context[: len(context) - len(prefix)] + prefix[: relative.start()])
+        if named:
+            return named
     heads: list[tuple[str, str]] = []  # (kind, word): name | relation | me | pronoun | thing
-    for token in _tokens(prefix):
+    previous_end = None  # where the previous token ended, when it was a name
+    for found in re.finditer(r"[\w'-]+", prefix):
+        token = found.group().strip("'-")
+        if not token:
+            continue
+        if (previous_end is not None and not prefix[previous_end:found.start()].strip() and token[:1].isupper()
+                and _fold(token) not in _NOT_NAMES):
+            previous_end = found.end()
+            continue  # "Priya Raman": the first name is the one a later fact uses
+        previous_end = None
         token = token[2:] if token[:2].casefold() in ("d'", "l'") and len(token) > 2 else token  # d'Emma
         folded = _fold(token)
         base = folded[:-2] if folded.endswith("'s") else folded
@@ -231,6 +280,7 @@ def _holder(prefix: str, speaker: str | None, sentence_holder: str | None, conte
             heads.append(("relation", _RELATIONS[base]))
         elif token[:1].isupper() and base not in _NOT_NAMES and not base.isdigit():
             heads.append(("name", base))
+            previous_end = None if folded.endswith("'s") else found.end()
         elif base in _FIRST_PERSON or base in ("user", "subject", "utilisateur", "utilisatrice"):
             heads.append(("me", base))
         elif base in _PRONOUNS or base in _POSSESSIVES:
@@ -244,7 +294,10 @@ def _holder(prefix: str, speaker: str | None, sentence_holder: str | None, conte
         named = _names(_tokens(context), first_at_start=True)  # "Grace left Deloitte and is now at KPMG"
         return sentence_holder or (named[0] if named else me)
     kind, word = heads[-1]
-    owner = next((w for k, w in reversed(heads[:-1]) if k in ("name", "me")), None)
+    owner = next((w for k, w in reversed(heads[:-1]) if k in ("name", "me", "pronoun")), None)
+    if owner in _PRONOUNS or owner in _POSSESSIVES:  # "his wife", "sa femme": the subject's, or a name's before
+        named = _names(_tokens(context), first_at_start=True)
+        owner = named[0] if named else (ANYONE if speaker is None else "other")
     owner = me if owner in _FIRST_PERSON or owner in ("user", "subject", "utilisateur", "utilisatrice") else owner
     if kind in ("name", "me") and len(heads) >= 3 and heads[-2][0] == "of" and heads[-3][0] == "relation":
         return f"{word if kind == 'name' else me}/{heads[-3][1]}"  # la fille de Bob, la mère de l'utilisateur
@@ -258,7 +311,7 @@ def _holder(prefix: str, speaker: str | None, sentence_holder: str | None, conte
         named = _names(_tokens(context), first_at_start=True)
         if named:
             return named[0]
-        return "other" if speaker is not None else me
+        return "other" if speaker is not None else ANYONE
     return me
 
 
@@ -266,7 +319,7 @@ def _holder(prefix: str, speaker: str | None, sentence_holder: str | None, conte
 # Each a regular expression over one sentence (apostrophes made straight). The holder is read from the words
 # before the match; `v` is the value's span, cut at the first clause word (with, since, and, ...).
 
-_ADV = r"(?:(?:now|currently|still|also|recently|just|actually|finally|officially|already|maintenant|actuellement|désormais|toujours|aussi|récemment|enfin)\s+)*"
+_ADV = r"(?:(?:now|currently|still|also|recently|just|actually|finally|officially|already|full-time|part-time|maintenant|actuellement|désormais|toujours|aussi|récemment|enfin)\s+)*"
 # "'s" is "is" only before what a verb takes ("she's a nurse", "he's based in"): "Paul's pilot licence" and
 # "Isabel's editor" are possessives.
 _BE = (r"(?:is|are|am|'re|'m|'s(?=\s+(?:an?|now|still|currently|also|just|recently|no|not|based|settled|living|"
@@ -283,7 +336,7 @@ def _p(attribute: str, kind: str, pattern: str) -> None:
 _V = r"(?P<v>[^.;!?\n]{1,80})"
 # residence: a current state (lives, is based, has moved to); "used to live", "lived" are the past
 _p("residence", SINGLE, rf"\b(?<!used to )(?:lives|live|living|resides|reside|residing|{_BE}\s+{_ADV}(?:based|settled|living|staying)|(?:has|have|'s|'ve|just)?\s*(?:moved|relocated)(?:\s+back)?)\s+{_ADV}(?:in|to|at|near)\s+{_V}")
-_p("residence", SINGLE, rf"\b(?:rents|owns|has bought|bought|shares|loue|possède|a acheté)\s+(?:an?|un|une|the|la|le)\s+(?:small\s+|big\s+|tiny\s+|new\s+|petit\s+|grand\s+)?(?:apartment|flat|house|studio|place|home|room|appartement|maison|studio|logement)\b(?P<v>[^.;!?\n]{{1,80}})")
+_p("residence", SINGLE, r"\b(?:rents|owns|has bought|bought|shares|loue|possède|a acheté)\s+(?:an?|un|une|the|la|le)\s+(?:small\s+|big\s+|tiny\s+|new\s+|petit\s+|grand\s+)?(?:apartment|flat|house|studio|place|home|room|appartement|maison|studio|logement)\b(?P<v>[^.;!?\n]{1,80})")
 _p("residence", SINGLE, rf"\b(?:home|hometown)\s+is\s+(?:now\s+)?(?:in\s+)?{_V}")
 _p("residence", SINGLE, rf"\b(?:calls)\s+{_V}\s+home\b")
 _p("residence", SINGLE, rf"\b(?:habite|habitent|habites|vit|vis|vivent|réside|résident|reside|est installée?|s'est installée?|est basée?|a déménagé|ont déménagé|déménagé|vient de déménager|s'est établie?)\s+{_ADV}(?:à|a|au|aux|en|dans|près de|sur)\s+{_V}")
@@ -292,7 +345,8 @@ _p("employer", SINGLE, rf"\b(?:works|work|working|{_BE}\s+{_ADV}working)\s+{_ADV
 _p("employer", SINGLE, rf"\b(?:{_BE}\s+{_ADV}(?:employed|hired)\s+(?:by|at)|(?:has|have|'s|'ve|just)?\s*(?:joined|been hired by|started (?:a (?:new )?job|working) at|signed with))\s+(?P<v>(?-i:[A-Z])[^.;!?\n]{{0,60}})")
 _p("employer", SINGLE, rf"\b(?:{_BE}\s+{_ADV}an?|works as(?:\s+an?)?)\s+[\w -]{{2,40}}?\s+(?:at|for|with)\s+(?P<v>(?-i:[A-Z])[^.;!?\n]{{0,60}})")
 _p("employer", SINGLE, rf"\b(?:est|suis|sont|travaille comme)\s+{_ADV}(?:[\w'-]+\s+){{1,3}}?(?:chez|pour)\s+(?P<v>(?-i:[A-Z])[^.;!?\n]{{0,60}})")
-_p("employer", SINGLE, rf"\b(?:has been|'s been|is now|'s now|is still)\s+(?:with|at)\s+(?P<v>(?-i:[A-Z])[^.;!?\n]{{0,60}})")
+_p("employer", SINGLE, r"\b(?:has been|'s been|is now|'s now|is still)\s+(?:with|at)\s+(?P<v>(?-i:[A-Z])[^.;!?\n]{0,60})")
+_p("employer", SINGLE, r"\b(?:(?:has|have|'s|'ve)\s+been\s+(?:employed|hired|working)\s+(?:by|at|for)|started\s+(?:a\s+(?:new\s+)?job\s+)?(?:at|with)|(?:employer|workplace)\s+is\s+(?:now\s+)?|(?:employeur|boîte)\s+(?:est|c'est)\s+(?:maintenant\s+|désormais\s+)?|(?:ai|a|ont|as)\s+commencé\s+(?:à\s+(?:travailler|bosser)\s+)?chez)\s*(?P<v>(?-i:[A-Z])[^.;!?\n]{0,60})")
 _p("employer", SINGLE, rf"\b(?:travaille|travaillent|travailles|bosse)\s+{_ADV}(?:chez|pour|à la|au sein de|dans l'entreprise)\s+{_V}")
 _p("employer", SINGLE, rf"\b(?:est|sont)\s+{_ADV}(?:employée?s?|salariée?s?|embauchée?s?|recrutée?s?)\s+(?:par|chez|à|au|de|d')\s*{_V}")
 _p("employer", SINGLE, rf"\b(?:a|ont|vient de)\s+{_ADV}(?:rejoint|rejoindre|intégré|intégrer)\s+(?:l'équipe de\s+|la société\s+|l'entreprise\s+)?(?P<v>(?-i:[A-Z])[^.;!?\n]{{0,60}})")
@@ -302,30 +356,32 @@ _AGE = (r"(?:\d{1,3}|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twe
         r"treize|quatorze|quinze|seize|vingt)")
 _p("age", SINGLE, rf"\b{_BE}\s+{_ADV}(?:now\s+)?(?P<v>{_AGE})(?:\s+years?\s+old|\s+yo\b|\s*(?=[.;!?,]|$))")
 _p("age", SINGLE, rf"\b(?:turned|is turning|turning|just turned|aged|age is|age:)\s+(?P<v>{_AGE})\b")
-_p("age", SINGLE, rf"\b(?:celebrated|celebrating|is celebrating)\s+(?:my|his|her|their)\s+(?P<v>\d{{1,3}})(?:st|nd|rd|th)\s+birthday")
+_p("age", SINGLE, r"\b(?:celebrated|celebrating|is celebrating)\s+(?:my|his|her|their)\s+(?P<v>\d{1,3})(?:st|nd|rd|th)\s+birthday")
 _p("age", SINGLE, rf"\b(?:a|ai|as|avons|ont|vient d'avoir|a eu|fête ses|a fêté ses|fêté mes|vient de fêter ses)\s+{_ADV}(?P<v>{_AGE})\s+ans\b")
-_p("age", SINGLE, rf"\b(?:soufflé|souffler|soufflera)\s+(?:ses|mes|leurs)\s+(?P<v>\d{{1,3}})\s+bougies")
-_p("age", SINGLE, rf"\bâgée?\s+de\s+(?P<v>\d{{1,3}})\s+ans\b")
+_p("age", SINGLE, r"\b(?:soufflé|souffler|soufflera)\s+(?:ses|mes|leurs)\s+(?P<v>\d{1,3})\s+bougies")
+_p("age", SINGLE, r"\bâgée?\s+de\s+(?P<v>\d{1,3})\s+ans\b")
 # birth
-_p("birth", DATE, rf"\b(?:was|were|is|'s)?\s*born\s+(?:on|in)\s+(?P<v>[^.;!?\n]{{1,40}})")
-_p("birth", DATE, rf"\b(?<!wedding )(?:birthday|birth date|date of birth|d\.o\.b\.?)\s+(?:is\s+)?(?:on\s+)?(?P<v>[^.;!?\n]{{1,40}})")
-_p("birth", DATE, rf"\b(?:(?:est|suis|sont)\s+)?(?:née?s?)\s+(?:le|en)\s+(?P<v>[^.;!?\n]{{1,40}})")
-_p("birth", DATE, rf"\b(?:anniversaire(?!\s+de\s+mariage)|date de naissance)(?P<h>\s+(?:de|d')\s*[\w' -]{{1,40}}?)?\s+(?:est|tombe)\s+(?:le\s+|en\s+)?(?P<v>[^.;!?\n]{{1,40}})")
-_p("birthplace", SINGLE, rf"\b(?:was|were|is|'s)?\s*born\s+(?:and raised\s+)?in\s+(?P<v>(?!\d)[^.;!?\n\d]{{1,60}})")
-_p("birthplace", SINGLE, rf"\b(?:(?:est|suis|sont)\s+)?(?:née?s?|originaire)\s+(?:à|a|au|en|de|d')\s*(?P<v>(?!\d)[^.;!?\n\d]{{1,60}})")
-_p("birthplace", SINGLE, rf"\b(?:birthplace|place of birth|lieu de naissance)\s+(?:is|est)\s+(?P<v>(?-i:[A-Z])[^.;!?\n\d]{{0,60}})")
+_p("birth", DATE, r"\b(?:was|were|is|'s)?\s*born\s+(?:on|in)\s+(?P<v>[^.;!?\n]{1,40})")
+_p("birth", DATE, r"\b(?<!wedding )(?:birthday|birth date|date of birth|d\.o\.b\.?)\s+(?:is\s+)?(?:on\s+)?(?P<v>[^.;!?\n]{1,40})")
+_p("birth", DATE, r"\b(?:(?:est|suis|sont)\s+)?(?:née?s?)\s+(?:le|en)\s+(?P<v>[^.;!?\n]{1,40})")
+_p("birth", DATE, r"\b(?:anniversaire(?!\s+de\s+mariage)|date de naissance)(?P<h>\s+(?:de|d')\s*[\w' -]{1,40}?)?\s+(?:est|tombe)\s+(?:le\s+|en\s+)?(?P<v>[^.;!?\n]{1,40})")
+_p("birthplace", SINGLE, r"\b(?:was|were|is|'s)?\s*born\s+(?:and raised\s+)?in\s+(?P<v>(?!\d)[^.;!?\n\d]{1,60})")
+_p("birthplace", SINGLE, r"\b(?:(?:est|suis|sont)\s+)?(?:née?s?|originaire)\s+(?:à|a|au|en|de|d')\s*(?P<v>(?!\d)[^.;!?\n\d]{1,60})")
+_p("birthplace", SINGLE, r"\b(?:birthplace|place of birth|lieu de naissance)\s+(?:is|est)\s+(?P<v>(?-i:[A-Z])[^.;!?\n\d]{0,60})")
 _p("birthplace", SINGLE, rf"\b(?:{_BE}\s+originally from|(?:comes|come) from)\s+(?P<v>(?-i:[A-Z])[^.;!?\n\d]{{0,60}})")
 # partner and marital state
 _p("partner", SINGLE, rf"\b(?:{_BE}\s+{_ADV}(?:married|engaged|wed)\s+to|{_BE}\s+{_ADV}(?:dating|seeing|with)|(?:has|have)\s+(?:been\s+)?(?:married|dating))\s+(?P<v>(?-i:[A-Z])[^.;!?\n]{{0,40}})")
-_p("partner", SINGLE, rf"\b(?:wife|husband|partner|spouse|girlfriend|boyfriend|fiancée?)(?:'s name)?(?:\s*,|\s+is called|\s+is named|\s+named|\s+is|(?=\s))\s+(?P<v>(?-i:[A-Z])[^.;!?\n]{{0,40}})")
+_p("partner", SINGLE, r"\b(?:wife|husband|partner|spouse|girlfriend|boyfriend|fiancée?)(?:'s name)?(?:\s*,|\s+is called|\s+is named|\s+named|\s+is|(?=\s))\s+(?P<v>(?-i:[A-Z])[^.;!?\n]{0,40})")
 _p("partner", SINGLE, rf"\b(?:{_BE}\s+{_ADV}(?:dating|seeing|engaged to|married to|in a relationship with)|(?:has|have) a (?:girlfriend|boyfriend|partner))\s+(?:someone\s+|a (?:man|woman|guy|girl)\s+)?(?:named|called)\s+(?P<v>(?-i:[A-Z])[^.;!?\n]{{0,40}})")
 _p("partner", SINGLE, rf"\b(?:sort|sors|sortent)\s+{_ADV}avec\s+(?P<v>(?-i:[A-Z])[^.;!?\n]{{0,40}})")
-_p("partner", SINGLE, rf"\b(?:est|sont)\s+{_ADV}(?:mariée?|fiancée?|en couple|pacsée?)\s+(?:à|a|avec)\s+(?P<v>(?-i:[A-Z])[^.;!?\n]{{0,40}})")
-_p("partner", SINGLE, rf"\b(?:femme|mari|épouse|époux|compagne|compagnon|copine|copain|conjointe?)(?P<h>\s+(?:de|d')\s*[\w' -]{{1,40}}?)?(?:\s*,|\s+s'appelle|\s+est)\s+(?P<v>(?-i:[A-Z])[^.;!?\n]{{0,40}})")
+_p("partner", SINGLE, rf"\b(?:est|sont|suis)\s+{_ADV}(?:mariée?|fiancée?|en couple|pacsée?)\s+(?:à|a|avec)\s+(?P<v>(?-i:[A-Z])[^.;!?\n]{{0,40}})")
+_p("partner", SINGLE, r"\b(?:femme|mari|épouse|époux|compagne|compagnon|copine|copain|conjointe?)(?P<h>\s+(?:de|d')\s*[\w' -]{1,40}?)?(?:\s*,|\s+s'appelle|\s+est)\s+(?P<v>(?-i:[A-Z])[^.;!?\n]{0,40})")
 _p("marital", STATE, rf"\b{_BE}\s+{_ADV}(?:not\s+)?(?P<v>married|single|divorced|widowed|engaged|separated|in a relationship)\b")
 _p("marital", STATE, rf"\b(?:est|suis|sont)\s+{_ADV}(?P<v>mariée?|célibataire|divorcée?|veuf|veuve|fiancée?|séparée?|pacsée?|en couple)\b")
 _p("marital", STATE, rf"\b(?:{_BE}\s+(?:an?\s+)?(?P<v>widower|widow)|(?:has|have)\s+never\s+(?:been\s+)?(?P<never>married)|ne s'est jamais (?P<jamais>mariée?))\b")
-_p("marital", STATE, rf"\b(?:got|has got|have got|just got|recently got)\s+(?P<v>married|divorced|engaged)\b")
+_p("marital", STATE, r"\b(?:got|has got|have got|just got|recently got)\s+(?P<v>married|divorced|engaged)\b")
+_p("marital", STATE, r"\b(?<!not )(?<!never )(?:(?:has|have|a|ai|ont)\s+)?(?P<v>married|épousée?)\s+(?=(?-i:[A-Z]))")
+_p("partner", SINGLE, r"\b(?<!not )(?<!never )(?<!is )(?<!was )(?<!got )(?:(?:has|have|a|ai|ont)\s+)?(?:married|épousée?)\s+(?P<v>(?-i:[A-Z])[\w-]+)")
 # counts: children, kids, sons, daughters, pets, dogs, cats
 _NUMBER = r"(?:a single|only one|just one|no|zero|one|two|three|four|five|six|seven|eight|nine|ten|a|an|\d{1,2}|aucun|aucune|pas d'|pas de|un|une|deux|trois|quatre|cinq|six|sept|huit|neuf|dix)"
 _COUNTED = (r"(?:children|child|kids|kid|sons|son|daughters|daughter|grandchildren|pets|pet|dogs|dog|cats|cat|siblings|"
@@ -337,11 +393,15 @@ _p("count", COUNT, rf"\b(?:n'a|n'ai|n'ont)\s+qu'(?P<v>un|une)\s+(?P<n>{_COUNTED}
 _p("count", COUNT, rf"\b(?:has|have|'s got|'ve got|has got|have got|now has|keeps|keep|owns|own|adopted|has adopted|just adopted|a adopté|ai adopté)\s+(?P<v>{_NUMBER})\s+(?:(?:young|little|grown|adult|small|lovely|beautiful|wonderful)\s+)?(?P<n>{_COUNTED})\b")
 _p("count", COUNT, rf"\b(?:doesn't have|does not have|don't have|do not have|has never had|never had)\s+(?P<v>any)\s+(?P<n>{_COUNTED})\b")
 _p("count", COUNT, rf"\b(?:a|ai|as|avons|ont)\s+(?P<v>{_NUMBER})\s*(?P<n>{_COUNTED})\b")
-_p("count", COUNT, rf"\b(?:n'a|n'ai|n'ont)\s+(?P<v>pas|aucun|jamais eu)\s+(?:d'|de\s+|d')?(?P<n>{_COUNTED})\b")
+_p("count", COUNT, rf"\b(?:n'a|n'ai|n'ont)\s+(?P<v>pas|aucun|plus|jamais eu)\s+(?:d'|de\s+|d')?(?P<n>{_COUNTED})\b")
+_p("count", COUNT, rf"\b(?:no longer has|no longer have|doesn't have|don't have)\s+(?P<v>any)\s+(?P<n>{_COUNTED})\s+(?:any\s*more|now)\b")
+_p("count", COUNT, rf"\b(?:all|both)\s+(?P<v>{_NUMBER})?\s*(?:of\s+)?(?P<h>(?-i:[A-Z])[\w-]*'s|my|his|her|their|our)\s+(?P<n>{_COUNTED})\b")
+# "my son", "sa fille", "Diego walks his dog": there are children, or pets
+_p("count", COUNT, r"\b(?P<h>my|his|her|their|our|mon|ma|mes|son|sa|ses|notre|nos|leur|leurs|(?-i:[A-Z])[\w-]*'s)\s+(?:(?:eldest|oldest|youngest|little|baby|older|younger|new|aînée?|cadette?|petite?|grande?|plus jeune|benjamine?)\s+)?(?P<exists>son|daughter|kids|children|child|fils|fille|enfants|enfant|dog|cat|puppy|kitten|chien|chienne|chat|chatte|chiot)\b")
 _p("count", COUNT, rf"\b(?:father|mother|dad|mom|mum|parent|père|mère|papa|maman)\s+(?:of|de)\s+(?P<v>{_NUMBER})(?:\s+(?P<n>{_COUNTED}))?\b")
 # occupation
-_p("occupation", SINGLE, rf"\b(?:works|work|working)\s+(?:full-time\s+|part-time\s+|full time\s+|part time\s+)?as\s+(?:an?\s+)?(?P<v>[^.;!?\n]{{1,50}})")
-_p("occupation", SINGLE, rf"\b(?:occupation|job|profession|métier)\s*(?::|is|est)\s*(?:an?\s+|un\s+|une\s+)?(?P<v>[^.;!?\n]{{1,50}})")
+_p("occupation", SINGLE, r"\b(?:works|work|working)\s+(?:full-time\s+|part-time\s+|full time\s+|part time\s+)?as\s+(?:an?\s+)?(?P<v>[^.;!?\n]{1,50})")
+_p("occupation", SINGLE, r"\b(?:occupation|job|profession|métier)\s*(?::|is|est)\s*(?:an?\s+|un\s+|une\s+)?(?P<v>[^.;!?\n]{1,50})")
 _p("occupation", SINGLE, rf"\b(?:travaille|travaillent)\s+{_ADV}comme\s+(?P<v>[^.;!?\n]{{1,50}})")
 _JOBS = """
     nurse teacher doctor physician engineer developer programmer lawyer attorney accountant architect designer chef
@@ -375,20 +435,20 @@ _p("schedule", SINGLE, rf"\b(?:cours|séance|séances|entraînement|entraînemen
 
 _p("schedule", SINGLE, rf"\b(?:have|has|j'ai|ai|a)\s+(?P<n>[\w-]+(?:\s+(?:class|lesson|practice|training))?)\s+(?:on|every|le|les|chaque)\s+(?P<v>{_WEEKDAY})")
 # studies: one subject at a time
-_p("studies", SINGLE, rf"\b(?:studies|is studying|majors in|is majoring in|étudie|étudies|fait des études de|fait des études d')\s+(?P<v>[^.;!?\n]{{1,50}})")
+_p("studies", SINGLE, r"\b(?:studies|is studying|majors in|is majoring in|étudie|étudies|fait des études de|fait des études d')\s+(?P<v>[^.;!?\n]{1,50})")
 
-_p("vehicle", SINGLE, rf"\b(?:drives|drive|is driving|conduit|conduis|roule en|roulent en)\s+(?:an?|une?|the|la|le|sa|son|his|her|my|ma|mon)?\s*(?P<v>[^.;!?\n]{{1,40}})")
+_p("vehicle", SINGLE, r"\b(?:drives|drive|is driving|conduit|conduis|roule en|roulent en)\s+(?:an?|une?|the|la|le|sa|son|his|her|my|ma|mon)?\s*(?P<v>[^.;!?\n]{1,40})")
 
 _p("allergy", POLAR, rf"\b(?P<pos>{_BE}\s+{_ADV}(?:severely\s+|very\s+|mildly\s+)?allergic\s+to|(?:est|suis|sont)\s+{_ADV}(?:très\s+)?allergiques?\s+(?:à|au|aux|a))\s+(?P<v>[^.;!?\n]{{1,40}})")
 _p("allergy", POLAR, rf"\b(?P<neg>(?:{_BE}\s+not|isn't|aren't|'m not|(?:est|suis|sont)\s+(?:pas|plus))\s+allergi(?:c|que|ques))\b(?!\s+(?:to|à|au|aux))(?P<v>)")
-_p("allergy", POLAR, rf"\b(?P<neg>(?:has|have)\s+no\s+(?:known\s+)?allerg(?:y|ies)|(?:doesn't|does not|don't)\s+have\s+any\s+allerg(?:y|ies)|n'a\s+(?:aucune|pas d')\s*allergies?|n'ai\s+(?:aucune|pas d')\s*allergies?)\b(?P<v>)")
+_p("allergy", POLAR, rf"\b(?P<neg>(?:{_BE}\s+not|'m not|isn't)\s+allergic\s+to\s+(?:anything|any\s+\w+)|(?:n'a|n'ai|a|ai|j'ai)\s+jamais\s+eu\s+(?:la moindre|d'|aucune|une)\s*allergies?|(?:no|aucune)\s+(?:known\s+|food\s+|alimentaire\s+)?allerg(?:y|ies|ie)\b|(?:has|have)\s+no\s+(?:known\s+)?allerg(?:y|ies)|(?:doesn't|does not|don't)\s+have\s+any\s+allerg(?:y|ies)|n'a\s+(?:aucune|pas d')\s*allergies?|n'ai\s+(?:aucune|pas d')\s*allergies?)\b(?P<v>)")
 
 # favourites
-_p("favourite", SINGLE, rf"\b(?P<n>(?:favou?rite|preferred)\s+[\w-]+(?:\s+[\w-]+){{0,3}}?)\s+(?:is|are|has become|is now)\s+(?P<v>[^.;!?\n]{{1,50}})")
-_p("favourite", SINGLE, rf"\b(?P<n>[\w-]+(?:\s+[\w-]+)?\s+(?:préférée?s?|favorie?s?))(?P<h>\s+(?:de|d')\s*[\w' -]{{1,40}}?)?\s*,?\s+(?:est|sont|c'est|reste)\s+(?P<v>[^.;!?\n]{{1,50}})")
+_p("favourite", SINGLE, r"\b(?P<n>(?:favou?rite|preferred)\s+[\w-]+(?:\s+[\w-]+){0,3}?)\s+(?:is|are|has become|is now)\s+(?P<v>[^.;!?\n]{1,50})")
+_p("favourite", SINGLE, r"\b(?P<n>[\w-]+(?:\s+[\w-]+)?\s+(?:préférée?s?|favorie?s?))(?P<h>\s+(?:de|d')\s*[\w' -]{1,40}?)?\s*,?\s+(?:est|sont|c'est|reste)\s+(?P<v>[^.;!?\n]{1,50})")
 # preferences and habits: a yes or a no about one object
 _LIKE_POS = r"(?:likes|like|loves|love|enjoys|enjoy|adores|adore|is (?:a (?:big |huge )?fan of|fond of|into|crazy about)|'s (?:a (?:big |huge )?fan of|into)|am (?:a (?:big |huge )?fan of|into)|aime|aimes|aiment|adore|adores|adorent|apprécie|raffole de|est fan de|est fan d')"
-_LIKE_NEG = r"(?:dislikes|dislike|hates|hate|detests|can't stand|cannot stand|can't bear|cannot bear|can't listen to|can't watch|can't eat|doesn't like|does not like|don't like|do not like|doesn't enjoy|does not enjoy|don't enjoy|no longer likes|no longer enjoys|doesn't love|(?:is|'s|am) not (?:a fan of|fond of|into)|(?:is|'s) no longer (?:a fan of|into)|n'aime pas|n'aime plus|n'aime guère|déteste|détestent|détestes|ne supporte pas|ne supporte plus|n'apprécie pas|n'apprécie plus|a horreur des|a horreur du|a horreur de|a horreur d')"
+_LIKE_NEG = r"(?:(?<!n')(?:aime|aimes|supporte|supportes)\s+(?:plus|pas)(?!\s+que)|dislikes|dislike|hates|hate|detests|can't stand|cannot stand|can't bear|cannot bear|can't listen to|can't watch|can't eat|doesn't like|does not like|don't like|do not like|doesn't enjoy|does not enjoy|don't enjoy|no longer likes|no longer enjoys|doesn't love|(?:is|'s|am) not (?:a fan of|fond of|into)|(?:is|'s) no longer (?:a fan of|into)|n'aime pas|n'aime plus|n'aime guère|déteste|détestent|détestes|ne supporte pas|ne supporte plus|n'apprécie pas|n'apprécie plus|a horreur des|a horreur du|a horreur de|a horreur d')"
 _p("likes", POLAR, rf"\b(?P<neg>{_LIKE_NEG})\s+(?P<v>[^.;!?\n]{{1,50}})")
 _p("likes", POLAR, rf"\b(?P<pos>{_LIKE_POS})\s+(?P<v>[^.;!?\n]{{1,50}})")
 
@@ -413,11 +473,12 @@ _HABIT_VERBS = {  # folded verb form -> the habit's verb
     "vapes": "smoke", "vaping": "smoke", "played": "play", "smoked": "smoke", "drunk": "drink", "eaten": "eat",
     "cycled": "cycle", "swum": "swim", "ran": "run", "jogs": "run", "jogging": "run", "jog": "run",
     "nagé": "swim", "fumé": "smoke", "bu": "drink", "joué": "play", "couru": "run",
+    "vélo": "cycle", "velo": "cycle", "bike": "cycle", "bicycle": "cycle",
 }
 # Verbs whose habit is the verb itself, whatever follows: "cycles to work" and "no longer cycles" are one habit.
 _INTRANSITIVE = {"smoke", "run", "cycle", "swim", "walk", "meditate"}
 _HABIT_VERB = "|".join(sorted(_HABIT_VERBS, key=len, reverse=True))
-_HABIT_NEG = (r"(?:doesn't|does not|don't|do not|never|no longer|hardly ever|hasn't|haven't|has not|have not|has stopped|have stopped|stopped|has quit|"
+_HABIT_NEG = (r"(?:n'(?:a|ai|as|ont|avons)\s+(?:jamais|plus|pas)|(?:haven't|hasn't|has not|have not|never|no longer)\s+touch(?:ed|es)?|(?:n'a|n'ai|n'ont)\s+(?:plus|jamais|pas)\s+touché\s+(?:à|au|aux)|doesn't|does not|don't|do not|never|no longer|hardly ever|hasn't|haven't|has not|have not|has stopped|have stopped|stopped|has quit|"
               r"have quit|quit|has given up|have given up|gave up|gives up|given up|has cut out|cut out|"
               r"ne|n'|a arrêté de|a arrêté d'|ont arrêté de|arrêté de|a arrêté|ai arrêté|a cessé de|a renoncé à|ne \w+ plus|ne \w+ jamais)")
 _PLAIN_NEGATIONS = {"doesn't", "does not", "don't", "do not", "never", "no longer", "hardly ever", "ne", "n'", "hasn't",
@@ -427,8 +488,8 @@ _p("habit", POLAR, rf"\b(?P<pos>(?P<verb>{_HABIT_VERB}))\b\s*(?P<v>[^.;!?\n]{{0,
 # diet as a habit of eating meat
 _p("diet", POLAR, rf"\b(?P<neg>(?:{_BE}|est|suis|sont|became|has become|devenue?)\s+(?:now\s+|a\s+|an\s+|un\s+|une\s+|strictly\s+|fully\s+)*(?:vegetarian|vegan|végétarienne?|végétalienne?|végane?|vegane?|pescatarian|pescetarian|pescétarienne?))\b(?P<v>)")
 _p("diet", POLAR, rf"\b(?P<pos>(?:{_BE}|est|suis)\s+(?:no longer|not|not a|plus|pas|n'est plus|n'est pas)\s+(?:a\s+|an\s+)?(?:vegetarian|vegan|végétarienne?|végane?))\b(?P<v>)")
-_p("diet", POLAR, rf"\b(?P<pos>(?:eats|eat|is eating|started eating|mange|mangent|mange régulièrement|mange souvent|eats regularly|regularly eats|often eats|remange|a recommencé à manger|remis à manger|s'est remise? à manger|me suis remise? à manger)\s+(?:meat|de la viande|viande|steak|chicken|beef|pork|du poulet|du bœuf|du boeuf|everything|anything|de tout))\b(?P<v>)")
-_p("diet", POLAR, rf"\b(?P<neg>(?:doesn't|does not|don't|never|no longer|has stopped|stopped|gave up)\s+(?:eat|eats|eating)\s+(?:meat|any meat)|ne mange (?:plus|pas|jamais)\s+(?:de\s+)?viande|a arrêté (?:de manger )?(?:la )?viande)\b(?P<v>)")
+_p("diet", POLAR, r"\b(?P<pos>(?:eats|eat|is eating|started eating|mange|mangent|mange régulièrement|mange souvent|eats regularly|regularly eats|often eats|remange|a recommencé à manger|remis à manger|s'est remise? à manger|me suis remise? à manger)\s+(?:meat|de la viande|viande|steak|chicken|beef|pork|du poulet|du bœuf|du boeuf|everything|anything|de tout))\b(?P<v>)")
+_p("diet", POLAR, r"\b(?P<neg>(?:doesn't|does not|don't|never|no longer|has stopped|stopped|gave up)\s+(?:eat|eats|eating)\s+(?:meat|any meat)|ne mange (?:plus|pas|jamais)\s+(?:de\s+)?viande|a arrêté (?:de manger )?(?:la )?viande)\b(?P<v>)")
 # nationality
 _NATIONALITY_WORDS = {
     "fr": "french français française", "de": "german allemand allemande", "es": "spanish espagnol espagnole",
@@ -446,6 +507,18 @@ _NATIONALITY_WORDS = {
     "lb": "lebanese libanais libanaise", "eg": "egyptian égyptien égyptienne", "co": "colombian colombien colombienne",
     "cz": "czech tchèque", "hu": "hungarian hongrois hongroise", "ro": "romanian roumain roumaine",
     "scot": "scottish écossais écossaise", "nz": "new zealander néo-zélandais néo-zélandaise",
+    "sg": "singaporean singapourien singapourienne", "my": "malaysian malaisien malaisienne",
+    "id": "indonesian indonésien indonésienne", "ph": "filipino filipina philippin philippine",
+    "th": "thai thaïlandais thaïlandaise", "pk": "pakistani pakistanais pakistanaise",
+    "ir": "iranian iranien iranienne", "il": "israeli israélien israélienne", "za": "south african sud-africain sud-africaine",
+    "cl": "chilean chilien chilienne", "pe": "peruvian péruvien péruvienne", "ve": "venezuelan vénézuélien vénézuélienne",
+    "cu": "cuban cubain cubaine", "ht": "haitian haïtien haïtienne", "ci": "ivorian ivoirien ivoirienne",
+    "cm": "cameroonian camerounais camerounaise", "gh": "ghanaian ghanéen ghanéenne", "ke": "kenyan kényan kényane",
+    "et": "ethiopian éthiopien éthiopienne", "lu": "luxembourgish luxembourgeois luxembourgeoise",
+    "is": "icelandic islandais islandaise", "hr": "croatian croate", "rs": "serbian serbe", "bg": "bulgarian bulgare",
+    "sk": "slovak slovaque", "si": "slovenian slovène", "lt": "lithuanian lituanien lituanienne",
+    "lv": "latvian letton lettone", "ee": "estonian estonien estonienne", "al": "albanian albanais albanaise",
+    "wal": "welsh gallois galloise", "qc": "québécois québécoise",
 }
 _NATIONALITIES = {_fold(w): c for c, words in _NATIONALITY_WORDS.items() for w in words.split()}
 _NATIONALITY = "|".join(sorted((w for words in _NATIONALITY_WORDS.values() for w in words.split()), key=len, reverse=True))
@@ -461,7 +534,7 @@ _MONTH_NUMBERS = {_fold(m): i for i, names in enumerate([
     "january janvier jan", "february février fevrier feb", "march mars mar", "april avril apr", "may mai",
     "june juin jun", "july juillet jul", "august août aout aug", "september septembre sep sept",
     "october octobre oct", "november novembre nov", "december décembre decembre dec"], start=1) for m in names.split()}
-_NUMBER_WORDS = {"a single": 1, "only one": 1, "just one": 1, "no": 0, "zero": 0, "aucun": 0, "aucune": 0, "pas": 0, "pas d'": 0, "pas de": 0, "any": 0,
+_NUMBER_WORDS = {"plus": 0, "a single": 1, "only one": 1, "just one": 1, "no": 0, "zero": 0, "aucun": 0, "aucune": 0, "pas": 0, "pas d'": 0, "pas de": 0, "any": 0,
                  "jamais eu": 0, "one": 1, "un": 1, "une": 1, "two": 2, "deux": 2, "three": 3, "trois": 3,
                  "four": 4, "quatre": 4, "five": 5, "cinq": 5, "six": 6, "seven": 7, "sept": 7, "eight": 8,
                  "huit": 8, "nine": 9, "neuf": 9, "ten": 10, "dix": 10}
@@ -471,8 +544,12 @@ _COUNT_NOUNS = {_fold(k): v for v, ks in {
     "cats": "cats cat chats chat", "siblings": "siblings", "brothers": "brothers frères freres",
     "sisters": "sisters sœurs soeurs",
 }.items() for k in ks.split()}
+_EXISTS = {_fold(k): v for v, ks in {
+    "children": "son daughter kids children child fils fille enfants enfant",
+    "pets": "dog cat puppy kitten chien chienne chat chatte chiot",
+}.items() for k in ks.split()}
 _MARITAL = {_fold(k): v for v, ks in {
-    "married": "married mariée marié", "single": "single célibataire", "divorced": "divorced divorcé divorcée",
+    "married": "married mariée marié épousé épousée", "single": "single célibataire", "divorced": "divorced divorcé divorcée",
     "widowed": "widowed widower widow veuf veuve", "engaged": "engaged fiancé fiancée", "separated": "separated séparé séparée",
     "in_relationship": "in a relationship en couple", "pacsed": "pacsé pacsée",
 }.items() for k in [ks] + ks.split() if k}
@@ -500,6 +577,8 @@ def _value_words(span: str) -> frozenset:
 
 
 _IGNORED = _NOT_NAMES | _VALUE_STOP | {_fold(w) for w in """
+    who whom whose which qui dont lequel laquelle autumn fall spring summer winter printemps ete automne hiver
+    honestly frankly basically franchement bref enfin
     has have had having been be being is are am was were does do did will shall can must also only really
     a recently got gets getting went goes become became started starts est sont suis a ai ont avons été etre être
     vient viens viennent mentioned mentions said says told tells reports reported noted notes explained explains
@@ -708,6 +787,11 @@ def _claim(attribute: str, kind: str, match: re.Match, holder: str) -> Claim | N
             return None
         return Claim(holder, attribute, kind, frozenset([state]), shown=match.group("v"))
     if kind == COUNT:
+        if groups.get("exists"):
+            noun = _EXISTS[_fold(groups["exists"])]
+            return Claim(holder, f"count:{noun}", kind, frozenset(["any"]), shown=match.group(0).strip())
+        if groups.get("v") is None and match.group(0)[:4].casefold() == "both":
+            groups = {**groups, "v": "two"}
         noun = _COUNT_NOUNS.get(_fold(groups.get("n") or "children"))
         number = _fold(groups["v"])
         count = "some" if number in ("a", "an", "un", "une") else str(_NUMBER_WORDS.get(number, number))
@@ -738,6 +822,8 @@ def _claim(attribute: str, kind: str, match: re.Match, holder: str) -> Claim | N
                 verb = "*"
         if verb == "go" and _tokens(span) and _fold(_tokens(span)[0]) in _HABIT_VERBS:  # goes running
             verb, head = _HABIT_VERBS[_fold(_tokens(span)[0])], None
+        if verb == "go" and re.search(r"\b(?:(?:à|en)\s+vélo|by\s+bike|on\s+(?:a|his|her|my)\s+bike)\b", span, re.I):
+            verb, head = "cycle", None  # va au travail à vélo: the habit is cycling
         if head is not None and _fold(head) in _HABIT_VERBS:  # quit smoking, stopped running
             verb, head = _HABIT_VERBS[_fold(head)], None
         if verb in _INTRANSITIVE:

@@ -20,9 +20,8 @@ from pgvector.django import HalfVectorField, HnswIndex
 from hakimem.validators import SCOPE_ID_MAX, validate_scope_id
 
 EMBED_DIM = 384  # the vector columns' size; HAKI_EMBED_DIM must equal it (checked on every embedding)
-# Embeddings are stored as halfvec (16-bit floats): half the heap and half the hnsw index of vector(384),
-# measured on 200k facts: heap 391 -> 232 MB, index 379 -> 217 MB, hnsw top-64 p50 6.5 -> 3.2 ms, exact
-# scan 257 -> 156 ms. Unit vectors lose about 1e-3 of cosine precision, far below any ranking difference.
+# Embeddings are stored as halfvec (16-bit floats): half the heap and half the hnsw index of vector(384), and
+# faster scans; unit vectors lose about 1e-3 of cosine precision, far below any ranking difference.
 FACT_TEXT_MAX = 8000
 EVENT_TEXT_MAX = 8000
 CATEGORY_MAX = 64
@@ -75,9 +74,8 @@ class ScopeLexeme(SearchVectorCombinable, models.Func):
     facts/0015), 'scope ' and a digest of the two ids. The parser never makes a lexeme with a space, so no text holds
     it. It is in the search_vector of every fact and event, so that the GIN index alone finds a scope's matches: a
     lexical leg asks for its words AND this lexeme (context.retrieval.scoped_match), and GIN intersects the words'
-    posting lists with the scope's, where it ANDed the table-wide matches with a bitmap of every row of the scope
-    (a 10k scope at 1M facts: 2.9 -> 1.3 ms at the median; docs/performance.md). Ranks ignore it: no query word
-    is it."""
+    posting lists with the scope's rather than ANDing the table-wide matches with a bitmap of every row of the
+    scope. Ranks ignore it: no query word is it."""
 
     function = "array_to_tsvector"
     template = "%(function)s(ARRAY[hakimem_scope_lexeme(%(expressions)s)])"
@@ -237,7 +235,7 @@ class Fact(ScopedModel):
             models.Index(name="facts_fact_scope_recorded", fields=["project_id", "subject_id", "-recorded_from", "-id"]),
             # The exact dense leg (context.retrieval.HYBRID_EXACT_CANDIDATES_SQL) reads a scope's vectors from
             # here, index-only: a scope's facts are scattered one per heap page, while a leaf page of this
-            # index holds ten of them. Measured on a 10k-fact scope of a 200k table: 14 ms -> 2.6 ms.
+            # index holds ten of them.
             models.Index(
                 name="facts_fact_scope_vectors", fields=["project_id", "subject_id"],
                 include=["id", "valid_to", "embedding"], condition=Q(status="active"),

@@ -25,8 +25,7 @@ def scope_graph_name(project_id: str, subject_id: str) -> str:
 # A scope of tens of thousands of facts also gets its own full-text index (scope_text_index_create). The table-wide
 # index finds a scope's matches by intersecting its words' posting lists with the scope's lexeme's
 # (facts.models.ScopeLexeme), but those lists span every scope: a word common elsewhere and absent from the scope is
-# walked all the same. In the scope's own index it costs nothing (a 100k scope at 1M facts, its lexical leg's matches:
-# 2.2 -> 0.03 ms at the median; docs/performance.md).
+# walked all the same. In the scope's own index it costs nothing (docs/tuning.md#large-scopes).
 SCOPE_TEXT_INDEX_PREFIX = "facts_fact_scope_gin_"
 
 

@@ -42,6 +42,7 @@ from facts.models import (
     Procedure,
     ProcedureStatus,
     Project,
+    ScopeWordCounts,
     Volatility,
 )
 from facts.scope_graphs import SCOPE_ITEMS, large_scopes, scope_graph_drop, scope_graph_exists
@@ -719,6 +720,9 @@ def event_create_batch(*, items: list[EventInput]) -> list[Event]:
         for i, v in zip(items, vectors)
     ]
     with transaction.atomic():
+        # The scope's writers' lock, as facts take it: an erasure of the subject either deletes these events (they
+        # were committed before it began) or is over before they are stored.
+        _lock_scopes((e.project_id, e.subject_id) for e in events)
         Event.objects.bulk_create(events)
         if extract:
             _queue_extraction(events)
@@ -887,9 +891,11 @@ def _erase(project_id: str, subject_id: str | None) -> dict[str, int]:
     counts: dict[str, int] = {}
     for _, eraser in _ERASERS:  # rows that point at facts go first; the traces' eraser locks out trace writes
         counts.update(eraser(project_id, subject_id))
+    from facts.tasks import QUEUE, extract_event  # procrastinate's app is ready only once Django is
+
     content_types = ContentType.objects.get_for_models(Fact, ConflictSet, Event, IdentityBlock, Procedure)
     params = {
-        "p": project_id, "s": subject_id, "ct_fact": content_types[Fact].id,
+        "p": project_id, "s": subject_id, "queue": QUEUE, "extract_task": extract_event.name, "ct_fact": content_types[Fact].id,
         "ct_conflict_set": content_types[ConflictSet].id, "ct_event": content_types[Event].id,
         "ct_identity_block": content_types[IdentityBlock].id, "ct_procedure": content_types[Procedure].id,
     }
@@ -904,6 +910,12 @@ def _erase(project_id: str, subject_id: str | None) -> dict[str, int]:
          " WHERE m.conflict_set_id = c.id AND m.project_id = c.project_id AND " + erase_condition(subject_id, "c")),
         ("conflict_sets", "DELETE FROM facts_conflictset c WHERE " + erase_condition(subject_id, "c")),
         ("facts", "DELETE FROM facts_fact f WHERE " + erase_condition(subject_id, "f")),
+        # Queued extractions name the events by id. A job a worker is running ('doing') is left to end: it finds its
+        # event gone and writes nothing (facts.extraction.event_extract). The queue is small (succeeded jobs are
+        # deleted): no index on the event id is needed.
+        ("extraction_jobs", "DELETE FROM procrastinate_jobs j USING facts_event e WHERE j.queue_name = %(queue)s"
+         " AND j.task_name = %(extract_task)s AND j.status <> 'doing' AND j.args->>'event_id' = e.id::text AND "
+         + erase_condition(subject_id, "e")),
         ("events", "DELETE FROM facts_event e WHERE " + erase_condition(subject_id, "e")),
         # A subject's own; the project-wide ones (subject_id '') go only with their project.
         ("identity_blocks", "DELETE FROM facts_identityblock b WHERE " + erase_condition(subject_id, "b")),
@@ -976,6 +988,9 @@ def _erase_category(project_id: str, subject_id: str, category: str) -> dict[str
     types = ContentType.objects.get_for_models(Fact, ConflictSet)
     entries = [(types[Fact].id, str(i)) for i in fact_ids] + [(types[ConflictSet].id, str(i)) for i in set_ids]
     counts["admin_log_entries"] = admin_log_erase(entries)
+    # A counted scope's words are the erased facts' words too (insulin, penicillin): counted again from what is left.
+    if ScopeWordCounts.objects.filter(project_id=project_id, subject_id=subject_id, items_table="facts_fact").exists():
+        scope_words_count(project_id=project_id, subject_id=subject_id, table="facts_fact")
     return counts
 
 
@@ -1185,14 +1200,18 @@ def subject_erase(*, project_id: str, subject_id: str) -> dict[str, int]:
     transaction may hold: first when called outside one (should the erasure then fail, the scope has lost a
     speed-up, not a row); inside one (an API request's, which runs under row security as a role that does not
     own the index), right after it commits, as the connecting user."""
-    if connection.in_atomic_block:
-        graphs = int(scope_graph_exists(project_id=project_id, subject_id=subject_id))
-        if graphs:
-            transaction.on_commit(lambda: scope_graph_drop(project_id=project_id, subject_id=subject_id), robust=True)
-    else:
+    inside_transaction = connection.in_atomic_block
+    if not inside_transaction:
         graphs = int(scope_graph_drop(project_id=project_id, subject_id=subject_id))
     with transaction.atomic():
+        # The lock before anything of the scope is read: a writer that committed before it is seen by every
+        # statement below, one that comes after waits for the erasure to commit.
         _lock_scopes([(project_id, subject_id)])
+        if inside_transaction:
+            graphs = int(scope_graph_exists(project_id=project_id, subject_id=subject_id))
+            if graphs:
+                transaction.on_commit(lambda: scope_graph_drop(project_id=project_id, subject_id=subject_id),
+                                      robust=True)
         counts = _erase(project_id, subject_id)
     counts["scope_graphs"] = graphs
     return counts

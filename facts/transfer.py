@@ -102,7 +102,7 @@ FACT_FIELDS = (
 )
 CONFLICT_FIELDS = (
     "id", "project_id", "subject_id", "status", "signal", "signal_detail", "similarity", "opened_at", "resolved_at",
-    "resolved_by", "note",
+    "resolved_by", "note", "reading",
 )
 MEMBER_FIELDS = ("fact", "added_at", "kept")
 IDENTITY_BLOCK_FIELDS = (
@@ -381,6 +381,7 @@ SCHEMAS: dict[str, dict[str, tuple[Callable, bool]]] = {
         "signal_detail": (_short(SIGNAL_DETAIL_MAX), _REQUIRED), "similarity": (_number, _REQUIRED),
         "opened_at": (_when, _REQUIRED), "resolved_at": (_nullable(_when), _REQUIRED),
         "resolved_by": (_short(RESOLVED_BY_MAX), _REQUIRED), "note": (_str, _REQUIRED),
+        "reading": (_object, _OPTIONAL),  # absent from exports written before sets kept what was read
         "members": (lambda value: value, _REQUIRED),  # checked by _members, each member with its own field name
     },
     "identity_block": {
@@ -677,7 +678,7 @@ _COPY = {
             " volatility, valid_from, valid_to, recorded_from, recorded_to, last_confirmed_at, superseded_by_id,"
             " source_event_id, metadata, embedding) FROM STDIN",
     "conflict_set": "COPY facts_conflictset (id, project_id, subject_id, status, signal, signal_detail, similarity,"
-                    " opened_at, resolved_at, resolved_by, note) FROM STDIN",
+                    " opened_at, resolved_at, resolved_by, note, reading) FROM STDIN",
     "member": "COPY facts_conflictmember (project_id, conflict_set_id, fact_id, added_at, kept) FROM STDIN",
     "identity_block": "COPY facts_identityblock (id, project_id, subject_id, name, text, position, enabled, metadata,"
                       " created_at, updated_at) FROM STDIN",
@@ -700,7 +701,7 @@ def _row(kind: str, r: dict, vector: str | None) -> tuple:
         return tuple(Jsonb(r[name]) if name == "metadata" else r[name] for name in IDENTITY_BLOCK_FIELDS)
     if kind == "procedure":
         return (*(Jsonb(r[name]) if name == "metadata" else r[name] for name in PROCEDURE_FIELDS), vector)
-    return tuple(r[name] for name in CONFLICT_FIELDS)
+    return tuple(Jsonb(r[name] or {}) if name == "reading" else r[name] for name in CONFLICT_FIELDS)
 
 
 def _embedded_text(line: Line) -> str:

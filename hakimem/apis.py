@@ -10,6 +10,12 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from hakimem.embeddings import CircuitBreaker, EmbedderUnavailable, get_embedder
+from hakimem.errors import (
+    DATABASE_DOWN,
+    database_answered,
+    database_failed,
+    database_known_down,
+)
 
 # A remote embedder is asked at most this often by readiness probes (a success is remembered, a failure not).
 EMBEDDER_CHECK_SECONDS = 30.0
@@ -18,13 +24,18 @@ _embedder_ok_at: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 def _database() -> tuple[str, str | None]:
     """("ok", pgvector's version) when the database answers, ("unreachable", None) when it does not."""
+    if database_known_down():  # found gone moments ago: a probe does not tie up the worker waiting for it again
+        return "unreachable", None
     try:
         with connection.cursor() as cursor:
             cursor.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
             row = cursor.fetchone()
-        return "ok", (row[0] if row else None)
-    except Exception:  # health must answer even when the database does not
+    except Exception as exc:  # health must answer even when the database does not
+        if isinstance(exc, DATABASE_DOWN):
+            database_failed(exc)
         return "unreachable", None
+    database_answered()  # the API's requests need not wait out the outage's Retry-After any longer
+    return "ok", (row[0] if row else None)
 
 
 def _embedder() -> str:

@@ -80,8 +80,8 @@ def start_embedded(pgdata: Path, *, cleanup: str | None = None) -> str:
     return server.get_uri()
 
 
-# The application's login role on the embedded server: what the web server's workers connect as (hakimem/
-# gunicorn_conf.py), while migrations and commands connect as the server's superuser `postgres`, the tables'
+# The application's login role on the embedded server: what the web server's workers connect as
+# (config/gunicorn.py), while migrations and commands connect as the server's superuser `postgres`, the tables'
 # owner. It may switch to the two request roles (hakimem/rowsecurity.py) and holds the API role's rights and
 # policies itself, so RESET ROLE in a request leaves it no more than the API role with the request's project.
 APP_LOGIN_ROLE = "hakimem_app"
@@ -188,7 +188,12 @@ def _write_settings(pgdata: Path) -> None:
     os.chown(conf, owner.st_uid, owner.st_gid)
 
 
-def database_settings(url: str, *, pool: dict | None = None) -> dict:
+# A server that does not answer (a host down, packets dropped) fails a connect after this many seconds rather than the
+# system's TCP timeout (minutes), so no request waits on it longer; a `connect_timeout` in the URL wins.
+CONNECT_TIMEOUT = 3
+
+
+def database_settings(url: str, *, pool: dict | None = None, connect_timeout: int = CONNECT_TIMEOUT) -> dict:
     """Django DATABASES entry from a postgresql:// URL (host may be a socket folder given as ?host=).
 
     `pool` (psycopg_pool.ConnectionPool options: min_size, max_size, timeout, max_idle) gives the process a
@@ -202,8 +207,9 @@ def database_settings(url: str, *, pool: dict | None = None) -> dict:
     options = {
         # Never switch to server-side prepared statements: after 5 executions psycopg would prepare,
         # and PostgreSQL's *generic* plan for the retrieval queries picks the scope btree plus a sort
-        # over every row instead of hnsw (measured: 10 ms -> 200 ms at 50k facts in one scope).
+        # over every row instead of hnsw, twenty times slower at 50k facts in one scope.
         "prepare_threshold": None,
+        "connect_timeout": connect_timeout,
         **query,
     }
     if pool:
@@ -232,8 +238,8 @@ REPLICA_POOL_WAIT = 1.0
 def replica_settings(url: str, *, pool: dict | None = None) -> dict:
     """The DATABASES entry of a read replica (DATABASE_URL_REPLICA): the primary's, with short waits. For the
     test runner it mirrors "default" (the replica replays the primary's test database, it gets none of its own)."""
-    entry = database_settings(url, pool={**pool, "timeout": min(pool["timeout"], REPLICA_POOL_WAIT)} if pool else None)
-    entry["OPTIONS"].setdefault("connect_timeout", REPLICA_CONNECT_TIMEOUT)
+    entry = database_settings(url, pool={**pool, "timeout": min(pool["timeout"], REPLICA_POOL_WAIT)} if pool else None,
+                              connect_timeout=REPLICA_CONNECT_TIMEOUT)
     entry["TEST"] = {"MIRROR": "default"}
     return entry
 

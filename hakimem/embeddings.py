@@ -241,8 +241,7 @@ class SentenceTransformerEmbedder(Embedder):
                     self._model = SentenceTransformer(str(get_model_path()), device="cpu")
                 logger.info("loaded all-MiniLM-L6-v2 (%s) from %s", self.runtime, get_model_path())
                 # Django, the model and its libraries leave ~260k long-lived objects that every full
-                # collection walks again: a batch of 100 facts spent 130-250 ms in bulk_create, 105-120 ms
-                # with them frozen (ingest 266 -> 310 facts/s). They live as long as the process.
+                # collection would walk again (up to half of a batch's insert time); they live as long as the process.
                 gc.collect()
                 gc.freeze()
         return self._model

@@ -10,6 +10,10 @@ from __future__ import annotations
 import enum
 import logging
 import math
+import random
+import sys
+import threading
+import time
 
 import psycopg
 from django.core.exceptions import RequestDataTooBig
@@ -83,6 +87,99 @@ _DRF_CODES = {
 DATABASE_DOWN = (DjangoOperationalError, DjangoInterfaceError, psycopg.OperationalError, psycopg.InterfaceError)
 
 
+# After a request found the database gone, this process answers /v1/ requests 503 at once for up to this long (their
+# Retry-After) instead of each waiting out the pool's timeout: a worker waits for the database once per window, and
+# stays free for the probes and for the requests that need no database.
+RETRY_AFTER_SECONDS = 5
+_outage = {"until": 0.0, "seen": False}
+_outage_check = threading.Lock()
+
+# SQLSTATEs that say the connection is gone, not that one statement failed (a deadlock or a cancelled statement
+# is an OperationalError too, and says nothing about the next request): connection exceptions (class 08), the
+# server shutting down or starting (57P01-57P03).
+_CONNECTION_GONE_STATES = ("57P01", "57P02", "57P03")
+
+
+def connection_lost(exc: BaseException) -> bool:
+    """Whether `exc` (one of DATABASE_DOWN) means this process cannot reach the database: no connection came (the
+    pool's timeout, a refused connect), or the one it had was cut."""
+    if not isinstance(exc, DATABASE_DOWN):  # a statement the database refused (ProgrammingError, ...)
+        return False
+    cause = exc.__cause__ if isinstance(exc, DjangoOperationalError | DjangoInterfaceError) else exc
+    if isinstance(exc, DjangoInterfaceError) or isinstance(cause, psycopg.InterfaceError):
+        return True
+    state = getattr(cause, "sqlstate", None)
+    return state is None or state.startswith("08") or state in _CONNECTION_GONE_STATES
+
+
+def _outage_window() -> None:
+    # Between half and all of Retry-After: the workers of a server all find the outage at once, and would otherwise
+    # all ask the database again at once.
+    _outage.update(until=time.monotonic() + RETRY_AFTER_SECONDS * random.uniform(0.5, 1.0), seen=True)
+
+
+def database_failed(exc: BaseException) -> None:
+    if connection_lost(exc):
+        _outage_window()
+
+
+def database_answered() -> None:
+    _outage.update(until=0.0, seen=False)
+
+
+def database_known_down() -> bool:
+    """Whether the database was found gone and has not been seen back. Once a window is over, one connect of its own,
+    outside the pool, says whether it answers again: the pool would make the request wait out its timeout (its
+    reconnections back off), where a refused connect fails at once and a silent host after connect_timeout."""
+    if time.monotonic() < _outage["until"]:
+        return True
+    if not _outage["seen"]:
+        return False
+    if not _outage_check.acquire(blocking=False):  # another thread of the process is asking
+        return True
+    try:
+        psycopg.connect(**connection.get_connection_params(), autocommit=True).close()
+    except psycopg.Error:
+        _outage_window()
+        return True
+    else:
+        database_answered()
+        # The pool's own reconnection may be backing off for many seconds more: a new pool connects now. No thread
+        # holds a working connection of the old one (they all failed).
+        if connection.pool is not None:
+            connection.close()
+            connection.close_pool()
+        return False
+    finally:
+        _outage_check.release()
+
+
+def database_unavailable_response(exc: BaseException | None = None) -> JsonResponse:
+    """503 database_unavailable with Retry-After, for what fails outside a DRF view (middleware, a commit)."""
+    if exc is not None:
+        logger.warning("database unavailable: %s", exc.__class__.__name__)
+        database_failed(exc)
+    response = JsonResponse(database_unavailable_body(), status=503)
+    response["Retry-After"] = str(RETRY_AFTER_SECONDS)
+    return response
+
+
+class DatabaseOutageMiddleware:
+    """While this process knows the database is gone (database_known_down), /v1/ requests that need it answer 503
+    at once. The probes (readiness answers from the same knowledge) and the API's description pass."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        from hakimem.rowsecurity import UNSCOPED_PREFIXES
+
+        path = request.path_info
+        if path.startswith("/v1/") and not path.startswith(UNSCOPED_PREFIXES) and database_known_down():
+            return database_unavailable_response()
+        return self.get_response(request)
+
+
 def payload_too_large_body() -> dict:
     limit = max_body_bytes()
     return error_body(ErrorCode.PAYLOAD_TOO_LARGE, f"The request body is larger than {limit} bytes; nothing was written.",
@@ -103,7 +200,9 @@ def exception_handler(exc, context):
         return Response(payload_too_large_body(), status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE)
     if isinstance(exc, DATABASE_DOWN):
         logger.warning("database unavailable: %s", exc.__class__.__name__)
-        return Response(database_unavailable_body(), status=status.HTTP_503_SERVICE_UNAVAILABLE, headers={"Retry-After": "5"})
+        database_failed(exc)
+        return Response(database_unavailable_body(), status=status.HTTP_503_SERVICE_UNAVAILABLE,
+                        headers={"Retry-After": str(RETRY_AFTER_SECONDS)})
     if isinstance(exc, EmbedderUnavailable):
         logger.warning("embedder unavailable on a write: %s", exc)
         circuit_open = isinstance(exc, EmbedderCircuitOpen)
@@ -173,6 +272,11 @@ def permission_denied_view(request, exception=None):
 
 
 def server_error_view(request):
+    # Django calls it inside the `except` of what was raised: the database lost in a middleware or at the request's
+    # commit answers as it does in a view.
+    exc = sys.exc_info()[1]
+    if _is_api(request) and isinstance(exc, DATABASE_DOWN):
+        return database_unavailable_response(exc)
     if not _is_api(request):
         return defaults.server_error(request)
     return JsonResponse(error_body(ErrorCode.INTERNAL_ERROR, "An internal error occurred."), status=500)

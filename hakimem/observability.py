@@ -1,7 +1,7 @@
 """What the running service says about itself: Prometheus series at /metrics, one log line per context call.
 
 Series (prometheus-client; under gunicorn each worker writes its own files in PROMETHEUS_MULTIPROC_DIR, set by
-hakimem/gunicorn_conf.py, and /metrics adds them up whichever worker answers):
+config/gunicorn.py, and /metrics adds them up whichever worker answers):
 - hakimem_http_request_duration_seconds{method, endpoint, status}: every request, by URL pattern;
 - hakimem_context_phase_seconds{phase}: the phases a context call's trace times (embed, retrieve, rank,
   pack, multi_hop, render) and the trace write itself (trace_write);

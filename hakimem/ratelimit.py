@@ -112,9 +112,13 @@ class RateLimitMiddleware:
         keyed = scheme == "Bearer" and raw.strip()
         failures = f"api-addr-unknown-keys:{client_address(request)}"
         bucket = f"api-key:{key_bucket(raw.strip())}" if keyed else f"api-addr:{client_address(request)}"
+        from hakimem.errors import DATABASE_DOWN, database_unavailable_response
+
         try:
             hits, left, failed = counter_hit(bucket, rate.period, also=failures if keyed else "")
-        except DatabaseError:  # no counting without the database: the request fails further on, in the contract
+        except DATABASE_DOWN as exc:  # every /v1/ request counted here needs the database: no second wait for it
+            return database_unavailable_response(exc)
+        except DatabaseError:  # the counter alone failed: the request goes on uncounted
             return self.get_response(request)
         if hits > rate.limit or failed >= rate.limit:
             from hakimem.errors import ErrorCode, error_body
@@ -133,7 +137,7 @@ class RateLimitMiddleware:
         if keyed and response.status_code == 401:
             try:
                 counter_hit(failures, rate.period)
-            except DatabaseError:
+            except DatabaseError:  # the 401 stands; only its count is lost
                 pass
         return response
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 from contextlib import ExitStack, contextmanager
 
 from django.conf import settings
-from django.db import DatabaseError, connection, transaction
+from django.db import DatabaseError, InterfaceError, connection, transaction
 
 API_ROLE = "hakimem_api"
 STAFF_ROLE = "hakimem_staff"
@@ -157,17 +157,6 @@ def _scoped(request) -> bool:
     return settings.HAKI_ROW_SECURITY and not request.path_info.startswith(UNSCOPED_PREFIXES)
 
 
-def _database_unavailable():
-    from django.http import JsonResponse
-
-    from hakimem.errors import ErrorCode, error_body
-
-    response = JsonResponse(error_body(ErrorCode.DATABASE_UNAVAILABLE, "The database is unavailable; try again."),
-                            status=503)
-    response["Retry-After"] = "5"
-    return response
-
-
 class RowSecurityMiddleware:
     """Each request that may read a project's rows runs in one transaction, as API_ROLE (/v1/) or STAFF_ROLE
     (the admin, /stats/), with no project yet: the key's authentication or StaffScopeMiddleware names them. The
@@ -190,12 +179,14 @@ class RowSecurityMiddleware:
             try:
                 stack.enter_context(transaction.atomic())
                 before = scope_enter(role, "")
-            except DatabaseError:
+            except (DatabaseError, InterfaceError) as exc:
                 if connection.in_atomic_block:
                     transaction.set_rollback(True)
                 if not request.path_info.startswith("/v1/"):
                     raise
-                return _database_unavailable()  # the API's error contract, never Django's HTML page
+                from hakimem.errors import database_unavailable_response
+
+                return database_unavailable_response(exc)  # the API's error contract, never Django's HTML page
             try:
                 response = self.get_response(request)
                 if response.status_code >= 500:

@@ -1,143 +1,22 @@
 #!/usr/bin/env python
-"""A change's effect on the context call as a client sees it: two production servers, one from a baseline commit and
-one from this checkout, each question sent to both.
-
-    python scripts/bench_ab.py --baseline HEAD~1                 # bench_http's dataset (loaded if missing)
-    python scripts/bench_ab.py --baseline main --queries 300 --think-ms 50 --scopes small,big
-
-A single run of scripts/bench_http.py moves by several milliseconds from one run to the next (docs/performance.md),
-more than most changes to the hot path are worth; two servers asked the same questions side by side, in random order,
-under the same load, compare what one run alone cannot. This script
-1. makes a work tree of the baseline commit (`git worktree add --detach`, under var/, removed at the end);
-2. starts gunicorn as `make run` does from each checkout, both on the same database (bench_http's data folder,
-   var/pgdata-bench-http, or HAKI_PGDATA / DATABASE_URL), with bench_http's dataset loaded into it if missing and
-   its tables settled first (VACUUM (ANALYZE), no autovacuum running); the schema must be the same at both commits
-   (a change with a migration cannot be compared this way); two servers hold twice one server's connections;
-3. per scope (bench_http's: ~50 facts, the ingested ~1k if bench_http made it, each loaded scope of 5k or more), sends
-   each of --queries distinct question texts to both servers in random order, --think-ms after each answer (an
-   application waits for its LLM between two turns), after a warm-up of both;
-4. prints each server's p50 / p95 / p99 and the ratio of this checkout's to the baseline's, and writes JSON (--out).
-Both servers run on the machine's cores beside this client: the figures include its cost, the same for both.
-"""
+"""The command line of the A/B comparison of two commits over HTTP, bench/ab.py (its docstring is this command's
+help)."""
 from __future__ import annotations
 
 import argparse
 import json
 import os
-import random
-import subprocess
 import sys
-import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from scripts.bench_http import (INGEST_PROJECT, WARM_UP_CALLS_PER_WORKER, Server, _percentiles, _scopes,  # noqa: E402
-                                request, server_environment, settle)
-
-BUDGET_TOKENS = 900
-
-
-def _git(*args: str) -> str:
-    return subprocess.run(["git", *args], cwd=ROOT, check=True, capture_output=True, text=True).stdout.strip()
-
-
-def _call(server: Server, key: str, project: str, subject: str, query: str) -> float | None:
-    """One context call's latency in ms, None if it did not answer 200."""
-    body = {"project_id": project, "subject_id": subject, "query": query, "budget_tokens": BUDGET_TOKENS}
-    started = time.perf_counter()
-    status, _ = request(server.url, "POST", "/v1/context", body, key)
-    return (time.perf_counter() - started) * 1000 if status == 200 else None
-
-
-def compare(servers: dict[str, Server], keys: dict[str, str], *, total: int, seed: int, queries: int, think_ms: float,
-            scopes: set[str] | None, ingested: int) -> dict:
-    from scripts import bench_data
-
-    rng = random.Random(seed)
-    report: dict = {}
-    sent: set[str] = set()
-    for label, project, subject, facts, query_seed in _scopes(total, seed, ingested):
-        if scopes and label not in scopes:
-            continue
-        key = keys[project]
-        pool = [q for q in bench_data.generate_queries(10_000, query_seed + 1000,
-                                                       subject_id="big" if project == INGEST_PROJECT else subject)
-                if q not in sent]
-        warm = WARM_UP_CALLS_PER_WORKER * 3
-        texts = pool[:warm + queries]
-        sent.update(texts)
-        latencies: dict[str, list[float]] = {name: [] for name in servers}
-        errors = {name: 0 for name in servers}
-        for i, text in enumerate(texts):
-            order = list(servers)
-            rng.shuffle(order)
-            for name in order:
-                ms = _call(servers[name], key, project, subject, text)
-                if i >= warm:
-                    if ms is None:
-                        errors[name] += 1
-                    else:
-                        latencies[name].append(ms)
-                if think_ms:
-                    time.sleep(think_ms / 1000)
-        result = {"facts": facts, "project": project, "subject": subject, "calls": queries, "errors": errors,
-                  **{name: _percentiles(values) for name, values in latencies.items()}}
-        base, new = result["baseline"], result["checkout"]
-        result["ratio"] = {pct: round(new[pct] / base[pct], 3) for pct in ("p50", "p95", "p99")
-                           if base.get(pct) and new.get(pct)}
-        report[label] = result
-        print(f"{label:>7} {facts:>7} | baseline p50 {base.get('p50')} p95 {base.get('p95')} p99 {base.get('p99')} ms | "
-              f"checkout p50 {new.get('p50')} p95 {new.get('p95')} p99 {new.get('p99')} ms | checkout / baseline "
-              f"p50 {result['ratio'].get('p50')} p95 {result['ratio'].get('p95')} | errors {errors} | load "
-              f"{os.getloadavg()[0]:.2f}", file=sys.stderr, flush=True)
-    return report
-
-
-def run(*, baseline: str, total: int, embedder: str, queries: int, think_ms: float, scopes: set[str] | None = None,
-        seed: int = 7, cache_dir: Path = ROOT / "var" / "bench-cache", server_env: dict | None = None,
-        log: Path | None = None) -> dict:
-    """The comparison on the configured database (bench_http's dataset loaded into it if missing); its report."""
-    from django.conf import settings
-    from django.db import connection
-
-    from hakimem.services import api_key_create
-    from scripts import bench, bench_data
-
-    settings.HAKI_EMBED_PROVIDER = embedder
-    if not bench._loaded(total, seed):
-        bench_data.load(total, embedder, cache_dir, seed)
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT count(*) FROM facts_fact WHERE project_id = %s AND status = 'active'", [INGEST_PROJECT])
-        ingested = cursor.fetchone()[0]
-    keys = {bench_data.PROJECT: api_key_create(project_id=bench_data.PROJECT, label="bench_ab")[1],
-            INGEST_PROJECT: api_key_create(project_id=INGEST_PROJECT, label="bench_ab")[1]}
-    report = {"baseline": _git("rev-parse", baseline),
-              "checkout": _git("rev-parse", "HEAD") + ("+changes" if _git("status", "--porcelain", "--untracked-files=no")
-                                                      else ""),
-              "embedder": embedder, "think_ms": think_ms, "cores": os.cpu_count()}
-    # Both servers read the statistics of settled tables (which statement a call takes depends on them), and share
-    # this checkout's exported model.
-    report["settle"] = settle()
-    env = server_environment(embedder, {"HAKI_MODEL_DIR": settings.HAKI_MODEL_DIR, **(server_env or {})})
-    (ROOT / "var").mkdir(exist_ok=True)
-    tree = Path(tempfile.mkdtemp(prefix="bench-ab-", dir=ROOT / "var"))
-    _git("worktree", "add", "--detach", str(tree), report["baseline"])
-    report["load_avg_1m_at_start"] = round(os.getloadavg()[0], 2)
-    try:
-        with Server(env=env, log=log, root=tree) as base, Server(env=env, log=log) as new:
-            report["scopes"] = compare({"baseline": base, "checkout": new}, keys, total=total, seed=seed,
-                                       queries=queries, think_ms=think_ms, scopes=scopes, ingested=ingested)
-    finally:
-        _git("worktree", "remove", "--force", str(tree))
-    report["load_avg_1m_at_end"] = round(os.getloadavg()[0], 2)
-    return report
+from bench import ab  # noqa: E402
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=ab.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--baseline", required=True, help="the commit to compare this checkout with (e.g. HEAD~1)")
     parser.add_argument("--total", type=int, default=16_667, help="bench_http's dataset size")
     parser.add_argument("--embedder", default="sentence-transformers", choices=["sentence-transformers", "hashing"])
@@ -157,9 +36,9 @@ def main(argv=None) -> int:
 
     call_command("migrate", verbosity=0)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    report = run(baseline=args.baseline, total=args.total, embedder=args.embedder, queries=args.queries,
-                 think_ms=args.think_ms, scopes=set(args.scopes.split(",")) if args.scopes else None, seed=args.seed,
-                 log=args.out.with_suffix(".server.log"))
+    report = ab.run(baseline=args.baseline, total=args.total, embedder=args.embedder, queries=args.queries,
+                    think_ms=args.think_ms, scopes=set(args.scopes.split(",")) if args.scopes else None,
+                    seed=args.seed, log=args.out.with_suffix(".server.log"))
     args.out.write_text(json.dumps(report, indent=1))
     print(f"baseline {report['baseline'][:10]} vs checkout {report['checkout'][:10]}{report['checkout'][40:]}; load "
           f"average {report['load_avg_1m_at_start']} at start, {report['load_avg_1m_at_end']} at end; written {args.out}")

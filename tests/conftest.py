@@ -4,6 +4,7 @@ from django.contrib.auth.models import Group, User
 from rest_framework.test import APIClient
 
 from hakimem.embeddings import circuit_breakers_close, get_embedder
+from hakimem.errors import database_answered
 from hakimem.services import api_key_create
 from stats.services import roles_ensure
 from tests.browser import Browser, require_chromium
@@ -27,12 +28,13 @@ def hashing_embedder(settings):
     """The suite runs on the deterministic hashing embedder; tests marked `minilm` switch to the real model."""
     settings.HAKI_EMBED_PROVIDER = "hashing"
     settings.HAKI_CONFLICT_POLICY = "curator"
-    settings.HAKI_RECALL_MAX_DISTANCE = 0.0
+    settings.HAKI_RECALL_MAX_DISTANCE = None  # as unset: the floor calibrated for the embedder (none for hashing)
     from context import retrieval
 
     retrieval._table_stats["at"] = -1e9  # a test's ANALYZE must not leak into the next test
     yield
     circuit_breakers_close()  # an embedder a test brought down must not fail the next test at once
+    database_answered()  # nor a database a test brought down
 
 
 def make_client(project_id: str) -> APIClient:

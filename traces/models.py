@@ -82,7 +82,7 @@ class ItemType(models.TextChoices):
     IDENTITY = "identity"  # an identity block
 
 
-# The sections of a tiered call (issue 15), as a decision records them; '' for a call that asks for no tiers.
+# The sections of a tiered call, as a decision records them; '' for a call that asks for no tiers.
 TIER_MAX = 16
 
 
@@ -166,7 +166,7 @@ class Trace(models.Model):
 
 class Decision(models.Model):
     # db_index=False on the three foreign keys: the indexes in Meta serve their lookups, and each redundant
-    # index cost every context call ~130 more index inserts (trace write of 136 rows: 5.3 -> 3.5 ms).
+    # index would cost every context call ~130 more index inserts.
     # No database constraint on the trace either: PostgreSQL checks it once per decision row, ~150 trigger
     # calls per context call (~1 ms of server CPU, docs/performance.md), for rows that are only ever written
     # with their trace in one statement (traces.services.trace_record) and deleted with it (traces_erase,

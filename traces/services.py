@@ -50,8 +50,8 @@ SERVED_REASONS = (ReasonCode.INCLUDED, ReasonCode.MULTI_HOP_EXPANSION)
 
 # The scope's trace lock: every trace write shares it, erasure (traces_erase, inside subject_erase's
 # transaction) takes it exclusively until it commits. So no trace of a scope commits between the eraser's
-# statements (a trace committed between its DELETE of decisions and its DELETE of traces failed the erasure
-# at commit, issue 13), and a trace write that waited for an erasure sees it. Its own key (seed 1), not the
+# statements (a trace committed between its DELETE of decisions and its DELETE of traces would fail the
+# erasure at commit), and a trace write that waited for an erasure sees it. Its own key (seed 1), not the
 # writers' lock of facts.services._lock_scopes (seed 0): context calls must not queue behind a scope's fact
 # writes, which hold that lock for as long as a batch takes.
 TRACE_LOCK_KEY = "hashtextextended(%(project_id)s || chr(31) || %(subject_id)s, 1)"

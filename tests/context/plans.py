@@ -6,22 +6,22 @@ from context import retrieval
 from facts.selectors import volatility_cutoffs
 from hakimem.embeddings import get_embedder, vector_literal
 from hakimem.rowsecurity import API_ROLE, scope_enter
-from scripts import bench_data
+from bench import dataset
 
 TOTAL = 30_000
 
 
 def load_30k(cache_dir) -> tuple[dict, str]:
     """Load 30k facts (one scope of 18,000, small ones ~45); returns the scope sizes and a ~45-fact scope."""
-    bench_data.load(TOTAL, "hashing", cache_dir)
-    sizes = dict(bench_data.subject_sizes(TOTAL))
+    dataset.load(TOTAL, "hashing", cache_dir)
+    sizes = dict(dataset.subject_sizes(TOTAL))
     small = min((s for s in sizes if s.startswith("s-")), key=lambda s: abs(sizes[s] - 45))
     return sizes, small
 
 
 def explain(subject: str, query: str, sql: str = retrieval.HYBRID_CANDIDATES_SQL, table: str = retrieval.FACTS) -> str:
     now = timezone.now()
-    lookup = retrieval.lookup_for(project_id=bench_data.PROJECT, subject_id=subject, query=query, now=now,
+    lookup = retrieval.lookup_for(project_id=dataset.PROJECT, subject_id=subject, query=query, now=now,
                                   cutoffs=volatility_cutoffs(now))
     text = {retrieval.FACTS: lookup.fact_text, retrieval.EVENTS: lookup.event_text,
             retrieval.PROCEDURES: lookup.procedure_text}[table]
@@ -30,7 +30,7 @@ def explain(subject: str, query: str, sql: str = retrieval.HYBRID_CANDIDATES_SQL
     params.update({retrieval.EPISODE_TEXT_PREFIX + name: events[name] for name in retrieval._TEXT_PARAMS})
     # As a request runs it: under row-level security, as the API role seeing the key's project (the test's
     # transaction is rolled back, role and project with it).
-    scope_enter(API_ROLE, bench_data.PROJECT)
+    scope_enter(API_ROLE, dataset.PROJECT)
     with connection.cursor() as cursor:
         retrieval._settings_for_hnsw(cursor, connection)
         cursor.execute("EXPLAIN (ANALYZE, COSTS OFF) " + sql, params)

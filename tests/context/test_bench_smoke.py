@@ -4,14 +4,14 @@ asserted is that every measurement ran and that the two-phase path agrees with t
 import pytest
 
 from facts.models import Fact
-from scripts import bench, bench_data
+from bench import dataset, in_process
 
 
 @pytest.mark.django_db(transaction=True)
 def test_benchmark_smoke_run(tmp_path, capsys):
-    report = bench.run(total=3000, embedder="hashing", queries=8, ingest_batches=2, cache_dir=tmp_path)
+    report = in_process.run(total=3000, embedder="hashing", queries=8, ingest_batches=2, cache_dir=tmp_path)
     with capsys.disabled():
-        bench.print_report(report)
+        in_process.print_report(report)
     assert set(report["subjects"]) == {"big", "mid", "small", "1k"}  # "1k": the ingested subject (200 facts here)
     assert report["subjects"]["1k"]["facts_in_scope"] == 200
     for result in report["subjects"].values():
@@ -22,5 +22,5 @@ def test_benchmark_smoke_run(tmp_path, capsys):
     assert report["subjects"]["small"]["phase1_recall_top20"] == 1.0  # a 50-fact scope is all candidates
     # every ingest batch was stored (bench_ingest asserts each 201), then its subject erased
     assert report["ingest"]["batch_ms"]["n"] == report["ingest"]["batches"] == 2
-    assert not Fact.objects.filter(project_id=bench_data.PROJECT, subject_id__startswith="ingest-").exists()
+    assert not Fact.objects.filter(project_id=dataset.PROJECT, subject_id__startswith="ingest-").exists()
     assert report["load"]["facts"] == 3000

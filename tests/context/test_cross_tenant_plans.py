@@ -16,7 +16,7 @@ from django.test import override_settings
 
 from context import retrieval
 from facts.services import EventInput, FactInput, event_create_batch, fact_create_batch
-from scripts import bench_data
+from bench import dataset
 from tests.conftest import make_client
 
 TENANT = "tenant-a"
@@ -36,10 +36,10 @@ SCOPED_TABLES = {"facts_fact", "facts_event", "facts_conflictset", "facts_confli
 
 def _write_small_scope() -> int:
     """The ~50 facts and the episodes of one generated small subject, plus a contradiction that opens a set."""
-    sizes = dict(bench_data.subject_sizes(2_000, 11))
+    sizes = dict(dataset.subject_sizes(2_000, 11))
     source = min((s for s in sizes if s.startswith("s-")), key=lambda s: abs(sizes[s] - 50))
-    facts = [f for f in bench_data.generate_facts(2_000, 11) if f["subject_id"] == source]
-    events = [e for e in bench_data.generate_events(2_000, 11) if e["subject_id"] == source]
+    facts = [f for f in dataset.generate_facts(2_000, 11) if f["subject_id"] == source]
+    events = [e for e in dataset.generate_events(2_000, 11) if e["subject_id"] == source]
     fact_create_batch(actor="test", items=[
         *(FactInput(project_id=TENANT, subject_id=SUBJECT, text=f["text"], category=f["category"]) for f in facts),
         FactInput(project_id=TENANT, subject_id=SUBJECT, text="Alice lives in Paris"),
@@ -63,7 +63,7 @@ def _open_conflicts_elsewhere(members: int) -> None:
                     numbered AS (SELECT id, row_number() OVER (ORDER BY id) - 1 AS k FROM sets)
                INSERT INTO facts_conflictmember (project_id, conflict_set_id, fact_id, added_at)
                SELECT %(p)s, numbered.id, f.id, now() FROM f JOIN numbered ON numbered.k = f.n / 4""",
-            {"p": bench_data.PROJECT, "members": members},
+            {"p": dataset.PROJECT, "members": members},
         )
         cursor.execute("SELECT count(*) FROM facts_conflictmember")
         assert cursor.fetchone()[0] >= members
@@ -128,9 +128,9 @@ def measured(django_db_setup, django_db_blocker, tmp_path_factory):
     with django_db_blocker.unblock(), override_settings(HAKI_EMBED_PROVIDER="hashing", HAKI_CONFLICT_POLICY="curator"):
         scope_items = _write_small_scope()
         client = make_client(TENANT)
-        queries = [q.replace("Aurélie", "Alice") for q in bench_data.generate_queries(QUERIES, 11, subject_id="s-0007")]
+        queries = [q.replace("Aurélie", "Alice") for q in dataset.generate_queries(QUERIES, 11, subject_id="s-0007")]
         before = _costs(client, queries)
-        bench_data.load(OTHER_FACTS, "hashing", tmp_path_factory.mktemp("bench-cache"))
+        dataset.load(OTHER_FACTS, "hashing", tmp_path_factory.mktemp("bench-cache"))
         _open_conflicts_elsewhere(OTHER_CONFLICT_MEMBERS)
         after = _costs(client, queries)
     yield {"before": before, "after": after, "scope_items": scope_items}

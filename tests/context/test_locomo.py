@@ -11,7 +11,7 @@ from django.test.utils import override_settings
 
 from facts.models import Event, Fact
 from hakimem.models import ApiKey
-from scripts.eval_locomo import DEFAULT_DATA, MODES, format_report, run
+from bench.locomo import DEFAULT_DATA, MODES, format_report, run
 from traces.models import Trace
 
 pytestmark = pytest.mark.skipif(not DEFAULT_DATA.exists(), reason=f"LoCoMo development data not found at {DEFAULT_DATA}")
@@ -30,7 +30,7 @@ FLOORS = {"events": 0.60, "facts": 0.59, "extracted": 0.63, "pipeline": 0.63}
 
 @pytest.fixture(scope="module")
 def report(django_db_setup, django_db_blocker):
-    with django_db_blocker.unblock(), override_settings(HAKI_RECALL_MAX_DISTANCE=0.0, HAKI_CONFLICT_POLICY="curator"):
+    with django_db_blocker.unblock(), override_settings(HAKI_RECALL_MAX_DISTANCE=None, HAKI_CONFLICT_POLICY="curator"):
         result = run(embedder="hashing", max_questions=QUESTIONS_PER_CONVERSATION)
     print("\n" + format_report(result))
     return result

@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from context import retrieval
 from facts.selectors import volatility_cutoffs
-from scripts import bench_data
+from bench import dataset
 from hakimem.rowsecurity import API_ROLE, scope_enter
 from tests.context.plans import explain, load_30k
 
@@ -31,7 +31,7 @@ def loaded(django_db_setup, django_db_blocker, tmp_path_factory):
 def test_large_scope_uses_hnsw_and_gin(loaded):
     sizes, _ = loaded
     assert sizes["big"] == 18_000
-    plan = explain("big", bench_data.generate_queries(1, subject_id="big")[0])
+    plan = explain("big", dataset.generate_queries(1, subject_id="big")[0])
     assert "Index Scan using facts_fact_embedding_hnsw" in plan, plan
     assert "facts_fact_search_gin" in plan, plan
     assert "Seq Scan on facts_fact" not in plan, plan
@@ -39,15 +39,15 @@ def test_large_scope_uses_hnsw_and_gin(loaded):
 
 def test_small_scope_sorts_its_few_rows_exactly(loaded):
     _, small = loaded
-    assert retrieval.table_stats().dense_exact(bench_data.PROJECT, small)
-    plan = explain(small, bench_data.generate_queries(1, subject_id=small)[0], retrieval.HYBRID_EXACT_CANDIDATES_SQL)
+    assert retrieval.table_stats().dense_exact(dataset.PROJECT, small)
+    plan = explain(small, dataset.generate_queries(1, subject_id=small)[0], retrieval.HYBRID_EXACT_CANDIDATES_SQL)
     assert "facts_fact_embedding_hnsw" not in plan, plan  # the graph would be walked for a handful of matches
     assert "Index Only Scan using facts_fact_scope_vectors" in plan, plan
     assert "Seq Scan on facts_fact" not in plan, plan
 
 
 def test_exact_dense_leg_reads_vectors_from_the_covering_index_not_the_heap(loaded):
-    plan = explain("big", bench_data.generate_queries(1, subject_id="big")[0], retrieval.HYBRID_EXACT_CANDIDATES_SQL)
+    plan = explain("big", dataset.generate_queries(1, subject_id="big")[0], retrieval.HYBRID_EXACT_CANDIDATES_SQL)
     assert "Index Only Scan using facts_fact_scope_vectors" in plan, plan
     assert "facts_fact_embedding_hnsw" not in plan, plan
 
@@ -56,15 +56,15 @@ def test_the_episode_graph_query_walks_the_event_graph(loaded):
     """Episodes take the facts' two-phase path on their own table. (The 1,800 events of the big scope are
     sorted exactly, 0.5 ms by the cost model against ~5 ms for the filtered walk; the graph's statement is
     checked here for the scopes that will need it.)"""
-    assert retrieval.table_stats(retrieval.EVENTS).dense_exact(bench_data.PROJECT, "big")
-    plan = explain("big", bench_data.generate_queries(1, subject_id="big")[0], retrieval.EPISODES_HYBRID_SQL, retrieval.EVENTS)
+    assert retrieval.table_stats(retrieval.EVENTS).dense_exact(dataset.PROJECT, "big")
+    plan = explain("big", dataset.generate_queries(1, subject_id="big")[0], retrieval.EPISODES_HYBRID_SQL, retrieval.EVENTS)
     assert "Index Scan using facts_event_embedding_hnsw" in plan, plan
 
 
 def test_episodes_of_a_small_scope_sort_exactly_from_the_covering_index(loaded):
     _, small = loaded
-    assert retrieval.table_stats(retrieval.EVENTS).dense_exact(bench_data.PROJECT, small)
-    plan = explain(small, bench_data.generate_queries(1, subject_id=small)[0], retrieval.EPISODES_HYBRID_EXACT_SQL,
+    assert retrieval.table_stats(retrieval.EVENTS).dense_exact(dataset.PROJECT, small)
+    plan = explain(small, dataset.generate_queries(1, subject_id=small)[0], retrieval.EPISODES_HYBRID_EXACT_SQL,
                    retrieval.EVENTS)
     assert "facts_event_embedding_hnsw" not in plan, plan
     assert "Index Only Scan using facts_event_scope_vectors" in plan, plan
@@ -72,7 +72,7 @@ def test_episodes_of_a_small_scope_sort_exactly_from_the_covering_index(loaded):
 
 
 def test_a_plain_calls_one_statement_walks_both_graphs_for_a_large_scope(loaded):
-    plan = explain("big", bench_data.generate_queries(1, subject_id="big")[0], retrieval.TOGETHER_SQL[False, False])
+    plan = explain("big", dataset.generate_queries(1, subject_id="big")[0], retrieval.TOGETHER_SQL[False, False])
     assert "Index Scan using facts_fact_embedding_hnsw" in plan, plan
     assert "Index Scan using facts_event_embedding_hnsw" in plan, plan
     assert "Seq Scan on facts_fact" not in plan and "Seq Scan on facts_event" not in plan, plan
@@ -80,7 +80,7 @@ def test_a_plain_calls_one_statement_walks_both_graphs_for_a_large_scope(loaded)
 
 def test_a_plain_calls_one_statement_sorts_a_small_scope_from_both_covering_indexes(loaded):
     _, small = loaded
-    plan = explain(small, bench_data.generate_queries(1, subject_id=small)[0], retrieval.TOGETHER_SQL[True, True])
+    plan = explain(small, dataset.generate_queries(1, subject_id=small)[0], retrieval.TOGETHER_SQL[True, True])
     assert "Index Only Scan using facts_fact_scope_vectors" in plan, plan
     assert "Index Only Scan using facts_event_scope_vectors" in plan, plan
     assert "_embedding_hnsw" not in plan, plan
@@ -92,11 +92,11 @@ def test_a_small_scopes_plain_call_reads_its_scope_whole_from_the_scope_indexes(
     reads the scope's rows once (no second fetch by id); the 18,000-fact scope is not chosen."""
     sizes, small = loaded
     now = timezone.now()
-    lookup = retrieval.lookup_for(project_id=bench_data.PROJECT, subject_id=small, query="x", now=now,
+    lookup = retrieval.lookup_for(project_id=dataset.PROJECT, subject_id=small, query="x", now=now,
                                   cutoffs=volatility_cutoffs(now))
     assert retrieval.whole_scope_expected(lookup, retrieval.DENSE_TOP_K)
     assert not retrieval.whole_scope_expected(replace(lookup, subject_id="big"), retrieval.DENSE_TOP_K)
-    plan = explain(small, bench_data.generate_queries(1, subject_id=small)[0], retrieval.WHOLE_SCOPE_SQL)
+    plan = explain(small, dataset.generate_queries(1, subject_id=small)[0], retrieval.WHOLE_SCOPE_SQL)
     assert "_embedding_hnsw" not in plan, plan
     assert "Seq Scan on facts_fact" not in plan and "Seq Scan on facts_event" not in plan, plan
     assert "facts_fact_pkey" not in plan and "facts_event_pkey" not in plan, plan
@@ -108,7 +108,7 @@ def test_the_dense_strategy_follows_the_scope_share_of_the_table(loaded):
     stats = retrieval.table_stats()
     assert stats.rows == pytest.approx(30_000, rel=0.05)
     assert stats.scope_rows("big") == pytest.approx(18_000, rel=0.1)
-    assert stats.dense_exact(bench_data.PROJECT, small)
+    assert stats.dense_exact(dataset.PROJECT, small)
     # the rule itself, on round figures: a scope of 10k in 200k facts is sorted exactly, 100k walks the graph
     big_table = retrieval.TableStats(rows=200_000, subject_freq={"mid": 0.05, "big": 0.5})
     assert big_table.dense_exact("p", "mid") and not big_table.dense_exact("p", "big")
@@ -124,7 +124,7 @@ def test_multi_hop_plans_each_name_with_its_own_frequency(loaded):
         counts = cursor.fetchall()
     common = counts[0][0]
     rare = next(word for word, n in counts if 5 <= n <= 20)
-    lookup = retrieval.Lookup(project_id=bench_data.PROJECT, subject_id="big", now=now, cutoffs=volatility_cutoffs(now))
+    lookup = retrieval.Lookup(project_id=dataset.PROJECT, subject_id="big", now=now, cutoffs=volatility_cutoffs(now))
     params = {**lookup.params(retrieval.TextQuery()), "entity_0": rare, "entity_1": common, "exclude": [],
               "per_entity": retrieval.MULTI_HOP_MAX_PER_ENTITY}
     with connection.cursor() as cursor:
@@ -139,8 +139,8 @@ def test_multi_hop_plans_each_name_with_its_own_frequency(loaded):
 def test_a_mid_size_scope_reads_its_lexical_matches_from_the_gin_index_alone(loaded):
     """The leg asks for its words AND the scope's lexeme (retrieval.scoped_match): GIN intersects them, where the
     leg of words alone ANDed the table-wide matches with a bitmap of all 4,500 rows of the scope."""
-    query = next(q for q in bench_data.generate_queries(40, subject_id="mid-0")
-                 if retrieval.lookup_for(project_id=bench_data.PROJECT, subject_id="mid-0", query=q, now=timezone.now(),
+    query = next(q for q in dataset.generate_queries(40, subject_id="mid-0")
+                 if retrieval.lookup_for(project_id=dataset.PROJECT, subject_id="mid-0", query=q, now=timezone.now(),
                                          cutoffs=volatility_cutoffs(timezone.now())).fact_text.leg_tsq)
     plan = explain("mid-0", query)
     leg = plan[plan.index("Subquery Scan on lexical"):]
@@ -153,8 +153,8 @@ def test_a_scope_with_its_own_full_text_index_reads_its_lexical_matches_from_it(
     lists across every scope (a 100k scope at 1M facts: 2.2 -> 0.03 ms at the median)."""
     from facts.scope_graphs import scope_text_index_create
 
-    query = bench_data.generate_queries(1, subject_id="big")[0]
-    name = scope_text_index_create(project_id=bench_data.PROJECT, subject_id="big")  # rolled back with the test
+    query = dataset.generate_queries(1, subject_id="big")[0]
+    name = scope_text_index_create(project_id=dataset.PROJECT, subject_id="big")  # rolled back with the test
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE facts_fact")
     plan = explain("big", query)
@@ -170,7 +170,7 @@ def test_a_name_common_in_the_scope_by_its_own_counts_walks_the_scope_and_finds_
         cursor.execute("SELECT word, ndoc FROM ts_stat($$SELECT search_vector FROM facts_fact WHERE subject_id = 'big'"
                        " AND status = 'active'$$) WHERE word ~ '^[a-z]{4,}$' AND ndoc BETWEEN 100 AND 400 ORDER BY ndoc")
         name = cursor.fetchone()[0]
-    base = retrieval.Lookup(project_id=bench_data.PROJECT, subject_id="big", now=now, cutoffs=volatility_cutoffs(now))
+    base = retrieval.Lookup(project_id=dataset.PROJECT, subject_id="big", now=now, cutoffs=volatility_cutoffs(now))
     # walked when count^2 > per_entity x items: in a scope of 18,000, from sqrt(5 x 18,000) = 300 facts on
     counted = {n: replace(base, scope_words={retrieval.FACTS: retrieval.ScopeWords(items=18_000, counts={name: n}, unlisted_max=3)})
                for n in (299, 301)}
@@ -214,8 +214,8 @@ def test_the_procedure_graph_query_walks_the_procedure_graph_and_full_text_index
     checked here for the scopes that will need it."""
     stats = retrieval.table_stats(retrieval.PROCEDURES)
     assert stats.scope_rows("big", project_wide=True) == pytest.approx(6_200, rel=0.15)
-    assert stats.dense_exact(bench_data.PROJECT, "big", project_wide=True)
-    plan = explain("big", bench_data.generate_queries(1, subject_id="big")[0], retrieval.PROCEDURES_HYBRID_SQL,
+    assert stats.dense_exact(dataset.PROJECT, "big", project_wide=True)
+    plan = explain("big", dataset.generate_queries(1, subject_id="big")[0], retrieval.PROCEDURES_HYBRID_SQL,
                    retrieval.PROCEDURES)
     assert "Index Scan using facts_procedure_embedding_hnsw" in plan, plan
     assert "facts_procedure_search_gin" in plan, plan
@@ -225,8 +225,8 @@ def test_the_procedure_graph_query_walks_the_procedure_graph_and_full_text_index
 @pytest.mark.parametrize("scope", ["small", "big"])
 def test_procedures_sort_exactly_from_the_covering_index(procedures, scope):
     subject = procedures[1] if scope == "small" else "big"
-    assert retrieval.table_stats(retrieval.PROCEDURES).dense_exact(bench_data.PROJECT, subject, project_wide=True)
-    plan = explain(subject, bench_data.generate_queries(1, subject_id=subject)[0],
+    assert retrieval.table_stats(retrieval.PROCEDURES).dense_exact(dataset.PROJECT, subject, project_wide=True)
+    plan = explain(subject, dataset.generate_queries(1, subject_id=subject)[0],
                    retrieval.PROCEDURES_HYBRID_EXACT_SQL, retrieval.PROCEDURES)
     assert "facts_procedure_embedding_hnsw" not in plan, plan
     assert "Index Only Scan using facts_procedure_scope_vectors" in plan, plan  # the subject's range and the project's
@@ -237,11 +237,11 @@ def test_query_time_contradictions_read_the_candidates_by_id(loaded):
     # given a call's 64 candidates in the scope of 18,000 facts
     with connection.cursor() as cursor:
         cursor.execute("SELECT id::text FROM facts_fact WHERE project_id = %s AND subject_id = 'big' LIMIT 64",
-                       [bench_data.PROJECT])
+                       [dataset.PROJECT])
         ids = [row[0] for row in cursor.fetchall()]
-        scope_enter(API_ROLE, bench_data.PROJECT)
+        scope_enter(API_ROLE, dataset.PROJECT)
         cursor.execute("EXPLAIN (ANALYZE, COSTS OFF) " + retrieval.CONTRADICTION_PAIRS_SQL, {
-            "project_id": bench_data.PROJECT, "subject_id": "big", "ids": ids, "min_similarity": 0.75,
+            "project_id": dataset.PROJECT, "subject_id": "big", "ids": ids, "min_similarity": 0.75,
             "max_pairs": retrieval.CONTRADICTION_MAX_PAIRS, "claimed_a": [], "claimed_b": []})
         plan = "\n".join(row[0] for row in cursor.fetchall())
     # then their vectors are read by id, never by walking the scope

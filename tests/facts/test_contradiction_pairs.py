@@ -150,7 +150,7 @@ LOCOMO_PAIRS = [  # (conversation, "turn" | "obs", turn id or observation index,
 
 
 def _locomo_texts():
-    from scripts.eval_locomo import DEFAULT_DATA, load_conversations
+    from bench.locomo import DEFAULT_DATA, load_conversations
 
     if not DEFAULT_DATA.exists():
         pytest.skip(f"LoCoMo development data not found at {DEFAULT_DATA}")

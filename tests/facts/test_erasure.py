@@ -3,14 +3,15 @@ subject are running (issue 13: it answered 500 in 7 of 11 tries under 4 clients,
 facts before it still wrote traces naming them after it returned)."""
 import threading
 import time
+from datetime import UTC, datetime
 
 import pytest
 from django.contrib.admin.models import LogEntry
-from django.db import connection, connections
+from django.db import connection, connections, transaction
 
 import context.assembler
 from facts import services
-from facts.models import ConflictSet, Fact
+from facts.models import ConflictSet, Event, Fact
 from facts.scope_graphs import scope_graph_create, scope_graph_drop, scope_graph_name
 from tests.conftest import PROJECT, error_code, make_client, rows_mentioning
 from traces.models import Decision, Trace
@@ -97,7 +98,7 @@ def test_erasure_scrubs_the_admins_log_and_the_curators_notes(api, client, curat
     assert response.status_code == 200
     assert response.json()["deleted"] == {
         "decisions": 0, "traces": 0, "item_accesses": 0, "conflict_members": 2, "conflict_sets": 1, "facts": 5, "events": 1,
-        "admin_log_entries": 2, "scope_graphs": 0, "consents": 0, "identity_blocks": 0, "procedures": 0, "scope_words": 0, "scope_word_counts": 0, "scope_writes": 1,
+        "admin_log_entries": 2, "scope_graphs": 0, "extraction_jobs": 0, "consents": 0, "identity_blocks": 0, "procedures": 0, "scope_words": 0, "scope_word_counts": 0, "scope_writes": 1,
         "stats_subject_days": 0, "stats_fact_days": 0,
     }
     for needle in [note, *stored["texts"], *stored["ids"], "zoe"]:
@@ -332,4 +333,94 @@ def test_erasure_under_concurrent_context_calls_leaves_nothing_and_never_fails(r
         assert response.json()["deleted"]["facts"] == len(stored["ids"]) - 1
         assert set(statuses) == {200}, statuses
         assert_erased(subject, stored)
+    connections.close_all()
+
+
+# --- a subject holding only events, erased while events are written (issue 35 item 9) ----------------------
+
+def _lock_waits() -> int:
+    """Sessions waiting for any lock (an advisory one, a row's, a transaction's)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM pg_locks WHERE NOT granted")
+        return cursor.fetchone()[0]
+
+
+def _write_event(subject: str, text: str) -> Event:
+    return services.event_create_batch(items=[services.EventInput(
+        project_id=PROJECT, subject_id=subject, text=text, occurred_at=datetime(2026, 1, 1, tzinfo=UTC))])[0]
+
+
+def _check_outcome(receipt: dict, written: Event, *, committed_first: bool, earlier_events: int) -> None:
+    """An event committed before the erasure is erased and counted by its receipt; one committed after it stays,
+    and the receipt does not claim it."""
+    survived = Event.objects.filter(id=written.id).exists()
+    if committed_first:
+        assert not survived, "an event committed before the erasure was left behind"
+        assert receipt["events"] == earlier_events + 1, receipt
+    else:
+        assert survived
+        assert receipt["events"] == earlier_events, receipt
+    assert not Event.objects.filter(subject_id="zoe").exclude(id=written.id).exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_event_committed_while_an_events_only_subject_is_erased_is_erased_and_counted(roomy_pool):
+    # given a subject holding only an event, and a writer whose next event is stored but not yet committed
+    api = make_client(PROJECT)
+    _write_event("zoe", "Zoe's first diary entry.")
+    stored, erasure_done = threading.Event(), threading.Event()
+    committed_first = []
+
+    def writer():
+        with transaction.atomic():
+            event = _write_event("zoe", "Zoe's second diary entry.")
+            stored.set()
+            # commit once the erasure waits on this transaction (or has finished without it)
+            assert _wait_for(lambda: _lock_waits() > 0 or erasure_done.is_set()), _sessions()
+            committed_first.append(not erasure_done.is_set())
+        return event
+
+    writing, wrote = _in_thread(writer)
+    assert stored.wait(timeout=PATIENCE)
+
+    # when the subject is erased meanwhile
+    def erase():
+        try:
+            return api.delete(f"/v1/subjects/zoe?project_id={PROJECT}")
+        finally:
+            erasure_done.set()
+
+    erasing, erased = _in_thread(erase)
+    for thread in (writing, erasing):
+        thread.join(timeout=PATIENCE)
+    assert erased[0].status_code == 200, erased[0].content
+    assert isinstance(wrote[0], Event), wrote
+
+    # then the event the erasure waited for was committed first, and it is erased and in the receipt
+    assert committed_first == [True]
+    _check_outcome(erased[0].json()["deleted"], wrote[0], committed_first=True, earlier_events=1)
+    connections.close_all()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_event_written_while_an_erasure_holds_the_subject_waits_and_is_not_claimed(monkeypatch, roomy_pool):
+    # given an erasure of a subject holding only an event, paused with its locks held
+    api = make_client(PROJECT)
+    _write_event("zoe", "Zoe's first diary entry.")
+    paused, resume = _pause_erasure(monkeypatch)
+    erasing, erased = _in_thread(lambda: api.delete(f"/v1/subjects/zoe?project_id={PROJECT}"))
+    assert paused.wait(timeout=PATIENCE)
+
+    # when an event of the subject is written meanwhile
+    writing, wrote = _in_thread(_write_event, "zoe", "Zoe's second diary entry.")
+    assert _wait_for(lambda: _lock_waits() > 0 or wrote), _sessions()
+    committed_first = bool(wrote)
+    resume.set()
+    for thread in (erasing, writing):
+        thread.join(timeout=PATIENCE)
+    assert erased[0].status_code == 200, erased[0].content
+
+    # then it waited for the erasure: stored after it, not counted by its receipt
+    assert not committed_first
+    _check_outcome(erased[0].json()["deleted"], wrote[0], committed_first=False, earlier_events=1)
     connections.close_all()

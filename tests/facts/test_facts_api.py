@@ -398,7 +398,7 @@ def test_erasing_a_subject_leaves_nothing(api):
     assert response.status_code == 200
     deleted = response.json()["deleted"]
     assert deleted == {"decisions": decisions, "traces": 1, "item_accesses": accesses, "conflict_members": 2,
-                       "conflict_sets": 1, "facts": 2, "events": 1, "admin_log_entries": 0, "scope_graphs": 0,
+                       "conflict_sets": 1, "facts": 2, "extraction_jobs": 0, "events": 1, "admin_log_entries": 0, "scope_graphs": 0,
                        "consents": 0, "identity_blocks": 1, "procedures": 1, "scope_words": 0, "scope_word_counts": 0, "scope_writes": 1,
                        "stats_subject_days": 0, "stats_fact_days": 0}
     for needle in ["zoe-42", "Zoe's secret party", "Bordeaux", *ids]:

@@ -103,3 +103,25 @@ def test_the_api_role_reads_only_its_own_project_s_counts(monkeypatch):
         with connection.cursor() as cursor:
             cursor.execute("SELECT DISTINCT project_id FROM facts_scopeword UNION SELECT project_id FROM facts_scopewordcounts")
             assert cursor.fetchall() == [(PROJECT,)]
+
+
+def test_revoking_a_category_with_erase_counts_the_scope_s_words_again(monkeypatch):
+    # given a counted scope whose health facts alone hold some words
+    monkeypatch.setattr(services, "SCOPE_WORDS_MIN_COUNT", 2)
+    for i in range(4):
+        FactFactory(subject_id="alice", category="health", text=f"Alice injects insulin and avoids penicillin, dose {i}.")
+    for i in range(6):
+        FactFactory(subject_id="alice", category="hobby", text=f"Alice plays chess with Loic, game {i}.")
+    services.scope_words_count(project_id=PROJECT, subject_id="alice")
+    assert _words("alice")["insulin"] == 4 and _words("alice")["alice"] == 10
+
+    # when the subject's consent to health is revoked with erase
+    response = make_client(PROJECT).delete(f"/v1/subjects/alice/consents/health?project_id={PROJECT}&erase=true")
+
+    # then the erased facts' words are gone from the counts, the others counted from the facts left
+    assert response.status_code == 200 and response.json()["erased"]["facts"] == 4
+    words = _words("alice")
+    assert not {"insulin", "penicillin", "avoid", "inject"} & set(words), words
+    assert words["alice"] == 6 and words["chess"] == 6
+    assert ScopeWordCounts.objects.get(project_id=PROJECT, subject_id="alice", items_table="facts_fact").items == 6
+    assert rows_mentioning("insulin") == {}

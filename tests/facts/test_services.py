@@ -34,7 +34,7 @@ def test_erasing_a_project_takes_all_its_subjects_and_their_traces_and_nothing_e
 
     # then
     assert counts == {"decisions": 3, "traces": 2, "item_accesses": 1, "conflict_members": 2, "conflict_sets": 1,
-                      "facts": 3, "events": 1, "admin_log_entries": 0, "consents": 0, "identity_blocks": 2,
+                      "facts": 3, "extraction_jobs": 0, "events": 1, "admin_log_entries": 0, "consents": 0, "identity_blocks": 2,
                       "procedures": 1, "scope_words": 0, "scope_word_counts": 0, "scope_writes": 2, "stats_subject_days": 0, "stats_fact_days": 0}
     assert list(Fact.objects.values_list("id", flat=True)) == [kept.id]
     assert list(Procedure.objects.values_list("id", flat=True)) == [kept_procedure.id]

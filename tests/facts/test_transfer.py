@@ -99,7 +99,9 @@ def build_scope(subject: str, n_facts: int, *, project: str = PORT) -> None:
 
     active = [f for f in facts if f.status == FactStatus.ACTIVE]
     open_set = ConflictSet.objects.create(project_id=project, subject_id=subject, signal="different_number",
-                                          signal_detail="7 / 14", similarity=0.8312345678901, opened_at=now)
+                                          signal_detail="7 / 14", similarity=0.8312345678901, opened_at=now,
+                                          reading={"attribute": "count:children", "holder": "", "new": "7",
+                                                   "old": "14", "rule": "different_value"})
     resolved = ConflictSet.objects.create(
         project_id=project, subject_id=subject, status=ConflictStatus.RESOLVED, signal="negation", similarity=0.9,
         opened_at=now - timedelta(days=2), resolved_at=now - timedelta(days=1), resolved_by="user:cora",
@@ -291,6 +293,21 @@ def _header(field, value):
     return change
 
 
+def test_a_conflict_set_keeps_what_was_read_and_an_export_without_it_imports(tmp_path):
+    # given a scope whose open conflict set was read as two counts of children, exported and erased
+    build_scope("alice", 20)
+    records = export("--project", PORT)
+    services.project_erase(project_id=PORT)
+    sets = [r for r in records if r["type"] == "conflict_set"]
+    assert {tuple(sorted(r["reading"])) for r in sets} == {(), ("attribute", "holder", "new", "old", "rule")}
+    # when it is imported from a file written before sets kept their reading (no "reading" field)
+    for record in sets:
+        del record["reading"]
+    import_file(write(tmp_path / "older.jsonl", records))
+    # then every set is back, with an empty reading
+    assert list(ConflictSet.objects.filter(project_id=PORT).values_list("reading", flat=True)) == [{}, {}, {}]
+
+
 @pytest.mark.parametrize("change, field, message", [
     (_set("fact", "importance", 2), "importance", "between 0 and 1"),
     (_set("fact", "recorded_from", "2026-01-01T10:00"), "recorded_from", "with an offset"),
@@ -302,6 +319,7 @@ def _header(field, value):
     (_set("event", "type", "memo"), "type", "must be one of event"),
     (_set("conflict_set", "members", [{"fact": "nope", "added_at": "2026-01-01T00:00:00+00:00", "kept": None}]),
      "members[0].fact", "must be a UUID"),
+    (_set("conflict_set", "reading", "residence"), "reading", "JSON object"),
     (_supersede_nothing, "superseded_by", "names its successor"),
     (_set("event", "subject_id", ""), "subject_id", "letters, digits"),  # only blocks and procedures are project-wide
     (_set("identity_block", "name", ""), "name", "1 to 100 characters"),

@@ -211,3 +211,122 @@ def test_database_down_answers_503_and_the_process_recovers_without_a_restart(th
         response = api.get(f"/v1/facts?project_id={PROJECT}&subject_id=alice")
     assert response.status_code == 200, response.content
     assert [f["text"] for f in response.json()["facts"]] == ["Alice plays the cello."]
+
+
+def _served(client, method: str, path: str, payload=None):
+    """A request through the test client, then the end-of-request close a served request runs. An exception Django
+    answered with its error view is not raised again here: the answer is what a client gets."""
+    client.raise_request_exception = False
+    try:
+        return getattr(client, method)(path, payload, format="json") if payload else getattr(client, method)(path)
+    finally:
+        close_old_connections()
+
+
+def _assert_unavailable(response) -> None:
+    assert response.status_code == 503, response.content
+    assert error_code(response) == "database_unavailable" and int(response["Retry-After"]) >= 1
+
+
+@pytest.fixture
+def connection_attempts(monkeypatch):
+    """How many times the app asked for a new database connection (the pool's wait, or a connect)."""
+    from django.db.backends.postgresql.base import DatabaseWrapper
+
+    attempts, connect = [], DatabaseWrapper.get_new_connection
+
+    def counted(self, *args, **kwargs):
+        attempts.append(1)
+        return connect(self, *args, **kwargs)
+
+    monkeypatch.setattr(DatabaseWrapper, "get_new_connection", counted)
+    return attempts
+
+
+def test_an_outage_holds_a_process_for_one_wait_at_most_per_retry_window(through_outage_proxy, connection_attempts):
+    """Each wait for a connection that cannot come ties up a worker for the pool's timeout: a request waits once,
+    and the requests after it, until its Retry-After has passed, answer at once. The probes keep answering."""
+    # given a key, and the database going away
+    client = make_client(PROJECT)
+    listing = f"/v1/facts?project_id={PROJECT}&subject_id=alice"
+    assert _served(client, "get", listing).status_code == 200
+    connection_attempts.clear()
+    through_outage_proxy.down()
+
+    # when a burst of API requests comes
+    responses = [_served(client, "get", listing) for _ in range(4)]
+    responses.append(_served(client, "post", "/v1/facts", {"project_id": PROJECT, "subject_id": "alice", "text": "x"}))
+
+    # then each answers 503 in the contract, and only the first waited for a connection, once
+    for response in responses:
+        _assert_unavailable(response)
+    assert len(connection_attempts) == 1
+    # and liveness answers without the database, readiness says 503 without waiting for it either
+    connection_attempts.clear()
+    assert _served(Client(), "get", "/v1/health/live").status_code == 200
+    ready = _served(Client(), "get", "/v1/health/ready")
+    assert ready.status_code == 503 and ready.json()["database"] == "unreachable"
+    assert connection_attempts == []
+
+
+def test_a_connection_lost_before_the_request_commits_answers_503_in_the_contract(through_outage_proxy, monkeypatch):
+    # given a request whose database connection is cut once its answer is ready, before its transaction commits
+    from rest_framework.views import APIView
+
+    client = make_client(PROJECT)
+    finalize = APIView.finalize_response
+
+    def cut_after(self, request, response, *args, **kwargs):
+        response = finalize(self, request, response, *args, **kwargs)
+        through_outage_proxy.down()
+        return response
+
+    monkeypatch.setattr(APIView, "finalize_response", cut_after)
+
+    # when it ends: the row-security middleware's commit fails
+    response = _served(client, "post", "/v1/facts", {"project_id": PROJECT, "subject_id": "alice", "text": "Alice sings."})
+
+    # then it answers 503 database_unavailable, not a 500
+    _assert_unavailable(response)
+
+
+def test_the_rate_counter_losing_its_connection_answers_503_in_the_contract(monkeypatch):
+    # given a connection that is closed under the rate counter (Django's InterfaceError, not a DatabaseError)
+    from django.db import InterfaceError
+
+    from hakimem import ratelimit
+
+    def closed(*args, **kwargs):
+        raise InterfaceError("connection already closed")
+
+    monkeypatch.setattr(ratelimit, "counter_hit", closed)
+
+    # then the request answers 503 database_unavailable, not a 500
+    _assert_unavailable(_served(Client(), "get", f"/v1/facts?project_id={PROJECT}&subject_id=alice"))
+
+
+def test_a_connect_gives_up_after_a_few_seconds_unless_the_url_says_otherwise():
+    from hakimem.dbserver import database_settings, replica_settings
+
+    assert database_settings("postgresql://u@db/app")["OPTIONS"]["connect_timeout"] == 3
+    assert database_settings("postgresql://u@db/app?connect_timeout=7")["OPTIONS"]["connect_timeout"] == "7"
+    assert replica_settings("postgresql://u@replica/app")["OPTIONS"]["connect_timeout"] == 2
+
+
+def test_only_a_lost_connection_makes_the_process_answer_503_at_once():
+    import psycopg
+    from django.db import OperationalError, ProgrammingError
+
+    from hakimem.errors import connection_lost
+
+    def wrapped(error):  # as Django raises a driver's error
+        try:
+            raise OperationalError(str(error)) from error
+        except OperationalError as exc:
+            return exc
+
+    assert connection_lost(wrapped(psycopg.OperationalError("server closed the connection unexpectedly")))
+    assert connection_lost(wrapped(psycopg.errors.AdminShutdown()))
+    assert not connection_lost(wrapped(psycopg.errors.DeadlockDetected()))
+    assert not connection_lost(wrapped(psycopg.errors.QueryCanceled()))
+    assert not connection_lost(ProgrammingError("relation does not exist"))

@@ -162,8 +162,11 @@ def _fake_vector(index: int, dim: int) -> list[float]:
 
 
 class _FakeOpenAI(http.server.BaseHTTPRequestHandler):
+    """An OpenAI-compatible /v1/embeddings; in mode "slow" it answers only once the fixture ends (or 30 s on)."""
+
     mode = "ok"
     seen: list = []
+    released = threading.Event()
 
     def do_POST(self):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
@@ -173,9 +176,7 @@ class _FakeOpenAI(http.server.BaseHTTPRequestHandler):
             self.end_headers()
             return
         if self.mode == "slow":
-            import time
-
-            time.sleep(1.0)
+            self.released.wait(30)
         dim = 384 if self.mode != "wrong_dim" else 100
         data = [{"index": i, "embedding": _fake_vector(i, dim)} for i, _ in enumerate(body["input"])]
         payload = json.dumps({"data": list(reversed(data)), "model": body["model"]}).encode()
@@ -193,8 +194,9 @@ def fake_openai():
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _FakeOpenAI)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
-    _FakeOpenAI.seen = []
+    _FakeOpenAI.seen, _FakeOpenAI.released = [], threading.Event()
     yield f"http://127.0.0.1:{server.server_address[1]}/v1/embeddings"
+    _FakeOpenAI.released.set()
     server.shutdown()
 
 

@@ -5,7 +5,7 @@ absence of errors are asserted."""
 import pytest
 from django.db import connection
 
-from scripts import bench_http, load_check
+from bench import load_check, over_http
 
 
 @pytest.mark.django_db(transaction=True)
@@ -13,7 +13,7 @@ def test_short_load_run_keeps_every_invariant(tmp_path, capsys):
     report = load_check.run(
         embedder="hashing", subjects=6, start_rate=6.0, max_rate=9.0, step_seconds=4.0, max_p95=10_000.0,
         erase_every=1.5, resolve_every=0.5,
-        server_env={"DATABASE_URL": bench_http.database_url(connection.settings_dict), "HAKI_WORKERS": "2"},
+        server_env={"DATABASE_URL": over_http.database_url(connection.settings_dict), "HAKI_WORKERS": "2"},
         log=tmp_path / "server.log",
     )
     with capsys.disabled():

@@ -6,11 +6,11 @@ from django.contrib.auth.models import User
 from django.db import connection
 from django.test import Client
 
+from bench.over_http import database_url
 from hakimem.dbserver import APP_LOGIN_ROLE
 from hakimem.models import hash_key
 from hakimem.rowsecurity import API_ROLE, STAFF_ROLE
 from hakimem.services import api_key_create
-from scripts.bench_http import database_url
 from tests.conftest import OTHER_PROJECT, PROJECT
 from tests.facts.factories import FactFactory
 
@@ -127,10 +127,11 @@ def test_make_runs_workers_log_in_as_the_application_role(environment_kept, tmp_
     for name in ("DATABASE_URL", "HAKI_APP_DATABASE_URL", "HAKI_ROW_SECURITY"):
         environment_kept.pop(name, None)
     environment_kept["PROMETHEUS_MULTIPROC_DIR"] = str(tmp_path / "metrics")
-    from hakimem import gunicorn_conf
+    from config import gunicorn as gunicorn_conf
 
     # when gunicorn's master starts
-    gunicorn_conf.on_starting(SimpleNamespace(cfg=SimpleNamespace(workers=1), log=logging.getLogger("test")))
+    gunicorn_conf.on_starting(SimpleNamespace(cfg=SimpleNamespace(workers=1), log=logging.getLogger("test"),
+                                              handle_term=None))
     # then the URL it hands its workers logs in as the application's role
     with psycopg.connect(environment_kept["DATABASE_URL"]) as conn:
         assert conn.execute("SELECT current_user").fetchone()[0] == APP_LOGIN_ROLE

@@ -213,16 +213,16 @@ def test_an_erased_scope_is_not_served_by_a_replica_behind_the_erasure(replica, 
     assert replica.retrieval_statements(mark, "ezra") == []
 
 
-def test_with_the_replica_down_the_call_answers_from_the_primary(replica, api, caplog):
-    # given a scope the replica held, then the replica stopped
+def test_with_the_replica_down_the_call_answers_from_the_primary(replica, api, caplog, monkeypatch):
+    # given a scope the replica held, then the replica stopped (and, however slow this machine, a failure is
+    # remembered past the second call)
+    monkeypatch.setattr(db_router, "REPLICA_RETRY_SECONDS", 3600.0)
     remember(api, "dora", "Dora lives in Metz.")
     replica.catch_up()
     replica.stop()
     # when context calls come
-    started = time.perf_counter()
     first = context(api, "dora", "Where does Dora live?")
     second = context(api, "dora", "Where does Dora live?")
     # then both answer 200 from the primary; the failure is logged once and the second call does not try again
     assert "Dora lives in Metz." in served(first) and served(second) == served(first)
     assert len([r for r in caplog.records if "read replica failed" in r.getMessage()]) == 1
-    assert time.perf_counter() - started < 10

@@ -23,7 +23,7 @@ from schemathesis.specs.openapi.checks import (
 
 from hakimem.errors import ErrorCode
 from hakimem.validators import is_scope_id
-from hakimem.wsgi import application
+from config.wsgi import application
 from tests.conftest import PROJECT, make_client
 
 pytestmark = pytest.mark.django_db

@@ -1,9 +1,13 @@
-"""The production server of `make run` (gunicorn with hakimem/gunicorn_conf.py) serves the app: started in a
+"""The production server of `make run` (gunicorn with config/gunicorn.py) serves the app: started in a
 subprocess on a free loopback port, against the test database, with the hashing embedder."""
 import http.client
+import json
+import os
 import re
+import signal
 import threading
 import time
+from pathlib import Path
 from urllib.parse import urlencode
 
 import psycopg
@@ -16,7 +20,7 @@ from django.test import Client
 
 from hakimem.dbserver import APP_LOGIN_ROLE
 from hakimem.services import api_key_create
-from scripts.bench_http import Server, database_url, request
+from bench.over_http import Server, database_url, request
 from tests.conftest import PROJECT
 
 WORKERS, THREADS = 2, 2
@@ -156,3 +160,66 @@ def test_the_pool_bounds_the_connections_under_load_and_gives_idle_ones_back(ser
     while len(states := _server_connections()) > WORKERS and time.monotonic() < deadline:
         time.sleep(0.5)
     assert len(states) <= WORKERS and set(states) <= {"idle"}, states
+
+
+def _post_raw(port: int, path: str, body: dict, key: str) -> tuple[int, str, bytes]:
+    """(status, Content-Type, body) of one request on a connection of its own."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    try:
+        conn.request("POST", path, body=json.dumps(body), headers={"Authorization": f"Bearer {key}",
+                                                                 "Content-Type": "application/json"})
+        response = conn.getresponse()
+        return response.status, response.getheader("Content-Type") or "", response.read()
+    finally:
+        conn.close()
+
+
+def _signal_taken(log, workers: list[int]) -> bool:
+    """The master logged the signal, and no worker has one pending (their handlers have run)."""
+    if "Handling signal: int" not in log.read_text():
+        return False
+    for pid in workers:
+        try:
+            lines = Path(f"/proc/{pid}/status").read_text().splitlines()
+            status = dict(line.split(":\t", 1) for line in lines if ":\t" in line)
+        except FileNotFoundError:  # already gone
+            continue
+        if int(status["SigPnd"], 16) or int(status["ShdPnd"], 16):
+            return False
+    return True
+
+
+@pytest.mark.django_db(transaction=True)
+def test_ctrl_c_lets_the_requests_in_flight_finish_then_stops(tmp_path):
+    # given the production server, and a fact write of it waiting for its scope's lock, which the test holds
+    _, key = api_key_create(project_id=PROJECT, label="served")
+    env = {"DATABASE_URL": database_url(connection.settings_dict, application_name=APP_NAME),
+           "HAKI_EMBED_PROVIDER": "hashing", "HAKI_WORKERS": "1", "HAKI_THREADS": "1", "HAKI_ACCESS_LOG": "",
+           "PROMETHEUS_MULTIPROC_DIR": str(tmp_path / "metrics")}
+    with Server(env=env, log=tmp_path / "server.log") as server, \
+            psycopg.connect(database_url(connection.settings_dict)) as holder:
+        holder.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s || chr(31) || %s, 0))", [PROJECT, "alice"])
+        answers = []
+        writing = threading.Thread(target=lambda: answers.append(_post_raw(
+            server.port, "/v1/facts", {"project_id": PROJECT, "subject_id": "alice", "text": "Alice sails."}, key)))
+        writing.start()
+        deadline = time.monotonic() + 30
+        while not holder.execute("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
+                                 ).fetchone()[0] and time.monotonic() < deadline:
+            time.sleep(0.02)
+
+        # when Ctrl-C reaches the server's processes (the terminal's whole process group), and both have taken it,
+        # then the write goes on
+        workers = server.worker_pids()
+        os.killpg(server.process.pid, signal.SIGINT)
+        deadline = time.monotonic() + 30
+        while not (_signal_taken(tmp_path / "server.log", workers) or time.monotonic() > deadline):
+            time.sleep(0.02)
+        holder.commit()
+        writing.join(timeout=60)
+
+        # then the request in flight was answered in full, and the server exited on its own
+        status, content_type, body = answers[0]
+        assert (status, content_type) == (201, "application/json"), (status, body[:200])
+        assert json.loads(body)["text"] == "Alice sails."
+        assert server.process.wait(timeout=30) == 0

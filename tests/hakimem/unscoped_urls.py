@@ -58,5 +58,5 @@ urlpatterns = [
     path("v1/test/unscoped-open", UnscopedOpenApi.as_view()),
     path("stats/test/unscoped", unscoped_page),
     path("v1/test/connection", ConnectionScopeApi.as_view()),
-    path("", include("hakimem.urls")),
+    path("", include("config.urls")),
 ]

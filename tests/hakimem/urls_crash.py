@@ -1,7 +1,7 @@
 """The root URLconf plus a plain Django view that raises, under /v1/ and elsewhere (test_error_contract.py)."""
 from django.urls import path
 
-from hakimem.urls import handler400, handler403, handler404, handler500, urlpatterns as root  # noqa: F401
+from config.urls import handler400, handler403, handler404, handler500, urlpatterns as root  # noqa: F401
 
 
 def crash(request):

@@ -58,6 +58,18 @@ def _record(trace_id) -> None:
     }, decisions=[])
 
 
+class _PollingClock:
+    """traces.selectors' clock, saying when the reader first sleeps between two looks at a pending trace."""
+
+    def __init__(self, polling: threading.Event):
+        self.polling = polling
+        self.monotonic = time.monotonic
+
+    def sleep(self, seconds: float) -> None:
+        self.polling.set()
+        time.sleep(seconds)
+
+
 def _inspect_in_thread(trace_id):
     answers = []
 
@@ -73,15 +85,17 @@ def _inspect_in_thread(trace_id):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_inspecting_a_trace_still_being_written_waits_for_it():
-    # given a call answered, whose trace is pending on this connection
+def test_inspecting_a_trace_still_being_written_waits_for_it(monkeypatch):
+    # given a call answered, whose trace is pending on this connection (a reader's wait unbounded for the test)
+    monkeypatch.setattr(selectors, "TRACE_WRITE_WAIT_SECONDS", 60.0)
+    polling = threading.Event()
+    monkeypatch.setattr(selectors, "time", _PollingClock(polling))
     trace_id = trace_id_new()
     trace_pending_begin(trace_id)
 
-    # when a client asks for it meanwhile, and the trace is committed 200 ms later
+    # when a client asks for it meanwhile, and the trace is committed once the client is waiting for it
     thread, answers = _inspect_in_thread(trace_id)
-    time.sleep(0.2)
-    waited = thread.is_alive() and not answers
+    waited = polling.wait(30) and not answers
     _record(trace_id)
     trace_pending_end(trace_id)
     thread.join(timeout=10)

@@ -1,5 +1,5 @@
 """A stand-in for an extraction model: an OpenAI-compatible /v1/chat/completions server on loopback that answers
-each event with facts given in advance, as the extractor's output. scripts/eval_locomo.py's `pipeline` mode
+each event with facts given in advance, as the extractor's output. bench/locomo.py's `pipeline` mode
 replays LoCoMo's observations through it, so the whole extraction pipeline (queue, worker, guards, write path)
 runs on real data without a model.
 

@@ -1,6 +1,6 @@
-"""The benchmark dataset's vocabulary (scripts/bench_data.py draws from it): names, places, jobs, everyday
+"""The benchmark dataset's vocabulary (bench/dataset.py draws from it): names, places, jobs, everyday
 things, the cast's relations, and the templates of facts, events and questions. Plain data: the generator's
-rules, and every random draw, are in bench_data.
+rules, and every random draw, are in bench/dataset.py.
 
 Bilingual entries read 'english|français' (`_pairs`); French forms carry their article where the templates
 contract it. The order of every list is part of the dataset: a draw picks by position, so reordering or
@@ -224,7 +224,7 @@ RELATIONS = [
 
 
 # --- templates ------------------------------------------------------------------------------------------
-# (category, kind, template). Volatility is drawn per category (bench_data.VOLATILITY).
+# (category, kind, template). Volatility is drawn per category (bench.dataset.VOLATILITY).
 
 EN_FACTS = [
     ("family", "fact", "{p} is {me}'s {rel}."),

@@ -1,4 +1,4 @@
-"""The quality harness's report (scripts/eval_recall.py): the metrics of every system aggregated from the
+"""The quality harness's report (bench/recall.py): the metrics of every system aggregated from the
 per-question records (overall, by question type, language and split), hakimem's gain over each baseline, the
 questions that lost gold evidence, and the text tables printed at the end of a run. docs/quality.md defines
 the metrics. No service, no database: records in, numbers and text out.

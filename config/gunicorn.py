@@ -1,4 +1,4 @@
-"""The production server's configuration: `gunicorn -c python:hakimem.gunicorn_conf hakimem.wsgi` (`make run`).
+"""The production server's configuration: `gunicorn -c python:config.gunicorn config.wsgi` (`make run`).
 
 Read by gunicorn's master before any worker exists, so:
 - the embedded PostgreSQL (when DATABASE_URL is unset) is started here, once, and handed to the workers as
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import sys
 from pathlib import Path
 
@@ -50,12 +51,12 @@ timeout = 60  # a worker silent this long is killed and replaced (a batch of 500
 graceful_timeout = 20
 keepalive = 5
 accesslog = os.environ.get("HAKI_ACCESS_LOG", "-") or None
-wsgi_app = "hakimem.wsgi:application"
+wsgi_app = "config.wsgi:application"
 # gunicorn 24+ opens a control socket at one fixed path per user: a second server (the benchmark's, the
 # tests') would take it over from the first. Nothing here uses it.
 control_socket_disable = True
 
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "hakimem.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 os.environ.setdefault("HAKI_DB_POOL_MAX", str(threads))
 os.environ.setdefault("HAKI_DB_POOL_MIN", "1")
 
@@ -66,6 +67,10 @@ def on_starting(server) -> None:
     The workers connect as the application's login role (docs/isolation.md): HAKI_APP_DATABASE_URL when set,
     else on the embedded server its `hakimem_app` (unless HAKI_ROW_SECURITY is off: that role alone sees no
     project), else DATABASE_URL itself. Migrations and commands keep DATABASE_URL, the tables' owner."""
+    # Ctrl-C (SIGINT) stops as SIGTERM does: the workers finish their requests within graceful_timeout, where
+    # gunicorn's own SIGINT killed them mid-request (their clients got its HTML 500). A second Ctrl-C still stops
+    # them at once.
+    server.handle_int = server.handle_term
     app_url = os.environ.get("HAKI_APP_DATABASE_URL")
     if not os.environ.get("DATABASE_URL"):
         from hakimem.dbserver import app_database_url, start_embedded
@@ -120,6 +125,9 @@ def _metrics_folder() -> None:
 def post_worker_init(worker) -> None:
     """Before the first request: open the database pool and load the embedding model (a second or two for
     MiniLM), so no client pays for them. A failure is left to /v1/health/ready to report."""
+    # Ctrl-C reaches the workers too (the terminal signals the whole process group): finish the request, then exit.
+    signal.signal(signal.SIGINT, worker.handle_exit)
+    signal.siginterrupt(signal.SIGINT, False)
     try:
         from django.db import connection
 

@@ -21,7 +21,7 @@ def env_bool(name: str, default: bool) -> bool:
     return default if value is None else value.strip().lower() in ("1", "true", "yes", "on")
 
 
-def env_float(name: str, default: float) -> float:
+def env_float(name: str, default: float | None) -> float | None:
     value = os.environ.get(name)
     return default if value in (None, "") else float(value)
 
@@ -73,6 +73,8 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     # Static files (the admin's and the stats pages' CSS) from STATIC_ROOT, filled by collectstatic at `make run`.
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    # /v1/ requests answered 503 at once while this process knows the database is gone (hakimem/errors.py).
+    "hakimem.errors.DatabaseOutageMiddleware",
     # /v1/ requests per API key, counted before any other work and outside the request's transaction.
     "hakimem.ratelimit.RateLimitMiddleware",
     # Each request that may read a project's rows runs in one transaction as a role under row-level security,
@@ -88,8 +90,8 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
 
-ROOT_URLCONF = "hakimem.urls"
-WSGI_APPLICATION = "hakimem.wsgi.application"
+ROOT_URLCONF = "config.urls"
+WSGI_APPLICATION = "config.wsgi.application"
 
 TEMPLATES = [
     {
@@ -109,13 +111,14 @@ TEMPLATES = [
 # Each process holds a bounded pool: at most HAKI_DB_POOL_MAX connections (0 = no pool), of which
 # HAKI_DB_POOL_MIN stay open; a connection idle for HAKI_DB_POOL_MAX_IDLE seconds beyond those is closed, and
 # a request waits at most HAKI_DB_POOL_TIMEOUT seconds for one. The production server gives each worker as
-# many as it has threads (hakimem/gunicorn_conf.py).
+# many as it has threads (config/gunicorn.py).
 HAKI_DB_POOL_MAX = env_int("HAKI_DB_POOL_MAX", 4)
 _pool = {
     "min_size": min(env_int("HAKI_DB_POOL_MIN", 1), HAKI_DB_POOL_MAX),
     "max_size": HAKI_DB_POOL_MAX,
     "max_idle": env_float("HAKI_DB_POOL_MAX_IDLE", 60.0),
-    "timeout": env_float("HAKI_DB_POOL_TIMEOUT", 10.0),
+    # Short: a worker's pool has a connection per thread, so a request waits for one only while the database is gone.
+    "timeout": env_float("HAKI_DB_POOL_TIMEOUT", 3.0),
 } if HAKI_DB_POOL_MAX > 0 else None
 
 if os.environ.get("DATABASE_URL"):
@@ -248,7 +251,9 @@ HAKI_VOLATILITY_TTL_DAYS = _ttl_days(os.environ.get("HAKI_VOLATILITY_TTL_DAYS", 
 
 HAKI_MAX_BUDGET_TOKENS = env_int("HAKI_MAX_BUDGET_TOKENS", 32000)
 HAKI_DEFAULT_BUDGET_TOKENS = 900
-HAKI_RECALL_MAX_DISTANCE = env_float("HAKI_RECALL_MAX_DISTANCE", 0.0)
+# The relevance floor (cosine distance; 0 = off). Unset (None): the floor calibrated for the embedder in use
+# (context.config.CALIBRATED_MAX_DISTANCE), off for an embedder never calibrated.
+HAKI_RECALL_MAX_DISTANCE = env_float("HAKI_RECALL_MAX_DISTANCE", None)
 
 # A scope of this many active facts gets its own hnsw graph from the nightly consolidation (facts/scope_graphs.py):
 # from ~10,800 facts the exact sort of its vectors (0.26 us a row) costs more than a walk of its own graph (256
