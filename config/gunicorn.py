@@ -2,7 +2,8 @@
 
 Read by gunicorn's master before any worker exists, so:
 - the embedded PostgreSQL (when DATABASE_URL is unset) is started here, once, and handed to the workers as
-  DATABASE_URL: they never touch pgserver (each would otherwise take its lock and check the server in turn);
+  DATABASE_URL, logging in as the application's role: they never touch pgserver (each would otherwise take its
+  lock and check the server in turn);
 - each worker gets a connection pool of one connection per thread (HAKI_DB_POOL_MAX), so a request never
   waits for a connection and none idles; the master refuses to start when workers x pool would not fit in
   the server's max_connections with room to spare for migrations, shells and the admin's own scripts.
@@ -61,16 +62,25 @@ os.environ.setdefault("HAKI_DB_POOL_MIN", "1")
 
 
 def on_starting(server) -> None:
-    """In the master, once: the database, and the check that the workers' pools fit in it."""
+    """In the master, once: the database, the workers' login, and the check that their pools fit in it.
+
+    The workers connect as the application's login role (docs/isolation.md): HAKI_APP_DATABASE_URL when set,
+    else on the embedded server its `hakimem_app` (unless HAKI_ROW_SECURITY is off: that role alone sees no
+    project), else DATABASE_URL itself. Migrations and commands keep DATABASE_URL, the tables' owner."""
     # Ctrl-C (SIGINT) stops as SIGTERM does: the workers finish their requests within graceful_timeout, where
     # gunicorn's own SIGINT killed them mid-request (their clients got its HTML 500). A second Ctrl-C still stops
     # them at once.
     server.handle_int = server.handle_term
+    app_url = os.environ.get("HAKI_APP_DATABASE_URL")
     if not os.environ.get("DATABASE_URL"):
-        from hakimem.dbserver import start_embedded
+        from hakimem.dbserver import app_database_url, start_embedded
 
         pgdata = Path(os.environ.get("HAKI_PGDATA") or VAR_DIR / "pgdata")
-        os.environ["DATABASE_URL"] = start_embedded(pgdata, cleanup=os.environ.get("HAKI_PGDATA_CLEANUP") or None)
+        owner_url = start_embedded(pgdata, cleanup=os.environ.get("HAKI_PGDATA_CLEANUP") or None)
+        row_security = os.environ.get("HAKI_ROW_SECURITY", "on").strip().lower() in ("1", "true", "yes", "on")
+        app_url = app_url or (app_database_url(owner_url) if row_security else owner_url)
+    if app_url:
+        os.environ["DATABASE_URL"] = app_url  # what the workers' settings read
     _check_connection_budget(server)
     _metrics_folder()
 
@@ -84,6 +94,12 @@ def _check_connection_budget(server) -> None:
             "SELECT current_setting('max_connections')::int,"
             " current_setting('superuser_reserved_connections')::int + current_setting('reserved_connections')::int"
         ).fetchone()
+        login, unbound = conn.execute(
+            "SELECT rolname, rolsuper OR rolbypassrls FROM pg_roles WHERE rolname = current_user").fetchone()
+    if unbound:
+        server.log.warning("the workers connect as %s, a superuser or a role that bypasses row security: a request "
+                           "can leave its role and see every project; set HAKI_APP_DATABASE_URL (docs/isolation.md)",
+                           login)
     needed = server.cfg.workers * max(pool_max, 1)
     if needed + SPARE_CONNECTIONS > limit - reserved:
         server.log.error(

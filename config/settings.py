@@ -79,13 +79,15 @@ MIDDLEWARE = [
     "hakimem.errors.DatabaseOutageMiddleware",
     # /v1/ requests per API key, counted before any other work and outside the request's transaction.
     "hakimem.ratelimit.RateLimitMiddleware",
+    # Each request that may read a project's rows runs in one transaction as a role under row-level security,
+    # sessions included (the application's login role may not read them itself).
+    "hakimem.rowsecurity.RowSecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
-    # After authentication (the admin's and the stats pages' scope is the signed-in person's): each request
-    # that may read a project's rows runs in one transaction as a role under row-level security.
-    "hakimem.rowsecurity.RowSecurityMiddleware",
+    # The admin's and the stats pages' projects are the signed-in person's.
+    "hakimem.rowsecurity.StaffScopeMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
@@ -203,8 +205,9 @@ HAKI_ROW_SECURITY = env_bool("HAKI_ROW_SECURITY", True)
 HAKI_THROTTLE_RATE = parse_rate(os.environ.get("HAKI_THROTTLE_RATE", "1000/s"))
 # /metrics answers only a request bearing this token (Authorization: Bearer ...); unset, /metrics is a 404.
 HAKI_METRICS_TOKEN = os.environ.get("HAKI_METRICS_TOKEN", "")
-# The admin's sign-in: after this many failed passwords for a username (4x for an address) in the lockout
-# window, even the right password is refused until the window ends. 0: no lockout.
+# The admin's sign-in: after this many failed passwords for a username from one address (4x for an address, 20x
+# for a username from every address) in the lockout window, even the right password is refused until the window
+# ends. 0: no lockout.
 HAKI_LOGIN_MAX_FAILURES = env_int("HAKI_LOGIN_MAX_FAILURES", 5)
 HAKI_LOGIN_LOCKOUT_SECONDS = env_int("HAKI_LOGIN_LOCKOUT_SECONDS", 900)
 HAKI_EMBED_PROVIDER = os.environ.get("HAKI_EMBED_PROVIDER", "sentence-transformers")

@@ -288,8 +288,8 @@ class Memory:
                                               exclude_ids=exclude_ids)
         return retrieval.multi_hop_candidates(lookup, entities=entities, exclude_ids=exclude_ids)
 
-    def name_freq(self, name: str) -> float:
-        freq = retrieval.table_stats(retrieval.FACTS).term_freq.get(name, 0.0)
+    def name_freq(self, name: str, project_id: str | None = None) -> float:
+        freq = retrieval.table_stats(retrieval.FACTS, project_id).term_freq.get(name, 0.0)
         self.entity_freq[name] = freq
         return freq
 
@@ -334,11 +334,11 @@ class MemoryAsOf(Memory):
         return retrieval_asof.multi_hop_candidates_as_of(lookup, entities=entities, exclude_ids=exclude_ids,
                                                          verdicts=self.verdicts)
 
-    def name_freq(self, name: str) -> float:
+    def name_freq(self, name: str, project_id: str | None = None) -> float:
         if name in self.recorded_freq:
             self.entity_freq[name] = self.recorded_freq[name]
             return self.recorded_freq[name]
-        return super().name_freq(name)
+        return super().name_freq(name, project_id)
 
     def access(self, lookup, item_ids) -> dict:
         # What the call read; an item it did not record had none. Identity blocks and procedures are not versioned:
@@ -361,7 +361,8 @@ def multi_hop(lookup: retrieval.Lookup, query: str, decided: list[Decided], budg
     layout = budget.layout
     section = render.FACTS if layout.tiered else None
     entities = extract_entities([d.item.text for d in included], query, retrieval.MULTI_HOP_MAX_ENTITIES,
-                                too_common=lambda name: memory.name_freq(name) > MULTI_HOP_MAX_ENTITY_FREQUENCY)
+                                too_common=lambda name: memory.name_freq(name, lookup.project_id)
+                                > MULTI_HOP_MAX_ENTITY_FREQUENCY)
     settled = [d.item.id for d in facts if d.reason in _SETTLED]
     by_id = {d.item.id: d for d in facts}
     hop_decided = []

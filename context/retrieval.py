@@ -148,12 +148,17 @@ class TableStats:
 _table_stats: dict = {"at": -1e9, "stats": {}}
 
 
-def table_stats(table: str = FACTS) -> TableStats:
-    """Read at most every TABLE_STATS_TTL_SECONDS per process, every ranked table at once."""
+def table_stats(table: str = FACTS, project_id: str | None = None) -> TableStats:
+    """Read at most every TABLE_STATS_TTL_SECONDS per process and project, every ranked table at once. The
+    statistics name only the subjects the caller may see (hakimem_table_stats): a request's, those of its project,
+    kept under `project_id`; None for a caller row security does not bind (scripts, a test's own reads)."""
     now = time.monotonic()
     if now - _table_stats["at"] > TABLE_STATS_TTL_SECONDS:
-        _table_stats.update(at=now, stats={name: _read_table_stats(name) for name in RANKED_TABLES})
-    return _table_stats["stats"][table]
+        _table_stats.update(at=now, stats={})
+    scoped = _table_stats["stats"].get(project_id)
+    if scoped is None:
+        scoped = _table_stats["stats"][project_id] = {name: _read_table_stats(name) for name in RANKED_TABLES}
+    return scoped[table]
 
 
 def _read_table_stats(table: str) -> TableStats:
@@ -237,13 +242,14 @@ def _weighted(tsq: str, leg_tsq: str, terms: list[str], stats: TableStats, kept:
     return TextQuery(tsq, leg_tsq, tuple(terms), tuple(w / total for w in weights), tuple(t in kept for t in terms))
 
 
-def text_queries(query: str, subject_id: str, table: str = FACTS, counted: ScopeWords | None = None) -> TextQuery:
+def text_queries(query: str, subject_id: str, table: str = FACTS, counted: ScopeWords | None = None, *,
+                 project_id: str | None = None) -> TextQuery:
     """`counted`: the scope's own word counts, when it has them; the leg then picks its words by their count in the
     scope. A word's weight, and whether it is informative, stay its share of the whole table."""
     terms = lexical_terms(query)
     if not terms:
         return TextQuery()
-    stats = table_stats(table)
+    stats = table_stats(table, project_id)
     scope_rows = stats.scope_rows(subject_id, project_wide=table == PROCEDURES)
     freq = stats.term_freq
 
@@ -324,18 +330,19 @@ def sql_weight(weight: float) -> float:
     return max(weight, 1.0 / SQL_SCORE_SCALE) * SQL_SCORE_SCALE if weight else 0.0
 
 
-def _may_have_counts(subject_id: str) -> bool:
+def _may_have_counts(project_id: str, subject_id: str) -> bool:
     least = settings.HAKI_SCOPE_WORDS_MIN_ITEMS / 2
-    return least > 0 and any(table_stats(t).scope_rows(subject_id) >= least for t in (FACTS, EVENTS))
+    return least > 0 and any(table_stats(t, project_id).scope_rows(subject_id) >= least for t in (FACTS, EVENTS))
 
 
 def lookup_for(*, project_id: str, subject_id: str, query: str, now: datetime, cutoffs: dict, config=None,
                candidate_limit: int | None = None) -> Lookup:
-    counted = scope_words_read(project_id, subject_id, lexical_terms(query)) if _may_have_counts(subject_id) else {}
+    counted = (scope_words_read(project_id, subject_id, lexical_terms(query))
+               if _may_have_counts(project_id, subject_id) else {})
     return Lookup(project_id=project_id, subject_id=subject_id, now=now, cutoffs=cutoffs,
-                  fact_text=text_queries(query, subject_id, FACTS, counted.get(FACTS)),
-                  event_text=text_queries(query, subject_id, EVENTS, counted.get(EVENTS)),
-                  procedure_text=text_queries(query, subject_id, PROCEDURES), config=config,
+                  fact_text=text_queries(query, subject_id, FACTS, counted.get(FACTS), project_id=project_id),
+                  event_text=text_queries(query, subject_id, EVENTS, counted.get(EVENTS), project_id=project_id),
+                  procedure_text=text_queries(query, subject_id, PROCEDURES, project_id=project_id), config=config,
                   candidate_limit=candidate_limit, scope_words=counted)
 
 
@@ -841,7 +848,8 @@ def _candidate(r: dict) -> Candidate:
 
 
 def _dense_exact(lookup: Lookup, table: str) -> bool:
-    return table_stats(table).dense_exact(lookup.project_id, lookup.subject_id, project_wide=table == PROCEDURES)
+    return table_stats(table, lookup.project_id).dense_exact(lookup.project_id, lookup.subject_id,
+                                                             project_wide=table == PROCEDURES)
 
 
 def _ranked_rows(lookup: Lookup, qvec, table: str, text: TextQuery, graph_sql: str, exact_sql: str, degraded_sql: str) -> list[dict]:
@@ -864,7 +872,7 @@ def whole_scope_expected(lookup: Lookup, dense_k: int) -> bool:
     """Whether the planner's statistics expect the scope to hold few enough facts and events for WHOLE_SCOPE_SQL
     (always, until the tables are first analysed: a new table is small)."""
     least = dense_k * WHOLE_SCOPE_MAX_SHARE
-    return all(table_stats(t).scope_rows(lookup.subject_id) <= least for t in (FACTS, EVENTS))
+    return all(table_stats(t, lookup.project_id).scope_rows(lookup.subject_id) <= least for t in (FACTS, EVENTS))
 
 
 def candidates_together(lookup: Lookup, *, qvec) -> tuple[list[Candidate], list[EpisodeCandidate], bool]:

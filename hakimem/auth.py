@@ -3,11 +3,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from django.conf import settings
+from django.db import connection
 from rest_framework import authentication, exceptions
 
 from hakimem.errors import ApiError, ErrorCode
-from hakimem.models import ApiKey, hash_key
-from hakimem.rowsecurity import scoped_by_project
+from hakimem.models import hash_key
 
 
 @dataclass(frozen=True)
@@ -19,14 +20,20 @@ class ApiClient:
     is_authenticated: bool = True
 
 
-def _live_keys(raw: str):
-    return ApiKey.objects.filter(key_hash=hash_key(raw.strip()), revoked_at__isnull=True).only("id", "project_id")
+def _live_key(raw: str, *, scope: bool) -> ApiClient | None:
+    """The live (not revoked) key behind a raw secret, or None. The API role cannot read the keys: the database
+    function hakimem_api_key_find answers for this one hash (hakimem/migrations/0005). With `scope`, the rest of
+    the request's transaction sees only the key's project (row security), set by the same statement."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT key_id, key_project_id FROM hakimem_api_key_find(%s, %s)",
+                       [hash_key(raw.strip()), scope])
+        row = cursor.fetchone()
+    return ApiClient(key_id=row[0], project_id=row[1]) if row else None
 
 
-def api_key_lookup(raw: str) -> ApiKey | None:
-    """The live (not revoked) key behind a raw secret, or None: what the MCP server asks, in its own process
-    (the REST API's authentication also scopes the request's row security in the same statement)."""
-    return _live_keys(raw).first()
+def api_key_lookup(raw: str) -> ApiClient | None:
+    """What the MCP server asks, in its own process, before it opens a tool's transaction."""
+    return _live_key(raw, scope=False)
 
 
 class ApiKeyAuthentication(authentication.BaseAuthentication):
@@ -41,10 +48,11 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
             raise exceptions.AuthenticationFailed("Use 'Authorization: Bearer <key>'.")
         # Row-level security: the rest of the request sees only the key's project, set by the same statement
         # that finds the key (one round trip fewer on every call).
-        key = scoped_by_project(_live_keys(raw)).first()
-        if key is None:
+        # Outside a scoped request (row security off, a test calling the authentication directly) it sets nothing.
+        client = _live_key(raw, scope=connection.in_atomic_block and settings.HAKI_ROW_SECURITY)
+        if client is None:
             raise exceptions.AuthenticationFailed("Unknown or revoked API key.")
-        return ApiClient(key_id=key.id, project_id=key.project_id), key
+        return client, client.key_id
 
     def authenticate_header(self, request):
         return 'Bearer realm="hakimem"'

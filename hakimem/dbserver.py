@@ -76,7 +76,62 @@ def start_embedded(pgdata: Path, *, cleanup: str | None = None) -> str:
     waiting = apply_settings(uri)
     if waiting:
         _restart_if_alone(server, uri, waiting)
+    login_role_ensure(server.get_uri())
     return server.get_uri()
+
+
+# The application's login role on the embedded server: what the web server's workers connect as
+# (config/gunicorn.py), while migrations and commands connect as the server's superuser `postgres`, the tables'
+# owner. It may switch to the two request roles (hakimem/rowsecurity.py) and holds the API role's rights and
+# policies itself, so RESET ROLE in a request leaves it no more than the API role with the request's project.
+APP_LOGIN_ROLE = "hakimem_app"
+
+_ROLES_SQL = """
+DO $$
+DECLARE
+    r text;
+BEGIN
+    FOREACH r IN ARRAY ARRAY['hakimem_api', 'hakimem_staff'] LOOP
+        IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = r) THEN
+            BEGIN
+                EXECUTE format('CREATE ROLE %I NOLOGIN NOSUPERUSER NOBYPASSRLS NOINHERIT', r);
+            EXCEPTION WHEN duplicate_object THEN NULL;  -- another process made it meanwhile
+            END;
+        END IF;
+    END LOOP;
+    IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'hakimem_app') THEN
+        BEGIN
+            CREATE ROLE hakimem_app LOGIN NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE NOINHERIT;
+        EXCEPTION WHEN duplicate_object THEN NULL;
+        END;
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM pg_auth_members m JOIN pg_roles g ON g.oid = m.roleid
+                    WHERE m.member = 'hakimem_app'::regrole AND g.rolname = 'hakimem_staff') THEN
+        BEGIN
+            GRANT hakimem_api TO hakimem_app WITH INHERIT TRUE, SET TRUE;
+            GRANT hakimem_staff TO hakimem_app WITH INHERIT FALSE, SET TRUE;
+        EXCEPTION WHEN unique_violation OR duplicate_object THEN NULL;
+        END;
+    END IF;
+END
+$$
+"""
+
+
+def login_role_ensure(uri: str) -> None:
+    """The request roles and the application's login role on the embedded server (cluster-wide, idempotent; the
+    table rights come from the migrations). Its clients connect over a local socket without a password."""
+    import psycopg
+
+    with psycopg.connect(uri, autocommit=True) as conn:
+        conn.execute(_ROLES_SQL)
+
+
+def app_database_url(uri: str) -> str:
+    """`uri` (the embedded server's, as its superuser) connecting as APP_LOGIN_ROLE instead."""
+    parsed = urlparse(uri)
+    netloc = f"{APP_LOGIN_ROLE}@{parsed.hostname or ''}" + (f":{parsed.port}" if parsed.port else "")
+    return parsed._replace(netloc=netloc).geturl()
 
 
 def apply_settings(uri: str) -> dict[str, str]:

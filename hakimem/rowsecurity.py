@@ -6,17 +6,20 @@ its whole transaction, so a query that forgets its `project_id` filter still see
 - `hakimem_api` (API_ROLE): sees the rows whose project is `hakimem.project_id`, the one project of the
   request's key; unset or empty, it sees nothing. Every /v1/ request runs as it: nothing until the key is
   known (ApiKeyAuthentication then names its project).
-- `hakimem_staff` (STAFF_ROLE): the admin and the /stats/ pages of a signed-in person. `hakimem.project_id`
-  is then "*" (every project: superusers and staff not limited to projects) or the comma-separated projects
-  a staff user is limited to (StaffProjectAccess). Who may open which page stays the views' business.
+- `hakimem_staff` (STAFF_ROLE): the admin and the /stats/ pages, whose visitor's session and account it reads
+  (the only role with the people's, the sessions' and the keys' tables). `hakimem.project_id` is "" for a
+  visitor not signed in, "*" (every project: superusers and staff not limited to projects) or the comma-separated
+  projects a staff user is limited to (StaffProjectAccess). Who may open which page stays the views' business.
 
 Both are NOLOGIN, NOSUPERUSER, NOBYPASSRLS roles the connecting user switches to with
 `set_config('role', ..., true)`: transaction-local, like the project, so a pooled connection goes back to the
-pool as the connecting user with nothing set, and no value reaches the next request. Superusers and table
-owners bypass row security (the tables are not FORCEd), so what does not switch runs as the connecting user
-and sees every project on purpose: migrations, management commands, the benchmark and evaluation scripts,
-a test's own set-up. Every such table holds its own project_id (conflict members since
-facts/migrations/0012_project_in_keys; before, they were visible when their set was: enable_child_sql).
+pool as the connecting user with nothing set, and no value reaches the next request. The web server connects as
+the application's login role (docs/isolation.md), itself bound by the API role's policies and rights: leaving
+the role (RESET ROLE) gains a request nothing. Superusers and table owners bypass row security (the tables are
+not FORCEd), so what does not switch and connects as the owner sees every project on purpose: migrations,
+management commands, the benchmark and evaluation scripts, a test's own set-up. Every such table holds its own
+project_id (conflict members since facts/migrations/0012_project_in_keys; before, they were visible when their
+set was: enable_child_sql).
 """
 from __future__ import annotations
 
@@ -24,7 +27,6 @@ from contextlib import ExitStack, contextmanager
 
 from django.conf import settings
 from django.db import DatabaseError, InterfaceError, connection, transaction
-from django.db.models import CharField, F, Func, Value
 
 API_ROLE = "hakimem_api"
 STAFF_ROLE = "hakimem_staff"
@@ -80,6 +82,33 @@ def disable_sql(table: str) -> list[str]:
     ]
 
 
+# The tables the API role never reads: people's accounts, sessions and the admin's history, the keys and the staff's
+# project limits (hakimem/migrations/0005). A table made again later (a restore) gets the schema's default
+# privileges, which give them back: api_role_revoke runs again then.
+WITHOUT_API = [("auth", "User"), ("auth", "Group"), ("auth", "Permission"), ("sessions", "Session"),
+               ("admin", "LogEntry"), ("hakimem", "ApiKey"), ("hakimem", "StaffProjectAccess")]
+
+
+def without_api_tables(apps) -> list[str]:
+    """The WITHOUT_API models' tables, with their many-to-many tables, in `apps` (a migration's or the project's)."""
+    tables = []
+    for label, name in WITHOUT_API:
+        model = apps.get_model(label, name)
+        tables.append(model._meta.db_table)
+        tables.extend(f.remote_field.through._meta.db_table for f in model._meta.local_many_to_many)
+    return tables
+
+
+def api_role_revoke(cursor, tables: list[str]) -> None:
+    """Take from API_ROLE every right on `tables` and on their id sequences (identity or serial)."""
+    for table in tables:
+        cursor.execute(f'REVOKE ALL ON TABLE "{table}" FROM {API_ROLE}')
+        cursor.execute("SELECT s.oid::regclass::text FROM pg_depend d JOIN pg_class s ON s.oid = d.objid"
+                       " WHERE s.relkind = 'S' AND d.refobjid = %s::regclass", [table])
+        for (sequence,) in cursor.fetchall():
+            cursor.execute(f"REVOKE ALL ON SEQUENCE {sequence} FROM {API_ROLE}")
+
+
 # --- the request's scope -----------------------------------------------------------------------------------
 
 def scope_enter(role: str, projects: str = "") -> tuple[str, str]:
@@ -112,32 +141,28 @@ def api_transaction(project_id: str):
             scope_enter(*before)
 
 
-def scoped_by_project(queryset):
-    """`queryset` (of rows holding a project_id: API keys) also setting the request's project to the row's
-    project as it reads it: the authentication's lookup names the key's project in the same statement. Outside
-    a scoped request (row security off, a test calling the authentication directly) it sets nothing."""
-    if not (connection.in_atomic_block and settings.HAKI_ROW_SECURITY):
-        return queryset
-    return queryset.annotate(_scope=Func(Value(PROJECT_SETTING), F("project_id"), Value(True),
-                                         function="set_config", output_field=CharField()))
-
-
-def _staff_scope(request) -> tuple[str, str]:
-    """The admin's and the stats pages' scope: a signed-in active user runs as STAFF_ROLE over every project
-    or over those a staff user is limited to; anyone else as API_ROLE with no project (sees nothing)."""
+def _signed_in_projects(request) -> str:
+    """The admin's and the stats pages' projects: every project or those a staff user is limited to for a
+    signed-in active user; none for anyone else."""
     user = getattr(request, "user", None)
     if user is None or not user.is_authenticated or not user.is_active:
-        return API_ROLE, ""
+        return ""
     from hakimem.models import staff_projects
 
     projects = staff_projects(user)
-    return STAFF_ROLE, ALL_PROJECTS if projects is None else ",".join(projects)
+    return ALL_PROJECTS if projects is None else ",".join(projects)
+
+
+def _scoped(request) -> bool:
+    return settings.HAKI_ROW_SECURITY and not request.path_info.startswith(UNSCOPED_PREFIXES)
 
 
 class RowSecurityMiddleware:
-    """Each request that may read a project's rows runs in one transaction, as API_ROLE (/v1/) or as the
-    signed-in person's scope (admin, /stats/). The transaction commits when the response is not a server
-    error; a refused API request is rolled back by the error handler (nothing written).
+    """Each request that may read a project's rows runs in one transaction, as API_ROLE (/v1/) or STAFF_ROLE
+    (the admin, /stats/), with no project yet: the key's authentication or StaffScopeMiddleware names them. The
+    transaction commits when the response is not a server error; a refused API request is rolled back by the
+    error handler (nothing written). It comes before the sessions' middleware: a person's session and account
+    are read and written as STAFF_ROLE, the only role that may (the application's login role may not).
 
     Inside an outer transaction (the test suite's), the role and the project are put back afterwards: they
     are transaction-local, and the outer transaction would otherwise keep them after the request."""
@@ -146,14 +171,14 @@ class RowSecurityMiddleware:
         self.get_response = get_response
 
     def __call__(self, request):
-        if not settings.HAKI_ROW_SECURITY or request.path_info.startswith(UNSCOPED_PREFIXES):
+        if not _scoped(request):
             return self.get_response(request)
-        role, projects = (API_ROLE, "") if request.path_info.startswith("/v1/") else _staff_scope(request)
+        role = API_ROLE if request.path_info.startswith("/v1/") else STAFF_ROLE
         nested = connection.in_atomic_block
         with ExitStack() as stack:
             try:
                 stack.enter_context(transaction.atomic())
-                before = scope_enter(role, projects)
+                before = scope_enter(role, "")
             except (DatabaseError, InterfaceError) as exc:
                 if connection.in_atomic_block:
                     transaction.set_rollback(True)
@@ -170,3 +195,19 @@ class RowSecurityMiddleware:
                 if nested and not connection.needs_rollback:  # a rollback to the savepoint restores them itself
                     scope_enter(*before)
         return response
+
+
+class StaffScopeMiddleware:
+    """After the authentication's middleware: the admin's and the stats pages' request sees the projects of the
+    person signed in (RowSecurityMiddleware puts the scope back at the end)."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        if _scoped(request) and not request.path_info.startswith("/v1/"):
+            projects = _signed_in_projects(request)
+            if projects:
+                with connection.cursor() as cursor:
+                    cursor.execute("SELECT set_config(%s, %s, true)", [PROJECT_SETTING, projects])
+        return self.get_response(request)

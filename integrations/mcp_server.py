@@ -131,7 +131,7 @@ class MemoryTools:
             data = {"project_id": key.project_id, "subject_id": self.subject(subject_id), "text": text}
             data.update({k: v for k, v in options.items() if v is not None})
             item = _validated(FactInSerializer, data)
-            result = fact_services.fact_create_batch(items=[fact_services.FactInput(**item)], actor=f"api_key:{key.id}")[0]
+            result = fact_services.fact_create_batch(items=[fact_services.FactInput(**item)], actor=f"api_key:{key.key_id}")[0]
             return {
                 "fact_id": str(result.fact.id),
                 "subject_id": result.fact.subject_id,

@@ -612,7 +612,7 @@ def test_words_too_common_to_rank_leave_the_or(monkeypatch):
 
     stats = retrieval.TableStats(rows=1000, term_freq={"lives": 0.30, "works": 0.25, "okafor": 0.0001},
                                  subject_freq={"alice": 0.1})
-    monkeypatch.setattr(retrieval, "table_stats", lambda table=retrieval.FACTS: stats)
+    monkeypatch.setattr(retrieval, "table_stats", lambda table=retrieval.FACTS, project_id=None: stats)
     queries = retrieval.text_queries("Where does Okafor live and where does he work? lives works", "alice")
     assert _texts(queries) == ("okafor or live or work", "okafor or live or work")
     # every word common: all of them together, a selective AND
@@ -626,7 +626,7 @@ def test_the_lexical_leg_keeps_the_rarest_words_within_its_row_budget(monkeypatc
     # a 100k-fact scope: "anders" is in 1.5% of facts (1,500 expected matches), "porto" in 0.4%, "visit" 0.5%
     stats = retrieval.TableStats(rows=200_000, term_freq={"anders": 0.015, "porto": 0.004, "visit": 0.005},
                                  subject_freq={"big": 0.5}, other_subject_freq=0.0002)
-    monkeypatch.setattr(retrieval, "table_stats", lambda table=retrieval.FACTS: stats)
+    monkeypatch.setattr(retrieval, "table_stats", lambda table=retrieval.FACTS, project_id=None: stats)
     monkeypatch.setattr(retrieval, "LEXICAL_LEG_MAX_MATCHES", 1000)
     # scoring keeps every informative word; the leg keeps porto (400) and visit (+500), not anders (+1,500)
     assert _texts(retrieval.text_queries("When did Anders visit Porto?", "big")) == (
@@ -650,7 +650,7 @@ def test_a_word_too_common_to_fetch_ranks_only_the_rows_a_fetched_word_found(mon
 
     stats = retrieval.TableStats(rows=200_000, term_freq={"job": 0.019}, subject_freq={"big": 0.5},
                                  other_subject_freq=0.0002)
-    monkeypatch.setattr(retrieval, "table_stats", lambda table=retrieval.FACTS: stats)
+    monkeypatch.setattr(retrieval, "table_stats", lambda table=retrieval.FACTS, project_id=None: stats)
     texts = {"both": "Chiara's job is nursing.", "rare": "Chiara lives in Turin.", "common": "The job fair opens Monday."}
     for subject in ("big", "s-1"):
         ids = {FactFactory(text=text, subject_id=subject).id: key for key, text in texts.items()}
@@ -720,7 +720,7 @@ def test_the_episode_graph_scan_gets_the_hnsw_settings_when_the_fact_leg_sorts_e
     EventFactory(text="Marie met Julien.")
     stats = {retrieval.FACTS: retrieval.TableStats(), retrieval.EVENTS: retrieval.TableStats(rows=1e6, subject_freq={"alice": 1.0}),
              retrieval.PROCEDURES: retrieval.TableStats()}
-    monkeypatch.setattr(retrieval, "table_stats", lambda table=retrieval.FACTS: stats[table])
+    monkeypatch.setattr(retrieval, "table_stats", lambda table=retrieval.FACTS, project_id=None: stats[table])
     assert stats[retrieval.FACTS].dense_exact(PROJECT, "alice") and not stats[retrieval.EVENTS].dense_exact(PROJECT, "alice")
     with connection.cursor() as cursor:  # as a new connection is: defaults, not yet tuned
         cursor.execute("RESET hnsw.iterative_scan")

@@ -19,7 +19,7 @@ def test_the_lexical_leg_judges_a_word_by_its_count_in_the_scope_when_it_has_one
     # a 10k scope of a 1M table: "loic" is in 0.47 % of the table (47 expected in the scope) and in 4,655 of its facts
     stats = retrieval.TableStats(rows=1_000_000, term_freq={"loic": 0.0047, "dentist": 0.001},
                                  subject_freq={"mid": 0.01}, other_subject_freq=0.00005)
-    monkeypatch.setattr(retrieval, "table_stats", lambda table=retrieval.FACTS: stats)
+    monkeypatch.setattr(retrieval, "table_stats", lambda table=retrieval.FACTS, project_id=None: stats)
     question = "Loic and the dentist?"
     assert retrieval.text_queries(question, "mid").kept == (True, True)  # by the table's shares: 47 + 10 matches
 
@@ -49,7 +49,7 @@ def test_a_call_reads_the_counts_of_a_large_scope_only(monkeypatch, django_asser
         cursor.execute("ANALYZE facts_fact")
     retrieval._table_stats["at"] = -1e9  # expire the per-process cache
     services.scope_words_refresh(min_items=20)
-    retrieval.table_stats()
+    retrieval.table_stats(project_id=PROJECT)
 
     with django_assert_num_queries(1):
         lookup = _lookup("alice", "What did Loic and Zed write?")

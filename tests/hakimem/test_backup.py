@@ -51,6 +51,12 @@ def test_restore_gives_back_what_the_backup_held(tmp_path):
     after = counts()
     assert after == before
     assert served(client) == answer_before
+    # and the API role has not regained the tables it must not read (tables made again take default privileges)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT has_table_privilege('hakimem_api', 'auth_user', 'SELECT'),"
+                       " has_table_privilege('hakimem_api', 'django_session', 'SELECT'),"
+                       " has_table_privilege('hakimem_api', 'hakimem_apikey', 'SELECT')")
+        assert cursor.fetchone() == (False, False, False)
 
 
 def test_a_missing_backup_file_is_refused(tmp_path):

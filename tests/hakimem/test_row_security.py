@@ -130,7 +130,7 @@ def test_the_roles_are_bound_by_row_security():
         assert [r[0] for r in cursor.fetchall()] == ["context_consolidationmark", "facts_conflictmember",
                                                      "facts_conflictset", "facts_consent", "facts_event", "facts_fact",
                                                      "facts_identityblock", "facts_procedure", "facts_project",
-                                                     "facts_scopeword", "facts_scopewordcounts", "facts_scopewrite", "stats_daylatencies", "stats_factserved", "stats_hourlatencies",
+                                                     "facts_scopeword", "facts_scopewordcounts", "facts_scopewrite", "hakimem_apikey", "stats_daylatencies", "stats_factserved", "stats_hourlatencies",
                                                      "stats_hourtotals", "stats_rollupmark", "stats_slicetotals", "stats_subjectday",
                                                      "traces_decision", "traces_itemaccess", "traces_trace"]
 

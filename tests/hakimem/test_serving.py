@@ -3,10 +3,12 @@ subprocess on a free loopback port, against the test database, with the hashing 
 import http.client
 import json
 import os
+import re
 import signal
 import threading
 import time
 from pathlib import Path
+from urllib.parse import urlencode
 
 import psycopg
 import pytest
@@ -16,6 +18,7 @@ from django.core.management import call_command
 from django.db import connection
 from django.test import Client
 
+from hakimem.dbserver import APP_LOGIN_ROLE
 from hakimem.services import api_key_create
 from bench.over_http import Server, database_url, request
 from tests.conftest import PROJECT
@@ -29,12 +32,15 @@ METRICS_TOKEN = "metrics-token-of-the-test"
 
 @pytest.fixture
 def served(transactional_db, tmp_path, settings):
-    """gunicorn on the test database; its connections carry APP_NAME, and idle ones beyond the pool's
-    minimum are closed after a second."""
+    """gunicorn on the test database, its workers logged in as the application's role (migrations and this test
+    as the owner); its connections carry APP_NAME, and idle ones beyond the pool's minimum are closed after a
+    second."""
     settings.STATIC_ROOT = tmp_path / "static"
     call_command("collectstatic", "--noinput", verbosity=0)  # what `make run` does before starting gunicorn
     env = {
         "DATABASE_URL": database_url(connection.settings_dict, application_name=APP_NAME),
+        "HAKI_APP_DATABASE_URL": database_url({**connection.settings_dict, "USER": APP_LOGIN_ROLE, "PASSWORD": ""},
+                                              application_name=APP_NAME),
         "HAKI_EMBED_PROVIDER": "hashing",
         "HAKI_WORKERS": str(WORKERS), "HAKI_THREADS": str(THREADS),
         "HAKI_DB_POOL_MAX_IDLE": "1", "HAKI_ACCESS_LOG": "",
@@ -100,7 +106,29 @@ def test_the_production_server_serves_the_api_and_the_pages(served):
                  headers={"Content-Type": "application/json; charset=rot13", "Authorization": f"Bearer {key}"})
     refused = conn.getresponse()
     assert refused.status == 415 and json.loads(refused.read())["error"]["code"] == "unsupported_media_type"
+    # and a person signs in to the admin (the session written and the account read as the admin's role)
+    cookie, token = csrf_of_login_page(conn)
+    conn.request("POST", "/admin/login/?next=/admin/", body=urlencode({
+        "csrfmiddlewaretoken": token, "username": "sam", "password": "pw-sam", "next": "/admin/"}),
+        headers={"Content-Type": "application/x-www-form-urlencoded", "Cookie": f"csrftoken={cookie}"})
+    signed_in = conn.getresponse()
+    signed_in.read()
+    assert signed_in.status == 302 and "sessionid=" in (signed_in.getheader("Set-Cookie") or "")
     conn.close()
+    # and every connection the workers opened logged in as the application's role
+    with psycopg.connect(database_url(connection.settings_dict), autocommit=True) as owner:
+        users = owner.execute("SELECT DISTINCT usename FROM pg_stat_activity WHERE application_name = %s",
+                              [APP_NAME]).fetchall()
+    assert users == [(APP_LOGIN_ROLE,)]
+
+
+def csrf_of_login_page(conn) -> tuple[str, str]:
+    """The CSRF cookie and form token of the admin's sign-in page, asked on `conn`."""
+    conn.request("GET", "/admin/login/")
+    response = conn.getresponse()
+    cookie = re.search(r"csrftoken=([^;]+)", response.getheader("Set-Cookie") or "").group(1)
+    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', response.read().decode()).group(1)
+    return cookie, token
 
 
 def test_the_pool_bounds_the_connections_under_load_and_gives_idle_ones_back(served):

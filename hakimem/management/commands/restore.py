@@ -8,11 +8,13 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+from django.apps import apps
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connections
 
 from hakimem.dbserver import client_program, libpq_environment
+from hakimem.rowsecurity import api_role_revoke, without_api_tables
 
 
 class Command(BaseCommand):
@@ -34,6 +36,9 @@ class Command(BaseCommand):
                                 capture_output=True, text=True)
         if result.returncode != 0:
             raise CommandError(f"pg_restore failed ({result.returncode}); nothing was changed: {result.stderr.strip()}")
-        with connections["default"].cursor() as cursor:  # statistics are not in a dump
-            cursor.execute("ANALYZE")
+        with connections["default"].cursor() as cursor:
+            # Tables made again took the schema's default privileges, the API role's among them: take back those
+            # it must not hold (a dump keeps no revocation of a default privilege).
+            api_role_revoke(cursor, without_api_tables(apps))
+            cursor.execute("ANALYZE")  # statistics are not in a dump
         self.stdout.write(f"restored {file}")
