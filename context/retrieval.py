@@ -167,12 +167,14 @@ def _read_table_stats(table: str) -> TableStats:
         reltuples, elems, elem_freqs, subjects, subject_freqs, n_distinct, graphs = cursor.fetchone()
     term_freq = dict(zip(elems, elem_freqs)) if elems else {}  # elem_freqs has 3 trailing summary values
     rarest = float(elem_freqs[len(elems)]) if elems and len(elem_freqs) > len(elems) else 0.0  # the first: min
-    subject_freq = dict(zip(subjects, subject_freqs)) if subjects else {}
+    # Another project's most common subjects come unnamed (None), their shares kept for the estimate below.
+    subject_freq = {s: f for s, f in zip(subjects, subject_freqs) if s is not None} if subjects else {}
     other = 0.0
     if n_distinct:
         distinct = n_distinct if n_distinct > 0 else -n_distinct * max(reltuples, 0)
-        rest = distinct - len(subject_freq)
-        other = (1.0 - sum(subject_freq.values())) / rest if rest >= 1 else 0.0
+        listed = list(subject_freqs or [])[: len(subjects or [])]
+        rest = distinct - len(listed)
+        other = (1.0 - sum(listed)) / rest if rest >= 1 else 0.0
     return TableStats(rows=max(float(reltuples), 0.0), term_freq=term_freq, subject_freq=subject_freq,
                       other_subject_freq=max(other, 0.0), scope_graphs=frozenset(graphs), rarest_tracked=rarest)
 

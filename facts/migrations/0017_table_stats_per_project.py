@@ -2,7 +2,9 @@
 subjects of the whole table as the owner, every project's subject ids, for any request. It now answers as row
 security would: every subject to a caller row security does not bind (the owner or a superuser, not switched to a
 request role), else only those its projects hold (the API role's one project; the staff role's list, or every
-project for "*"). Their shares stay the table's (a subject id two projects share counts both)."""
+project for "*"): another project's subject comes as a null beside its share, so that a caller's estimate of a
+subject outside the list stays the planner's, whatever other tenants hold, without learning their ids. The shares
+stay the table's (a subject id two projects share counts both)."""
 from importlib import import_module
 
 from django.db import migrations
@@ -11,7 +13,7 @@ from hakimem.rowsecurity import ALL_PROJECTS, API_ROLE, PROJECT_SETTING, STAFF_R
 
 TABLES = "'facts_fact', 'facts_event', 'facts_procedure'"
 
-# Each most common subject is kept when one row of the caller's projects holds it (a probe of the table's scope index).
+# Each most common subject is named when one row of the caller's projects holds it (a probe of the table's scope index).
 FORWARD = f"""
 DROP FUNCTION hakimem_table_stats(regclass, text);
 CREATE FUNCTION hakimem_table_stats(p_table regclass, p_graphs text)
@@ -44,10 +46,10 @@ BEGIN
         RETURN;
     END IF;
     IF subjects IS NOT NULL AND NOT v_every THEN
-        EXECUTE format('SELECT coalesce(array_agg(v ORDER BY i), ARRAY[]::text[]), coalesce(array_agg(f ORDER BY i), ARRAY[]::real[])'
-                       ' FROM unnest($1, $2) WITH ORDINALITY AS m(v, f, i)'
-                       ' WHERE EXISTS (SELECT 1 FROM %s t WHERE t.project_id = ANY($3) AND t.subject_id = m.v)', p_table)
-           INTO subjects, subject_freqs USING subjects, subject_freqs, v_projects;
+        EXECUTE format('SELECT coalesce(array_agg(CASE WHEN EXISTS (SELECT 1 FROM %s t WHERE t.project_id = ANY($2)'
+                       ' AND t.subject_id = m.v) THEN m.v END ORDER BY i), ARRAY[]::text[])'
+                       ' FROM unnest($1) WITH ORDINALITY AS m(v, i)', p_table)
+           INTO subjects USING subjects, v_projects;
     END IF;
     RETURN NEXT;
 END
