@@ -308,6 +308,16 @@ def test_a_conflict_set_keeps_what_was_read_and_an_export_without_it_imports(tmp
     assert list(ConflictSet.objects.filter(project_id=PORT).values_list("reading", flat=True)) == [{}, {}, {}]
 
 
+@pytest.mark.parametrize("option, value", [("--project", "port ; drop"), ("--subject", "alice bob"),
+                                           ("--project", "p" * 300)])
+def test_export_refuses_a_scope_id_that_only_begins_like_one(option, value):
+    # given an id whose first characters are valid and the rest not (a prefix match let it through)
+    args = [option, value] if option == "--project" else ["--project", PORT, option, value]
+    # when it is exported, then the command refuses it, naming the option and the rule
+    with pytest.raises(CommandError, match=f"{option} must be 1-"):
+        export(*args)
+
+
 @pytest.mark.parametrize("change, field, message", [
     (_set("fact", "importance", 2), "importance", "between 0 and 1"),
     (_set("fact", "recorded_from", "2026-01-01T10:00"), "recorded_from", "with an offset"),

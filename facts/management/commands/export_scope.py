@@ -9,7 +9,7 @@ from tqdm import tqdm
 
 from facts.transfer import export_lines, scope_export, snapshot
 from hakimem.embeddings import EmbedderUnavailable, get_embedder
-from hakimem.validators import SCOPE_ID_HELP, SCOPE_ID_RE
+from hakimem.validators import SCOPE_ID_HELP, is_scope_id
 
 
 class Command(BaseCommand):
@@ -26,7 +26,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, project, subject, with_embeddings, **options):
         for name, value in (("--project", project), ("--subject", subject)):
-            if value is not None and not SCOPE_ID_RE.match(value):
+            if value is not None and not is_scope_id(value):
                 raise CommandError(f"{name} must be {SCOPE_ID_HELP}")
         try:
             embedder = get_embedder()
