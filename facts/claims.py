@@ -80,8 +80,16 @@ _VALUE_STOP = {_fold(w) for w in """
 """.split()}
 
 
+def _spans(text: str):
+    """The words of `text` (apostrophes and hyphens trimmed), each with where it starts and ends."""
+    for found in _TOKEN_RE.finditer(text):
+        token = found.group().strip("'-")
+        if token:
+            yield token, found.start(), found.end()
+
+
 def _tokens(text: str) -> list[str]:
-    return [t.strip("'-") for t in _TOKEN_RE.findall(text) if t.strip("'-")]
+    return [token for token, _, _ in _spans(text)]
 
 
 def _names(tokens: list[str], first_at_start: bool) -> list[str]:
@@ -233,16 +241,15 @@ _IGNORED = None  # filled below: words of a subject phrase that name nobody (adv
 def _last_name(text: str) -> str | None:
     """The first word of the last run of names in `text`: "... is Mei Lin, " -> mei."""
     last, previous_end = None, None
-    for found in re.finditer(r"[\w'-]+", text):
-        token = found.group().strip("'-")
+    for token, start, end in _spans(text):
         base = _fold(token)
         base = base[:-2] if base.endswith("'s") else base
         if not token[:1].isupper() or base in _NOT_NAMES or base in _RELATIONS:
             previous_end = None
             continue
-        if previous_end is None or text[previous_end:found.start()].strip():
+        if previous_end is None or text[previous_end:start].strip():
             last = base
-        previous_end = found.end()
+        previous_end = end
     return last
 
 
@@ -265,13 +272,10 @@ def _holder(prefix: str, speaker: str | None, sentence_holder: str | None, conte
             return named
     heads: list[tuple[str, str]] = []  # (kind, word): name | relation | me | pronoun | thing
     previous_end = None  # where the previous token ended, when it was a name
-    for found in re.finditer(r"[\w'-]+", prefix):
-        token = found.group().strip("'-")
-        if not token:
-            continue
-        if (previous_end is not None and not prefix[previous_end:found.start()].strip() and token[:1].isupper()
+    for token, start, end in _spans(prefix):
+        if (previous_end is not None and not prefix[previous_end:start].strip() and token[:1].isupper()
                 and _fold(token) not in _NOT_NAMES):
-            previous_end = found.end()
+            previous_end = end
             continue  # "Priya Raman": the first name is the one a later fact uses
         previous_end = None
         token = token[2:] if token[:2].casefold() in ("d'", "l'") and len(token) > 2 else token  # d'Emma
@@ -282,7 +286,7 @@ def _holder(prefix: str, speaker: str | None, sentence_holder: str | None, conte
             heads.append(("relation", _RELATIONS[base]))
         elif token[:1].isupper() and base not in _NOT_NAMES and not base.isdigit():
             heads.append(("name", base))
-            previous_end = None if folded.endswith("'s") else found.end()
+            previous_end = None if folded.endswith("'s") else end
         elif base in _FIRST_PERSON or base in ("user", "subject", "utilisateur", "utilisatrice"):
             heads.append(("me", base))
         elif base in _PRONOUNS or base in _POSSESSIVES:
