@@ -95,7 +95,10 @@ def main(argv: list[str] | None = None) -> int:
                 client.erase_subject(args.subject)  # each run starts from a blank memory
             run(client, args.subject, args.budget)
         except HakimemError as exc:
-            print(f"hakimem refused: {exc}", file=sys.stderr)
+            if exc.code == "connection_error":  # nothing answered: no refusal to report
+                print(f"could not reach hakimem at {args.url} ({exc}); is `make run` serving there?", file=sys.stderr)
+            else:
+                print(f"hakimem refused: {exc}", file=sys.stderr)
             return 1
     return 0
 

@@ -50,3 +50,16 @@ def test_a_second_run_starts_from_a_blank_memory(live_server, api_key):
 def test_a_bad_key_is_reported_not_raised(live_server, api_key):
     run = run_example(live_server, "not-a-key")
     assert run.returncode == 1 and "unauthenticated" in run.stderr and "Traceback" not in run.stderr
+
+
+def test_no_server_is_reported_as_unreachable_not_as_a_refusal():
+    # given a port nothing listens on (bound, then closed)
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    # when the example runs against it / then it says the server could not be reached
+    run = subprocess.run([sys.executable, str(SCRIPT), "--url", f"http://127.0.0.1:{port}", "--api-key", "k"],
+                         capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert run.returncode == 1 and "could not reach hakimem" in run.stderr and "hakimem refused" not in run.stderr
