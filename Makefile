@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 HAKI_PORT ?= 8000
 
-.PHONY: run dev prepare test test-fast bench eval browser-deps
+.PHONY: run stop dev prepare test test-fast bench eval browser-deps
 
 $(VENV)/.installed: requirements.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -20,9 +20,20 @@ prepare: $(VENV)/.installed
 # A laptop's server: gunicorn as a deployment runs it (workers from the cores, config/gunicorn.py; static files
 # by whitenoise from var/static; DEBUG off), but on the embedded PostgreSQL under var/ unless DATABASE_URL is set, and
 # after `prepare`, which creates a development superuser and API key. A real deployment: docs/operating.md.
-# Ctrl-C stops gunicorn, not the embedded PostgreSQL: `kill -INT $(head -1 var/pgdata/postmaster.pid)` stops it.
+# Ctrl-C stops gunicorn, not the embedded PostgreSQL (other commands may be using it): `make stop` stops both.
 run: prepare
-	HAKI_PORT=$(HAKI_PORT) $(VENV)/bin/gunicorn -c python:config.gunicorn
+	HAKI_PORT=$(HAKI_PORT) $(VENV)/bin/gunicorn -c python:config.gunicorn --pid $(GUNICORN_PID)
+
+# Stops what `make run` started: gunicorn (its requests drain first), then the embedded PostgreSQL of HAKI_PGDATA
+# (var/pgdata by default) with a fast shutdown. Either may already be stopped.
+PGDATA_DIR = $(or $(HAKI_PGDATA),var/pgdata)
+GUNICORN_PID ?= var/gunicorn.pid
+stop:
+	@if [ -f $(GUNICORN_PID) ] && kill -TERM $$(cat $(GUNICORN_PID)) 2>/dev/null; then \
+	  for i in $$(seq 50); do [ -f $(GUNICORN_PID) ] || break; sleep 0.5; done; echo "stopped gunicorn"; fi
+	@if [ -f $(PGDATA_DIR)/postmaster.pid ] && kill -INT $$(head -1 $(PGDATA_DIR)/postmaster.pid) 2>/dev/null; then \
+	  for i in $$(seq 60); do [ -f $(PGDATA_DIR)/postmaster.pid ] || break; sleep 0.5; done; \
+	  echo "stopped the embedded PostgreSQL ($(PGDATA_DIR))"; else echo "the embedded PostgreSQL ($(PGDATA_DIR)) is not running"; fi
 
 # Django's development server (one process, a thread per request, reloads on code changes).
 dev: prepare

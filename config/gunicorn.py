@@ -23,6 +23,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 VAR_DIR = ROOT / "var"
+_embedded_pgdata: Path | None = None  # the embedded server's folder, when on_starting started it
 SPARE_CONNECTIONS = 10  # kept free beside the workers' pools: migrate, bootstrap, a shell, a benchmark
 
 
@@ -77,6 +78,8 @@ def on_starting(server) -> None:
 
         pgdata = Path(os.environ.get("HAKI_PGDATA") or VAR_DIR / "pgdata")
         owner_url = start_embedded(pgdata, cleanup=os.environ.get("HAKI_PGDATA_CLEANUP") or None)
+        global _embedded_pgdata
+        _embedded_pgdata = pgdata
         row_security = os.environ.get("HAKI_ROW_SECURITY", "on").strip().lower() in ("1", "true", "yes", "on")
         app_url = app_url or (app_database_url(owner_url) if row_security else owner_url)
     if app_url:
@@ -154,3 +157,5 @@ def on_exit(server) -> None:
     folder = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
     if folder and Path(folder).parent == VAR_DIR / "prometheus":
         shutil.rmtree(folder, ignore_errors=True)
+    if _embedded_pgdata:  # left running on purpose: commands and shells may be using it
+        server.log.info("the embedded PostgreSQL (%s) keeps running; `make stop` stops it", _embedded_pgdata)
