@@ -1,9 +1,10 @@
 from django.contrib import admin
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularSwaggerView
 
 from hakimem.apis import HealthApi, LivenessApi, ReadinessApi
 from hakimem.observability import metrics_view
+from hakimem.schema import SchemaView
 from stats.urls import page_urlpatterns as stats_pages
 
 # No public site to "view": the admin's header links to the /stats/ pages instead (templates/admin/base_site.html).
@@ -18,7 +19,7 @@ urlpatterns = [
     path("v1/health/ready", ReadinessApi.as_view(), name="health-ready"),
     path("metrics", metrics_view, name="metrics"),
     # The OpenAPI 3 schema (no key) and Swagger UI over it, its files served locally (drf-spectacular-sidecar).
-    path("v1/schema", SpectacularAPIView.as_view(), name="schema"),
+    path("v1/schema", SchemaView.as_view(), name="schema"),
     path("docs", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
     path("v1/", include("facts.urls")),
     path("v1/", include("context.urls")),

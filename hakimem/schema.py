@@ -4,8 +4,12 @@ The views validate with the apps' strict serializers and answer plain dicts; wha
 them (the error contract, the response shapes, the custom fields) is declared here and next to each view."""
 from __future__ import annotations
 
+from html import escape
+
 from drf_spectacular.extensions import OpenApiAuthenticationExtension, OpenApiSerializerFieldExtension
+from drf_spectacular.renderers import OpenApiYamlRenderer
 from drf_spectacular.utils import OpenApiResponse
+from drf_spectacular.views import SpectacularAPIView
 from rest_framework import serializers
 
 from hakimem.errors import ErrorCode
@@ -67,3 +71,23 @@ class JsonObjectFieldSchema(OpenApiSerializerFieldExtension):
         return {"type": "object", "additionalProperties": True,
                 "description": f"free-form JSON object: at most {METADATA_MAX_DEPTH} levels deep and {METADATA_MAX_BYTES} "
                                "bytes as compact JSON; no U+0000 or unpaired surrogate"}
+
+
+class SchemaPageRenderer(OpenApiYamlRenderer):
+    """The schema as a page a browser shows (its YAML, escaped, in <pre>): a browser asks for text/html, and the
+    OpenAPI media types would make it download a file instead."""
+
+    media_type = "text/html"
+    format = "html"
+
+    def render(self, data, accepted_media_type=None, renderer_context=None):
+        text = super().render(data, accepted_media_type, renderer_context).decode()
+        return (f'<!doctype html><meta charset="utf-8"><title>hakimem API schema</title>'
+                f'<p>The OpenAPI 3 schema of hakimem\'s API; <a href="../docs">browse it</a> or '
+                f'<a href="?format=json">get it as JSON</a>.</p><pre>{escape(text)}</pre>').encode()
+
+
+class SchemaView(SpectacularAPIView):
+    """/v1/schema: OpenAPI YAML or JSON by content negotiation (or ?format=json), a readable page for a browser."""
+
+    renderer_classes = [*SpectacularAPIView.renderer_classes, SchemaPageRenderer]

@@ -129,3 +129,14 @@ def test_schemathesis_finds_no_5xx_and_every_answer_in_the_contract(label, mode)
 def test_the_schema_is_served_as_json_on_request(client):
     response = client.get("/v1/schema?format=json")
     assert response.status_code == 200 and response.json()["info"]["title"] == "hakimem"
+
+
+def test_a_browser_is_shown_the_schema_not_handed_a_file(client):
+    # a browser's Accept header: text/html first, anything last
+    response = client.get("/v1/schema", HTTP_ACCEPT="text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8")
+    page = response.content.decode()
+    assert response.status_code == 200 and response["Content-Type"].startswith("text/html")
+    assert "<pre>openapi: 3" in page and "/v1/context:" in page and "<script" not in page
+    # while a client that asks for anything still gets the YAML document
+    plain = client.get("/v1/schema", HTTP_ACCEPT="*/*")
+    assert plain["Content-Type"].startswith("application/vnd.oai.openapi") and plain.content.startswith(b"openapi: 3")
