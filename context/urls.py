@@ -6,5 +6,5 @@ urlpatterns = [
     path("context", ContextApi.as_view(), name="context"),
     # under /v1/inspect/ with the trace it replays, though served here: a replay runs the assembler (traces is below
     # context in the layers, .importlinter)
-    path("inspect/<uuid:trace_id>/replay", ReplayApi.as_view(), name="inspect-replay"),
+    path("inspect/<id:trace_id>/replay", ReplayApi.as_view(), name="inspect-replay"),
 ]

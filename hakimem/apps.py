@@ -8,6 +8,11 @@ class HakimemConfig(AppConfig):
 
     def ready(self):
         from django.contrib import admin
+        from django.urls import register_converter
+
+        from hakimem.validators import IdConverter
+
+        register_converter(IdConverter, "id")  # before any URLconf is read: the apps' URLs use <id:...>
         from django.contrib.auth.signals import user_logged_in, user_login_failed
 
         from hakimem.ratelimit import LockoutAdminAuthenticationForm, login_failed, login_succeeded

@@ -27,6 +27,7 @@ from rest_framework.response import Response
 
 from hakimem.embeddings import EmbedderCircuitOpen, EmbedderUnavailable
 from hakimem.parsers import PayloadTooLarge, max_body_bytes
+from hakimem.validators import MalformedId
 
 logger = logging.getLogger("hakimem.errors")
 
@@ -262,6 +263,8 @@ def bad_request_view(request, exception=None):
         return JsonResponse(payload_too_large_body(), status=413)
     if not is_api(request):
         return defaults.bad_request(request, exception)
+    if isinstance(exception, MalformedId):
+        return JsonResponse(error_body(ErrorCode.INVALID_REQUEST, str(exception)), status=400)
     return JsonResponse(error_body(ErrorCode.INVALID_REQUEST, "Bad request (for instance an unknown Host header)."), status=400)
 
 

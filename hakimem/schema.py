@@ -91,3 +91,18 @@ class SchemaView(SpectacularAPIView):
     """/v1/schema: OpenAPI YAML or JSON by content negotiation (or ?format=json), a readable page for a browser."""
 
     renderer_classes = [*SpectacularAPIView.renderer_classes, SchemaPageRenderer]
+
+
+def malformed_ids_answer_400(result, generator, request, public):
+    """A postprocessing hook: an operation with an id in its path answers 400 for a malformed one
+    (hakimem.validators.IdConverter), which no view declares itself."""
+    for operations in result.get("paths", {}).values():
+        for operation in operations.values():
+            if not isinstance(operation, dict):
+                continue
+            ids = [p for p in operation.get("parameters", []) if p.get("in") == "path" and p["schema"].get("format") == "uuid"]
+            if ids and "400" not in operation.get("responses", {}):
+                content = {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}
+                operation["responses"]["400"] = {"description": "invalid_request: an id in the path is not a UUID",
+                                                 "content": content}
+    return result

@@ -2,4 +2,4 @@ from django.urls import path
 
 from traces.apis import InspectApi
 
-urlpatterns = [path("inspect/<uuid:trace_id>", InspectApi.as_view(), name="inspect")]
+urlpatterns = [path("inspect/<id:trace_id>", InspectApi.as_view(), name="inspect")]

@@ -29,8 +29,16 @@ def test_an_invalid_host_answers_json_on_the_api_and_html_elsewhere(api):
 def test_an_unknown_api_url_answers_404_in_the_contract(api):
     response = api.get("/v1/nothing-here")
     assert response.status_code == 404 and error_code(response) == "not_found"
-    response = api.get("/v1/facts/not-a-uuid")
+    response = api.get("/v1/facts/0c7f1e2a-5d1b-4a36-9d43-2f2d6a0b0e11/nothing-here")
     assert response.status_code == 404 and error_code(response) == "not_found"
+
+
+@pytest.mark.parametrize("path", ["/v1/facts/not-a-uuid", "/v1/facts/12/history", "/v1/events/x", "/v1/inspect/%20x",
+                                  "/v1/inspect/abc/replay", "/v1/conflicts/" + "9" * 40 + "/resolve"])
+def test_a_malformed_id_in_a_url_is_an_invalid_request_not_a_missing_endpoint(api, path):
+    response = api.post(path, {}, format="json") if path.endswith(("/resolve", "/replay")) else api.get(path)
+    assert response.status_code == 400 and error_code(response) == "invalid_request"
+    assert "is not an id" in response.json()["error"]["message"]
 
 
 @pytest.mark.urls("tests.hakimem.urls_crash")
