@@ -32,7 +32,7 @@ def record_call(
             "project_id": project_id, "subject_id": subject_id, "query": query, "budget_tokens": budget_tokens,
             "used_tokens": used_tokens, "status": "degraded" if warnings else "ok", "empty_reason": empty_reason,
             "warnings": list(warnings), "rendered": rendered, "facts_served": served(facts),
-            "episodes_served": served(episodes), "candidates": len(facts), "embedder": "hashing",
+            "episodes_served": served(episodes), "candidates": len(facts) + len(episodes), "embedder": "hashing",
             "timings": {"embed": 1.5, "retrieve": latency_ms - 2.5, "pack": 1.0}, "latency_ms": latency_ms,
             "created_at": at, "replay_of": replay_of, "replay": {"as_of": None, "overrides": {}} if replay_of else None,
         },

@@ -86,6 +86,8 @@ def test_bad_filter_values_are_an_error_not_a_crash(browser, params):
 def test_a_trace_shows_request_packet_timings_and_decisions_by_rank(browser, calls):
     html = browser.get(f"{URL}{calls['served']}/change/").content.decode()
     assert "What should Alice avoid eating?" in html and "900 tokens" in html
+    # two facts and an episode were candidates: all three are counted, and none is called a fact that is not
+    assert re.search(r"1 fact and 1 episode\s+of 3 candidates;", html)
     assert "&lt;haki_memory&gt;\nFacts:\n- Alice is allergic to peanuts.\n&lt;/haki_memory&gt;" in html
     assert "<td>retrieve</td><td class=\"num\">40.00</td>" in html and "42.50" in html
     rows = re.findall(r'<tr class="(included|excluded|blocked)">.*?<td class="num">(\d+)</td>\s*<td>(fact|episode)</td>'
