@@ -22,6 +22,11 @@ it reads as having none.
 Ids, statuses and every timestamp are kept, so export, erase, import, export gives the same records. What is
 derived is not exported: text_hash and the search vector (recomputed), the embeddings unless asked for. Traces
 are not exported: they record this instance's context calls.
+
+A record is not the API's output of the same row (facts/serializers.py), on purpose: the file restores rows as
+stored (the raw similarity, "" for project-wide, a conflict set's member rows, timestamps with their offset), leaves
+out what the API adds (an event's extraction state, a block's token estimate), and version 1 is a contract of its
+own that old files keep.
 """
 from __future__ import annotations
 
