@@ -63,6 +63,7 @@ INSTALLED_APPS = [
     "hakimem",
     "facts",
     "traces",
+    "portability",
     "context",
     "stats",
     "integrations",

@@ -1,5 +1,6 @@
-"""The house keeps its layers (.importlinter): hakimem <- facts <- traces <- context | stats <- integrations <-
-config. An import against that flow fails the suite, with lint-imports' report of the offending line as the message."""
+"""The house keeps its layers (.importlinter): hakimem <- facts <- traces | portability <- context | stats <-
+integrations <- config. An import against that flow fails the suite, with lint-imports' report of the offending
+line as the message."""
 import ast
 import subprocess
 import sys

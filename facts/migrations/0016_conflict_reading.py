@@ -15,7 +15,7 @@ class Migration(migrations.Migration):
             name='reading',
             field=models.JSONField(blank=True, default=dict),
         ),
-        # Rows written by COPY (facts/transfer.py) or by raw SQL name no reading: they get an empty one.
+        # Rows written by COPY (portability/scope_import.py) or by raw SQL name no reading: they get an empty one.
         migrations.RunSQL("ALTER TABLE facts_conflictset ALTER COLUMN reading SET DEFAULT '{}'::jsonb",
                           migrations.RunSQL.noop),
     ]

@@ -23,9 +23,10 @@ from contextlib import contextmanager
 from django.db import connection, transaction
 from django.utils import timezone
 
-from facts.models import Event, Fact, Procedure, ReembedRun
+from facts.models import Event, Fact, Procedure
 from facts.services import procedure_embedding_text
 from hakimem.embeddings import Embedder, EmbeddingDimensionError, vector_literal
+from portability.models import ReembedRun
 
 DEFAULT_BATCH_SIZE = 256
 _LOCK_KEY = "hakimem.reembed"

@@ -1,4 +1,4 @@
-"""Write a project's memory, or one subject's, as JSON lines on stdout (format: facts/transfer.py).
+"""Write a project's memory, or one subject's, as JSON lines on stdout (format: portability/records.py).
 
     python manage.py export_scope --project P [--subject S] [--with-embeddings] > memory.jsonl
 """
@@ -7,9 +7,9 @@ import sys
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
-from facts.transfer import export_lines, scope_export, snapshot
 from hakimem.embeddings import EmbedderUnavailable, get_embedder
 from hakimem.validators import SCOPE_ID_HELP, is_scope_id
+from portability.scope_export import export_lines, scope_export, snapshot
 
 
 class Command(BaseCommand):

@@ -1,4 +1,5 @@
-"""Import a file written by export_scope (format and guarantees: facts/transfer.py).
+"""Import a file written by export_scope (format: portability/records.py; guarantees:
+portability/scope_import.py).
 
     python manage.py import_jsonl memory.jsonl [--skip-existing]
 
@@ -12,8 +13,9 @@ import os
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
-from facts.transfer import ImportRefused, import_check, import_write
 from hakimem.embeddings import EmbedderUnavailable, get_embedder
+from portability.records import ImportRefused
+from portability.scope_import import import_check, import_write
 
 
 class Command(BaseCommand):

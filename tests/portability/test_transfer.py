@@ -13,7 +13,7 @@ from django.core.management import CommandError, call_command
 from django.db import connection
 from django.utils import timezone
 
-from facts import services, transfer
+from facts import services
 from facts.models import (
     IDENTITY_BLOCKS_PER_SCOPE,
     PROJECT_WIDE,
@@ -30,6 +30,7 @@ from facts.models import (
 from facts.services import procedure_embedding_text
 from facts.text import text_hash
 from hakimem.embeddings import get_embedder
+from portability import scope_import
 from tests.conftest import make_client
 from tests.facts.factories import FactFactory, IdentityBlockFactory, ProcedureFactory
 
@@ -491,7 +492,7 @@ def test_a_scope_never_ends_with_more_identity_blocks_than_allowed(tmp_path, mon
     # and a file that holds more than allowed for an empty scope is refused the same way, counted across the
     # chunks the file is read in
     services.project_erase(project_id=PORT)
-    monkeypatch.setattr(transfer, "CHUNK", 7)
+    monkeypatch.setattr(scope_import, "CHUNK", 7)
     block = records[second]
     many = [records[0]] + [{**block, "id": str(uuid.uuid4()), "name": f"b{n}"}
                            for n in range(IDENTITY_BLOCKS_PER_SCOPE + 1)]

@@ -3,12 +3,13 @@
     python manage.py reembed [--provider hashing|sentence-transformers|openai] [--batch-size 256] [--restart]
 
 Resumable: an interrupted run continues where it stopped when run again with the same embedder, and a
-finished one is not redone (--restart forces a new pass). How and why: facts/reembed.py.
+finished one is not redone (--restart forces a new pass). How and why: portability/reembed.py.
 """
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
-from facts.reembed import (
+from hakimem.embeddings import EmbedderUnavailable, get_embedder
+from portability.reembed import (
     DEFAULT_BATCH_SIZE,
     ReembedRefused,
     check_dimension,
@@ -17,7 +18,6 @@ from facts.reembed import (
     reembed_start,
     single_run,
 )
-from hakimem.embeddings import EmbedderUnavailable, get_embedder
 
 
 class Command(BaseCommand):

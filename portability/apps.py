@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class PortabilityConfig(AppConfig):
+    name = "portability"
+    default_auto_field = "django.db.models.BigAutoField"
