@@ -29,7 +29,19 @@ from django.urls import path, reverse
 from django.utils import timezone
 from django.utils.text import Truncator
 
-from facts import selectors, serializers, services
+from facts import selectors, serializers
+from facts.conflicts import conflict_resolve
+from facts.consent import project_update
+from facts.errors import ConflictNotOpen, ServiceValidationError
+from facts.identity import (
+    IDENTITY_FIELDS,
+    identity_block_check_new,
+    identity_block_create,
+    identity_block_delete,
+    identity_block_update,
+)
+from facts.procedures import PROCEDURE_FIELDS, procedure_create, procedure_retract, procedure_update
+from facts.writes import fact_retract
 from facts.models import (
     CONFLICT_NOTE_MAX,
     ConflictMember,
@@ -201,7 +213,7 @@ class FactAdmin(StaffProjectsMixin, ReadOnlyAdmin):
                     # The log entry (it holds the fact's text) commits with the retraction, under the scope's lock:
                     # before an erasure, which deletes it, or not at all.
                     with transaction.atomic():
-                        services.fact_retract(fact=fact)
+                        fact_retract(fact=fact)
                         self.log_change(request, fact, "Retracted.")
                 except Fact.DoesNotExist:
                     return self._erased(request)
@@ -364,17 +376,17 @@ class ConflictSetAdmin(StaffProjectsMixin, ReadOnlyAdmin):
         if request.method == "POST":
             try:
                 with transaction.atomic():  # the note is in the log entry: it commits with the resolution, as above
-                    services.conflict_resolve(
+                    conflict_resolve(
                         conflict_set=conflict_set, actor=f"user:{request.user.get_username()}", keep=keep or None,
                         dismiss=action == "dismiss", retract_all=action == "retract_all", note=form.cleaned_data["note"],
                     )
                     self.log_change(request, conflict_set, f"{form.ACTIONS[action]}. {form.cleaned_data['note']}".strip())
             except ConflictSet.DoesNotExist:
                 return self._erased(request)
-            except services.ConflictNotOpen:
+            except ConflictNotOpen:
                 messages.error(request, "Someone resolved this conflict set meanwhile; nothing was changed.")
                 return back
-            except services.ServiceValidationError as exc:
+            except ServiceValidationError as exc:
                 messages.error(request, str(exc))
                 return back
             messages.success(request, form.DONE[action])
@@ -457,7 +469,7 @@ class ProjectForm(_ProjectForm):
 
 @admin.register(Project)
 class ProjectAdmin(ProjectFormAdmin):
-    """A project's settings; saved through services.project_update, as PATCH /v1/project does."""
+    """A project's settings; saved through project_update, as PATCH /v1/project does."""
 
     form = ProjectForm
     list_display = ("project_id", "consent_required", "consent_write_policy", "conflict_policy", "updated_at")
@@ -468,7 +480,7 @@ class ProjectAdmin(ProjectFormAdmin):
 
     def save_model(self, request, obj, form, change):
         changes = {name: form.cleaned_data[name] for name in self.fields if name != "project_id"}
-        services.project_update(project_id=obj.project_id, changes=changes)
+        project_update(project_id=obj.project_id, changes=changes)
 
 
 @admin.register(Consent)
@@ -494,7 +506,7 @@ class ScopedWriteAdmin(ProjectFormAdmin):
     def get_readonly_fields(self, request, obj=None):
         return ("project_id", "subject_id", "created_at", "updated_at") if obj else ("created_at", "updated_at")
 
-    def _service_errors(self, form, exc: services.ServiceValidationError) -> None:
+    def _service_errors(self, form, exc: ServiceValidationError) -> None:
         for error in exc.errors:
             form.add_error(error["field"] if error["field"] in form.fields else None, error["message"])
 
@@ -511,9 +523,9 @@ class IdentityBlockForm(_ScopedForm):
         cleaned = super().clean()
         if self.instance._state.adding and not self.errors:
             try:
-                services.identity_block_check_new(project_id=cleaned["project_id"], subject_id=cleaned.get("subject_id", ""),
+                identity_block_check_new(project_id=cleaned["project_id"], subject_id=cleaned.get("subject_id", ""),
                                                   name=cleaned["name"])
-            except services.ServiceValidationError as exc:
+            except ServiceValidationError as exc:
                 raise forms.ValidationError([e["message"] for e in exc.errors]) from exc
         return cleaned
 
@@ -538,18 +550,18 @@ class IdentityBlockAdmin(ScopedWriteAdmin):
 
     def save_model(self, request, obj, form, change):
         if change:
-            changes = {name: form.cleaned_data[name] for name in form.changed_data if name in services.IDENTITY_FIELDS}
-            saved = services.identity_block_update(block=obj, changes=changes)
+            changes = {name: form.cleaned_data[name] for name in form.changed_data if name in IDENTITY_FIELDS}
+            saved = identity_block_update(block=obj, changes=changes)
         else:
-            saved = services.identity_block_create(**{name: form.cleaned_data[name] for name in IdentityBlockForm.Meta.fields})
+            saved = identity_block_create(**{name: form.cleaned_data[name] for name in IdentityBlockForm.Meta.fields})
         obj.pk, obj.created_at, obj.updated_at = saved.pk, saved.created_at, saved.updated_at
 
     def delete_model(self, request, obj):
-        services.identity_block_delete(block=obj)
+        identity_block_delete(block=obj)
 
     def delete_queryset(self, request, queryset):
         for block in queryset:
-            services.identity_block_delete(block=block)
+            identity_block_delete(block=block)
 
 
 class ProcedureForm(_ScopedForm):
@@ -590,10 +602,10 @@ class ProcedureAdmin(ScopedWriteAdmin):
 
     def save_model(self, request, obj, form, change):
         if change:
-            changes = {name: form.cleaned_data[name] for name in form.changed_data if name in services.PROCEDURE_FIELDS}
-            saved = services.procedure_update(procedure=obj, changes=changes)
+            changes = {name: form.cleaned_data[name] for name in form.changed_data if name in PROCEDURE_FIELDS}
+            saved = procedure_update(procedure=obj, changes=changes)
         else:
-            saved = services.procedure_create(**{name: form.cleaned_data[name] for name in ProcedureForm.Meta.fields})
+            saved = procedure_create(**{name: form.cleaned_data[name] for name in ProcedureForm.Meta.fields})
         obj.pk, obj.status, obj.created_at, obj.updated_at = saved.pk, saved.status, saved.created_at, saved.updated_at
 
     @admin.action(description="Retract the selected procedures (never served again)", permissions=["change"])
@@ -603,7 +615,7 @@ class ProcedureAdmin(ScopedWriteAdmin):
                 # The log entry (it holds the title) commits with the retraction, under the scope's lock: before
                 # an erasure, which deletes it, or not at all.
                 with transaction.atomic():
-                    services.procedure_retract(procedure=procedure)
+                    procedure_retract(procedure=procedure)
                     self.log_change(request, procedure, "Retracted.")
             except Procedure.DoesNotExist:  # its scope was erased meanwhile
                 continue

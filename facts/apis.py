@@ -1,4 +1,5 @@
-"""Thin views over facts.services and facts.selectors: validate, check the key's project, call, serialize."""
+"""Thin views over the store's services (facts.writes, facts.conflicts, facts.consent, ...) and facts.selectors:
+validate, check the key's project, call, serialize."""
 from __future__ import annotations
 
 from drf_spectacular.utils import OpenApiParameter, PolymorphicProxySerializer, extend_schema
@@ -6,7 +7,15 @@ from rest_framework import status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from facts import selectors, services
+from facts import selectors
+from facts.conflicts import conflict_resolve
+from facts.consent import consent_grant, consent_revoke, project_update
+from facts.erasure import subject_erase
+from facts.errors import ConflictNotOpen, ConsentMissing, ConsentNotFound, ProcedureNotActive, ServiceValidationError
+from facts.events import EventInput, event_create_batch
+from facts.identity import identity_block_create, identity_block_delete, identity_block_update
+from facts.procedures import procedure_create, procedure_retract, procedure_update
+from facts.writes import MAX_BATCH, FactInput, fact_create_batch, fact_retract, fact_update
 from facts.models import ConflictSet, Fact, IdentityBlock, Procedure
 from facts.serializers import (
     ConflictDetailSerializer,
@@ -76,8 +85,8 @@ def validate_batch(request, serializer_class, plural: str) -> tuple[list[dict], 
         if set(data) != {plural}:
             raise invalid([{"index": None, "field": k, "message": "unknown field"} for k in sorted(set(data) - {plural})])
         raw_items = data[plural]
-        if not isinstance(raw_items, list) or not 1 <= len(raw_items) <= services.MAX_BATCH:
-            raise invalid([{"index": None, "field": plural, "message": f"must be a list of 1 to {services.MAX_BATCH} objects"}])
+        if not isinstance(raw_items, list) or not 1 <= len(raw_items) <= MAX_BATCH:
+            raise invalid([{"index": None, "field": plural, "message": f"must be a list of 1 to {MAX_BATCH} objects"}])
     else:
         raw_items = [data]
     # One list serializer binds the fields once; a serializer per item would deep-copy them every time.
@@ -108,8 +117,8 @@ def keyset(queryset, time_field, params):
         raise invalid([{"index": None, "field": "cursor", "message": str(exc)}]) from exc
 
 
-def service_errors(exc: services.ServiceValidationError) -> ApiError:
-    if isinstance(exc, services.ConsentMissing):
+def service_errors(exc: ServiceValidationError) -> ApiError:
+    if isinstance(exc, ConsentMissing):
         return ApiError(ErrorCode.CONSENT_MISSING, "The subject has not consented to these categories; nothing was written.",
                         status_code=403, details={"errors": exc.errors})
     return invalid(exc.errors)
@@ -136,10 +145,10 @@ class FactsApi(APIView):
     def post(self, request):
         items, is_batch = validate_batch(request, FactInSerializer, "facts")
         try:
-            results = services.fact_create_batch(
-                items=[services.FactInput(**item) for item in items], actor=actor_of(request)
+            results = fact_create_batch(
+                items=[FactInput(**item) for item in items], actor=actor_of(request)
             )
-        except services.ServiceValidationError as exc:
+        except ServiceValidationError as exc:
             raise service_errors(exc) from exc
         rendered = [
             fact_out(r.fact, deduplicated=r.deduplicated, conflict_set_id=r.conflict_set.id if r.conflict_set else None, with_write_flags=True)
@@ -170,8 +179,8 @@ class FactDetailApi(APIView):
         if fact.status != "active":
             raise ApiError(ErrorCode.FACT_NOT_ACTIVE, f"The fact is {fact.status}; only active facts can be edited.", status_code=409)
         try:
-            result = services.fact_update(fact=fact, changes=changes, actor=actor_of(request))
-        except services.ServiceValidationError as exc:
+            result = fact_update(fact=fact, changes=changes, actor=actor_of(request))
+        except ServiceValidationError as exc:
             if any(e["field"] == "status" for e in exc.errors):  # retracted or superseded meanwhile
                 raise ApiError(ErrorCode.FACT_NOT_ACTIVE, str(exc), status_code=409) from exc
             raise service_errors(exc) from exc
@@ -183,7 +192,7 @@ class FactDetailApi(APIView):
     @extend_schema(summary="Retract a fact (never served again)", responses={200: FactOutSerializer, **errors(404)})
     def delete(self, request, fact_id):
         try:
-            fact = services.fact_retract(fact=_fact_or_404(request, fact_id))
+            fact = fact_retract(fact=_fact_or_404(request, fact_id))
         except Fact.DoesNotExist as exc:  # its subject was erased since it was looked up
             raise ApiError(ErrorCode.NOT_FOUND, "No such fact.", status_code=404) from exc
         return Response(fact_out(fact))
@@ -212,7 +221,7 @@ class EventsApi(APIView):
                               **errors(400, 404, 413, 415)})
     def post(self, request):
         items, is_batch = validate_batch(request, EventInSerializer, "events")
-        events = services.event_create_batch(items=[services.EventInput(**item) for item in items])
+        events = event_create_batch(items=[EventInput(**item) for item in items])
         rendered = [event_out(e) for e in events]
         return Response({"events": rendered} if is_batch else rendered[0], status=status.HTTP_201_CREATED)
 
@@ -259,15 +268,15 @@ class ConflictResolveApi(APIView):
         conflict_set = _conflict_or_404(request, conflict_id)
         params = validated(ConflictResolveSerializer, request.data)
         try:
-            conflict_set = services.conflict_resolve(
+            conflict_set = conflict_resolve(
                 conflict_set=conflict_set, actor=actor_of(request), keep=params.get("keep"),
                 dismiss=params.get("dismiss", False), note=params.get("note", ""),
             )
         except ConflictSet.DoesNotExist as exc:  # its subject was erased since it was looked up
             raise ApiError(ErrorCode.NOT_FOUND, "No such conflict set.", status_code=404) from exc
-        except services.ConflictNotOpen as exc:
+        except ConflictNotOpen as exc:
             raise ApiError(ErrorCode.CONFLICT_NOT_OPEN, f"This conflict set is not open ({exc}).", status_code=409) from exc
-        except services.ServiceValidationError as exc:
+        except ServiceValidationError as exc:
             raise service_errors(exc) from exc
         return Response(conflict_out(conflict_set, selectors.conflict_members(conflict_set=conflict_set)))
 
@@ -285,7 +294,7 @@ class SubjectEraseApi(APIView):
         params = validated(ScopeQuerySerializer, query_params(request))
         _subject_in_path(subject_id)
         require_project(request, params["project_id"])
-        counts = services.subject_erase(project_id=params["project_id"], subject_id=subject_id)
+        counts = subject_erase(project_id=params["project_id"], subject_id=subject_id)
         return Response({"project_id": params["project_id"], "subject_id": subject_id, "deleted": counts})
 
 
@@ -300,7 +309,7 @@ class ProjectApi(APIView):
                    responses={200: ProjectOutSerializer, **errors(400, 413, 415)})
     def patch(self, request):
         changes = validated(ProjectPatchSerializer, request.data)
-        services.project_update(project_id=request.user.project_id, changes=dict(changes))
+        project_update(project_id=request.user.project_id, changes=dict(changes))
         return Response(project_out(selectors.project_settings(request.user.project_id)))
 
 
@@ -328,7 +337,7 @@ class SubjectConsentsApi(APIView):
         params = validated(ConsentGrantSerializer, request.data)
         _subject_in_path(subject_id)
         require_project(request, params["project_id"])
-        consent, created = services.consent_grant(project_id=params["project_id"], subject_id=subject_id,
+        consent, created = consent_grant(project_id=params["project_id"], subject_id=subject_id,
                                                   category=params["category"], actor=actor_of(request))
         return Response(consent_out(consent), status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
 
@@ -344,10 +353,10 @@ class SubjectConsentDetailApi(APIView):
         _subject_in_path(subject_id)
         require_project(request, params["project_id"])
         try:
-            consent, receipt = services.consent_revoke(
+            consent, receipt = consent_revoke(
                 project_id=params["project_id"], subject_id=subject_id, category=category, actor=actor_of(request),
                 erase=params["erase"] == "true")
-        except services.ConsentNotFound as exc:
+        except ConsentNotFound as exc:
             raise ApiError(ErrorCode.NOT_FOUND, f"No current consent to this category ({exc}).", status_code=404) from exc
         return Response({"consent": consent_out(consent) if consent else None, "erased": receipt})
 
@@ -371,8 +380,8 @@ class IdentityBlocksApi(APIView):
         params = validated(IdentityBlockInSerializer, request.data)
         require_project(request, params["project_id"])
         try:
-            block = services.identity_block_create(**params)
-        except services.ServiceValidationError as exc:
+            block = identity_block_create(**params)
+        except ServiceValidationError as exc:
             raise service_errors(exc) from exc
         return Response(identity_block_out(block), status=status.HTTP_201_CREATED)
 
@@ -395,17 +404,17 @@ class IdentityBlockDetailApi(APIView):
         block = _identity_block_or_404(request, block_id)
         changes = validated(IdentityBlockPatchSerializer, request.data)
         try:
-            block = services.identity_block_update(block=block, changes=changes)
+            block = identity_block_update(block=block, changes=changes)
         except IdentityBlock.DoesNotExist as exc:  # deleted since it was looked up
             raise ApiError(ErrorCode.NOT_FOUND, "No such identity block.", status_code=404) from exc
-        except services.ServiceValidationError as exc:
+        except ServiceValidationError as exc:
             raise service_errors(exc) from exc
         return Response(identity_block_out(block))
 
     @extend_schema(summary="Delete an identity block (set enabled false to keep it unserved)",
                    responses={204: None, **errors(404)})
     def delete(self, request, block_id):
-        services.identity_block_delete(block=_identity_block_or_404(request, block_id))
+        identity_block_delete(block=_identity_block_or_404(request, block_id))
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -424,7 +433,7 @@ class ProceduresApi(APIView):
     def post(self, request):
         params = validated(ProcedureInSerializer, request.data)
         require_project(request, params["project_id"])
-        return Response(procedure_out(services.procedure_create(**params)), status=status.HTTP_201_CREATED)
+        return Response(procedure_out(procedure_create(**params)), status=status.HTTP_201_CREATED)
 
 
 def _procedure_or_404(request, procedure_id) -> Procedure:
@@ -446,10 +455,10 @@ class ProcedureDetailApi(APIView):
         procedure = _procedure_or_404(request, procedure_id)
         changes = validated(ProcedurePatchSerializer, request.data)
         try:
-            procedure = services.procedure_update(procedure=procedure, changes=changes)
+            procedure = procedure_update(procedure=procedure, changes=changes)
         except Procedure.DoesNotExist as exc:  # its scope was erased since it was looked up
             raise ApiError(ErrorCode.NOT_FOUND, "No such procedure.", status_code=404) from exc
-        except services.ProcedureNotActive as exc:
+        except ProcedureNotActive as exc:
             raise ApiError(ErrorCode.PROCEDURE_NOT_ACTIVE, f"{str(exc).capitalize()}; only active procedures can be "
                                                            "edited.", status_code=409) from exc
         return Response(procedure_out(procedure))
@@ -458,7 +467,7 @@ class ProcedureDetailApi(APIView):
                    responses={200: ProcedureOutSerializer, **errors(404)})
     def delete(self, request, procedure_id):
         try:
-            procedure = services.procedure_retract(procedure=_procedure_or_404(request, procedure_id))
+            procedure = procedure_retract(procedure=_procedure_or_404(request, procedure_id))
         except Procedure.DoesNotExist as exc:
             raise ApiError(ErrorCode.NOT_FOUND, "No such procedure.", status_code=404) from exc
         return Response(procedure_out(procedure))

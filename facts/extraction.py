@@ -1,5 +1,5 @@
 """Fact extraction from events: an OpenAI-compatible chat model reads an event and proposes facts, which go
-through the normal write path (facts.services.fact_create_batch: de-duplication, conflicts, consent).
+through the normal write path (facts.writes.fact_create_batch: de-duplication, conflicts, consent).
 
 Off unless HAKI_EXTRACTOR_URL is set. The event's write only queues the work (facts.tasks, on procrastinate,
 in the event's own transaction); a worker calls `event_extract`. Nothing here may fail an event's write.
@@ -291,20 +291,21 @@ def _write(event: Event, kept: list[ExtractedFact]) -> list[str] | None:
     """Write the kept facts through the normal write path, with the event as their source. A consent revoked
     since the items were checked refuses the facts of that category alone: they are dropped and the rest
     written. None when the event was erased meanwhile."""
-    from facts import services
+    from facts.errors import ServiceValidationError
+    from facts.writes import FactInput, fact_create_batch
 
     items = [
-        services.FactInput(project_id=event.project_id, subject_id=event.subject_id, text=f.text,
-                           category=f.category, source_event_id=event.id,
-                           metadata={"extraction": {"confidence": f.confidence}})
+        FactInput(project_id=event.project_id, subject_id=event.subject_id, text=f.text,
+                  category=f.category, source_event_id=event.id,
+                  metadata={"extraction": {"confidence": f.confidence}})
         for f in kept
     ]
     while items:
         try:
             with transaction.atomic():
-                results = services.fact_create_batch(items=items, actor=ACTOR)
+                results = fact_create_batch(items=items, actor=ACTOR)
             return list(dict.fromkeys(str(r.fact.id) for r in results))
-        except services.ServiceValidationError as exc:
+        except ServiceValidationError as exc:
             if any(e.get("field") == "source_event_id" for e in exc.errors):
                 return None
             refused = {e["index"] for e in exc.errors if e.get("index") is not None}

@@ -24,7 +24,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from facts.models import Event, Fact, Procedure, ReembedRun
-from facts.services import procedure_embedding_text
+from facts.procedures import procedure_embedding_text
 from hakimem.embeddings import Embedder, EmbeddingDimensionError, vector_literal
 
 DEFAULT_BATCH_SIZE = 256

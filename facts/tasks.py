@@ -1,6 +1,6 @@
 """The extraction queue: procrastinate jobs in the same PostgreSQL (tables procrastinate_*), found by
 procrastinate's Django app (it imports every app's `tasks` module). A job is deferred in the transaction that
-writes its event (facts.services.event_create_batch), so an event is never queued without being stored nor
+writes its event (facts.events.event_create_batch), so an event is never queued without being stored nor
 stored pending without being queued. A worker runs them:
 
     python manage.py extraction_worker          # or procrastinate's own: manage.py procrastinate worker -q extraction

@@ -84,7 +84,8 @@ from facts.models import (
     validate_scope_id_or_project_wide,
 )
 from facts.serializers import POSITION_MAX
-from facts.services import _lock_scopes, procedure_embedding_text
+from facts.locks import lock_scopes as _lock_scopes
+from facts.procedures import procedure_embedding_text
 from facts.text import text_hash
 from hakimem.embeddings import Embedder, vector_literal
 from hakimem.validators import validate_scope_id

@@ -7,7 +7,7 @@ class StatsConfig(AppConfig):
 
     def ready(self):
         # The rollup sums traces: an erasure of traces takes their share out of it (stats/rollup.py).
-        from facts.services import register_fact_eraser
+        from facts.erasure import register_fact_eraser
         from stats.rollup import rollup_erase, rollup_erase_facts
         from traces.services import register_before_erase
 

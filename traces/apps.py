@@ -8,7 +8,7 @@ class TracesConfig(AppConfig):
     def ready(self):
         # facts sits below traces and never imports it: traces hands it what it needs to know about traces.
         from facts.admin import register_decision_counts
-        from facts.services import register_eraser, register_fact_eraser
+        from facts.erasure import register_eraser, register_fact_eraser
         from traces.selectors import fact_decision_counts
         from traces.services import traces_erase, traces_erase_naming
 

@@ -11,7 +11,7 @@ from datetime import datetime
 from django.db import connection
 
 from facts.models import Event, Fact, IdentityBlock, Procedure
-from facts.services import erase_condition
+from facts.erasure import erase_condition
 from hakimem import observability
 from hakimem.db import decay_sql, with_tables
 from traces.models import (
@@ -52,7 +52,7 @@ SERVED_REASONS = (ReasonCode.INCLUDED, ReasonCode.MULTI_HOP_EXPANSION)
 # transaction) takes it exclusively until it commits. So no trace of a scope commits between the eraser's
 # statements (a trace committed between its DELETE of decisions and its DELETE of traces would fail the
 # erasure at commit), and a trace write that waited for an erasure sees it. Its own key (seed 1), not the
-# writers' lock of facts.services._lock_scopes (seed 0): context calls must not queue behind a scope's fact
+# writers' lock of facts.locks.lock_scopes (seed 0): context calls must not queue behind a scope's fact
 # writes, which hold that lock for as long as a batch takes.
 TRACE_LOCK_KEY = "hashtextextended(%(project_id)s || chr(31) || %(subject_id)s, 1)"
 
@@ -225,14 +225,14 @@ def _before_erase(project_id: str, subject_id: str | None, trace_ids: list | Non
 
 
 def traces_erase(project_id: str, subject_id: str | None) -> dict[str, int]:
-    """Registered with facts.services' erasure: a trace holds the subject's query text and ids, an access
+    """Registered with facts.erasure: a trace holds the subject's query text and ids, an access
     count its items' ids. For one
     subject, first takes the scope's trace lock exclusively, held until the erasure commits: trace writes
     already holding it are waited for (their traces are deleted below), later ones wait and then find the
     scope's items gone (TRACE_INSERT_SQL). A whole project (subject_id None) is erased without it: only the
     benchmarks' own projects are, which nothing else writes meanwhile."""
     if not connection.in_atomic_block:
-        raise RuntimeError("traces_erase runs inside the erasure's transaction (facts.services.subject_erase)")
+        raise RuntimeError("traces_erase runs inside the erasure's transaction (facts.erasure.subject_erase)")
     with connection.cursor() as cursor:
         if subject_id is not None:
             cursor.execute("SELECT pg_advisory_xact_lock(" + TRACE_LOCK_KEY + ")",
@@ -257,7 +257,7 @@ def traces_erase(project_id: str, subject_id: str | None) -> dict[str, int]:
 
 
 def traces_erase_naming(project_id: str, subject_id: str, fact_ids: list) -> dict[str, int]:
-    """Registered with facts.services' erasure of a category: the scope's traces whose decisions name one of
+    """Registered with facts.erasure's erasure of a category: the scope's traces whose decisions name one of
     `fact_ids` go whole (their rendered text may quote the fact), with all their decisions, and the facts'
     access counts. Takes the scope's
     trace lock exclusively, as traces_erase does: a context call that read those facts before the erasure
