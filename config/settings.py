@@ -59,9 +59,10 @@ INSTALLED_APPS = [
     "django_filters",
     "drf_spectacular",
     "drf_spectacular_sidecar",  # Swagger UI's files, served locally for /docs
-    "procrastinate.contrib.django",  # the PostgreSQL task queue of fact extraction (facts/tasks.py)
+    "procrastinate.contrib.django",  # the PostgreSQL task queue of fact extraction (ingest/tasks.py)
     "hakimem",
     "facts",
+    "ingest",
     "traces",
     "context",
     "stats",
@@ -219,7 +220,7 @@ HAKI_EMBED_URL = os.environ.get("HAKI_EMBED_URL", "")
 HAKI_EMBED_MODEL = os.environ.get("HAKI_EMBED_MODEL", "")
 HAKI_EMBED_API_KEY = os.environ.get("HAKI_EMBED_API_KEY", "")
 HAKI_EMBED_TIMEOUT = env_float("HAKI_EMBED_TIMEOUT", 10.0)
-# Fact extraction from events (facts/extraction.py): off unless an OpenAI-compatible chat-completions URL is set.
+# Fact extraction from events (ingest/extraction.py): off unless an OpenAI-compatible chat-completions URL is set.
 HAKI_EXTRACTOR_URL = os.environ.get("HAKI_EXTRACTOR_URL", "")
 HAKI_EXTRACTOR_MODEL = os.environ.get("HAKI_EXTRACTOR_MODEL", "")
 HAKI_EXTRACTOR_API_KEY = os.environ.get("HAKI_EXTRACTOR_API_KEY", "")

@@ -12,7 +12,6 @@ from facts.conflicts import conflict_resolve
 from facts.consent import consent_grant, consent_revoke, project_update
 from facts.erasure import subject_erase
 from facts.errors import ConflictNotOpen, ConsentMissing, ConsentNotFound, ProcedureNotActive, ServiceValidationError
-from facts.events import EventInput, event_create_batch
 from facts.identity import identity_block_create, identity_block_delete, identity_block_update
 from facts.procedures import procedure_create, procedure_retract, procedure_update
 from facts.writes import MAX_BATCH, FactInput, fact_create_batch, fact_retract, fact_update
@@ -25,12 +24,7 @@ from facts.serializers import (
     ConsentGrantSerializer,
     ConsentRevokeQuerySerializer,
     ErasedSerializer,
-    EventBatchInSerializer,
-    EventBatchOutSerializer,
-    EventInSerializer,
-    EventListQuerySerializer,
     EventOutSerializer,
-    EventPageSerializer,
     FactBatchInSerializer,
     FactBatchOutSerializer,
     FactHistorySerializer,
@@ -124,7 +118,7 @@ def service_errors(exc: ServiceValidationError) -> ApiError:
     return invalid(exc.errors)
 
 
-def _one_or_batch(name: str, one, batch):
+def one_or_batch(name: str, one, batch):
     return PolymorphicProxySerializer(component_name=name, serializers=[one, batch], resource_type_field_name=None)
 
 
@@ -139,8 +133,8 @@ class FactsApi(APIView):
         return page_response(rows, next_cursor, fact_out, "facts")
 
     @extend_schema(summary="Write one fact, or a batch of up to 500 (all-or-nothing)",
-                   request=_one_or_batch("FactWrite", FactInSerializer, FactBatchInSerializer),
-                   responses={201: _one_or_batch("FactWriteAnswer", FactWrittenSerializer, FactBatchOutSerializer),
+                   request=one_or_batch("FactWrite", FactInSerializer, FactBatchInSerializer),
+                   responses={201: one_or_batch("FactWriteAnswer", FactWrittenSerializer, FactBatchOutSerializer),
                               **errors(400, 403, 404, 413, 415)})
     def post(self, request):
         items, is_batch = validate_batch(request, FactInSerializer, "facts")
@@ -203,27 +197,6 @@ class FactHistoryApi(APIView):
     def get(self, request, fact_id):
         chain = selectors.fact_history(fact=_fact_or_404(request, fact_id))
         return Response({"versions": [fact_out(f) for f in chain]})
-
-
-class EventsApi(APIView):
-    @extend_schema(operation_id="events_list", summary="A scope's events (episodes), newest first", parameters=[EventListQuerySerializer],
-                   responses={200: EventPageSerializer, **errors(400, 404)})
-    def get(self, request):
-        params = validated(EventListQuerySerializer, query_params(request))
-        require_project(request, params["project_id"])
-        qs = selectors.event_list(project_id=params["project_id"], subject_id=params["subject_id"], filters=params)
-        rows, next_cursor = keyset(qs, "occurred_at", params)
-        return page_response(rows, next_cursor, event_out, "events")
-
-    @extend_schema(summary="Write one event, or a batch of up to 500 (all-or-nothing)",
-                   request=_one_or_batch("EventWrite", EventInSerializer, EventBatchInSerializer),
-                   responses={201: _one_or_batch("EventWriteAnswer", EventOutSerializer, EventBatchOutSerializer),
-                              **errors(400, 404, 413, 415)})
-    def post(self, request):
-        items, is_batch = validate_batch(request, EventInSerializer, "events")
-        events = event_create_batch(items=[EventInput(**item) for item in items])
-        rendered = [event_out(e) for e in events]
-        return Response({"events": rendered} if is_batch else rendered[0], status=status.HTTP_201_CREATED)
 
 
 class EventDetailApi(APIView):

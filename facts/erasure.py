@@ -37,11 +37,9 @@ def _erase(project_id: str, subject_id: str | None) -> dict[str, int]:
     counts: dict[str, int] = {}
     for _, eraser in _ERASERS:  # rows that point at facts go first; the traces' eraser locks out trace writes
         counts.update(eraser(project_id, subject_id))
-    from facts.tasks import QUEUE, extract_event  # procrastinate's app is ready only once Django is
-
     content_types = ContentType.objects.get_for_models(Fact, ConflictSet, Event, IdentityBlock, Procedure)
     params = {
-        "p": project_id, "s": subject_id, "queue": QUEUE, "extract_task": extract_event.name, "ct_fact": content_types[Fact].id,
+        "p": project_id, "s": subject_id, "ct_fact": content_types[Fact].id,
         "ct_conflict_set": content_types[ConflictSet].id, "ct_event": content_types[Event].id,
         "ct_identity_block": content_types[IdentityBlock].id, "ct_procedure": content_types[Procedure].id,
     }
@@ -56,12 +54,6 @@ def _erase(project_id: str, subject_id: str | None) -> dict[str, int]:
          " WHERE m.conflict_set_id = c.id AND m.project_id = c.project_id AND " + erase_condition(subject_id, "c")),
         ("conflict_sets", "DELETE FROM facts_conflictset c WHERE " + erase_condition(subject_id, "c")),
         ("facts", "DELETE FROM facts_fact f WHERE " + erase_condition(subject_id, "f")),
-        # Queued extractions name the events by id. A job a worker is running ('doing') is left to end: it finds its
-        # event gone and writes nothing (facts.extraction.event_extract). The queue is small (succeeded jobs are
-        # deleted): no index on the event id is needed.
-        ("extraction_jobs", "DELETE FROM procrastinate_jobs j USING facts_event e WHERE j.queue_name = %(queue)s"
-         " AND j.task_name = %(extract_task)s AND j.status <> 'doing' AND j.args->>'event_id' = e.id::text AND "
-         + erase_condition(subject_id, "e")),
         ("events", "DELETE FROM facts_event e WHERE " + erase_condition(subject_id, "e")),
         # A subject's own; the project-wide ones (subject_id '') go only with their project.
         ("identity_blocks", "DELETE FROM facts_identityblock b WHERE " + erase_condition(subject_id, "b")),

@@ -158,7 +158,7 @@ class Event(ScopedModel):
     )
     metadata = models.JSONField(default=dict, blank=True)
     recorded_at = models.DateTimeField(auto_now_add=True)
-    # Fact extraction (facts.extraction), when HAKI_EXTRACTOR_URL was set as the event was written; "" otherwise.
+    # Fact extraction (ingest.extraction), when HAKI_EXTRACTOR_URL was set as the event was written; "" otherwise.
     # Database defaults: the bulk loaders (COPY) name only the event's own columns.
     extraction_status = models.CharField(max_length=16, choices=ExtractionStatus.choices, blank=True, default="",
                                          db_default="")

@@ -6,7 +6,7 @@ urlpatterns = [
     path("facts", apis.FactsApi.as_view(), name="facts"),
     path("facts/<uuid:fact_id>", apis.FactDetailApi.as_view(), name="fact-detail"),
     path("facts/<uuid:fact_id>/history", apis.FactHistoryApi.as_view(), name="fact-history"),
-    path("events", apis.EventsApi.as_view(), name="events"),
+    # POST /v1/events (and its list) is ingest's: it queues the events' extraction (ingest/urls.py).
     path("events/<uuid:event_id>", apis.EventDetailApi.as_view(), name="event-detail"),
     path("conflicts", apis.ConflictsApi.as_view(), name="conflicts"),
     path("conflicts/<uuid:conflict_id>", apis.ConflictDetailApi.as_view(), name="conflict-detail"),
