@@ -18,7 +18,7 @@ import time
 from django.conf import settings
 
 from facts import writes
-from facts.erasure import project_erase
+from privacy.services import project_erase
 from facts.writes import FactInput, fact_create_batch
 
 PROJECT = "batch-bench"

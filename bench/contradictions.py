@@ -175,7 +175,7 @@ def _ensure_curator(project_id: str) -> None:
 
 
 def _run(*, settings, pairs_path: Path, pairs: list[dict], split: str, project_id: str, progress) -> dict:
-    from facts.erasure import project_erase
+    from privacy.services import project_erase
     from hakimem.embeddings import get_embedder
 
     started = time.perf_counter()

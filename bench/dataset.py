@@ -527,7 +527,7 @@ def load(total: int, provider: str, cache_dir: Path, seed: int = 7, *, rebuild_i
     ~12 s + ~40 s of builds, against ~270 s of COPY into the live indexes. The tables stay locked (reads and
     writes of every project wait) until that transaction commits, and the build covers every project's
     rows: do not load while something else uses the database."""
-    from facts.erasure import project_erase  # needs the apps loaded: django.setup(), which main runs
+    from privacy.services import project_erase  # needs the apps loaded: django.setup(), which main runs
 
     began = time.perf_counter()
     anchor = _today(now)

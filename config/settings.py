@@ -66,6 +66,7 @@ INSTALLED_APPS = [
     "traces",
     "context",
     "stats",
+    "privacy",
     "integrations",
 ]
 

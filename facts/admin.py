@@ -7,14 +7,13 @@ erasure is DELETE /v1/subjects. Identity blocks and procedures are written by pe
 the services the API calls save them (identity_block_create, procedure_update, ...).
 
 A curator also asks why a fact was or was not served, and the answer is in traces.Decision, a layer above
-this app: traces registers the function that counts those decisions (register_decision_counts, called from
-traces/apps.py), the way it registers its eraser with subject_erase. So no module of facts imports traces.
+this app: traces' admin (traces/admin.py) extends the fact and conflict set pages with their counts
+(DecisionCountsMixin.decision_counts). So no module of facts imports traces.
 """
 from __future__ import annotations
 
 import json
 from datetime import timedelta
-from typing import Callable
 
 from django import forms
 from django.contrib import admin, messages
@@ -63,20 +62,12 @@ from hakimem.tokens import estimate_tokens
 
 NO_SAVE_BUTTONS = {"show_save": False, "show_save_and_continue": False, "show_save_and_add_another": False}
 
-# fact_ids -> {fact id: [a count per decision (included, excluded, blocked) with its reason codes]}
-DecisionCounts = Callable[..., dict]
-_decision_counts: list[DecisionCounts] = []  # the one registered by traces
+class DecisionCountsMixin:
+    """How context calls used each fact: {fact id: [a count per decision (included, excluded, blocked) with its
+    reason codes]}. None here: the decisions are traces', whose admin (traces/admin.py) extends these pages."""
 
-
-def register_decision_counts(counts: DecisionCounts) -> None:
-    _decision_counts[:] = [counts]
-
-
-def fact_decision_counts(*, fact_ids) -> dict:
-    """How context calls used each fact, from the registered counter; no counts when none is registered."""
-    if not _decision_counts:
+    def decision_counts(self, *, fact_ids) -> dict:
         return {fact_id: [] for fact_id in fact_ids}
-    return _decision_counts[0](fact_ids=fact_ids)
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -146,7 +137,7 @@ class InOpenConflictFilter(YesNoFilter):
 
 
 @admin.register(Fact)
-class FactAdmin(StaffProjectsMixin, ReadOnlyAdmin):
+class FactAdmin(DecisionCountsMixin, StaffProjectsMixin, ReadOnlyAdmin):
     list_display = (
         "fact", "subject_id", "project_id", "status", "kind", "category", "volatility", "expired",
         "in_open_conflict", "recorded_from",
@@ -195,7 +186,7 @@ class FactAdmin(StaffProjectsMixin, ReadOnlyAdmin):
         if fact is not None:
             extra_context = {
                 **(extra_context or {}),
-                "decisions": fact_decision_counts(fact_ids=[fact.id])[fact.id],
+                "decisions": self.decision_counts(fact_ids=[fact.id])[fact.id],
                 "versions": selectors.fact_history(fact=fact),
                 "conflict_sets": fact.conflict_sets.order_by("-opened_at"),
                 "can_retract": fact.status == FactStatus.ACTIVE and self.has_change_permission(request, fact),
@@ -291,7 +282,7 @@ class ConflictResolveForm(forms.Form):
 
 
 @admin.register(ConflictSet)
-class ConflictSetAdmin(StaffProjectsMixin, ReadOnlyAdmin):
+class ConflictSetAdmin(DecisionCountsMixin, StaffProjectsMixin, ReadOnlyAdmin):
     list_display = ("conflict", "subject_id", "project_id", "status", "signal", "age", "resolved_by")
     list_filter = (ProjectFilter, SubjectFilter, "status", AgeFilter)
     search_fields = ("facts__text",)  # shows the search box; get_search_results does the search
@@ -335,7 +326,7 @@ class ConflictSetAdmin(StaffProjectsMixin, ReadOnlyAdmin):
         and how often context calls served, excluded and blocked each one."""
         members = selectors.conflict_members(conflict_set=conflict_set)
         number = {str(m["id"]): i for i, m in enumerate(members, start=1)}
-        decisions = fact_decision_counts(fact_ids=[m["id"] for m in members])
+        decisions = self.decision_counts(fact_ids=[m["id"] for m in members])
         events = Event.objects.defer("embedding", "search_vector").in_bulk(
             [m["source_event_id"] for m in members if m["source_event_id"]]
         )

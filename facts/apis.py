@@ -9,9 +9,8 @@ from rest_framework.views import APIView
 
 from facts import selectors
 from facts.conflicts import conflict_resolve
-from facts.consent import consent_grant, consent_revoke, project_update
-from facts.erasure import subject_erase
-from facts.errors import ConflictNotOpen, ConsentMissing, ConsentNotFound, ProcedureNotActive, ServiceValidationError
+from facts.consent import consent_grant, project_update
+from facts.errors import ConflictNotOpen, ConsentMissing, ProcedureNotActive, ServiceValidationError
 from facts.identity import identity_block_create, identity_block_delete, identity_block_update
 from facts.procedures import procedure_create, procedure_retract, procedure_update
 from facts.writes import MAX_BATCH, FactInput, fact_create_batch, fact_retract, fact_update
@@ -22,8 +21,6 @@ from facts.serializers import (
     ConflictPageSerializer,
     ConflictResolveSerializer,
     ConsentGrantSerializer,
-    ConsentRevokeQuerySerializer,
-    ErasedSerializer,
     EventOutSerializer,
     FactBatchInSerializer,
     FactBatchOutSerializer,
@@ -34,7 +31,6 @@ from facts.serializers import (
     FactPageSerializer,
     FactPatchSerializer,
     ConsentOutSerializer,
-    ConsentRevokedSerializer,
     ConsentsSerializer,
     ProjectOutSerializer,
     ProjectPatchSerializer,
@@ -254,21 +250,9 @@ class ConflictResolveApi(APIView):
         return Response(conflict_out(conflict_set, selectors.conflict_members(conflict_set=conflict_set)))
 
 
-def _subject_in_path(subject_id: str) -> None:
+def subject_in_path(subject_id: str) -> None:
     if not is_scope_id(subject_id):
         raise invalid([{"index": None, "field": "subject_id", "message": f"must be {SCOPE_ID_HELP}"}])
-
-
-class SubjectEraseApi(APIView):
-    @extend_schema(summary="Erase a subject's whole scope, everywhere", parameters=[
-        ScopeQuerySerializer, OpenApiParameter("subject_id", str, OpenApiParameter.PATH, pattern=r"^[A-Za-z0-9._:@-]{1,128}$")],
-        responses={200: ErasedSerializer, **errors(400, 404)})
-    def delete(self, request, subject_id):
-        params = validated(ScopeQuerySerializer, query_params(request))
-        _subject_in_path(subject_id)
-        require_project(request, params["project_id"])
-        counts = subject_erase(project_id=params["project_id"], subject_id=subject_id)
-        return Response({"project_id": params["project_id"], "subject_id": subject_id, "deleted": counts})
 
 
 class ProjectApi(APIView):
@@ -294,7 +278,7 @@ class SubjectConsentsApi(APIView):
                    responses={200: ConsentsSerializer, **errors(400, 404)})
     def get(self, request, subject_id):
         params = validated(ScopeQuerySerializer, query_params(request))
-        _subject_in_path(subject_id)
+        subject_in_path(subject_id)
         require_project(request, params["project_id"])
         history = list(selectors.consent_history(project_id=params["project_id"], subject_id=subject_id))
         return Response({
@@ -308,30 +292,11 @@ class SubjectConsentsApi(APIView):
                    responses={201: ConsentOutSerializer, 200: ConsentOutSerializer, **errors(400, 404, 413, 415)})
     def post(self, request, subject_id):
         params = validated(ConsentGrantSerializer, request.data)
-        _subject_in_path(subject_id)
+        subject_in_path(subject_id)
         require_project(request, params["project_id"])
         consent, created = consent_grant(project_id=params["project_id"], subject_id=subject_id,
                                                   category=params["category"], actor=actor_of(request))
         return Response(consent_out(consent), status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
-
-
-class SubjectConsentDetailApi(APIView):
-    """DELETE: revoke a category from the next context call on; with erase=true, also erase its facts."""
-
-    @extend_schema(summary="Revoke consent to a category; erase=true also erases its facts",
-                   parameters=[ConsentRevokeQuerySerializer, OpenApiParameter("subject_id", str, OpenApiParameter.PATH, pattern=r"^[A-Za-z0-9._:@-]{1,128}$"), OpenApiParameter("category", str, OpenApiParameter.PATH)],
-                   responses={200: ConsentRevokedSerializer, **errors(400, 404)})
-    def delete(self, request, subject_id, category):
-        params = validated(ConsentRevokeQuerySerializer, query_params(request))
-        _subject_in_path(subject_id)
-        require_project(request, params["project_id"])
-        try:
-            consent, receipt = consent_revoke(
-                project_id=params["project_id"], subject_id=subject_id, category=category, actor=actor_of(request),
-                erase=params["erase"] == "true")
-        except ConsentNotFound as exc:
-            raise ApiError(ErrorCode.NOT_FOUND, f"No current consent to this category ({exc}).", status_code=404) from exc
-        return Response({"consent": consent_out(consent) if consent else None, "erased": receipt})
 
 
 class IdentityBlocksApi(APIView):

@@ -1,11 +1,10 @@
 """A project's settings (its categories, consent rules, conflict policy) and its subjects' consents: granted,
-revoked from the next context call on, and with erase, the category's facts erased in the same transaction."""
+revoked from the next context call on (with erase: privacy.services)."""
 from __future__ import annotations
 
 from django.db import transaction
 from django.utils import timezone
 
-from facts.erasure import category_erase
 from facts.errors import ConsentNotFound
 from facts.locks import lock_scopes
 from facts.models import RESOLVED_BY_MAX, Consent, Project
@@ -38,20 +37,20 @@ def consent_grant(*, project_id: str, subject_id: str, category: str, actor: str
 
 
 def consent_revoke(*, project_id: str, subject_id: str, category: str, actor: str,
-                   erase: bool = False) -> tuple[Consent | None, dict[str, int] | None]:
-    """Revoke a category from now on (the next context call already withholds it); with `erase`, also delete
-    the category's facts and what names them, in the same transaction. Returns the revoked consent (None when
-    there was none and erase was asked) and the erasure's receipt (None without erase)."""
+                   missing_ok: bool = False) -> Consent | None:
+    """Revoke a category from now on (the next context call already withholds it), under the scope's writers'
+    lock. ConsentNotFound when there is no current consent, unless `missing_ok` (then None). Revoking with erase
+    is privacy.services.consent_revoke, which calls this in the erasure's transaction."""
     with transaction.atomic():
         lock_scopes([(project_id, subject_id)])
         current = (Consent.objects.select_for_update()
                    .filter(project_id=project_id, subject_id=subject_id, category=category, revoked_at__isnull=True)
                    .first())
-        if current is None and not erase:
-            raise ConsentNotFound(f"no current consent to {category!r}")
-        if current is not None:
-            current.revoked_at = timezone.now()
-            current.revoked_by = actor[:RESOLVED_BY_MAX]
-            current.save(update_fields=["revoked_at", "revoked_by"])
-        receipt = category_erase(project_id, subject_id, category) if erase else None
-    return current, receipt
+        if current is None:
+            if not missing_ok:
+                raise ConsentNotFound(f"no current consent to {category!r}")
+            return None
+        current.revoked_at = timezone.now()
+        current.revoked_by = actor[:RESOLVED_BY_MAX]
+        current.save(update_fields=["revoked_at", "revoked_by"])
+    return current

@@ -1,29 +1,14 @@
-"""Erasure of the store's rows: a subject's whole scope, a project, or one category of a subject's facts (a revoked
-consent), each in one transaction under the scope's writers' lock, answered by a receipt of counts per table."""
+"""The store's share of an erasure: a subject's whole scope, a project, or one category of a subject's facts (a
+revoked consent), with their counts for the receipt. privacy.services runs each erasure across the apps, in one
+transaction under the scope's writers' lock; erase_condition is the scope's condition every app's eraser uses."""
 from __future__ import annotations
 
-from typing import Callable
-
 from django.contrib.contenttypes.models import ContentType
-from django.db import connection, transaction
+from django.db import connection
 from psycopg import sql
 
-from facts.locks import lock_scopes
 from facts.models import ConflictMember, ConflictSet, Event, Fact, FactStatus, IdentityBlock, Procedure, ScopeWordCounts
-from facts.scope_graphs import scope_graph_drop, scope_graph_exists
 from facts.scope_words import scope_words_count
-
-
-# Other apps (traces) hold rows about a subject too. They register an eraser here so that erasure stays
-# one transaction without this app importing them (the layers: hakimem <- facts <- traces <- context, stats).
-# An eraser gets (project_id, subject_id), subject_id None for a whole project, and returns counts per table.
-Eraser = Callable[[str, str | None], dict[str, int]]
-_ERASERS: list[tuple[str, Eraser]] = []
-
-
-def register_eraser(name: str, eraser: Eraser) -> None:
-    if name not in {n for n, _ in _ERASERS}:
-        _ERASERS.append((name, eraser))
 
 
 def erase_condition(subject_id: str | None, alias: str) -> str:
@@ -33,10 +18,11 @@ def erase_condition(subject_id: str | None, alias: str) -> str:
     return sql.SQL(condition).format(t=sql.Identifier(alias)).as_string()
 
 
-def _erase(project_id: str, subject_id: str | None) -> dict[str, int]:
+def facts_erase(*, project_id: str, subject_id: str | None) -> dict[str, int]:
+    """Delete the store's rows of the scope (of the whole project when subject_id is None) and the admin's log
+    entries about them; the counts for the erasure's receipt. Last in the erasure (privacy.services), under the
+    scope's writers' lock: the rows of other apps that point at these go first."""
     counts: dict[str, int] = {}
-    for _, eraser in _ERASERS:  # rows that point at facts go first; the traces' eraser locks out trace writes
-        counts.update(eraser(project_id, subject_id))
     content_types = ContentType.objects.get_for_models(Fact, ConflictSet, Event, IdentityBlock, Procedure)
     params = {
         "p": project_id, "s": subject_id, "ct_fact": content_types[Fact].id,
@@ -84,29 +70,20 @@ INSERT INTO facts_scopewrite AS w (project_id, subject_id, written_by) VALUES (%
 ON CONFLICT (project_id, subject_id) DO UPDATE SET written_by = EXCLUDED.written_by"""
 
 
-# Erasing some facts of a scope (a revoked category) reaches the rows other apps hold about those facts: the
-# traces whose decisions name them (their rendered text may quote them). Registered like the erasers above.
-FactEraser = Callable[[str, str, list], dict[str, int]]
-_FACT_ERASERS: list[tuple[str, FactEraser]] = []
+def category_fact_ids(*, project_id: str, subject_id: str, category: str) -> list:
+    """Every version of the scope's facts of `category`: what revoking it with erase erases."""
+    return list(Fact.objects.filter(project_id=project_id, subject_id=subject_id, category=category)
+                .values_list("id", flat=True))
 
 
-def register_fact_eraser(name: str, eraser: FactEraser) -> None:
-    if name not in {n for n, _ in _FACT_ERASERS}:
-        _FACT_ERASERS.append((name, eraser))
-
-
-def category_erase(project_id: str, subject_id: str, category: str) -> dict[str, int]:
-    """Delete every version of the scope's facts of `category`, what names them elsewhere, and every conflict
-    set that held one (its signal detail may quote the text: the set goes whole, and its other members are no
-    longer blocked by it). A fact of another category that one of them superseded loses its successor: it is
-    marked retracted instead. Runs under the scope's lock."""
-    fact_ids = list(Fact.objects.filter(project_id=project_id, subject_id=subject_id, category=category)
-                    .values_list("id", flat=True))
+def category_facts_erase(*, project_id: str, subject_id: str, fact_ids: list) -> dict[str, int]:
+    """Delete these facts of a category (category_fact_ids) and every conflict set that held one (its signal
+    detail may quote the text: the set goes whole, and its other members are no longer blocked by it). A fact of
+    another category that one of them superseded loses its successor: it is marked retracted instead. Runs under
+    the scope's lock, after what names the facts elsewhere went (privacy.services.consent_revoke)."""
     counts = {"facts": 0, "conflict_sets": 0, "conflict_members": 0, "successors_lost": 0, "admin_log_entries": 0}
     if not fact_ids:
         return counts
-    for _, eraser in _FACT_ERASERS:
-        counts.update(eraser(project_id, subject_id, fact_ids))
     set_ids = list(ConflictMember.objects.filter(project_id=project_id, fact_id__in=fact_ids)
                    .values_list("conflict_set_id", flat=True).distinct())
     counts["successors_lost"] = (Fact.objects.filter(project_id=project_id, superseded_by_id__in=fact_ids)
@@ -148,40 +125,3 @@ def admin_log_erase(entries: list[tuple[int, str]]) -> int:
     with connection.cursor() as cursor:
         cursor.execute("SELECT hakimem_admin_log_erase(%s, %s)", [[e[0] for e in entries], [e[1] for e in entries]])
         return cursor.fetchone()[0]
-
-
-def subject_erase(*, project_id: str, subject_id: str) -> dict[str, int]:
-    """Delete every row of the scope, everywhere, in one transaction, and its dedicated hnsw graph; returns the
-    count per table (and of graphs dropped), the erasure's receipt.
-
-    The transaction holds the scope's writers' lock (no fact or event of the scope is written meanwhile) and,
-    through the traces' eraser, its trace lock: a context call's trace either commits before the erasure, which
-    then deletes it, or is written after it and names none of the erased rows (traces.services.trace_record).
-
-    The graph goes on its own: its definition holds the subject id, and a DROP INDEX inside the erasure's
-    transaction would lock the whole facts table until it commits, so it is dropped CONCURRENTLY, which no
-    transaction may hold: first when called outside one (should the erasure then fail, the scope has lost a
-    speed-up, not a row); inside one (an API request's, which runs under row security as a role that does not
-    own the index), right after it commits, as the connecting user."""
-    inside_transaction = connection.in_atomic_block
-    if not inside_transaction:
-        graphs = int(scope_graph_drop(project_id=project_id, subject_id=subject_id))
-    with transaction.atomic():
-        # The lock before anything of the scope is read: a writer that committed before it is seen by every
-        # statement below, one that comes after waits for the erasure to commit.
-        lock_scopes([(project_id, subject_id)])
-        if inside_transaction:
-            graphs = int(scope_graph_exists(project_id=project_id, subject_id=subject_id))
-            if graphs:
-                transaction.on_commit(lambda: scope_graph_drop(project_id=project_id, subject_id=subject_id),
-                                      robust=True)
-        counts = _erase(project_id, subject_id)
-    counts["scope_graphs"] = graphs
-    return counts
-
-
-@transaction.atomic
-def project_erase(*, project_id: str) -> dict[str, int]:
-    """Delete every row of every subject of a project, everywhere, in one transaction. For the benchmarks'
-    own projects (scripts/), which nothing else writes meanwhile: no scope lock, and no API calls it."""
-    return _erase(project_id, None)

@@ -11,10 +11,8 @@ urlpatterns = [
     path("conflicts", apis.ConflictsApi.as_view(), name="conflicts"),
     path("conflicts/<uuid:conflict_id>", apis.ConflictDetailApi.as_view(), name="conflict-detail"),
     path("conflicts/<uuid:conflict_id>/resolve", apis.ConflictResolveApi.as_view(), name="conflict-resolve"),
-    path("subjects/<str:subject_id>", apis.SubjectEraseApi.as_view(), name="subject-erase"),
+    # Erasing a subject and revoking a consent with its erasure reach every app: privacy/urls.py.
     path("subjects/<str:subject_id>/consents", apis.SubjectConsentsApi.as_view(), name="subject-consents"),
-    path("subjects/<str:subject_id>/consents/<str:category>", apis.SubjectConsentDetailApi.as_view(),
-         name="subject-consent"),
     path("project", apis.ProjectApi.as_view(), name="project"),
     path("identity-blocks", apis.IdentityBlocksApi.as_view(), name="identity-blocks"),
     path("identity-blocks/<uuid:block_id>", apis.IdentityBlockDetailApi.as_view(), name="identity-block-detail"),

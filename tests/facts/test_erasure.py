@@ -10,7 +10,7 @@ from django.contrib.admin.models import LogEntry
 from django.db import connection, connections, transaction
 
 import context.assembler
-from facts import erasure
+import privacy.services
 from facts.events import EventInput, event_create_batch
 from facts.models import ConflictSet, Event, Fact
 from facts.scope_graphs import scope_graph_create, scope_graph_drop, scope_graph_name
@@ -153,14 +153,16 @@ def _pause_erasure(monkeypatch) -> tuple[threading.Event, threading.Event]:
     got there."""
     paused, resume = threading.Event(), threading.Event()
 
-    def pause(project_id, subject_id):
+    facts_erase = privacy.services.facts_erase
+
+    def pause(**scope):
         paused.set()
         # Longer than any wait of the test's own: an erasure that resumed by itself would answer the writers
         # waiting for it, and the test could not tell that from writers that never waited.
         resume.wait(timeout=PATIENCE + 30)
-        return {}
+        return facts_erase(**scope)
 
-    monkeypatch.setattr(erasure, "_ERASERS", [*erasure._ERASERS, ("pause", pause)])
+    monkeypatch.setattr(privacy.services, "facts_erase", pause)
     return paused, resume
 
 

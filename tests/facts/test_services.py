@@ -2,7 +2,7 @@
 import pytest
 from django.utils import timezone
 
-from facts.erasure import project_erase
+from privacy.services import project_erase
 from facts.writes import _Batch, _Stored, _classify
 from facts.writes import FactInput
 from hakimem.embeddings import get_embedder

@@ -14,7 +14,7 @@ from django.db import connection
 from django.utils import timezone
 
 from facts import transfer
-from facts.erasure import project_erase, subject_erase
+from privacy.services import project_erase, subject_erase
 from facts.identity import identity_block_create
 from facts.writes import fact_create
 from facts.models import (
