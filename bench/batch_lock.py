@@ -17,8 +17,9 @@ import time
 
 from django.conf import settings
 
-from facts import services
-from facts.services import FactInput, fact_create_batch, project_erase
+from facts import writes
+from privacy.services import project_erase
+from facts.writes import FactInput, fact_create_batch
 
 PROJECT = "batch-bench"
 
@@ -48,8 +49,8 @@ def run(*, chars: int, sizes: str) -> None:
         return timed
 
     # _store_facts runs under the scopes' advisory lock (fact_create_batch embeds before taking it).
-    services._classify = timing("classify", services._classify)
-    services._store_facts = timing("locked", services._store_facts)
+    writes._classify = timing("classify", writes._classify)
+    writes._store_facts = timing("locked", writes._store_facts)
     for size in (int(s) for s in sizes.split(",")):
         project_erase(project_id=PROJECT)
         items = [FactInput(project_id=PROJECT, subject_id=f"s{size}", text=t) for t in texts(size, chars)]

@@ -33,7 +33,7 @@ from context import retrieval
 from context.contradictions import find_contradictions
 from facts.models import Fact
 from facts.selectors import volatility_cutoffs
-from facts.services import project_erase
+from privacy.services import project_erase
 from facts.text import text_hash
 from hakimem.embeddings import get_embedder
 

@@ -1,7 +1,7 @@
 """Contradiction harness: does the write path open a conflict set when, and only when, a new fact contradicts a
 stored one? Every pair of eval/contradictions/pairs.jsonl (see its README) goes through the real write path,
 in process: a fresh scope (project PROJECT, subject = the pair's id) under the `curator` conflict policy,
-facts.services.fact_create of the old fact, then of the new one. The outcome is the new fact's write result:
+facts.writes.fact_create of the old fact, then of the new one. The outcome is the new fact's write result:
 
 - conflict: it carries a conflict set;
 - duplicate: it answered deduplicated=true with the stored fact;
@@ -65,7 +65,7 @@ def _vector(value) -> np.ndarray:
 
 def run_pair(pair: dict, *, project_id: str = PROJECT) -> dict:
     """Write the pair's two facts into a scope of its own; the scope must be empty."""
-    from facts.services import fact_create
+    from facts.writes import fact_create
     from hakimem.embeddings import get_embedder
 
     scope = {"project_id": project_id, "subject_id": pair["id"]}
@@ -168,14 +168,14 @@ def run(
 def _ensure_curator(project_id: str) -> None:
     """The environment's policy is overridden to curator; a stored row for the eval project must agree."""
     from facts import selectors
-    from facts.services import project_update
+    from facts.consent import project_update
 
     if selectors.project_settings(project_id).conflict_policy != "curator":
         project_update(project_id=project_id, changes={"conflict_policy": "curator"})
 
 
 def _run(*, settings, pairs_path: Path, pairs: list[dict], split: str, project_id: str, progress) -> dict:
-    from facts.services import project_erase
+    from privacy.services import project_erase
     from hakimem.embeddings import get_embedder
 
     started = time.perf_counter()

@@ -527,7 +527,7 @@ def load(total: int, provider: str, cache_dir: Path, seed: int = 7, *, rebuild_i
     ~12 s + ~40 s of builds, against ~270 s of COPY into the live indexes. The tables stay locked (reads and
     writes of every project wait) until that transaction commits, and the build covers every project's
     rows: do not load while something else uses the database."""
-    from facts.services import project_erase  # needs the apps loaded: django.setup(), which main runs
+    from privacy.services import project_erase  # needs the apps loaded: django.setup(), which main runs
 
     began = time.perf_counter()
     anchor = _today(now)
@@ -584,7 +584,7 @@ def load(total: int, provider: str, cache_dir: Path, seed: int = 7, *, rebuild_i
         # And what the nightly consolidation does: the words of every large scope counted (context calls read them).
         from django.conf import settings
 
-        from facts.services import scope_words_refresh
+        from facts.scope_words import scope_words_refresh
 
         mark = time.perf_counter()
         result["scope_words_counted"] = scope_words_refresh(min_items=settings.HAKI_SCOPE_WORDS_MIN_ITEMS)

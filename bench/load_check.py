@@ -330,7 +330,7 @@ def run(*, embedder: str, subjects: int, start_rate: float, max_rate: float, ste
         erase_every: float, resolve_every: float = 3.0, seed: int = 7, server_env: dict | None = None, log: Path | None = None) -> dict:
     from django.conf import settings
 
-    from facts.services import project_erase
+    from privacy.services import project_erase
     from hakimem.services import api_key_create
 
     settings.HAKI_EMBED_PROVIDER = embedder

@@ -200,7 +200,7 @@ def replay_answers(conv: Conversation) -> dict[str, list[dict]]:
 def _extract_through_pipeline(client, base: dict, conv: Conversation, dia_of: dict, written: Counter) -> None:
     """The events' extraction jobs run by the worker; then the facts it wrote are credited with the turn ids of
     the observations they hold (the stand-in returns observation texts unchanged)."""
-    from facts.management.commands.extraction_worker import run_worker
+    from ingest.management.commands.extraction_worker import run_worker
 
     run_worker(once=True)
     observations: dict[str, list[str]] = defaultdict(list)

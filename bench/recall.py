@@ -57,7 +57,7 @@ DEFAULT_BUDGET = 900
 DEFAULT_NOISE_PER_SCOPE = 120
 
 _NOT_PACKABLE = ("conflict_open", "volatility_expired", "below_relevance_floor")
-WRITE_BATCH = 500  # the API's batch limit (facts.services.MAX_BATCH)
+WRITE_BATCH = 500  # the API's batch limit (facts.writes.MAX_BATCH)
 PAGE = 200  # the list endpoints' largest page
 NOT_A_CANDIDATE = "not_a_candidate"  # a gold item hakimem's phase 1 never retrieved (no decision row)
 

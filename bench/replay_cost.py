@@ -28,7 +28,7 @@ from django.utils import timezone
 from context.assembler import context_assemble
 from context.replay import context_replay
 from facts.models import Event, Fact
-from facts.services import project_erase
+from privacy.services import project_erase
 from facts.text import text_hash
 from hakimem.embeddings import get_embedder
 from traces.models import Trace

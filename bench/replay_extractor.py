@@ -6,7 +6,7 @@ runs on real data without a model.
     with ReplayExtractor({"<event text>": [{"text": ..., "category": "", "confidence": 0.9}, ...]}) as server:
         settings.HAKI_EXTRACTOR_URL = server.url
 
-An event it has no answer for gets []. It reads the event from the request as facts/extraction.py sends it (the
+An event it has no answer for gets []. It reads the event from the request as ingest/extraction.py sends it (the
 user message's text after "Event:\\n").
 """
 from __future__ import annotations

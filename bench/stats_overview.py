@@ -27,7 +27,7 @@ from datetime import timedelta
 from django.db import connection, transaction
 from django.utils import timezone
 
-from facts.services import project_erase
+from privacy.services import project_erase
 from hakimem.rowsecurity import API_ROLE, scope_enter
 from stats import rollup, selectors
 from stats.serializers import overview_out

@@ -23,7 +23,7 @@ from django.db import connection
 from django.utils import timezone
 
 from facts.models import Event, Fact
-from facts.services import project_erase
+from privacy.services import project_erase
 from facts.text import text_hash
 from hakimem.db import with_tables
 from traces import services

@@ -59,13 +59,15 @@ INSTALLED_APPS = [
     "django_filters",
     "drf_spectacular",
     "drf_spectacular_sidecar",  # Swagger UI's files, served locally for /docs
-    "procrastinate.contrib.django",  # the PostgreSQL task queue of fact extraction (facts/tasks.py)
+    "procrastinate.contrib.django",  # the PostgreSQL task queue of fact extraction (ingest/tasks.py)
     "hakimem",
     "facts",
+    "ingest",
     "traces",
     "portability",
     "context",
     "stats",
+    "privacy",
     "integrations",
 ]
 
@@ -154,7 +156,7 @@ STORAGES = {
 LOGIN_URL = "/admin/login/"
 
 # The largest request body, in bytes; larger ones answer 413 payload_too_large (hakimem/parsers.py reads at most
-# this much). It must admit the largest documented write: a batch of 500 facts (facts.services.MAX_BATCH) of 8,000
+# this much). It must admit the largest documented write: a batch of 500 facts (facts.writes.MAX_BATCH) of 8,000
 # characters (FACT_TEXT_MAX) with 16 KiB of metadata (hakimem.fields.METADATA_MAX_BYTES) and ~1 KiB of other
 # fields each, whether the text is sent as UTF-8 (up to 4 bytes a character: 24.7 MB) or with non-ASCII escaped
 # as \uXXXX (6 bytes a character: 32.7 MB). tests/hakimem/test_bad_input.py sends that batch.
@@ -223,7 +225,7 @@ HAKI_EMBED_URL = os.environ.get("HAKI_EMBED_URL", "")
 HAKI_EMBED_MODEL = os.environ.get("HAKI_EMBED_MODEL", "")
 HAKI_EMBED_API_KEY = os.environ.get("HAKI_EMBED_API_KEY", "")
 HAKI_EMBED_TIMEOUT = env_float("HAKI_EMBED_TIMEOUT", 10.0)
-# Fact extraction from events (facts/extraction.py): off unless an OpenAI-compatible chat-completions URL is set.
+# Fact extraction from events (ingest/extraction.py): off unless an OpenAI-compatible chat-completions URL is set.
 HAKI_EXTRACTOR_URL = os.environ.get("HAKI_EXTRACTOR_URL", "")
 HAKI_EXTRACTOR_MODEL = os.environ.get("HAKI_EXTRACTOR_MODEL", "")
 HAKI_EXTRACTOR_API_KEY = os.environ.get("HAKI_EXTRACTOR_API_KEY", "")
@@ -278,7 +280,7 @@ if HAKI_SCOPE_TEXT_INDEX_MIN_FACTS < 0:
     raise ValueError("HAKI_SCOPE_TEXT_INDEX_MIN_FACTS: expected a number of facts, or 0 for never")
 
 # A scope of this many active facts (or events) gets its words counted by the nightly consolidation
-# (facts.services.scope_words_refresh): the lexical leg and multi-hop then judge a word by its count in the scope, not by its share
+# (facts.scope_words.scope_words_refresh): the lexical leg and multi-hop then judge a word by its count in the scope, not by its share
 # of the table. Below ~1,000 items no word can exceed the leg's match budget (context/retrieval.py); counting a 10k
 # scope takes ~20 ms. 0: never.
 HAKI_SCOPE_WORDS_MIN_ITEMS = env_int("HAKI_SCOPE_WORDS_MIN_ITEMS", 2_000)

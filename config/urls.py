@@ -22,6 +22,8 @@ urlpatterns = [
     path("v1/schema", SchemaView.as_view(), name="schema"),
     path("docs", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
     path("v1/", include("facts.urls")),
+    path("v1/", include("ingest.urls")),
+    path("v1/", include("privacy.urls")),
     path("v1/", include("context.urls")),
     path("v1/", include("traces.urls")),
     path("v1/", include("stats.urls")),

@@ -47,7 +47,7 @@ from context.render import Layout
 from context.scoring import estimate_tokens, hybrid_score, tiered_score
 from context.serializers import packet_episode, packet_fact, packet_identity, packet_procedure
 from facts import selectors as fact_selectors
-from facts import services as fact_services
+from facts.conflicts import contradiction_propose
 from facts.selectors import SCOPE_WRITTEN_SQL, consent_gate, volatility_cutoffs
 from hakimem.db_router import reads_for_scope
 from hakimem.embeddings import EmbedderUnavailable, get_embedder, is_degenerate
@@ -629,7 +629,7 @@ def context_assemble(*, project_id: str, subject_id: str, query: str, budget_tok
     if found and rerun is None:
         # Without waiting for the scope's writers: a context call never queues behind a batch of fact writes; a pair
         # not proposed now is proposed by manage.py consolidate from the trace.
-        fact_services.contradiction_propose(project_id=project_id, subject_id=subject_id, pairs=found,
+        contradiction_propose(project_id=project_id, subject_id=subject_id, pairs=found,
                                             actor=CONTRADICTION_ACTOR, wait=False)
 
     served = [d for d in decided if d.reason in _SERVED]

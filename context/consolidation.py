@@ -2,19 +2,19 @@
 what query time only decided for one call, and tidies what the calls left behind.
 
 1. contradictions: the pairs context calls left out as superseded_in_context since the project's last run are
-   settled under the project's conflict policy (facts.services.contradiction_settle): newest_wins supersedes the
+   settled under the project's conflict policy (facts.conflicts.contradiction_settle): newest_wins supersedes the
    loser by the winner, as a write of the winner would have; curator proposes the pair to curators. A pair is
    checked again against the facts as they are now (both active, still contradicting by the rules, not already
    in a set together: a curator's dismissal sticks).
 2. near-duplicates: in each scope with facts recorded since the last run, active facts at least
    HAKI_DUPLICATE_SIMILARITY alike that pair_verdict calls duplicates are merged
-   (facts.services.fact_merge_duplicates).
+   (facts.writes.fact_merge_duplicates).
 3. access counts decayed below ACCESS_MIN_COUNT are deleted (traces.services.item_access_prune).
 4. on a run over every project, scopes grown to HAKI_SCOPE_GRAPH_MIN_FACTS active facts get their own hnsw graph
    (facts.scope_graphs.scope_graphs_ensure), built concurrently after the scopes' transactions, and those grown to
    HAKI_SCOPE_TEXT_INDEX_MIN_FACTS their own full-text index (scope_text_indexes_ensure);
 5. on the same run, the words of every scope of HAKI_SCOPE_WORDS_MIN_ITEMS active facts or events are counted again
-   (facts.services.scope_words_refresh), each scope in a transaction of its own.
+   (facts.scope_words.scope_words_refresh), each scope in a transaction of its own.
 
 Every action is idempotent: a second run over the same window changes nothing. Each scope is consolidated in
 its own transaction (its writers' lock held only for it); a dry run rolls each one back, so it reports exactly
@@ -34,7 +34,9 @@ from context.contradictions import Contradiction
 from context.models import ConsolidationMark
 from facts.models import Fact
 from facts.scope_graphs import scope_graphs_ensure, scope_text_indexes_ensure
-from facts.services import contradiction_settle, fact_merge_duplicates, scope_words_refresh
+from facts.conflicts import contradiction_settle
+from facts.scope_words import scope_words_refresh
+from facts.writes import fact_merge_duplicates
 from facts.text import contradiction_signal
 from hakimem.db import with_tables
 from traces.models import ReasonCode

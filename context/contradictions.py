@@ -1,6 +1,6 @@
 """Query-time contradictions: among a call's fact candidates, pairs that cannot both be true. The newer of each
 pair wins for this call; the older is left out with reason code superseded_in_context, and the pair is
-proposed to curators (facts.services.contradiction_propose) or, under newest_wins, superseded for good by the
+proposed to curators (facts.conflicts.contradiction_propose) or, under newest_wins, superseded for good by the
 next consolidation (context/consolidation.py).
 
 A pair is a candidate when the claims of its facts clash (facts.claims: one holder, one attribute, two values),

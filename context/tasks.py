@@ -1,4 +1,4 @@
-"""Consolidation as a periodic job of the task queue (procrastinate, facts/tasks.py): deferred every night by
+"""Consolidation as a periodic job of the task queue (procrastinate, ingest/tasks.py): deferred every night by
 any running worker, run by a worker of the `consolidation` queue:
 
     python manage.py procrastinate worker --queues consolidation     # or with extraction: -q extraction,consolidation

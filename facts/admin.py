@@ -7,14 +7,13 @@ erasure is DELETE /v1/subjects. Identity blocks and procedures are written by pe
 the services the API calls save them (identity_block_create, procedure_update, ...).
 
 A curator also asks why a fact was or was not served, and the answer is in traces.Decision, a layer above
-this app: traces registers the function that counts those decisions (register_decision_counts, called from
-traces/apps.py), the way it registers its eraser with subject_erase. So no module of facts imports traces.
+this app: traces' admin (traces/admin.py) extends the fact and conflict set pages with their counts
+(DecisionCountsMixin.decision_counts). So no module of facts imports traces.
 """
 from __future__ import annotations
 
 import json
 from datetime import timedelta
-from typing import Callable
 
 from django import forms
 from django.contrib import admin, messages
@@ -29,7 +28,19 @@ from django.urls import path, reverse
 from django.utils import timezone
 from django.utils.text import Truncator
 
-from facts import selectors, serializers, services
+from facts import selectors, serializers
+from facts.conflicts import conflict_resolve
+from facts.consent import project_update
+from facts.errors import ConflictNotOpen, ServiceValidationError
+from facts.identity import (
+    IDENTITY_FIELDS,
+    identity_block_check_new,
+    identity_block_create,
+    identity_block_delete,
+    identity_block_update,
+)
+from facts.procedures import PROCEDURE_FIELDS, procedure_create, procedure_retract, procedure_update
+from facts.writes import fact_retract
 from facts.models import (
     CONFLICT_NOTE_MAX,
     ConflictMember,
@@ -51,20 +62,12 @@ from hakimem.tokens import estimate_tokens
 
 NO_SAVE_BUTTONS = {"show_save": False, "show_save_and_continue": False, "show_save_and_add_another": False}
 
-# fact_ids -> {fact id: [a count per decision (included, excluded, blocked) with its reason codes]}
-DecisionCounts = Callable[..., dict]
-_decision_counts: list[DecisionCounts] = []  # the one registered by traces
+class DecisionCountsMixin:
+    """How context calls used each fact: {fact id: [a count per decision (included, excluded, blocked) with its
+    reason codes]}. None here: the decisions are traces', whose admin (traces/admin.py) extends these pages."""
 
-
-def register_decision_counts(counts: DecisionCounts) -> None:
-    _decision_counts[:] = [counts]
-
-
-def fact_decision_counts(*, fact_ids) -> dict:
-    """How context calls used each fact, from the registered counter; no counts when none is registered."""
-    if not _decision_counts:
+    def decision_counts(self, *, fact_ids) -> dict:
         return {fact_id: [] for fact_id in fact_ids}
-    return _decision_counts[0](fact_ids=fact_ids)
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -134,7 +137,7 @@ class InOpenConflictFilter(YesNoFilter):
 
 
 @admin.register(Fact)
-class FactAdmin(StaffProjectsMixin, ReadOnlyAdmin):
+class FactAdmin(DecisionCountsMixin, StaffProjectsMixin, ReadOnlyAdmin):
     list_display = (
         "fact", "subject_id", "project_id", "status", "kind", "category", "volatility", "expired",
         "in_open_conflict", "recorded_from",
@@ -183,7 +186,7 @@ class FactAdmin(StaffProjectsMixin, ReadOnlyAdmin):
         if fact is not None:
             extra_context = {
                 **(extra_context or {}),
-                "decisions": fact_decision_counts(fact_ids=[fact.id])[fact.id],
+                "decisions": self.decision_counts(fact_ids=[fact.id])[fact.id],
                 "versions": selectors.fact_history(fact=fact),
                 "conflict_sets": fact.conflict_sets.order_by("-opened_at"),
                 "can_retract": fact.status == FactStatus.ACTIVE and self.has_change_permission(request, fact),
@@ -201,7 +204,7 @@ class FactAdmin(StaffProjectsMixin, ReadOnlyAdmin):
                     # The log entry (it holds the fact's text) commits with the retraction, under the scope's lock:
                     # before an erasure, which deletes it, or not at all.
                     with transaction.atomic():
-                        services.fact_retract(fact=fact)
+                        fact_retract(fact=fact)
                         self.log_change(request, fact, "Retracted.")
                 except Fact.DoesNotExist:
                     return self._erased(request)
@@ -279,7 +282,7 @@ class ConflictResolveForm(forms.Form):
 
 
 @admin.register(ConflictSet)
-class ConflictSetAdmin(StaffProjectsMixin, ReadOnlyAdmin):
+class ConflictSetAdmin(DecisionCountsMixin, StaffProjectsMixin, ReadOnlyAdmin):
     list_display = ("conflict", "subject_id", "project_id", "status", "signal", "age", "resolved_by")
     list_filter = (ProjectFilter, SubjectFilter, "status", AgeFilter)
     search_fields = ("facts__text",)  # shows the search box; get_search_results does the search
@@ -323,7 +326,7 @@ class ConflictSetAdmin(StaffProjectsMixin, ReadOnlyAdmin):
         and how often context calls served, excluded and blocked each one."""
         members = selectors.conflict_members(conflict_set=conflict_set)
         number = {str(m["id"]): i for i, m in enumerate(members, start=1)}
-        decisions = fact_decision_counts(fact_ids=[m["id"] for m in members])
+        decisions = self.decision_counts(fact_ids=[m["id"] for m in members])
         events = Event.objects.defer("embedding", "search_vector").in_bulk(
             [m["source_event_id"] for m in members if m["source_event_id"]]
         )
@@ -364,17 +367,17 @@ class ConflictSetAdmin(StaffProjectsMixin, ReadOnlyAdmin):
         if request.method == "POST":
             try:
                 with transaction.atomic():  # the note is in the log entry: it commits with the resolution, as above
-                    services.conflict_resolve(
+                    conflict_resolve(
                         conflict_set=conflict_set, actor=f"user:{request.user.get_username()}", keep=keep or None,
                         dismiss=action == "dismiss", retract_all=action == "retract_all", note=form.cleaned_data["note"],
                     )
                     self.log_change(request, conflict_set, f"{form.ACTIONS[action]}. {form.cleaned_data['note']}".strip())
             except ConflictSet.DoesNotExist:
                 return self._erased(request)
-            except services.ConflictNotOpen:
+            except ConflictNotOpen:
                 messages.error(request, "Someone resolved this conflict set meanwhile; nothing was changed.")
                 return back
-            except services.ServiceValidationError as exc:
+            except ServiceValidationError as exc:
                 messages.error(request, str(exc))
                 return back
             messages.success(request, form.DONE[action])
@@ -457,7 +460,7 @@ class ProjectForm(_ProjectForm):
 
 @admin.register(Project)
 class ProjectAdmin(ProjectFormAdmin):
-    """A project's settings; saved through services.project_update, as PATCH /v1/project does."""
+    """A project's settings; saved through project_update, as PATCH /v1/project does."""
 
     form = ProjectForm
     list_display = ("project_id", "consent_required", "consent_write_policy", "conflict_policy", "updated_at")
@@ -468,7 +471,7 @@ class ProjectAdmin(ProjectFormAdmin):
 
     def save_model(self, request, obj, form, change):
         changes = {name: form.cleaned_data[name] for name in self.fields if name != "project_id"}
-        services.project_update(project_id=obj.project_id, changes=changes)
+        project_update(project_id=obj.project_id, changes=changes)
 
 
 @admin.register(Consent)
@@ -494,7 +497,7 @@ class ScopedWriteAdmin(ProjectFormAdmin):
     def get_readonly_fields(self, request, obj=None):
         return ("project_id", "subject_id", "created_at", "updated_at") if obj else ("created_at", "updated_at")
 
-    def _service_errors(self, form, exc: services.ServiceValidationError) -> None:
+    def _service_errors(self, form, exc: ServiceValidationError) -> None:
         for error in exc.errors:
             form.add_error(error["field"] if error["field"] in form.fields else None, error["message"])
 
@@ -511,9 +514,9 @@ class IdentityBlockForm(_ScopedForm):
         cleaned = super().clean()
         if self.instance._state.adding and not self.errors:
             try:
-                services.identity_block_check_new(project_id=cleaned["project_id"], subject_id=cleaned.get("subject_id", ""),
+                identity_block_check_new(project_id=cleaned["project_id"], subject_id=cleaned.get("subject_id", ""),
                                                   name=cleaned["name"])
-            except services.ServiceValidationError as exc:
+            except ServiceValidationError as exc:
                 raise forms.ValidationError([e["message"] for e in exc.errors]) from exc
         return cleaned
 
@@ -538,18 +541,18 @@ class IdentityBlockAdmin(ScopedWriteAdmin):
 
     def save_model(self, request, obj, form, change):
         if change:
-            changes = {name: form.cleaned_data[name] for name in form.changed_data if name in services.IDENTITY_FIELDS}
-            saved = services.identity_block_update(block=obj, changes=changes)
+            changes = {name: form.cleaned_data[name] for name in form.changed_data if name in IDENTITY_FIELDS}
+            saved = identity_block_update(block=obj, changes=changes)
         else:
-            saved = services.identity_block_create(**{name: form.cleaned_data[name] for name in IdentityBlockForm.Meta.fields})
+            saved = identity_block_create(**{name: form.cleaned_data[name] for name in IdentityBlockForm.Meta.fields})
         obj.pk, obj.created_at, obj.updated_at = saved.pk, saved.created_at, saved.updated_at
 
     def delete_model(self, request, obj):
-        services.identity_block_delete(block=obj)
+        identity_block_delete(block=obj)
 
     def delete_queryset(self, request, queryset):
         for block in queryset:
-            services.identity_block_delete(block=block)
+            identity_block_delete(block=block)
 
 
 class ProcedureForm(_ScopedForm):
@@ -590,10 +593,10 @@ class ProcedureAdmin(ScopedWriteAdmin):
 
     def save_model(self, request, obj, form, change):
         if change:
-            changes = {name: form.cleaned_data[name] for name in form.changed_data if name in services.PROCEDURE_FIELDS}
-            saved = services.procedure_update(procedure=obj, changes=changes)
+            changes = {name: form.cleaned_data[name] for name in form.changed_data if name in PROCEDURE_FIELDS}
+            saved = procedure_update(procedure=obj, changes=changes)
         else:
-            saved = services.procedure_create(**{name: form.cleaned_data[name] for name in ProcedureForm.Meta.fields})
+            saved = procedure_create(**{name: form.cleaned_data[name] for name in ProcedureForm.Meta.fields})
         obj.pk, obj.status, obj.created_at, obj.updated_at = saved.pk, saved.status, saved.created_at, saved.updated_at
 
     @admin.action(description="Retract the selected procedures (never served again)", permissions=["change"])
@@ -603,7 +606,7 @@ class ProcedureAdmin(ScopedWriteAdmin):
                 # The log entry (it holds the title) commits with the retraction, under the scope's lock: before
                 # an erasure, which deletes it, or not at all.
                 with transaction.atomic():
-                    services.procedure_retract(procedure=procedure)
+                    procedure_retract(procedure=procedure)
                     self.log_change(request, procedure, "Retracted.")
             except Procedure.DoesNotExist:  # its scope was erased meanwhile
                 continue

@@ -1,4 +1,5 @@
-"""Thin views over facts.services and facts.selectors: validate, check the key's project, call, serialize."""
+"""Thin views over the store's services (facts.writes, facts.conflicts, facts.consent, ...) and facts.selectors:
+validate, check the key's project, call, serialize."""
 from __future__ import annotations
 
 from drf_spectacular.utils import OpenApiParameter, PolymorphicProxySerializer, extend_schema
@@ -6,7 +7,13 @@ from rest_framework import status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from facts import selectors, services
+from facts import selectors
+from facts.conflicts import conflict_resolve
+from facts.consent import consent_grant, project_update
+from facts.errors import ConflictNotOpen, ConsentMissing, ProcedureNotActive, ServiceValidationError
+from facts.identity import identity_block_create, identity_block_delete, identity_block_update
+from facts.procedures import procedure_create, procedure_retract, procedure_update
+from facts.writes import MAX_BATCH, FactInput, fact_create_batch, fact_retract, fact_update
 from facts.models import ConflictSet, Fact, IdentityBlock, Procedure
 from facts.serializers import (
     ConflictDetailSerializer,
@@ -14,14 +21,7 @@ from facts.serializers import (
     ConflictPageSerializer,
     ConflictResolveSerializer,
     ConsentGrantSerializer,
-    ConsentRevokeQuerySerializer,
-    ErasedSerializer,
-    EventBatchInSerializer,
-    EventBatchOutSerializer,
-    EventInSerializer,
-    EventListQuerySerializer,
     EventOutSerializer,
-    EventPageSerializer,
     FactBatchInSerializer,
     FactBatchOutSerializer,
     FactHistorySerializer,
@@ -31,7 +31,6 @@ from facts.serializers import (
     FactPageSerializer,
     FactPatchSerializer,
     ConsentOutSerializer,
-    ConsentRevokedSerializer,
     ConsentsSerializer,
     ProjectOutSerializer,
     ProjectPatchSerializer,
@@ -76,8 +75,8 @@ def validate_batch(request, serializer_class, plural: str) -> tuple[list[dict], 
         if set(data) != {plural}:
             raise invalid([{"index": None, "field": k, "message": "unknown field"} for k in sorted(set(data) - {plural})])
         raw_items = data[plural]
-        if not isinstance(raw_items, list) or not 1 <= len(raw_items) <= services.MAX_BATCH:
-            raise invalid([{"index": None, "field": plural, "message": f"must be a list of 1 to {services.MAX_BATCH} objects"}])
+        if not isinstance(raw_items, list) or not 1 <= len(raw_items) <= MAX_BATCH:
+            raise invalid([{"index": None, "field": plural, "message": f"must be a list of 1 to {MAX_BATCH} objects"}])
     else:
         raw_items = [data]
     # One list serializer binds the fields once; a serializer per item would deep-copy them every time.
@@ -108,14 +107,14 @@ def keyset(queryset, time_field, params):
         raise invalid([{"index": None, "field": "cursor", "message": str(exc)}]) from exc
 
 
-def service_errors(exc: services.ServiceValidationError) -> ApiError:
-    if isinstance(exc, services.ConsentMissing):
+def service_errors(exc: ServiceValidationError) -> ApiError:
+    if isinstance(exc, ConsentMissing):
         return ApiError(ErrorCode.CONSENT_MISSING, "The subject has not consented to these categories; nothing was written.",
                         status_code=403, details={"errors": exc.errors})
     return invalid(exc.errors)
 
 
-def _one_or_batch(name: str, one, batch):
+def one_or_batch(name: str, one, batch):
     return PolymorphicProxySerializer(component_name=name, serializers=[one, batch], resource_type_field_name=None)
 
 
@@ -130,16 +129,16 @@ class FactsApi(APIView):
         return page_response(rows, next_cursor, fact_out, "facts")
 
     @extend_schema(summary="Write one fact, or a batch of up to 500 (all-or-nothing)",
-                   request=_one_or_batch("FactWrite", FactInSerializer, FactBatchInSerializer),
-                   responses={201: _one_or_batch("FactWriteAnswer", FactWrittenSerializer, FactBatchOutSerializer),
+                   request=one_or_batch("FactWrite", FactInSerializer, FactBatchInSerializer),
+                   responses={201: one_or_batch("FactWriteAnswer", FactWrittenSerializer, FactBatchOutSerializer),
                               **errors(400, 403, 404, 413, 415)})
     def post(self, request):
         items, is_batch = validate_batch(request, FactInSerializer, "facts")
         try:
-            results = services.fact_create_batch(
-                items=[services.FactInput(**item) for item in items], actor=actor_of(request)
+            results = fact_create_batch(
+                items=[FactInput(**item) for item in items], actor=actor_of(request)
             )
-        except services.ServiceValidationError as exc:
+        except ServiceValidationError as exc:
             raise service_errors(exc) from exc
         rendered = [
             fact_out(r.fact, deduplicated=r.deduplicated, conflict_set_id=r.conflict_set.id if r.conflict_set else None, with_write_flags=True)
@@ -170,8 +169,8 @@ class FactDetailApi(APIView):
         if fact.status != "active":
             raise ApiError(ErrorCode.FACT_NOT_ACTIVE, f"The fact is {fact.status}; only active facts can be edited.", status_code=409)
         try:
-            result = services.fact_update(fact=fact, changes=changes, actor=actor_of(request))
-        except services.ServiceValidationError as exc:
+            result = fact_update(fact=fact, changes=changes, actor=actor_of(request))
+        except ServiceValidationError as exc:
             if any(e["field"] == "status" for e in exc.errors):  # retracted or superseded meanwhile
                 raise ApiError(ErrorCode.FACT_NOT_ACTIVE, str(exc), status_code=409) from exc
             raise service_errors(exc) from exc
@@ -183,7 +182,7 @@ class FactDetailApi(APIView):
     @extend_schema(summary="Retract a fact (never served again)", responses={200: FactOutSerializer, **errors(404)})
     def delete(self, request, fact_id):
         try:
-            fact = services.fact_retract(fact=_fact_or_404(request, fact_id))
+            fact = fact_retract(fact=_fact_or_404(request, fact_id))
         except Fact.DoesNotExist as exc:  # its subject was erased since it was looked up
             raise ApiError(ErrorCode.NOT_FOUND, "No such fact.", status_code=404) from exc
         return Response(fact_out(fact))
@@ -194,27 +193,6 @@ class FactHistoryApi(APIView):
     def get(self, request, fact_id):
         chain = selectors.fact_history(fact=_fact_or_404(request, fact_id))
         return Response({"versions": [fact_out(f) for f in chain]})
-
-
-class EventsApi(APIView):
-    @extend_schema(operation_id="events_list", summary="A scope's events (episodes), newest first", parameters=[EventListQuerySerializer],
-                   responses={200: EventPageSerializer, **errors(400, 404)})
-    def get(self, request):
-        params = validated(EventListQuerySerializer, query_params(request))
-        require_project(request, params["project_id"])
-        qs = selectors.event_list(project_id=params["project_id"], subject_id=params["subject_id"], filters=params)
-        rows, next_cursor = keyset(qs, "occurred_at", params)
-        return page_response(rows, next_cursor, event_out, "events")
-
-    @extend_schema(summary="Write one event, or a batch of up to 500 (all-or-nothing)",
-                   request=_one_or_batch("EventWrite", EventInSerializer, EventBatchInSerializer),
-                   responses={201: _one_or_batch("EventWriteAnswer", EventOutSerializer, EventBatchOutSerializer),
-                              **errors(400, 404, 413, 415)})
-    def post(self, request):
-        items, is_batch = validate_batch(request, EventInSerializer, "events")
-        events = services.event_create_batch(items=[services.EventInput(**item) for item in items])
-        rendered = [event_out(e) for e in events]
-        return Response({"events": rendered} if is_batch else rendered[0], status=status.HTTP_201_CREATED)
 
 
 class EventDetailApi(APIView):
@@ -259,34 +237,22 @@ class ConflictResolveApi(APIView):
         conflict_set = _conflict_or_404(request, conflict_id)
         params = validated(ConflictResolveSerializer, request.data)
         try:
-            conflict_set = services.conflict_resolve(
+            conflict_set = conflict_resolve(
                 conflict_set=conflict_set, actor=actor_of(request), keep=params.get("keep"),
                 dismiss=params.get("dismiss", False), note=params.get("note", ""),
             )
         except ConflictSet.DoesNotExist as exc:  # its subject was erased since it was looked up
             raise ApiError(ErrorCode.NOT_FOUND, "No such conflict set.", status_code=404) from exc
-        except services.ConflictNotOpen as exc:
+        except ConflictNotOpen as exc:
             raise ApiError(ErrorCode.CONFLICT_NOT_OPEN, f"This conflict set is not open ({exc}).", status_code=409) from exc
-        except services.ServiceValidationError as exc:
+        except ServiceValidationError as exc:
             raise service_errors(exc) from exc
         return Response(conflict_out(conflict_set, selectors.conflict_members(conflict_set=conflict_set)))
 
 
-def _subject_in_path(subject_id: str) -> None:
+def subject_in_path(subject_id: str) -> None:
     if not is_scope_id(subject_id):
         raise invalid([{"index": None, "field": "subject_id", "message": f"must be {SCOPE_ID_HELP}"}])
-
-
-class SubjectEraseApi(APIView):
-    @extend_schema(summary="Erase a subject's whole scope, everywhere", parameters=[
-        ScopeQuerySerializer, OpenApiParameter("subject_id", str, OpenApiParameter.PATH, pattern=r"^[A-Za-z0-9._:@-]{1,128}$")],
-        responses={200: ErasedSerializer, **errors(400, 404)})
-    def delete(self, request, subject_id):
-        params = validated(ScopeQuerySerializer, query_params(request))
-        _subject_in_path(subject_id)
-        require_project(request, params["project_id"])
-        counts = services.subject_erase(project_id=params["project_id"], subject_id=subject_id)
-        return Response({"project_id": params["project_id"], "subject_id": subject_id, "deleted": counts})
 
 
 class ProjectApi(APIView):
@@ -300,7 +266,7 @@ class ProjectApi(APIView):
                    responses={200: ProjectOutSerializer, **errors(400, 413, 415)})
     def patch(self, request):
         changes = validated(ProjectPatchSerializer, request.data)
-        services.project_update(project_id=request.user.project_id, changes=dict(changes))
+        project_update(project_id=request.user.project_id, changes=dict(changes))
         return Response(project_out(selectors.project_settings(request.user.project_id)))
 
 
@@ -312,7 +278,7 @@ class SubjectConsentsApi(APIView):
                    responses={200: ConsentsSerializer, **errors(400, 404)})
     def get(self, request, subject_id):
         params = validated(ScopeQuerySerializer, query_params(request))
-        _subject_in_path(subject_id)
+        subject_in_path(subject_id)
         require_project(request, params["project_id"])
         history = list(selectors.consent_history(project_id=params["project_id"], subject_id=subject_id))
         return Response({
@@ -326,30 +292,11 @@ class SubjectConsentsApi(APIView):
                    responses={201: ConsentOutSerializer, 200: ConsentOutSerializer, **errors(400, 404, 413, 415)})
     def post(self, request, subject_id):
         params = validated(ConsentGrantSerializer, request.data)
-        _subject_in_path(subject_id)
+        subject_in_path(subject_id)
         require_project(request, params["project_id"])
-        consent, created = services.consent_grant(project_id=params["project_id"], subject_id=subject_id,
+        consent, created = consent_grant(project_id=params["project_id"], subject_id=subject_id,
                                                   category=params["category"], actor=actor_of(request))
         return Response(consent_out(consent), status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
-
-
-class SubjectConsentDetailApi(APIView):
-    """DELETE: revoke a category from the next context call on; with erase=true, also erase its facts."""
-
-    @extend_schema(summary="Revoke consent to a category; erase=true also erases its facts",
-                   parameters=[ConsentRevokeQuerySerializer, OpenApiParameter("subject_id", str, OpenApiParameter.PATH, pattern=r"^[A-Za-z0-9._:@-]{1,128}$"), OpenApiParameter("category", str, OpenApiParameter.PATH)],
-                   responses={200: ConsentRevokedSerializer, **errors(400, 404)})
-    def delete(self, request, subject_id, category):
-        params = validated(ConsentRevokeQuerySerializer, query_params(request))
-        _subject_in_path(subject_id)
-        require_project(request, params["project_id"])
-        try:
-            consent, receipt = services.consent_revoke(
-                project_id=params["project_id"], subject_id=subject_id, category=category, actor=actor_of(request),
-                erase=params["erase"] == "true")
-        except services.ConsentNotFound as exc:
-            raise ApiError(ErrorCode.NOT_FOUND, f"No current consent to this category ({exc}).", status_code=404) from exc
-        return Response({"consent": consent_out(consent) if consent else None, "erased": receipt})
 
 
 class IdentityBlocksApi(APIView):
@@ -371,8 +318,8 @@ class IdentityBlocksApi(APIView):
         params = validated(IdentityBlockInSerializer, request.data)
         require_project(request, params["project_id"])
         try:
-            block = services.identity_block_create(**params)
-        except services.ServiceValidationError as exc:
+            block = identity_block_create(**params)
+        except ServiceValidationError as exc:
             raise service_errors(exc) from exc
         return Response(identity_block_out(block), status=status.HTTP_201_CREATED)
 
@@ -395,17 +342,17 @@ class IdentityBlockDetailApi(APIView):
         block = _identity_block_or_404(request, block_id)
         changes = validated(IdentityBlockPatchSerializer, request.data)
         try:
-            block = services.identity_block_update(block=block, changes=changes)
+            block = identity_block_update(block=block, changes=changes)
         except IdentityBlock.DoesNotExist as exc:  # deleted since it was looked up
             raise ApiError(ErrorCode.NOT_FOUND, "No such identity block.", status_code=404) from exc
-        except services.ServiceValidationError as exc:
+        except ServiceValidationError as exc:
             raise service_errors(exc) from exc
         return Response(identity_block_out(block))
 
     @extend_schema(summary="Delete an identity block (set enabled false to keep it unserved)",
                    responses={204: None, **errors(404)})
     def delete(self, request, block_id):
-        services.identity_block_delete(block=_identity_block_or_404(request, block_id))
+        identity_block_delete(block=_identity_block_or_404(request, block_id))
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -424,7 +371,7 @@ class ProceduresApi(APIView):
     def post(self, request):
         params = validated(ProcedureInSerializer, request.data)
         require_project(request, params["project_id"])
-        return Response(procedure_out(services.procedure_create(**params)), status=status.HTTP_201_CREATED)
+        return Response(procedure_out(procedure_create(**params)), status=status.HTTP_201_CREATED)
 
 
 def _procedure_or_404(request, procedure_id) -> Procedure:
@@ -446,10 +393,10 @@ class ProcedureDetailApi(APIView):
         procedure = _procedure_or_404(request, procedure_id)
         changes = validated(ProcedurePatchSerializer, request.data)
         try:
-            procedure = services.procedure_update(procedure=procedure, changes=changes)
+            procedure = procedure_update(procedure=procedure, changes=changes)
         except Procedure.DoesNotExist as exc:  # its scope was erased since it was looked up
             raise ApiError(ErrorCode.NOT_FOUND, "No such procedure.", status_code=404) from exc
-        except services.ProcedureNotActive as exc:
+        except ProcedureNotActive as exc:
             raise ApiError(ErrorCode.PROCEDURE_NOT_ACTIVE, f"{str(exc).capitalize()}; only active procedures can be "
                                                            "edited.", status_code=409) from exc
         return Response(procedure_out(procedure))
@@ -458,7 +405,7 @@ class ProcedureDetailApi(APIView):
                    responses={200: ProcedureOutSerializer, **errors(404)})
     def delete(self, request, procedure_id):
         try:
-            procedure = services.procedure_retract(procedure=_procedure_or_404(request, procedure_id))
+            procedure = procedure_retract(procedure=_procedure_or_404(request, procedure_id))
         except Procedure.DoesNotExist as exc:
             raise ApiError(ErrorCode.NOT_FOUND, "No such procedure.", status_code=404) from exc
         return Response(procedure_out(procedure))

@@ -158,7 +158,7 @@ class Event(ScopedModel):
     )
     metadata = models.JSONField(default=dict, blank=True)
     recorded_at = models.DateTimeField(auto_now_add=True)
-    # Fact extraction (facts.extraction), when HAKI_EXTRACTOR_URL was set as the event was written; "" otherwise.
+    # Fact extraction (ingest.extraction), when HAKI_EXTRACTOR_URL was set as the event was written; "" otherwise.
     # Database defaults: the bulk loaders (COPY) name only the event's own columns.
     extraction_status = models.CharField(max_length=16, choices=ExtractionStatus.choices, blank=True, default="",
                                          db_default="")
@@ -469,7 +469,7 @@ class ScopeWrite(models.Model):
 
 class ScopeWordCounts(models.Model):
     """A large scope's own word counts: how many of its items hold each of its commoner words (ScopeWord), counted
-    by the nightly consolidation (facts.services.scope_words_refresh) for the facts, and apart for the events, of
+    by the nightly consolidation (facts.scope_words.scope_words_refresh) for the facts, and apart for the events, of
     every scope of HAKI_SCOPE_WORDS_MIN_ITEMS items or more. The context call reads the counts of its query's words
     (context/retrieval.py): the planner's statistics give a word's share of the whole table, and a scope's own cast
     is rare in the table and common in the scope (a 10k scope's protagonist: 0.5 % of a 1M table, 46 % of the

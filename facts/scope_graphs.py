@@ -2,7 +2,7 @@
 context path reads to know which scopes have a graph (context/retrieval.py), and their DDL (`manage.py scope_graph`).
 Both are partial indexes whose predicate names the scope: erasure drops them with it.
 
-Kept apart from facts.services, the store's writes: naming a scope's graph is a read every layer above may do,
+Kept apart from the store's writes (facts.writes, facts.erasure): naming a scope's graph is a read every layer above may do,
 and the DDL runs outside any request.
 """
 from __future__ import annotations

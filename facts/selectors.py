@@ -361,7 +361,7 @@ def procedure_get(*, project_id: str, procedure_id) -> Procedure | None:
     return Procedure.objects.filter(project_id=project_id, id=procedure_id).defer("embedding", "search_vector").first()
 
 
-# Consolidation's probe for near-duplicates (facts.services.fact_merge_duplicates): for each active fact of the
+# Consolidation's probe for near-duplicates (facts.writes.fact_merge_duplicates): for each active fact of the
 # scope recorded in a window, its k nearest active facts of the scope at least `min_similarity` alike. A fact
 # becomes the near-duplicate of another only when one of them is new, so a run probes the facts recorded since
 # the last one, k neighbours each: (facts probed) x k pairs, never the scope's n^2. A distance of NaN (a vector

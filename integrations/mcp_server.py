@@ -30,7 +30,8 @@ from rest_framework.exceptions import ValidationError
 from context.assembler import context_assemble
 from context.serializers import ContextRequestSerializer, call_budget, call_options, validate_budget
 from facts import selectors as fact_selectors
-from facts import services as fact_services
+from facts.errors import ServiceValidationError
+from facts.writes import FactInput, fact_create_batch, fact_retract
 from facts.serializers import FactInSerializer
 from hakimem.auth import api_key_lookup
 from hakimem.embeddings import EmbedderUnavailable
@@ -67,7 +68,7 @@ def _django_call(fn):
             raise MemoryToolError(exc.code, exc.message, exc.details.get("errors")) from exc
         except ValidationError as exc:
             raise MemoryToolError(ErrorCode.INVALID_REQUEST, "The request is invalid.", flatten_errors(exc.detail)) from exc
-        except fact_services.ServiceValidationError as exc:
+        except ServiceValidationError as exc:
             raise MemoryToolError(ErrorCode.INVALID_REQUEST, "The request is invalid.", exc.errors) from exc
         except EmbedderUnavailable as exc:
             raise MemoryToolError(ErrorCode.EMBEDDER_UNAVAILABLE, f"The embedder is unavailable; nothing was written. ({exc})") from exc
@@ -131,7 +132,7 @@ class MemoryTools:
             data = {"project_id": key.project_id, "subject_id": self.subject(subject_id), "text": text}
             data.update({k: v for k, v in options.items() if v is not None})
             item = _validated(FactInSerializer, data)
-            result = fact_services.fact_create_batch(items=[fact_services.FactInput(**item)], actor=f"api_key:{key.key_id}")[0]
+            result = fact_create_batch(items=[FactInput(**item)], actor=f"api_key:{key.key_id}")[0]
             return {
                 "fact_id": str(result.fact.id),
                 "subject_id": result.fact.subject_id,
@@ -160,7 +161,7 @@ class MemoryTools:
             fact = fact_selectors.fact_get(project_id=key.project_id, fact_id=_uuid(fact_id, "fact_id"))
             if fact is None:
                 raise ApiError(ErrorCode.NOT_FOUND, "No such fact.", status_code=404)
-            fact = fact_services.fact_retract(fact=fact)
+            fact = fact_retract(fact=fact)
             return {"fact_id": str(fact.id), "subject_id": fact.subject_id, "text": fact.text, "status": fact.status}
 
     def inspect(self, *, trace_id: str) -> dict:

@@ -24,7 +24,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from facts.models import Event, Fact, Procedure
-from facts.services import procedure_embedding_text
+from facts.procedures import procedure_embedding_text
 from hakimem.embeddings import Embedder, EmbeddingDimensionError, vector_literal
 from portability.models import ReembedRun
 
@@ -39,7 +39,7 @@ _UPDATE_SQL = {
     Event: "UPDATE facts_event t SET embedding = v.embedding::halfvec"
            " FROM unnest(%s::uuid[], %s::text[], %s::text[]) AS v(id, text, embedding)"
            " WHERE t.id = v.id AND t.text = v.text",
-    # A procedure's vector is of its title and steps together (facts.services.procedure_embedding_text).
+    # A procedure's vector is of its title and steps together (facts.procedures.procedure_embedding_text).
     Procedure: "UPDATE facts_procedure t SET embedding = v.embedding::halfvec"
                " FROM unnest(%s::uuid[], %s::text[], %s::text[]) AS v(id, text, embedding)"
                " WHERE t.id = v.id AND t.title || E'\\n' || t.text = v.text",

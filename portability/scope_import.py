@@ -35,7 +35,8 @@ from facts.models import (
     IdentityBlock,
     Procedure,
 )
-from facts.services import _lock_scopes, procedure_embedding_text
+from facts.locks import lock_scopes
+from facts.procedures import procedure_embedding_text
 from facts.text import text_hash
 from hakimem.embeddings import Embedder, vector_literal
 from portability.records import (
@@ -358,7 +359,7 @@ def import_write(path, *, header: dict, skip_existing: bool, embedder: Embedder,
     for scope, scope_lines in groupby(lines, key=lambda line: line.scope):
         try:
             with transaction.atomic():
-                _lock_scopes([scope])
+                lock_scopes([scope])
                 for kind, kind_lines in groupby(scope_lines, key=lambda line: line.kind):
                     for chunk in chunked(kind_lines, CHUNK):
                         writer.write(kind, chunk)

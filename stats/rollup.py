@@ -47,7 +47,7 @@ DAY = timedelta(days=1)
 # buckets of p50 and p95 was the overview's largest part (docs/performance.md; 0007_finer_latency_buckets).
 LATENCY_BUCKET_SQL = "floor(ln(least(greatest({x}, 0.001), 1e9)) * 64)::int2"
 
-# The project's rollup lock, seed 2 (facts.services' scope lock is seed 0, traces' trace lock seed 1).
+# The project's rollup lock, seed 2 (facts.locks' scope lock is seed 0, traces' trace lock seed 1).
 ROLLUP_LOCK_KEY = "hashtextextended(%(project_id)s, 2)"
 
 # --- the traces an aggregate reads: a CTE named t ------------------------------------------------------------
@@ -386,9 +386,8 @@ def _subtract(project_id: str, statement: str, params: dict) -> None:
 
 
 def rollup_erase(project_id: str, subject_id: str | None, trace_ids: list | None) -> dict[str, int]:
-    """Called by the traces' erasers (traces.services.register_before_erase) before they delete traces, under
-    their trace lock: a subject's traces (trace_ids None), some of them (a revoked category's), or a whole
-    project (subject_id None). Their share goes out of the totals and latencies; a subject's daily rows go
+    """Called by the erasures (privacy.services) before they delete traces, under the scope's trace lock: a
+    subject's traces (trace_ids None), some of them (a revoked category's), or a whole project (subject_id None). Their share goes out of the totals and latencies; a subject's daily rows go
     whole, of every period (those of pruned traces too). Returns the subject's rows deleted."""
     _lock(project_id, shared=True)
     if subject_id is None:
@@ -409,7 +408,7 @@ def rollup_erase(project_id: str, subject_id: str | None, trace_ids: list | None
 
 
 def rollup_erase_facts(project_id: str, subject_id: str, fact_ids: list) -> dict[str, int]:
-    """Registered with facts.services' erasure of a category: the days the revoked facts were served that
+    """Called by the erasure of a category (privacy.services.consent_revoke): the days the revoked facts were served that
     outlived their traces (pruned); the share of the traces erased with them went out first (rollup_erase)."""
     return {"stats_fact_days": _delete_fact_days(project_id=project_id, subject_id=subject_id, fact_id__in=fact_ids)}
 

@@ -15,22 +15,11 @@ from django.template.response import TemplateResponse
 from django.urls import path
 from django.utils.text import Truncator
 
-from facts.models import Fact
+from facts import admin as facts_admin
+from facts.models import ConflictSet, Fact
 from hakimem.admin_filters import InputFilter, ProjectFilter, StaffProjectsMixin, SubjectFilter
 from traces.models import Decision, DecisionKind, ReasonCode, Trace
-from traces.selectors import trace_decisions
-
-# The replay behind the trace page's "Replay" buttons: context.replay.context_replay, registered by the context app
-# (context/apps.py), which sits above traces and runs the assembler. None: no button.
-# `refused`: the exception it raises for a trace that cannot be replayed (a replay itself, its scope erased meanwhile).
-_replayer = None
-_replay_refused: type[Exception] = Exception
-
-
-def register_replayer(replayer, *, refused: type[Exception]) -> None:
-    global _replayer, _replay_refused
-    _replayer, _replay_refused = replayer, refused
-
+from traces.selectors import fact_decision_counts, trace_decisions
 
 class ReplayFilter(admin.SimpleListFilter):
     """Context calls, or the replays of them (POST /v1/inspect/{id}/replay, manage.py replay, the Replay buttons)."""
@@ -169,6 +158,14 @@ class TraceAdmin(StaffProjectsMixin, admin.ModelAdmin):
         outcome = f"{obj.status}, empty: {obj.empty_reason}" if obj.empty_reason else obj.status
         return f"{outcome} (replay)" if obj.replay_of else outcome
 
+    # The trace page's "Replay" buttons run the assembler, a layer above: context's admin (context/admin.py)
+    # extends this one with it. Here: no button.
+    can_replay = False
+
+    def replay(self, *, trace: Trace, as_of: str) -> dict:
+        """The call run again (writing a replay trace, as the API does) and its diff, or {"error": why not}."""
+        raise NotImplementedError
+
     def get_urls(self):
         replay = path("<path:object_id>/replay/", self.admin_site.admin_view(self.replay_view), name="traces_trace_replay")
         return [replay, *super().get_urls()]
@@ -178,15 +175,12 @@ class TraceAdmin(StaffProjectsMixin, admin.ModelAdmin):
         if request.method != "POST":
             return HttpResponseNotAllowed(["POST"])
         trace = self.get_object(request, unquote(object_id))
-        if trace is None or _replayer is None:
+        if trace is None or not self.can_replay:
             raise Http404("No such trace")
         if not self.has_view_permission(request, trace):
             raise PermissionDenied
         as_of = "original" if request.POST.get("as_of") == "original" else "now"
-        try:
-            result = _replayer(trace=trace, as_of=as_of, overrides={})
-        except _replay_refused as exc:
-            result = {"error": str(exc)}
+        result = self.replay(trace=trace, as_of=as_of)
         for section in ("lost", "gained", "changed"):  # then and now side by side: one loop in the template
             for row in (result.get("diff") or {}).get(section, []):
                 row["sides"] = [row["then"], row["now"]]
@@ -202,8 +196,29 @@ class TraceAdmin(StaffProjectsMixin, admin.ModelAdmin):
             extra_context = {
                 **(extra_context or {}),
                 "title": "Trace",
-                "can_replay": _replayer is not None and trace.replay_of is None,
+                "can_replay": self.can_replay and trace.replay_of is None,
                 "decisions": trace_decisions(trace=trace),
                 "timings": sorted(trace.timings.items(), key=lambda item: -item[1]),
             }
         return super().change_view(request, object_id, form_url, extra_context)
+
+
+class WithDecisionCounts:
+    """The facts' pages (facts/admin.py) with how context calls used each fact, from the decisions of this app."""
+
+    def decision_counts(self, *, fact_ids) -> dict:
+        return fact_decision_counts(fact_ids=fact_ids)
+
+
+class FactAdmin(WithDecisionCounts, facts_admin.FactAdmin):
+    pass
+
+
+class ConflictSetAdmin(WithDecisionCounts, facts_admin.ConflictSetAdmin):
+    pass
+
+
+admin.site.unregister(Fact)
+admin.site.register(Fact, FactAdmin)
+admin.site.unregister(ConflictSet)
+admin.site.register(ConflictSet, ConflictSetAdmin)

@@ -181,7 +181,7 @@ class Decision(models.Model):
     # No database constraint on these two: PostgreSQL checks a foreign key by taking FOR KEY SHARE on the
     # referenced row, so every context call would lock (and dirty the pages of) the ~130 facts it merely
     # considered, contending with writers. Facts and events are only ever deleted by subject erasure,
-    # which deletes the decisions first (facts.services.subject_erase, traces.services.traces_erase), and
+    # which deletes the decisions first (privacy.services.subject_erase, traces.services.traces_erase), and
     # no decision naming an erased row is written after it (traces.services.TRACE_INSERT_SQL).
     fact = models.ForeignKey(
         Fact, null=True, blank=True, on_delete=models.DO_NOTHING, db_constraint=False, db_index=False,

@@ -4,14 +4,13 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
 from django.db import connection
 
 from facts.models import Event, Fact, IdentityBlock, Procedure
-from facts.services import erase_condition
+from facts.erasure import erase_condition
 from hakimem import observability
 from hakimem.db import decay_sql, with_tables
 from traces.models import (
@@ -48,11 +47,11 @@ class DecisionRow:
 SERVED_REASONS = (ReasonCode.INCLUDED, ReasonCode.MULTI_HOP_EXPANSION)
 
 
-# The scope's trace lock: every trace write shares it, erasure (traces_erase, inside subject_erase's
-# transaction) takes it exclusively until it commits. So no trace of a scope commits between the eraser's
+# The scope's trace lock: every trace write shares it, erasure (trace_scope_lock, inside subject_erase's
+# transaction: privacy.services) takes it exclusively until it commits. So no trace of a scope commits between the eraser's
 # statements (a trace committed between its DELETE of decisions and its DELETE of traces would fail the
 # erasure at commit), and a trace write that waited for an erasure sees it. Its own key (seed 1), not the
-# writers' lock of facts.services._lock_scopes (seed 0): context calls must not queue behind a scope's fact
+# writers' lock of facts.locks.lock_scopes (seed 0): context calls must not queue behind a scope's fact
 # writes, which hold that lock for as long as a batch takes.
 TRACE_LOCK_KEY = "hashtextextended(%(project_id)s || chr(31) || %(subject_id)s, 1)"
 
@@ -204,40 +203,23 @@ def trace_record(*, trace: dict, decisions: list[DecisionRow]) -> uuid.UUID:
     return trace_id
 
 
-# Apps above traces that sum them (stats' rollup) take the share of the traces an erasure deletes out of their
-# sums: a hook gets (project_id, subject_id, trace_ids) before the traces go, under the trace lock: the
-# subject's traces (trace_ids None), some of them (a revoked category's), or a whole project's (subject_id None).
-# It returns counts for the erasure's receipt.
-BeforeErase = Callable[[str, str | None, list | None], dict[str, int]]
-_BEFORE_ERASE: list[tuple[str, BeforeErase]] = []
-
-
-def register_before_erase(name: str, hook: BeforeErase) -> None:
-    if name not in {n for n, _ in _BEFORE_ERASE}:
-        _BEFORE_ERASE.append((name, hook))
-
-
-def _before_erase(project_id: str, subject_id: str | None, trace_ids: list | None) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for _, hook in _BEFORE_ERASE:
-        counts.update(hook(project_id, subject_id, trace_ids))
-    return counts
-
-
-def traces_erase(project_id: str, subject_id: str | None) -> dict[str, int]:
-    """Registered with facts.services' erasure: a trace holds the subject's query text and ids, an access
-    count its items' ids. For one
-    subject, first takes the scope's trace lock exclusively, held until the erasure commits: trace writes
-    already holding it are waited for (their traces are deleted below), later ones wait and then find the
-    scope's items gone (TRACE_INSERT_SQL). A whole project (subject_id None) is erased without it: only the
-    benchmarks' own projects are, which nothing else writes meanwhile."""
-    if not connection.in_atomic_block:
-        raise RuntimeError("traces_erase runs inside the erasure's transaction (facts.services.subject_erase)")
+def trace_scope_lock(*, project_id: str, subject_id: str) -> None:
+    """Take the scope's trace lock exclusively until the erasure's transaction commits: trace writes already holding
+    it are waited for (their traces are then erased), later ones wait and then find the scope's items gone
+    (TRACE_INSERT_SQL). Taken by the erasures (privacy.services) before anything reads the traces they delete."""
     with connection.cursor() as cursor:
-        if subject_id is not None:
-            cursor.execute("SELECT pg_advisory_xact_lock(" + TRACE_LOCK_KEY + ")",
-                           {"project_id": project_id, "subject_id": subject_id})
-        counts = _before_erase(project_id, subject_id, None)
+        cursor.execute("SELECT pg_advisory_xact_lock(" + TRACE_LOCK_KEY + ")",
+                       {"project_id": project_id, "subject_id": subject_id})
+
+
+def traces_erase(*, project_id: str, subject_id: str | None) -> dict[str, int]:
+    """A subject's traces, their decisions and its access counts (a trace holds the subject's query text and ids,
+    an access count its items' ids), or a whole project's (subject_id None), under the scope's trace lock
+    (trace_scope_lock) for a subject. A whole project is erased without it: only the benchmarks' own projects are,
+    which nothing else writes meanwhile."""
+    if not connection.in_atomic_block:
+        raise RuntimeError("traces_erase runs inside the erasure's transaction (privacy.services.subject_erase)")
+    with connection.cursor() as cursor:
         cursor.execute(
             "DELETE FROM traces_decision d USING traces_trace t WHERE d.trace_id = t.id AND d.project_id = t.project_id"
             " AND "
@@ -253,33 +235,33 @@ def traces_erase(project_id: str, subject_id: str | None) -> dict[str, int]:
         cursor.execute(
             "DELETE FROM traces_itemaccess a WHERE " + erase_condition(subject_id, "a"), {"p": project_id, "s": subject_id}
         )
-        return {**counts, "decisions": decisions, "traces": traces, "item_accesses": cursor.rowcount}
+        return {"decisions": decisions, "traces": traces, "item_accesses": cursor.rowcount}
 
 
-def traces_erase_naming(project_id: str, subject_id: str, fact_ids: list) -> dict[str, int]:
-    """Registered with facts.services' erasure of a category: the scope's traces whose decisions name one of
-    `fact_ids` go whole (their rendered text may quote the fact), with all their decisions, and the facts'
-    access counts. Takes the scope's
-    trace lock exclusively, as traces_erase does: a context call that read those facts before the erasure
-    writes its trace before it (deleted here) or finds them gone and writes none."""
+def trace_ids_naming(*, project_id: str, subject_id: str, fact_ids: list) -> list:
+    """The scope's traces whose decisions name one of `fact_ids`: what erasing those facts erases (their rendered
+    text may quote them). Read under the scope's trace lock (trace_scope_lock)."""
     with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_advisory_xact_lock(" + TRACE_LOCK_KEY + ")",
-                       {"project_id": project_id, "subject_id": subject_id})
         cursor.execute(
             "SELECT DISTINCT d.trace_id FROM traces_decision d"
             " JOIN traces_trace t ON t.id = d.trace_id AND t.project_id = d.project_id"
             " WHERE d.fact_id = ANY(%(ids)s) AND d.project_id = %(p)s AND t.subject_id = %(s)s",
             {"ids": fact_ids, "p": project_id, "s": subject_id},
         )
-        trace_ids = [row[0] for row in cursor.fetchall()]
-        counts = _before_erase(project_id, subject_id, trace_ids) if trace_ids else {}
+        return [row[0] for row in cursor.fetchall()]
+
+
+def traces_erase_naming(*, project_id: str, subject_id: str, fact_ids: list, trace_ids: list) -> dict[str, int]:
+    """The traces `trace_ids` (trace_ids_naming) go whole, with all their decisions, and the facts' access counts;
+    under the scope's trace lock (trace_scope_lock)."""
+    with connection.cursor() as cursor:
         cursor.execute("DELETE FROM traces_decision WHERE project_id = %s AND trace_id = ANY(%s)", [project_id, trace_ids])
         decisions = cursor.rowcount
         cursor.execute("DELETE FROM traces_trace WHERE project_id = %s AND id = ANY(%s)", [project_id, trace_ids])
         traces = cursor.rowcount
         cursor.execute("DELETE FROM traces_itemaccess WHERE project_id = %(p)s AND subject_id = %(s)s"
                        " AND item_id = ANY(%(ids)s)", {"ids": fact_ids, "p": project_id, "s": subject_id})
-        return {**counts, "decisions": decisions, "traces": traces, "item_accesses": cursor.rowcount}
+        return {"decisions": decisions, "traces": traces, "item_accesses": cursor.rowcount}
 
 
 # The projects that have traces, one index probe each (a loose scan of traces_trace_project_time): the prune

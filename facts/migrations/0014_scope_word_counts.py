@@ -1,5 +1,5 @@
 """facts_scopewordcounts and facts_scopeword: a large scope's own word counts (facts.models.ScopeWordCounts,
-facts.services.scope_words_refresh), under row security like every table holding a project's rows: the words are the
+facts.scope_words.scope_words_refresh), under row security like every table holding a project's rows: the words are the
 subject's."""
 from django.db import migrations, models
 

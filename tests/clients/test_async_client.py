@@ -66,7 +66,7 @@ def test_async_batches_and_errors(live_server, api_key):
 def test_async_retries_a_503_then_succeeds(live_server, api_key, monkeypatch):
     # given an embedder down for one request
     _DownOnce.calls = 0
-    monkeypatch.setattr("facts.services.get_embedder", lambda: _DownOnce(384))
+    monkeypatch.setattr("facts.writes.get_embedder", lambda: _DownOnce(384))
     slept = []
 
     async def scenario():
@@ -82,7 +82,7 @@ def test_async_retries_a_503_then_succeeds(live_server, api_key, monkeypatch):
 
 
 def test_async_retries_are_bounded(live_server, api_key, monkeypatch):
-    monkeypatch.setattr("facts.services.get_embedder", lambda: _Down(384))
+    monkeypatch.setattr("facts.writes.get_embedder", lambda: _Down(384))
 
     async def scenario():
         async with AsyncClient(live_server.url, api_key, project_id=PROJECT, max_retries=1, backoff=0.01) as haki:

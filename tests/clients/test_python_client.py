@@ -218,7 +218,7 @@ class _DownOnce(HashingEmbedder):
 def test_a_503_is_retried_until_the_write_succeeds(live_server, api_key, monkeypatch):
     # given an embedder that is down for the first request only
     _DownOnce.calls = 0
-    monkeypatch.setattr("facts.services.get_embedder", lambda: _DownOnce(384))
+    monkeypatch.setattr("facts.writes.get_embedder", lambda: _DownOnce(384))
     haki, sent = counting_client(live_server, api_key, backoff=0.2)
     slept = []
     haki._sleep = slept.append
@@ -237,7 +237,7 @@ class _Down(HashingEmbedder):
 
 def test_retries_are_bounded_then_the_503_is_raised(live_server, api_key, monkeypatch):
     # given an embedder that stays down
-    monkeypatch.setattr("facts.services.get_embedder", lambda: _Down(384))
+    monkeypatch.setattr("facts.writes.get_embedder", lambda: _Down(384))
     haki, sent = counting_client(live_server, api_key, max_retries=2)
     slept = []
     haki._sleep = slept.append

@@ -11,7 +11,7 @@ from django.utils import timezone
 from context.consolidation import consolidate
 from context.models import ConsolidationMark
 from facts.models import ConflictSet, ConflictStatus, Fact, FactStatus, Project
-from facts.services import conflict_resolve
+from facts.conflicts import conflict_resolve
 from tests.conftest import PROJECT
 from tests.facts.factories import ConflictSetFactory, FactFactory
 from tests.traces.factories import record_call

@@ -269,7 +269,7 @@ def test_multi_hop_within_a_whole_scope_finds_what_its_statement_finds(monkeypat
     ties by id."""
     from context import retrieval
     from facts.selectors import volatility_cutoffs
-    from facts.services import fact_retract
+    from facts.writes import fact_retract
     from hakimem.embeddings import get_embedder
 
     monkeypatch.setattr(retrieval, "whole_scope_expected", lambda lookup, dense_k: True)
@@ -508,7 +508,7 @@ def test_degraded_paths_rank_by_text_then_recency(api, monkeypatch, embedder, wa
 
 
 def test_a_failing_embedder_refuses_writes_but_not_reads(api, monkeypatch):
-    monkeypatch.setattr("facts.services.get_embedder", lambda: _Broken(384))
+    monkeypatch.setattr("facts.writes.get_embedder", lambda: _Broken(384))
     response = api.post("/v1/facts", {"project_id": PROJECT, "subject_id": "alice", "text": "Something."}, format="json")
     assert response.status_code == 503 and error_code(response) == "embedder_unavailable"
 

@@ -8,7 +8,7 @@ from django.utils import timezone
 
 from context import retrieval
 from context.contradictions import Contradiction, find_contradictions, losers
-from facts.services import conflict_resolve
+from facts.conflicts import conflict_resolve
 from tests.conftest import PROJECT
 from tests.facts.factories import ConflictSetFactory, FactFactory
 

@@ -15,7 +15,8 @@ from django.db import connection
 from django.test import override_settings
 
 from context import retrieval
-from facts.services import EventInput, FactInput, event_create_batch, fact_create_batch
+from facts.events import EventInput, event_create_batch
+from facts.writes import FactInput, fact_create_batch
 from bench import dataset
 from tests.conftest import make_client
 

@@ -7,7 +7,8 @@ from django.db import connection
 from django.utils import timezone
 
 from context import retrieval
-from facts import services
+from facts import scope_words
+from facts.scope_words import scope_words_refresh
 from facts.selectors import volatility_cutoffs
 from tests.conftest import PROJECT
 from tests.facts.factories import FactFactory
@@ -40,7 +41,7 @@ def _lookup(subject: str, query: str) -> retrieval.Lookup:
 
 def test_a_call_reads_the_counts_of_a_large_scope_only(monkeypatch, django_assert_num_queries):
     monkeypatch.setattr(settings, "HAKI_SCOPE_WORDS_MIN_ITEMS", 20)
-    monkeypatch.setattr(services, "SCOPE_WORDS_MIN_COUNT", 2)
+    monkeypatch.setattr(scope_words, "SCOPE_WORDS_MIN_COUNT", 2)
     for i in range(24):
         FactFactory(subject_id="alice", text=f"Loic wrote note{i}" + (" with Maya." if i % 4 == 0 else "."))
     for i in range(3):
@@ -48,7 +49,7 @@ def test_a_call_reads_the_counts_of_a_large_scope_only(monkeypatch, django_asser
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE facts_fact")
     retrieval._table_stats["at"] = -1e9  # expire the per-process cache
-    services.scope_words_refresh(min_items=20)
+    scope_words_refresh(min_items=20)
     retrieval.table_stats(project_id=PROJECT)
 
     with django_assert_num_queries(1):
@@ -68,13 +69,13 @@ def test_the_trace_keeps_the_counts_that_chose_the_legs_words(api, monkeypatch):
     from traces.models import Trace
 
     monkeypatch.setattr(settings, "HAKI_SCOPE_WORDS_MIN_ITEMS", 20)
-    monkeypatch.setattr(services, "SCOPE_WORDS_MIN_COUNT", 2)
+    monkeypatch.setattr(scope_words, "SCOPE_WORDS_MIN_COUNT", 2)
     for i in range(24):
         FactFactory(subject_id="alice", text=f"Loic wrote note{i}.")
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE facts_fact")
     retrieval._table_stats["at"] = -1e9
-    services.scope_words_refresh(min_items=20)
+    scope_words_refresh(min_items=20)
 
     response = api.post("/v1/context", {"project_id": PROJECT, "subject_id": "alice", "query": "What did Loic write?"},
                         format="json")

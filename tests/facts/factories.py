@@ -2,7 +2,7 @@ import factory
 from django.utils import timezone
 
 from facts.models import ConflictMember, ConflictSet, Event, Fact, IdentityBlock, Procedure
-from facts.services import procedure_embedding_text
+from facts.procedures import procedure_embedding_text
 from facts.text import text_hash
 from hakimem.embeddings import get_embedder
 from tests.conftest import PROJECT

@@ -3,9 +3,9 @@ characters took 8 s, 400 took 6 minutes). Timings live in scripts/bench_batch.py
 how many pairs the rules compare, and that each text is read once."""
 import pytest
 
-from facts import services, text
+from facts import text, verdicts, writes
 from facts.models import Fact
-from facts.services import BATCH_NEIGHBOURS, FactInput, fact_create_batch
+from facts.writes import BATCH_NEIGHBOURS, FactInput, fact_create_batch
 from tests.conftest import PROJECT
 
 pytestmark = pytest.mark.django_db
@@ -21,9 +21,9 @@ def similar_long_texts(n: int) -> list[str]:
 def test_a_batch_of_similar_texts_compares_each_with_a_bounded_number_of_earlier_ones(monkeypatch):
     # given 60 near-identical texts of ~3k characters, each a different number in the same slot
     pairs, analysed = [], []
-    verdict, analyse = services.pair_verdict, text.analyse
-    monkeypatch.setattr(services, "pair_verdict", lambda a, b, s: pairs.append(1) or verdict(a, b, s))
-    monkeypatch.setattr(services, "analyse", lambda t: analysed.append(1) or analyse(t))
+    verdict, analyse = verdicts.pair_verdict, text.analyse
+    monkeypatch.setattr(writes, "pair_verdict", lambda a, b, s: pairs.append(1) or verdict(a, b, s))
+    monkeypatch.setattr(verdicts, "analyse", lambda t: analysed.append(1) or analyse(t))
     items = [FactInput(project_id=PROJECT, subject_id="alice", text=t) for t in similar_long_texts(N)]
     # when they are written as one batch
     results = fact_create_batch(items=items, actor="test")
@@ -37,7 +37,7 @@ def test_a_batch_of_similar_texts_compares_each_with_a_bounded_number_of_earlier
 
 def test_the_most_similar_earlier_facts_are_the_ones_compared(monkeypatch):
     # given more similar earlier facts than are compared, the one a new fact contradicts is its nearest
-    monkeypatch.setattr(services, "BATCH_NEIGHBOURS", 2)
+    monkeypatch.setattr(writes, "BATCH_NEIGHBOURS", 2)
     base = "Alice keeps her bicycle in the shed behind the house near the garden"
     items = [FactInput(project_id=PROJECT, subject_id="alice", text=t) for t in [
         f"{base} and waters roses.", f"{base} and waters tulips.", f"{base} and waters lilies.",

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from django.conf import settings as django_settings
 
-from facts.services import CONFLICT, DISTINCT, DUPLICATE, pair_verdict
+from facts.verdicts import CONFLICT, DISTINCT, DUPLICATE, pair_verdict
 from facts.text import contradiction_signal
 from hakimem.embeddings import get_embedder
 

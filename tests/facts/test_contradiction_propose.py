@@ -1,5 +1,5 @@
 """Pairs found contradictory at query time, recorded as the write path records a conflict:
-facts.services.contradiction_propose (a context call, under the curator policy) and contradiction_settle
+facts.conflicts.contradiction_propose (a context call, under the curator policy) and contradiction_settle
 (consolidation, under either policy)."""
 import threading
 from dataclasses import dataclass
@@ -10,7 +10,7 @@ from django.db import connection, connections, transaction
 from django.utils import timezone
 
 from facts.models import ConflictMember, ConflictSet, ConflictStatus, Fact, FactStatus, Project
-from facts.services import conflict_resolve, contradiction_propose, contradiction_settle
+from facts.conflicts import conflict_resolve, contradiction_propose, contradiction_settle
 from tests.conftest import PROJECT
 from tests.facts.factories import ConflictSetFactory, FactFactory
 

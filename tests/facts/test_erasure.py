@@ -10,7 +10,8 @@ from django.contrib.admin.models import LogEntry
 from django.db import connection, connections, transaction
 
 import context.assembler
-from facts import services
+import privacy.services
+from facts.events import EventInput, event_create_batch
 from facts.models import ConflictSet, Event, Fact
 from facts.scope_graphs import scope_graph_create, scope_graph_drop, scope_graph_name
 from tests.conftest import PROJECT, error_code, make_client, rows_mentioning
@@ -152,14 +153,16 @@ def _pause_erasure(monkeypatch) -> tuple[threading.Event, threading.Event]:
     got there."""
     paused, resume = threading.Event(), threading.Event()
 
-    def pause(project_id, subject_id):
+    facts_erase = privacy.services.facts_erase
+
+    def pause(**scope):
         paused.set()
         # Longer than any wait of the test's own: an erasure that resumed by itself would answer the writers
         # waiting for it, and the test could not tell that from writers that never waited.
         resume.wait(timeout=PATIENCE + 30)
-        return {}
+        return facts_erase(**scope)
 
-    monkeypatch.setattr(services, "_ERASERS", [*services._ERASERS, ("pause", pause)])
+    monkeypatch.setattr(privacy.services, "facts_erase", pause)
     return paused, resume
 
 
@@ -346,7 +349,7 @@ def _lock_waits() -> int:
 
 
 def _write_event(subject: str, text: str) -> Event:
-    return services.event_create_batch(items=[services.EventInput(
+    return event_create_batch(items=[EventInput(
         project_id=PROJECT, subject_id=subject, text=text, occurred_at=datetime(2026, 1, 1, tzinfo=UTC))])[0]
 
 

@@ -6,7 +6,8 @@ import pytest
 from django.db import connection, connections
 from django.utils import timezone
 
-from facts import services
+from facts.conflicts import conflict_record
+from facts.writes import fact_create
 from facts.models import ConflictSet, Event, Fact
 from tests.conftest import PROJECT, REQUEST_OVERHEAD_QUERIES, error_code, rows_mentioning
 from tests.facts.factories import EventFactory, FactFactory
@@ -141,7 +142,7 @@ def test_concurrent_identical_writes_make_one_row():
     def write():
         try:
             barrier.wait()
-            results.append(services.fact_create(actor="test", project_id=PROJECT, subject_id="alice", text="Alice keeps bees."))
+            results.append(fact_create(actor="test", project_id=PROJECT, subject_id="alice", text="Alice keeps bees."))
         except Exception as exc:  # surfaced by the assertion below
             errors.append(exc)
         finally:
@@ -212,10 +213,10 @@ def test_a_fact_contradicting_members_of_two_open_sets_joins_both_and_merges_nei
     a, b, c, d, bridge, loose = (FactFactory(text=f"Paul fact {n}.") for n in "abcdef")
     now = timezone.now()
     signal = Signal("different_name", "test")
-    first = services._record_conflict(b, [(a.id, 0.9, signal)], actor="test", policy="curator", now=now)
-    second = services._record_conflict(d, [(c.id, 0.9, signal)], actor="test", policy="curator", now=now + timezone.timedelta(seconds=1))
+    first = conflict_record(b, [(a.id, 0.9, signal)], actor="test", policy="curator", now=now)
+    second = conflict_record(d, [(c.id, 0.9, signal)], actor="test", policy="curator", now=now + timezone.timedelta(seconds=1))
     assert first.id != second.id
-    joined = services._record_conflict(bridge, [(a.id, 0.9, signal), (c.id, 0.9, signal), (loose.id, 0.8, signal)],
+    joined = conflict_record(bridge, [(a.id, 0.9, signal), (c.id, 0.9, signal), (loose.id, 0.8, signal)],
                                        actor="test", policy="curator", now=now + timezone.timedelta(seconds=2))
     assert joined.id == first.id  # the oldest set is the one the write reports
     assert ConflictSet.objects.filter(status="open").count() == 2

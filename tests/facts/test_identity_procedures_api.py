@@ -4,7 +4,9 @@ import socket
 import pytest
 from django.contrib.postgres.search import SearchQuery
 
-from facts import selectors, services
+from facts import selectors
+from facts.identity import identity_block_create
+from facts.procedures import procedure_embedding_text
 from facts.models import IDENTITY_BLOCKS_PER_SCOPE, IdentityBlock, Procedure
 from hakimem.embeddings import get_embedder
 from tests.conftest import OTHER_PROJECT, PROJECT, error_code
@@ -79,8 +81,8 @@ def test_blocks_are_served_by_scope_then_position_then_name_enabled_only(api):
 
 
 def test_identity_blocks_for_is_one_query(django_assert_num_queries):
-    services.identity_block_create(project_id=PROJECT, subject_id="", name="persona", text="Be brief.")
-    services.identity_block_create(project_id=PROJECT, subject_id="alice", name="tone", text="Be warm.")
+    identity_block_create(project_id=PROJECT, subject_id="", name="persona", text="Be brief.")
+    identity_block_create(project_id=PROJECT, subject_id="alice", name="tone", text="Be warm.")
     with django_assert_num_queries(1):
         served = selectors.identity_blocks_for(project_id=PROJECT, subject_id="alice")
     assert [b.name for b in served] == ["persona", "tone"]
@@ -98,7 +100,7 @@ def test_a_name_is_unique_in_its_scope_only(api):
 
 def test_a_scope_holds_a_bounded_number_of_blocks(api):
     for n in range(IDENTITY_BLOCKS_PER_SCOPE):
-        services.identity_block_create(project_id=PROJECT, subject_id="alice", name=f"b{n}", text="x")
+        identity_block_create(project_id=PROJECT, subject_id="alice", name=f"b{n}", text="x")
     response = api.post("/v1/identity-blocks", block("one more"), format="json")
     assert response.status_code == 400 and error_code(response) == "invalid_request"
     assert IdentityBlock.objects.count() == IDENTITY_BLOCKS_PER_SCOPE
@@ -155,7 +157,7 @@ def test_a_procedure_is_written_embedded_and_indexed_for_words(api):
     assert body["status"] == "active" and body["subject_id"] == "alice" and body["category"] == "ops"
     assert body["importance"] == 0.8 and body["metadata"] == {"team": "infra"}
     stored = Procedure.objects.get(id=body["id"])
-    expected = get_embedder().embed([services.procedure_embedding_text(body["title"], body["text"])])[0]
+    expected = get_embedder().embed([procedure_embedding_text(body["title"], body["text"])])[0]
     assert list(stored.embedding.to_list()) == pytest.approx(list(expected), abs=1e-3)
     # the title and the steps are both searchable
     assert Procedure.objects.filter(search_vector=SearchQuery("deploy", config="simple")).exists()

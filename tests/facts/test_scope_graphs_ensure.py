@@ -90,7 +90,7 @@ def test_a_consolidation_of_one_project_or_with_the_setting_off_builds_none(scop
 def test_a_scope_erased_while_its_graph_is_built_keeps_no_graph(scopes, monkeypatch):
     # given an erasure of alice that runs just as her graph is being built (after the erasure looked for a graph)
     from facts import scope_graphs
-    from facts.services import subject_erase
+    from privacy.services import subject_erase
 
     build = scope_graphs.scope_graph_create
 
@@ -110,7 +110,7 @@ def test_a_scope_erased_while_its_graph_is_built_keeps_no_graph(scopes, monkeypa
 
 def test_the_largest_scopes_get_their_own_full_text_index_which_erasure_drops(scopes, settings):
     from facts.scope_graphs import SCOPE_TEXT_INDEX_PREFIX, scope_graph_list, scope_text_index_name
-    from facts.services import subject_erase
+    from privacy.services import subject_erase
     from tests.conftest import rows_mentioning
 
     def text_indexes():

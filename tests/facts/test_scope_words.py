@@ -1,10 +1,11 @@
-"""A large scope's own word counts (facts.services.scope_words_count, scope_words_refresh): what is counted, what is
+"""A large scope's own word counts (facts.scope_words: scope_words_count, scope_words_refresh): what is counted, what is
 listed, what goes when a scope shrinks or is erased."""
 import pytest
 from django.db import connection
 from django.utils import timezone
 
-from facts import services
+from facts import scope_words
+from facts.scope_words import scope_words_count, scope_words_refresh
 from facts.models import Fact, ScopeWord, ScopeWordCounts
 from tests.conftest import OTHER_PROJECT, PROJECT, make_client, rows_mentioning
 from tests.facts.factories import EventFactory, FactFactory
@@ -24,15 +25,15 @@ def _fill(subject: str, facts: int, *, common: str = "loic") -> None:
 
 
 def test_a_scope_s_words_are_counted_per_table_and_only_the_common_ones_listed(monkeypatch):
-    monkeypatch.setattr(services, "SCOPE_WORDS_MIN_COUNT", 5)
+    monkeypatch.setattr(scope_words, "SCOPE_WORDS_MIN_COUNT", 5)
     _fill("alice", 30)
     FactFactory(subject_id="alice", text="Loic moved away.", status="retracted",  # not active: not counted
                 recorded_to=timezone.now())
     for i in range(6):
         EventFactory(subject_id="alice", text=f"Alice met Loic at the dentist, visit {i}.")
 
-    assert services.scope_words_count(project_id=PROJECT, subject_id="alice") == 30
-    assert services.scope_words_count(project_id=PROJECT, subject_id="alice", table="facts_event") == 6
+    assert scope_words_count(project_id=PROJECT, subject_id="alice") == 30
+    assert scope_words_count(project_id=PROJECT, subject_id="alice", table="facts_event") == 6
 
     facts = _words("alice")
     assert facts["loic"] == 30 and facts["wrote"] == 30 and facts["dentist"] == 10
@@ -46,41 +47,41 @@ def test_a_scope_s_words_are_counted_per_table_and_only_the_common_ones_listed(m
 
 
 def test_a_list_cut_at_its_length_says_how_common_an_unlisted_word_can_be(monkeypatch):
-    monkeypatch.setattr(services, "SCOPE_WORDS_MIN_COUNT", 1)
-    monkeypatch.setattr(services, "SCOPE_WORDS_MAX", 3)
+    monkeypatch.setattr(scope_words, "SCOPE_WORDS_MIN_COUNT", 1)
+    monkeypatch.setattr(scope_words, "SCOPE_WORDS_MAX", 3)
     _fill("alice", 12)  # loic 12, wrote 12, about/the/dentist 4 each, note<i> 1 each
-    services.scope_words_count(project_id=PROJECT, subject_id="alice")
+    scope_words_count(project_id=PROJECT, subject_id="alice")
     assert set(_words("alice")) == {"loic", "wrote", "about"}  # the commonest, ties by word
     assert ScopeWordCounts.objects.get(project_id=PROJECT, subject_id="alice").unlisted_max == 4
 
 
 def test_refresh_counts_large_scopes_again_and_forgets_those_grown_small(monkeypatch):
-    monkeypatch.setattr(services, "SCOPE_WORDS_MIN_COUNT", 2)
+    monkeypatch.setattr(scope_words, "SCOPE_WORDS_MIN_COUNT", 2)
     _fill("alice", 8)
     _fill("bob", 3, common="anna")
-    assert services.scope_words_refresh(min_items=5) == 1
+    assert scope_words_refresh(min_items=5) == 1
     assert _words("alice")["loic"] == 8 and _words("bob") == {}
 
     # alice's scope grows: its counts follow; then it shrinks under the threshold: its counts go
     _fill("alice", 4, common="maya")
-    assert services.scope_words_refresh(min_items=5) == 1
+    assert scope_words_refresh(min_items=5) == 1
     assert _words("alice")["loic"] == 8 and _words("alice")["maya"] == 4
     Fact.objects.filter(subject_id="alice").exclude(text__startswith="Maya").update(status="retracted",
                                                                                      recorded_to=timezone.now())
-    assert services.scope_words_refresh(min_items=5) == 0
+    assert scope_words_refresh(min_items=5) == 0
     assert not ScopeWordCounts.objects.exists() and not ScopeWord.objects.exists()
-    assert services.scope_words_refresh(min_items=0) == 0  # 0: never
+    assert scope_words_refresh(min_items=0) == 0  # 0: never
 
 
 @pytest.mark.django_db(transaction=True)
 def test_erasure_deletes_the_scope_s_words_and_its_receipt_says_so(monkeypatch):
-    monkeypatch.setattr(services, "SCOPE_WORDS_MIN_COUNT", 2)
+    monkeypatch.setattr(scope_words, "SCOPE_WORDS_MIN_COUNT", 2)
     api = make_client(PROJECT)
     response = api.post("/v1/facts", {"facts": [
         {"project_id": PROJECT, "subject_id": subject, "text": f"Zephyrine of {subject} keeps bees number {i}."}
         for subject in ("zoe", "bob") for i in range(4)]}, format="json")
     assert response.status_code == 201, response.content
-    assert services.scope_words_refresh(min_items=2) == 2
+    assert scope_words_refresh(min_items=2) == 2
     assert rows_mentioning("zephyrine")["facts_scopeword"] == 2  # the lexeme, in each scope
 
     response = api.delete(f"/v1/subjects/zoe?project_id={PROJECT}")
@@ -95,10 +96,10 @@ def test_erasure_deletes_the_scope_s_words_and_its_receipt_says_so(monkeypatch):
 def test_the_api_role_reads_only_its_own_project_s_counts(monkeypatch):
     from hakimem.rowsecurity import api_transaction
 
-    monkeypatch.setattr(services, "SCOPE_WORDS_MIN_COUNT", 1)
+    monkeypatch.setattr(scope_words, "SCOPE_WORDS_MIN_COUNT", 1)
     for project in (PROJECT, OTHER_PROJECT):
         FactFactory(project_id=project, subject_id="alice", text="Loic wrote.")
-        services.scope_words_count(project_id=project, subject_id="alice")
+        scope_words_count(project_id=project, subject_id="alice")
     with api_transaction(PROJECT):
         with connection.cursor() as cursor:
             cursor.execute("SELECT DISTINCT project_id FROM facts_scopeword UNION SELECT project_id FROM facts_scopewordcounts")
@@ -107,12 +108,12 @@ def test_the_api_role_reads_only_its_own_project_s_counts(monkeypatch):
 
 def test_revoking_a_category_with_erase_counts_the_scope_s_words_again(monkeypatch):
     # given a counted scope whose health facts alone hold some words
-    monkeypatch.setattr(services, "SCOPE_WORDS_MIN_COUNT", 2)
+    monkeypatch.setattr(scope_words, "SCOPE_WORDS_MIN_COUNT", 2)
     for i in range(4):
         FactFactory(subject_id="alice", category="health", text=f"Alice injects insulin and avoids penicillin, dose {i}.")
     for i in range(6):
         FactFactory(subject_id="alice", category="hobby", text=f"Alice plays chess with Loic, game {i}.")
-    services.scope_words_count(project_id=PROJECT, subject_id="alice")
+    scope_words_count(project_id=PROJECT, subject_id="alice")
     assert _words("alice")["insulin"] == 4 and _words("alice")["alice"] == 10
 
     # when the subject's consent to health is revoked with erase

@@ -2,8 +2,9 @@
 import pytest
 from django.utils import timezone
 
-from facts import services
-from facts.services import FactInput
+from privacy.services import project_erase
+from facts.writes import _Batch, _Stored, _classify
+from facts.writes import FactInput
 from hakimem.embeddings import get_embedder
 from facts.models import ConflictSet, Event, Fact, Procedure
 from tests.conftest import PROJECT
@@ -30,7 +31,7 @@ def test_erasing_a_project_takes_all_its_subjects_and_their_traces_and_nothing_e
     record_call(at=timezone.now(), project_id=PROJECT, subject_id="s1", facts=[(kept, "included")])
 
     # when
-    counts = services.project_erase(project_id="bench-x")
+    counts = project_erase(project_id="bench-x")
 
     # then
     assert counts == {"decisions": 3, "traces": 2, "item_accesses": 1, "conflict_members": 2, "conflict_sets": 1,
@@ -51,9 +52,9 @@ def test_classifying_a_batch_compares_each_item_with_the_earlier_new_facts_of_it
         ("alice", nantes), ("alice", nantes.replace("Paul lives", "Paul now lives")), ("alice", bordeaux),
         ("alice", bordeaux.lower()), ("bob", bordeaux),
     )]
-    batch = services._Batch.of(items, get_embedder().embed([item.text for item in items]))
+    batch = _Batch.of(items, get_embedder().embed([item.text for item in items]))
     # when
-    plan = services._classify(batch, services._Stored(by_hash={}, neighbours={}), now=timezone.now())
+    plan = _classify(batch, _Stored(by_hash={}, neighbours={}), now=timezone.now())
     # then three new facts; the near-duplicate and the repeat are answered by the earlier ones
     first, contradiction, other_subject = (new.fact for new in plan.new)
     assert [f.text for f in (first, contradiction, other_subject)] == [nantes, bordeaux, bordeaux]

@@ -66,7 +66,7 @@ def test_the_largest_documented_batch_fits_under_the_default_limit(api, settings
     # given the largest batch the README documents: 500 facts of 8,000 characters, each with 16 KiB of metadata,
     # the text non-ASCII and sent \u-escaped (json.dumps' default): 6 bytes a character
     from facts.models import FACT_TEXT_MAX
-    from facts.services import MAX_BATCH
+    from facts.writes import MAX_BATCH
     from hakimem.fields import METADATA_MAX_BYTES
 
     letters = "абвгдежзиклмнопрстуфхцчшщэюя"

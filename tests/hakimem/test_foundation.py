@@ -150,7 +150,7 @@ def test_dimension_check_refuses_other_sizes():
 
 
 def test_a_wrong_dimension_writes_nothing(api, monkeypatch):
-    monkeypatch.setattr("facts.services.get_embedder", lambda: _WrongSize(384))
+    monkeypatch.setattr("facts.writes.get_embedder", lambda: _WrongSize(384))
     response = api.post("/v1/facts", {"project_id": PROJECT, "subject_id": "alice", "text": "Anything at all."}, format="json")
     assert response.status_code == 503
     assert error_code(response) == "embedder_unavailable"

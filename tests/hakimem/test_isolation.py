@@ -8,7 +8,7 @@ from django.db import connection
 from prometheus_client.parser import text_string_to_metric_families
 
 from context import retrieval
-from facts.services import FactInput, fact_create_batch
+from facts.writes import FactInput, fact_create_batch
 from tests.conftest import OTHER_PROJECT, PROJECT
 
 pytestmark = pytest.mark.django_db

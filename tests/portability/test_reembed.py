@@ -8,7 +8,7 @@ from django.core.management import CommandError, call_command
 from django.utils import timezone
 
 from facts.models import Event, Fact, FactStatus, Procedure
-from facts.services import procedure_embedding_text
+from facts.procedures import procedure_embedding_text
 from hakimem.embeddings import HashingEmbedder, get_embedder
 from portability.models import ReembedRun
 from tests.facts.factories import EventFactory, FactFactory, ProcedureFactory

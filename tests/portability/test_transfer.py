@@ -13,7 +13,7 @@ from django.core.management import CommandError, call_command
 from django.db import connection
 from django.utils import timezone
 
-from facts import services
+from facts.identity import identity_block_create
 from facts.models import (
     IDENTITY_BLOCKS_PER_SCOPE,
     PROJECT_WIDE,
@@ -27,10 +27,12 @@ from facts.models import (
     Procedure,
     ProcedureStatus,
 )
-from facts.services import procedure_embedding_text
+from facts.procedures import procedure_embedding_text
 from facts.text import text_hash
+from facts.writes import fact_create
 from hakimem.embeddings import get_embedder
 from portability import scope_import
+from privacy.services import project_erase, subject_erase
 from tests.conftest import make_client
 from tests.facts.factories import FactFactory, IdentityBlockFactory, ProcedureFactory
 
@@ -162,7 +164,7 @@ def test_export_erase_import_export_gives_the_same_records(tmp_path):
     started = time.perf_counter()
     first = export("--project", PORT)
     exported = time.perf_counter()
-    services.project_erase(project_id=PORT)
+    project_erase(project_id=PORT)
     assert not Fact.objects.filter(project_id=PORT).exists()
     path = write(tmp_path / "port.jsonl", first)
     before_import = time.perf_counter()
@@ -229,7 +231,7 @@ def test_vectors_in_the_file_are_kept_only_from_the_same_embedder_and_of_the_rig
     procedure = Procedure.objects.get(project_id=PORT, status=ProcedureStatus.ACTIVE)
     Procedure.objects.filter(id=procedure.id).update(embedding=odd_vector)
     records = export("--project", PORT, "--with-embeddings")
-    services.project_erase(project_id=PORT)
+    project_erase(project_id=PORT)
     by_id = {r["id"]: r for r in records[1:]}
     by_id[str(short.id)]["embedding"] = by_id[str(short.id)]["embedding"][:100]  # the wrong size
     # when imported with the same embedder named in the header
@@ -240,7 +242,7 @@ def test_vectors_in_the_file_are_kept_only_from_the_same_embedder_and_of_the_rig
     assert np.allclose(vector_of(Procedure, procedure.id), odd_vector, atol=1e-3)
     assert "embeddings: 15 from the file, 1 computed" in summary  # 11 facts, 2 events and 2 procedures kept
     # when the header names another embedder
-    services.project_erase(project_id=PORT)
+    project_erase(project_id=PORT)
     records[0]["embedding"] = {"provider": "openai", "model": "text-embedding-3-small", "dimension": 384}
     summary = import_file(write(tmp_path / "other.jsonl", records))
     # then every vector is computed by the configured embedder
@@ -298,7 +300,7 @@ def test_a_conflict_set_keeps_what_was_read_and_an_export_without_it_imports(tmp
     # given a scope whose open conflict set was read as two counts of children, exported and erased
     build_scope("alice", 20)
     records = export("--project", PORT)
-    services.project_erase(project_id=PORT)
+    project_erase(project_id=PORT)
     sets = [r for r in records if r["type"] == "conflict_set"]
     assert {tuple(sorted(r["reading"])) for r in sets} == {(), ("attribute", "holder", "new", "old", "rule")}
     # when it is imported from a file written before sets kept their reading (no "reading" field)
@@ -353,7 +355,7 @@ def test_a_bad_line_is_reported_with_its_number_and_field_and_nothing_is_written
     build_scope("alice", 20)
     build_scope("bob", 20)
     records = export("--project", PORT)
-    services.project_erase(project_id=PORT)
+    project_erase(project_id=PORT)
     assert records[1]["subject_id"] == "alice"
     line = change(records) + 1
     # when it is imported
@@ -370,7 +372,7 @@ def test_a_line_that_is_not_json_or_a_truncated_file_is_refused(tmp_path):
     # given an export
     build_scope("alice", 20)
     records = export("--project", PORT)
-    services.project_erase(project_id=PORT)
+    project_erase(project_id=PORT)
     lines = write(tmp_path / "x.jsonl", records)
     text = (tmp_path / "x.jsonl").read_text(encoding="utf-8").splitlines()
     # when a line is cut in the middle
@@ -392,7 +394,7 @@ def test_a_reference_leading_nowhere_rolls_back_its_scope_only(tmp_path):
     build_scope("alice", 20)
     build_scope("bob", 20)
     records = export("--project", PORT)
-    services.project_erase(project_id=PORT)
+    project_erase(project_id=PORT)
     i = next(i for i, r in enumerate(records) if r.get("subject_id") == "bob" and r.get("status") == "superseded")
     records[i]["superseded_by"] = str(uuid.uuid4())
     # when imported
@@ -410,7 +412,7 @@ def test_scattered_scopes_are_refused(tmp_path):
     build_scope("alice", 10)
     build_scope("bob", 10)
     records = export("--project", PORT)
-    services.project_erase(project_id=PORT)
+    project_erase(project_id=PORT)
     last_alice = max(i for i, r in enumerate(records) if r.get("subject_id") == "alice")
     records.append(records.pop(last_alice))
     # when imported, then refused at the returning line, with nothing written
@@ -426,7 +428,7 @@ def test_existing_ids_are_refused_unless_skipped(tmp_path):
     build_scope("alice", 20)
     build_scope("bob", 20)
     path = write(tmp_path / "port.jsonl", export("--project", PORT))
-    services.subject_erase(project_id=PORT, subject_id="bob")
+    subject_erase(project_id=PORT, subject_id="bob")
     edited = Fact.objects.filter(subject_id="alice", status=FactStatus.ACTIVE).first()
     Fact.objects.filter(id=edited.id).update(category="edited-here")
     edited_block = IdentityBlock.objects.filter(subject_id="alice").first()
@@ -454,9 +456,9 @@ def test_an_active_text_the_scope_already_holds_is_refused(tmp_path):
     # given an export, erased, and the API writing one of its active texts again meanwhile
     build_scope("alice", 20)
     records = export("--project", PORT)
-    services.project_erase(project_id=PORT)
+    project_erase(project_id=PORT)
     i = next(i for i, r in enumerate(records) if r.get("status") == "active")
-    services.fact_create(actor="test", project_id=PORT, subject_id="alice", text=records[i]["text"])
+    fact_create(actor="test", project_id=PORT, subject_id="alice", text=records[i]["text"])
     # when imported, then refused at that line, and only the API's fact is there
     with pytest.raises(CommandError, match=rf"line {i + 1} field 'text': the scope already holds an active fact"):
         import_file(write(tmp_path / "taken.jsonl", records))
@@ -467,9 +469,9 @@ def test_an_identity_block_name_its_scope_already_holds_is_refused(tmp_path):
     # given an export of alice, erased, and a block written meanwhile under the name of one in the file
     build_scope("alice", 10)
     records = export("--project", PORT)
-    services.project_erase(project_id=PORT)
+    project_erase(project_id=PORT)
     i = next(i for i, r in enumerate(records) if r["type"] == "identity_block")
-    services.identity_block_create(project_id=PORT, subject_id="alice", name=records[i]["name"], text="Mine.")
+    identity_block_create(project_id=PORT, subject_id="alice", name=records[i]["name"], text="Mine.")
     # when imported, then refused at that line, and only the block written meanwhile is there
     with pytest.raises(CommandError, match=rf"line {i + 1} field 'name': the scope already holds an identity block"):
         import_file(write(tmp_path / "taken.jsonl", records))
@@ -480,9 +482,9 @@ def test_a_scope_never_ends_with_more_identity_blocks_than_allowed(tmp_path, mon
     # given an export of alice's two blocks, erased, and all but one of the scope's places taken meanwhile
     build_scope("alice", 10)
     records = export("--project", PORT)
-    services.project_erase(project_id=PORT)
+    project_erase(project_id=PORT)
     for n in range(IDENTITY_BLOCKS_PER_SCOPE - 1):
-        services.identity_block_create(project_id=PORT, subject_id="alice", name=f"meanwhile-{n}", text="Hi.")
+        identity_block_create(project_id=PORT, subject_id="alice", name=f"meanwhile-{n}", text="Hi.")
     # when imported, then refused at the block that would be one too many, with nothing written
     second = [i for i, r in enumerate(records) if r["type"] == "identity_block"][1]
     with pytest.raises(CommandError, match=rf"line {second + 1} field 'subject_id': scope {PORT}/alice would hold "
@@ -491,7 +493,7 @@ def test_a_scope_never_ends_with_more_identity_blocks_than_allowed(tmp_path, mon
     assert IdentityBlock.objects.count() == IDENTITY_BLOCKS_PER_SCOPE - 1 and not Fact.objects.exists()
     # and a file that holds more than allowed for an empty scope is refused the same way, counted across the
     # chunks the file is read in
-    services.project_erase(project_id=PORT)
+    project_erase(project_id=PORT)
     monkeypatch.setattr(scope_import, "CHUNK", 7)
     block = records[second]
     many = [records[0]] + [{**block, "id": str(uuid.uuid4()), "name": f"b{n}"}
@@ -508,7 +510,7 @@ def test_import_waits_for_the_scope_lock_of_the_write_path(tmp_path):
     # connection
     build_scope("alice", 10)
     path = write(tmp_path / "port.jsonl", export("--project", PORT))
-    services.project_erase(project_id=PORT)
+    project_erase(project_id=PORT)
     with connection.cursor() as cursor:
         cursor.execute("SET LOCAL lock_timeout = '200ms'")
     other = psycopg.connect(connection.connection.info.dsn)

@@ -9,7 +9,7 @@ import pytest
 from django.core.management import call_command
 from django.db import connection
 
-from facts.services import consent_revoke, project_erase, subject_erase
+from privacy.services import consent_revoke, project_erase, subject_erase
 from stats import selectors
 from stats.models import DayLatencies, FactServed, HourLatencies, HourTotals, RollupMark, SliceTotals, SubjectDay
 from stats.rollup import rolled_until, stats_rollup, stats_rollup_forget

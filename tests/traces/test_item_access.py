@@ -12,7 +12,7 @@ from django.core.management import call_command
 from django.db import connection, connections
 from django.utils import timezone
 
-from facts.services import consent_revoke, subject_erase
+from privacy.services import consent_revoke, subject_erase
 from tests.conftest import PROJECT
 from tests.facts.factories import EventFactory, FactFactory
 from tests.traces.factories import record_call

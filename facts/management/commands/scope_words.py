@@ -9,7 +9,7 @@ fetches and which names multi-hop walks the scope for; docs/performance.md has t
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from facts.services import scope_words_refresh
+from facts.scope_words import scope_words_refresh
 
 
 class Command(BaseCommand):

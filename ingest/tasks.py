@@ -1,6 +1,6 @@
 """The extraction queue: procrastinate jobs in the same PostgreSQL (tables procrastinate_*), found by
 procrastinate's Django app (it imports every app's `tasks` module). A job is deferred in the transaction that
-writes its event (facts.services.event_create_batch), so an event is never queued without being stored nor
+writes its event (ingest.services.event_ingest), so an event is never queued without being stored nor
 stored pending without being queued. A worker runs them:
 
     python manage.py extraction_worker          # or procrastinate's own: manage.py procrastinate worker -q extraction
@@ -17,7 +17,7 @@ from procrastinate import RetryDecision
 from procrastinate.contrib.django import app
 from procrastinate.retry import BaseRetryStrategy
 
-from facts.extraction import ExtractorTransportError, event_extract
+from ingest.extraction import ExtractorTransportError, event_extract
 
 QUEUE = "extraction"
 QUEUE_RUNS = 3  # a job's runs at most: the first and two retries, each making up to two calls
@@ -33,6 +33,7 @@ class TransportRetry(BaseRetryStrategy):
         return RetryDecision(retry_in={"seconds": int(settings.HAKI_EXTRACTOR_RETRY_WAIT)})
 
 
+# The task keeps its first name: jobs already queued name it (procrastinate_jobs.task_name).
 @app.task(name="facts.extract_event", queue=QUEUE, retry=TransportRetry(), pass_context=True)
 def extract_event(context, event_id: str) -> None:
     event_extract(event_id=event_id, final_attempt=context.job.attempts + 1 >= QUEUE_RUNS)

@@ -11,9 +11,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from django.db import connection
 
-from facts.management.commands.extraction_worker import run_worker
+from ingest.management.commands.extraction_worker import run_worker
 from facts.models import Event, Fact
-from facts.tasks import QUEUE
+from ingest.tasks import QUEUE
 from tests.conftest import PROJECT, make_client
 
 SUBJECT = "alice"

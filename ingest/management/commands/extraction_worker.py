@@ -1,6 +1,6 @@
 """python manage.py extraction_worker [--concurrency N] [--once]
 
-Runs the fact-extraction jobs (facts/tasks.py) queued by event writes when HAKI_EXTRACTOR_URL is set: procrastinate's
+Runs the fact-extraction jobs (ingest/tasks.py) queued by event writes when HAKI_EXTRACTOR_URL is set: procrastinate's
 worker on the `extraction` queue, with its own connections to the configured database (DATABASE_URL or the embedded
 server). The same as `manage.py procrastinate worker --queues extraction`, with hakimem's defaults. Stop it with
 SIGINT or SIGTERM: it finishes the job in hand first.
@@ -11,8 +11,8 @@ import logging
 
 from django.core.management.base import BaseCommand
 
-from facts import extraction
-from facts.tasks import QUEUE
+from ingest import extraction
+from ingest.tasks import QUEUE
 
 logger = logging.getLogger("hakimem.extraction")
 

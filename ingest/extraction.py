@@ -1,8 +1,8 @@
 """Fact extraction from events: an OpenAI-compatible chat model reads an event and proposes facts, which go
-through the normal write path (facts.services.fact_create_batch: de-duplication, conflicts, consent).
+through the normal write path (facts.writes.fact_create_batch: de-duplication, conflicts, consent).
 
-Off unless HAKI_EXTRACTOR_URL is set. The event's write only queues the work (facts.tasks, on procrastinate,
-in the event's own transaction); a worker calls `event_extract`. Nothing here may fail an event's write.
+Off unless HAKI_EXTRACTOR_URL is set. The event's write only queues the work (ingest.tasks, on procrastinate,
+in the event's own transaction: ingest.services.event_ingest); a worker calls `event_extract`. Nothing here may fail an event's write.
 
 The model's answer is untrusted input, guarded at this boundary:
 - the answer must be JSON: a list of items, or an object whose "facts" is that list; anything else fails the
@@ -14,7 +14,7 @@ The model's answer is untrusted input, guarded at this boundary:
 - an item whose text (COPY_MIN_CHARS or more) appears verbatim in the event is dropped: copied, not extracted;
 - each attempt has its own timeout (HAKI_EXTRACTOR_TIMEOUT); a transport error (connection refused or cut,
   HTTP 429 or 5xx) is retried once at once, a timeout never (a slow model stays slow and the queue would pile
-  up behind it). Transport errors past that retry are left to the queue (facts.tasks).
+  up behind it). Transport errors past that retry are left to the queue (ingest.tasks).
 
 Logs name events by id and items by position, never their text: events and facts are personal data.
 """
@@ -33,6 +33,7 @@ from django.db import transaction
 from django.db.models import F
 
 from facts import selectors
+from facts.errors import ServiceValidationError
 from facts.models import (
     CATEGORY_MAX,
     EXTRACTION_ERROR_MAX,
@@ -41,6 +42,7 @@ from facts.models import (
     Event,
     ExtractionStatus,
 )
+from facts.writes import FactInput, fact_create_batch
 
 logger = logging.getLogger("hakimem.extraction")
 
@@ -291,20 +293,18 @@ def _write(event: Event, kept: list[ExtractedFact]) -> list[str] | None:
     """Write the kept facts through the normal write path, with the event as their source. A consent revoked
     since the items were checked refuses the facts of that category alone: they are dropped and the rest
     written. None when the event was erased meanwhile."""
-    from facts import services
-
     items = [
-        services.FactInput(project_id=event.project_id, subject_id=event.subject_id, text=f.text,
-                           category=f.category, source_event_id=event.id,
-                           metadata={"extraction": {"confidence": f.confidence}})
+        FactInput(project_id=event.project_id, subject_id=event.subject_id, text=f.text,
+                  category=f.category, source_event_id=event.id,
+                  metadata={"extraction": {"confidence": f.confidence}})
         for f in kept
     ]
     while items:
         try:
             with transaction.atomic():
-                results = services.fact_create_batch(items=items, actor=ACTOR)
+                results = fact_create_batch(items=items, actor=ACTOR)
             return list(dict.fromkeys(str(r.fact.id) for r in results))
-        except services.ServiceValidationError as exc:
+        except ServiceValidationError as exc:
             if any(e.get("field") == "source_event_id" for e in exc.errors):
                 return None
             refused = {e["index"] for e in exc.errors if e.get("index") is not None}

@@ -1,0 +1,46 @@
+"""How a new fact relates to a stored one of its scope: conflict, duplicate or distinct. The write path asks it of
+each new fact and its nearest neighbours, consolidation of every near-duplicate pair."""
+from __future__ import annotations
+
+from django.conf import settings
+
+from facts.text import Signal, Statement, adds_information, analyse, contradiction_signal
+
+
+CONFLICT, DUPLICATE, DISTINCT = "conflict", "duplicate", "distinct"
+
+
+def pair_verdict(new_text: str | Statement, old_text: str | Statement, similarity: float) -> tuple[str, Signal | None]:
+    """How a new fact relates to a stored one of the same scope:
+    - conflict: their claims give one holder two values of one attribute (facts.claims), at any similarity
+      from HAKI_CLAIM_MIN_SIMILARITY up; or similar enough to be about the same thing
+      (>= HAKI_CONFLICT_MIN_SIMILARITY) and a word rule fires;
+    - duplicate: no contradiction, >= HAKI_DUPLICATE_SIMILARITY, and the new text names nothing new;
+    - distinct: anything else (stored as its own fact)."""
+    if not similarity >= settings.HAKI_CLAIM_MIN_SIMILARITY:  # NaN too: a vector cosine cannot rank
+        return DISTINCT, None
+    signal = contradiction_signal(new_text, old_text)
+    if signal is not None and (signal.read_as_claims or similarity >= settings.HAKI_CONFLICT_MIN_SIMILARITY):
+        return CONFLICT, signal
+    if similarity < settings.HAKI_CONFLICT_MIN_SIMILARITY:
+        return DISTINCT, None
+    if similarity >= settings.HAKI_DUPLICATE_SIMILARITY and not adds_information(new_text, old_text):
+        return DUPLICATE, None
+    return DISTINCT, None
+
+
+Candidate = tuple[object, str, float]  # (fact id, text, similarity)
+
+
+class Statements:
+    """Each text of a batch analysed once for the contradiction rules (facts.text.analyse), however many texts
+    it is compared with; held for the batch only."""
+
+    def __init__(self):
+        self._by_text: dict[str, Statement] = {}
+
+    def __call__(self, text: str) -> Statement:
+        statement = self._by_text.get(text)
+        if statement is None:
+            statement = self._by_text[text] = analyse(text)
+        return statement
