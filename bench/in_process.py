@@ -75,7 +75,7 @@ def _loaded(total: int, seed: int) -> bool:
 
 
 # The naive full scan: every active fact of the scope scored in SQL with the assembler's own formula (no
-# index can order a sum); {text_rank} and {recency} are the assembler's (context.retrieval).
+# index can order a sum); {text_rank} and {recency} are the assembler's (context.retrieval_sql).
 NAIVE_SQL = """
 SELECT f.id,
        %(w_similarity)s * (1 - (f.embedding <=> %(qvec)s::halfvec))
@@ -93,7 +93,7 @@ def naive_top(subject: str, query: str, qvec, now) -> list:
     """The naive full scan: every active fact of the scope scored in SQL (no index can order a sum)."""
     from django.db import connection
 
-    from context import retrieval
+    from context import retrieval, retrieval_sql
     from facts.selectors import volatility_cutoffs
     from hakimem.embeddings import vector_literal
     from bench import dataset
@@ -102,7 +102,7 @@ def naive_top(subject: str, query: str, qvec, now) -> list:
                                   cutoffs=volatility_cutoffs(now))
     with connection.cursor() as cursor:
         cursor.execute(
-            NAIVE_SQL.format(text_rank=retrieval.text_rank_sql("f"), recency=retrieval._RECENCY),
+            NAIVE_SQL.format(text_rank=retrieval_sql.text_rank_sql("f"), recency=retrieval_sql.RECENCY),
             {**lookup.params(lookup.fact_text), "qvec": vector_literal(qvec), "n": TOP_N},
         )
         return [row[0] for row in cursor.fetchall()]

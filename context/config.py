@@ -1,5 +1,5 @@
 """The knobs of one context call, as one frozen value: the defaults are today's named constants (context/scoring.py,
-context/retrieval.py, context/assembler.py) and the relevance floor (recall_max_distance()). A plain call runs with
+context/retrieval.py) and the relevance floor (recall_max_distance()). A plain call runs with
 `default_config()`; a replay (context/replay.py) may run with some of them overridden, each within OVERRIDE_RANGES.
 """
 from __future__ import annotations
@@ -10,7 +10,7 @@ from django.conf import settings
 
 from context import retrieval, scoring
 
-# The share of the budget held back for multi-hop (context/assembler.py).
+# The share of the budget held back for multi-hop (context/packing.py).
 MULTI_HOP_BUDGET_SHARE = 0.2  # why a fifth: docs/quality.md, "Current results and the tuning behind them"
 
 # The relevance floor (cosine distance) measured for each embedder with scripts/check_recall_floor.py on data we did

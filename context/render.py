@@ -10,7 +10,7 @@ Each comes as xml (default) or markdown. An empty packet renders as the empty st
 nothing was found (that block would itself be a distractor in the prompt).
 
 The budget counts what is rendered: the wrapper, each section's header (and closing tag) and each item's whole
-line, newline included (context.assembler.Budget). The assembler packs in characters and `used_tokens` is
+line, newline included (context.packing.Budget). The assembler packs in characters and `used_tokens` is
 estimate_tokens(rendered), so a packet never exceeds budget_tokens once rendered.
 """
 from __future__ import annotations

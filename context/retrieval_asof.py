@@ -2,7 +2,7 @@
 
 Not a hot path, and kept apart from context/retrieval.py for that reason: these statements run only when someone
 replays a call. They reuse the hot path's building blocks (the same two phases, the same score parts, the same
-ordering and limits: retrieval._hybrid_sql with exact=True) with other hard filters:
+ordering and limits: retrieval_sql.hybrid_sql with exact=True) with other hard filters:
 
 - a fact counts if it was recorded and not yet superseded or retracted at T, and still valid at T:
   recorded_from <= T < coalesce(recorded_to, infinity) AND (valid_to IS NULL OR valid_to > T);
@@ -13,7 +13,7 @@ ordering and limits: retrieval._hybrid_sql with exact=True) with other hard filt
   call decided keeps that call's verdict (`expired_ids` / `fresh_ids`, from its decisions); any other fact is
   judged from today's last_confirmed_at against T's cutoffs.
 
-Invariant 1 of context/retrieval.py holds (the exact scope filters every query). The hot path's hnsw, GIN and
+Invariant 1 of context/retrieval_sql.py holds (the exact scope filters every query). The hot path's hnsw, GIN and
 covering indexes are partial on status = 'active' and cannot serve rows superseded since, so every statement here
 sorts the scope exactly (a scan of the scope's rows through facts_fact_scope_status / facts_event_scope_time):
 a replay pays for the scope's size where a plain call does not. That is acceptable for an instrument run by hand
@@ -24,18 +24,18 @@ from __future__ import annotations
 from django.db import connection
 
 from context import retrieval
-from context.retrieval import (
-    _FACT_COLUMNS,
-    _RECENCY,
-    Candidate,
-    EpisodeCandidate,
-    Lookup,
-    _candidate,
-    _distance,
-    _episode,
-    _hybrid_sql,
-    _Source,
+from context.retrieval import Candidate, EpisodeCandidate, Lookup, _candidate, _episode
+from context.retrieval_sql import (
+    EVENTS,
+    EVENTS_SOURCE,
+    FACT_COLUMNS,
+    FACTS,
+    RECENCY,
+    Source,
+    distance_sql,
+    hybrid_sql,
     multi_hop_branch,
+    scope_state_sql,
     text_rank_sql,
 )
 from hakimem.db import dict_rows
@@ -56,31 +56,31 @@ _EXPIRED_AT = """(CASE WHEN f.id = ANY(%(expired_ids)s::uuid[]) THEN true
                ELSE coalesce((f.volatility = 'stable' AND f.last_confirmed_at < %(stable_cutoff)s)
                           OR (f.volatility = 'volatile' AND f.last_confirmed_at < %(volatile_cutoff)s), false) END)"""
 
-_FACTS_SRC = _Source(
-    table=retrieval.FACTS, a="f", filters=_FACTS_AT, recency=_RECENCY,
-    row=f"""{_FACT_COLUMNS},
-       {_distance("f")} AS distance,
+_FACTS_SRC = Source(
+    table=FACTS, a="f", filters=_FACTS_AT, recency=RECENCY,
+    row=f"""{FACT_COLUMNS},
+       {distance_sql("f")} AS distance,
        {text_rank_sql("f")} AS text_rank,
-       {_RECENCY} AS recency,
+       {RECENCY} AS recency,
        {_IN_OPEN_CONFLICT_AT} AS in_open_conflict,
        {_EXPIRED_AT} AS expired""",
 )
-_EVENTS_SRC = _Source(
-    table=retrieval.EVENTS, a="e",
+_EVENTS_SRC = Source(
+    table=EVENTS, a="e",
     filters="e.project_id = %(project_id)s AND e.subject_id = %(subject_id)s AND e.recorded_at <= %(now)s",
-    recency=retrieval._EVENTS.recency, row=retrieval._EVENTS.row,
+    recency=EVENTS_SOURCE.recency, row=EVENTS_SOURCE.row,
 )
 
 # -- uses: facts_fact_scope_status (an exact scan of the scope: the partial indexes cannot serve the past)
-FACTS_AS_OF_SQL = _hybrid_sql(_FACTS_SRC, exact=True)
+FACTS_AS_OF_SQL = hybrid_sql(_FACTS_SRC, exact=True)
 # -- uses: facts_event_scope_time (an exact scan of the scope)
-EVENTS_AS_OF_SQL = _hybrid_sql(_EVENTS_SRC, exact=True)
+EVENTS_AS_OF_SQL = hybrid_sql(_EVENTS_SRC, exact=True)
 
 _MULTI_HOP_BRANCH_AT = multi_hop_branch(_FACTS_AT, _IN_OPEN_CONFLICT_AT, _EXPIRED_AT)
 
-# An empty replay's scope as it stood at T (retrieval.scope_state_sql): its facts and events by their recorded
+# An empty replay's scope as it stood at T (retrieval_sql.scope_state_sql): its facts and events by their recorded
 # times, its procedures and identity blocks by their creation (a block deleted since is not known).
-SCOPE_STATE_AS_OF_SQL = retrieval.scope_state_sql(_FACTS_AT, as_of=True)
+SCOPE_STATE_AS_OF_SQL = scope_state_sql(_FACTS_AT, as_of=True)
 
 
 def _params(lookup: Lookup, text, verdicts: dict) -> dict:

@@ -7,7 +7,7 @@ The weights are documented here and are not part of the API contract: they may c
 
 - text_rank is the share of the query's information a candidate holds: the sum of the weights of the query's
   informative words it contains, each weighted by log(1 / share of rows holding it) and normalised to sum 1
-  (context/retrieval.py, _text_rank): in [0, 1] like the other two parts.
+  (context/retrieval_sql.py, text_rank_sql): in [0, 1] like the other two parts.
 - Δt = now - coalesce(valid_from, recorded_from) for facts, now - occurred_at for episodes; τ = TAU_DAYS.
 - On the degraded path (no usable query vector) the similarity part is absent and the other two rank.
 """

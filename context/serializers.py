@@ -21,7 +21,7 @@ from hakimem.fields import (
     StrictIntegerField,
     storable_text,
 )
-from hakimem.serializers import StrictSerializer, iso
+from hakimem.serializers import StrictSerializer
 from traces.models import EmptyReason
 
 QUERY_MAX = 4000
@@ -131,57 +131,6 @@ def validate_budget(data: dict) -> int:
             details={"budget_tokens": value if isinstance(value, int | float | str | bool | None) else str(value), "max": limit},
         )
     return value
-
-
-def packet_fact(decided, tiered: bool = False) -> dict:
-    """A served fact as the packet shows it (decided: context.assembler.Decided); a tiered call says which tier
-    served it (preferences or facts)."""
-    item = decided.item
-    fact = {
-        "id": str(item.id),
-        "text": item.text,
-        "category": item.category,
-        "kind": item.kind,
-        "score": round(item.score, 6),
-        "tokens": decided.tokens,
-        "reason_code": str(decided.reason),
-        "valid_from": iso(item.valid_from),
-        "recorded_from": iso(item.recorded_from),
-        "metadata": item.metadata,
-    }
-    if tiered:
-        fact["tier"] = decided.section
-    return fact
-
-
-def packet_identity(decided) -> dict:
-    item = decided.item
-    return {"id": str(item.id), "name": item.name, "text": item.text, "tokens": decided.tokens}
-
-
-def packet_procedure(decided) -> dict:
-    item = decided.item
-    return {
-        "id": str(item.id),
-        "title": item.title,
-        "text": item.text,
-        "category": item.category,
-        "score": round(item.score, 6),
-        "tokens": decided.tokens,
-        "metadata": item.metadata,
-    }
-
-
-def packet_episode(decided) -> dict:
-    item = decided.item
-    return {
-        "id": str(item.id),
-        "text": item.text,
-        "occurred_at": iso(item.occurred_at),
-        "score": round(item.score, 6),
-        "tokens": decided.tokens,
-        "metadata": item.metadata,
-    }
 
 
 # --- the response, as the OpenAPI schema describes it --------------------------------------------------------

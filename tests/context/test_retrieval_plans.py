@@ -7,7 +7,7 @@ from django.core.management import call_command
 from django.db import connection
 from django.utils import timezone
 
-from context import retrieval
+from context import retrieval, retrieval_sql
 from facts.selectors import volatility_cutoffs
 from bench import dataset
 from hakimem.rowsecurity import API_ROLE, scope_enter
@@ -40,14 +40,14 @@ def test_large_scope_uses_hnsw_and_gin(loaded):
 def test_small_scope_sorts_its_few_rows_exactly(loaded):
     _, small = loaded
     assert retrieval.table_stats().dense_exact(dataset.PROJECT, small)
-    plan = explain(small, dataset.generate_queries(1, subject_id=small)[0], retrieval.HYBRID_EXACT_CANDIDATES_SQL)
+    plan = explain(small, dataset.generate_queries(1, subject_id=small)[0], retrieval_sql.HYBRID_EXACT_CANDIDATES_SQL)
     assert "facts_fact_embedding_hnsw" not in plan, plan  # the graph would be walked for a handful of matches
     assert "Index Only Scan using facts_fact_scope_vectors" in plan, plan
     assert "Seq Scan on facts_fact" not in plan, plan
 
 
 def test_exact_dense_leg_reads_vectors_from_the_covering_index_not_the_heap(loaded):
-    plan = explain("big", dataset.generate_queries(1, subject_id="big")[0], retrieval.HYBRID_EXACT_CANDIDATES_SQL)
+    plan = explain("big", dataset.generate_queries(1, subject_id="big")[0], retrieval_sql.HYBRID_EXACT_CANDIDATES_SQL)
     assert "Index Only Scan using facts_fact_scope_vectors" in plan, plan
     assert "facts_fact_embedding_hnsw" not in plan, plan
 
@@ -57,14 +57,14 @@ def test_the_episode_graph_query_walks_the_event_graph(loaded):
     sorted exactly, 0.5 ms by the cost model against ~5 ms for the filtered walk; the graph's statement is
     checked here for the scopes that will need it.)"""
     assert retrieval.table_stats(retrieval.EVENTS).dense_exact(dataset.PROJECT, "big")
-    plan = explain("big", dataset.generate_queries(1, subject_id="big")[0], retrieval.EPISODES_HYBRID_SQL, retrieval.EVENTS)
+    plan = explain("big", dataset.generate_queries(1, subject_id="big")[0], retrieval_sql.EPISODES_HYBRID_SQL, retrieval.EVENTS)
     assert "Index Scan using facts_event_embedding_hnsw" in plan, plan
 
 
 def test_episodes_of_a_small_scope_sort_exactly_from_the_covering_index(loaded):
     _, small = loaded
     assert retrieval.table_stats(retrieval.EVENTS).dense_exact(dataset.PROJECT, small)
-    plan = explain(small, dataset.generate_queries(1, subject_id=small)[0], retrieval.EPISODES_HYBRID_EXACT_SQL,
+    plan = explain(small, dataset.generate_queries(1, subject_id=small)[0], retrieval_sql.EPISODES_HYBRID_EXACT_SQL,
                    retrieval.EVENTS)
     assert "facts_event_embedding_hnsw" not in plan, plan
     assert "Index Only Scan using facts_event_scope_vectors" in plan, plan
@@ -72,7 +72,7 @@ def test_episodes_of_a_small_scope_sort_exactly_from_the_covering_index(loaded):
 
 
 def test_a_plain_calls_one_statement_walks_both_graphs_for_a_large_scope(loaded):
-    plan = explain("big", dataset.generate_queries(1, subject_id="big")[0], retrieval.TOGETHER_SQL[False, False])
+    plan = explain("big", dataset.generate_queries(1, subject_id="big")[0], retrieval_sql.TOGETHER_SQL[False, False])
     assert "Index Scan using facts_fact_embedding_hnsw" in plan, plan
     assert "Index Scan using facts_event_embedding_hnsw" in plan, plan
     assert "Seq Scan on facts_fact" not in plan and "Seq Scan on facts_event" not in plan, plan
@@ -80,7 +80,7 @@ def test_a_plain_calls_one_statement_walks_both_graphs_for_a_large_scope(loaded)
 
 def test_a_plain_calls_one_statement_sorts_a_small_scope_from_both_covering_indexes(loaded):
     _, small = loaded
-    plan = explain(small, dataset.generate_queries(1, subject_id=small)[0], retrieval.TOGETHER_SQL[True, True])
+    plan = explain(small, dataset.generate_queries(1, subject_id=small)[0], retrieval_sql.TOGETHER_SQL[True, True])
     assert "Index Only Scan using facts_fact_scope_vectors" in plan, plan
     assert "Index Only Scan using facts_event_scope_vectors" in plan, plan
     assert "_embedding_hnsw" not in plan, plan
@@ -96,7 +96,7 @@ def test_a_small_scopes_plain_call_reads_its_scope_whole_from_the_scope_indexes(
                                   cutoffs=volatility_cutoffs(now))
     assert retrieval.whole_scope_expected(lookup, retrieval.DENSE_TOP_K)
     assert not retrieval.whole_scope_expected(replace(lookup, subject_id="big"), retrieval.DENSE_TOP_K)
-    plan = explain(small, dataset.generate_queries(1, subject_id=small)[0], retrieval.WHOLE_SCOPE_SQL)
+    plan = explain(small, dataset.generate_queries(1, subject_id=small)[0], retrieval_sql.WHOLE_SCOPE_SQL)
     assert "_embedding_hnsw" not in plan, plan
     assert "Seq Scan on facts_fact" not in plan and "Seq Scan on facts_event" not in plan, plan
     assert "facts_fact_pkey" not in plan and "facts_event_pkey" not in plan, plan
@@ -128,7 +128,7 @@ def test_multi_hop_plans_each_name_with_its_own_frequency(loaded):
     params = {**lookup.params(retrieval.TextQuery()), "entity_0": rare, "entity_1": common, "exclude": [],
               "per_entity": retrieval.MULTI_HOP_MAX_PER_ENTITY}
     with connection.cursor() as cursor:
-        cursor.execute("EXPLAIN (COSTS OFF) " + retrieval.multi_hop_sql(2), params)
+        cursor.execute("EXPLAIN (COSTS OFF) " + retrieval_sql.multi_hop_sql(2), params)
         plan = "\n".join(row[0] for row in cursor.fetchall())
     branches = plan.split("->  Limit")[1:]
     assert len(branches) == 2, plan
@@ -137,7 +137,7 @@ def test_multi_hop_plans_each_name_with_its_own_frequency(loaded):
 
 
 def test_a_mid_size_scope_reads_its_lexical_matches_from_the_gin_index_alone(loaded):
-    """The leg asks for its words AND the scope's lexeme (retrieval.scoped_match): GIN intersects them, where the
+    """The leg asks for its words AND the scope's lexeme (retrieval_sql.scoped_match): GIN intersects them, where the
     leg of words alone ANDed the table-wide matches with a bitmap of all 4,500 rows of the scope."""
     query = next(q for q in dataset.generate_queries(40, subject_id="mid-0")
                  if retrieval.lookup_for(project_id=dataset.PROJECT, subject_id="mid-0", query=q, now=timezone.now(),
@@ -181,7 +181,7 @@ def test_a_name_common_in_the_scope_by_its_own_counts_walks_the_scope_and_finds_
     params = {**base.params(retrieval.TextQuery()), "entity_0": name, "exclude": [],
               "per_entity": retrieval.MULTI_HOP_MAX_PER_ENTITY}
     plans, rows = [], []
-    for sql in (retrieval.multi_hop_sql(1), retrieval.multi_hop_sql(1, walked)):
+    for sql in (retrieval_sql.multi_hop_sql(1), retrieval_sql.multi_hop_sql(1, walked)):
         with connection.cursor() as cursor:
             cursor.execute("EXPLAIN (COSTS OFF) " + sql, params)
             plans.append("\n".join(row[0] for row in cursor.fetchall()))
@@ -215,7 +215,7 @@ def test_the_procedure_graph_query_walks_the_procedure_graph_and_full_text_index
     stats = retrieval.table_stats(retrieval.PROCEDURES)
     assert stats.scope_rows("big", project_wide=True) == pytest.approx(6_200, rel=0.15)
     assert stats.dense_exact(dataset.PROJECT, "big", project_wide=True)
-    plan = explain("big", dataset.generate_queries(1, subject_id="big")[0], retrieval.PROCEDURES_HYBRID_SQL,
+    plan = explain("big", dataset.generate_queries(1, subject_id="big")[0], retrieval_sql.PROCEDURES_HYBRID_SQL,
                    retrieval.PROCEDURES)
     assert "Index Scan using facts_procedure_embedding_hnsw" in plan, plan
     assert "facts_procedure_search_gin" in plan, plan
@@ -227,7 +227,7 @@ def test_procedures_sort_exactly_from_the_covering_index(procedures, scope):
     subject = procedures[1] if scope == "small" else "big"
     assert retrieval.table_stats(retrieval.PROCEDURES).dense_exact(dataset.PROJECT, subject, project_wide=True)
     plan = explain(subject, dataset.generate_queries(1, subject_id=subject)[0],
-                   retrieval.PROCEDURES_HYBRID_EXACT_SQL, retrieval.PROCEDURES)
+                   retrieval_sql.PROCEDURES_HYBRID_EXACT_SQL, retrieval.PROCEDURES)
     assert "facts_procedure_embedding_hnsw" not in plan, plan
     assert "Index Only Scan using facts_procedure_scope_vectors" in plan, plan  # the subject's range and the project's
     assert "Seq Scan on facts_procedure" not in plan, plan
@@ -240,7 +240,7 @@ def test_query_time_contradictions_read_the_candidates_by_id(loaded):
                        [dataset.PROJECT])
         ids = [row[0] for row in cursor.fetchall()]
         scope_enter(API_ROLE, dataset.PROJECT)
-        cursor.execute("EXPLAIN (ANALYZE, COSTS OFF) " + retrieval.CONTRADICTION_PAIRS_SQL, {
+        cursor.execute("EXPLAIN (ANALYZE, COSTS OFF) " + retrieval_sql.CONTRADICTION_PAIRS_SQL, {
             "project_id": dataset.PROJECT, "subject_id": "big", "ids": ids, "min_similarity": 0.75,
             "max_pairs": retrieval.CONTRADICTION_MAX_PAIRS, "claimed_a": [], "claimed_b": []})
         plan = "\n".join(row[0] for row in cursor.fetchall())
@@ -254,6 +254,6 @@ def test_an_empty_calls_look_at_its_scope_probes_the_scope_indexes(loaded, unkno
     18,000 facts of "big", 60% of the table, the planner rightly reads the table until its first row of the
     scope instead: a couple of pages.)"""
     _, small = loaded
-    plan = explain("nobody" if unknown else small, "anything", retrieval.SCOPE_STATE_SQL)
+    plan = explain("nobody" if unknown else small, "anything", retrieval_sql.SCOPE_STATE_SQL)
     assert "facts_fact_scope_status" in plan, plan
     assert "Seq Scan" not in plan, plan

@@ -9,7 +9,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from context import consolidation, retrieval, retrieval_asof
+from context import consolidation, retrieval, retrieval_asof, retrieval_sql
 from facts.models import ConflictSet
 from hakimem.distribution import DISTRIBUTED
 from tests.conftest import PROJECT
@@ -83,27 +83,27 @@ def test_the_tokenizer_keeps_strings_and_nesting():
 # --- the retrieval path's SQL, every branch ---------------------------------------------------------------
 
 @pytest.mark.parametrize("name, sql", [
-    ("hybrid, graph", retrieval.HYBRID_CANDIDATES_SQL),
-    ("hybrid, exact", retrieval.HYBRID_EXACT_CANDIDATES_SQL),
-    ("lexical (degraded)", retrieval.LEXICAL_CANDIDATES_SQL),
-    ("episodes, graph", retrieval.EPISODES_HYBRID_SQL),
-    ("episodes, exact", retrieval.EPISODES_HYBRID_EXACT_SQL),
-    ("episodes, lexical (degraded)", retrieval.EPISODES_LEXICAL_SQL),
+    ("hybrid, graph", retrieval_sql.HYBRID_CANDIDATES_SQL),
+    ("hybrid, exact", retrieval_sql.HYBRID_EXACT_CANDIDATES_SQL),
+    ("lexical (degraded)", retrieval_sql.LEXICAL_CANDIDATES_SQL),
+    ("episodes, graph", retrieval_sql.EPISODES_HYBRID_SQL),
+    ("episodes, exact", retrieval_sql.EPISODES_HYBRID_EXACT_SQL),
+    ("episodes, lexical (degraded)", retrieval_sql.EPISODES_LEXICAL_SQL),
     *((f"facts and episodes together, facts {'exact' if f else 'graph'}, events {'exact' if e else 'graph'}", sql)
-      for (f, e), sql in retrieval.TOGETHER_SQL.items()),
-    ("facts and episodes together, the whole scope", retrieval.WHOLE_SCOPE_SQL),
-    ("procedures, graph", retrieval.PROCEDURES_HYBRID_SQL),
-    ("procedures, exact", retrieval.PROCEDURES_HYBRID_EXACT_SQL),
-    ("procedures, lexical (degraded)", retrieval.PROCEDURES_LEXICAL_SQL),
-    ("multi-hop", retrieval.multi_hop_sql(2)),
-    ("multi-hop, a name walked", retrieval.multi_hop_sql(2, {1})),
-    ("multi-hop within a scope read whole", retrieval.multi_hop_within_sql(2)),
-    ("a large scope's word counts", retrieval.SCOPE_WORDS_SQL),
-    ("query-time contradictions", retrieval.CONTRADICTION_PAIRS_SQL),
+      for (f, e), sql in retrieval_sql.TOGETHER_SQL.items()),
+    ("facts and episodes together, the whole scope", retrieval_sql.WHOLE_SCOPE_SQL),
+    ("procedures, graph", retrieval_sql.PROCEDURES_HYBRID_SQL),
+    ("procedures, exact", retrieval_sql.PROCEDURES_HYBRID_EXACT_SQL),
+    ("procedures, lexical (degraded)", retrieval_sql.PROCEDURES_LEXICAL_SQL),
+    ("multi-hop", retrieval_sql.multi_hop_sql(2)),
+    ("multi-hop, a name walked", retrieval_sql.multi_hop_sql(2, {1})),
+    ("multi-hop within a scope read whole", retrieval_sql.multi_hop_within_sql(2)),
+    ("a large scope's word counts", retrieval_sql.SCOPE_WORDS_SQL),
+    ("query-time contradictions", retrieval_sql.CONTRADICTION_PAIRS_SQL),
     ("access signal", trace_selectors.ACCESS_FREQUENCY_SQL),
     ("replay: facts as of", retrieval_asof.FACTS_AS_OF_SQL),
     ("replay: events as of", retrieval_asof.EVENTS_AS_OF_SQL),
-    ("an empty call's scope", retrieval.SCOPE_STATE_SQL),
+    ("an empty call's scope", retrieval_sql.SCOPE_STATE_SQL),
     ("replay: an empty call's scope as of", retrieval_asof.SCOPE_STATE_AS_OF_SQL),
     ("trace write", trace_services.TRACE_INSERT_SQL),
     ("inspect: decisions", trace_selectors.TRACE_DECISIONS_SQL),
