@@ -25,10 +25,13 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
-from langchain_core.documents import Document
-from langchain_core.retrievers import BaseRetriever
-from langchain_core.runnables import Runnable, RunnableLambda
+try:
+    from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
+    from langchain_core.documents import Document
+    from langchain_core.retrievers import BaseRetriever
+    from langchain_core.runnables import Runnable, RunnableLambda
+except ImportError as missing:  # an extra of the client, not one of its dependencies
+    raise ImportError(f"{missing}: pip install 'hakimem-client[langchain]'") from missing
 
 from hakimem_client.client import AsyncClient, Client
 from hakimem_client.models import ContextPacket

@@ -45,20 +45,23 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, NamedTuple
 
-from langgraph.store.base import (
-    BaseStore,
-    GetOp,
-    InvalidNamespaceError,
-    Item,
-    ListNamespacesOp,
-    MatchCondition,
-    Op,
-    PutOp,
-    Result,
-    SearchItem,
-    SearchOp,
-)
-from langgraph.store.base.embed import get_text_at_path
+try:
+    from langgraph.store.base import (
+        BaseStore,
+        GetOp,
+        InvalidNamespaceError,
+        Item,
+        ListNamespacesOp,
+        MatchCondition,
+        Op,
+        PutOp,
+        Result,
+        SearchItem,
+        SearchOp,
+    )
+    from langgraph.store.base.embed import get_text_at_path
+except ImportError as missing:  # an extra of the client, not one of its dependencies
+    raise ImportError(f"{missing}: pip install 'hakimem-client[langgraph]'") from missing
 
 from hakimem_client.client import AsyncClient, Client
 from hakimem_client.models import Fact, PacketFact
