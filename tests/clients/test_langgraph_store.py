@@ -154,6 +154,10 @@ def test_subject_label_reads_the_subject_elsewhere_in_the_namespace(haki):
     assert store.search(("memories", "carol"), query="records")[0].key == "m1"
     with pytest.raises(InvalidNamespaceError):
         store.search(("memories",), query="records")
+    # and a fact written by other means is listed in the root namespace, unless a wildcard leaves the root unknown
+    haki.write_fact("carol", "Carol lives in Ghent.")
+    assert store.list_namespaces(prefix=("memories", "carol")) == [("memories", "carol")]
+    assert store.list_namespaces(prefix=("*", "carol")) == [("memories", "carol")]
 
 
 def test_list_namespaces_within_a_subject(store):

@@ -35,7 +35,8 @@ What follows from hakimem being a memory rather than a key-value table:
   it lists the subject's active facts, newest first. A namespace prefix must name the subject (hakimem searches one
   subject at a time), and so must `list_namespaces`' prefix condition: the API has no list of subjects.
 - `get`, `put` and `delete` find an item by listing the subject's active facts (a request per 200; the API has no
-  lookup by metadata), once per subject per batch. Items have no TTL (`supports_ttl` is False).
+  lookup by metadata), once per subject per batch. Two stores writing items onto one shared fact at once may lose
+  one's record (the metadata is read, then written whole). Items have no TTL (`supports_ttl` is False).
 """
 from __future__ import annotations
 
@@ -334,7 +335,9 @@ class HakimemStore(BaseStore):
                 f"hakimem lists the namespaces of one subject: give a prefix naming it at [{self.subject_label}]")
         root = self._root(prefixes[0])
         facts = yield from self._facts(batch, self._subject(root))
-        namespaces = {tuple(r["namespace"]) for fact in facts.values() for r in self._items(fact, root)}
+        # a fact the store did not write lives in the root namespace, which a wildcard before the subject leaves unknown
+        facts = facts.values() if "*" not in root else [f for f in facts.values() if _records(f)]
+        namespaces = {tuple(r["namespace"]) for fact in facts for r in self._items(fact, root)}
         namespaces = {ns for ns in namespaces if all(_namespace_matches(ns, c) for c in conditions)}
         if op.max_depth is not None:
             namespaces = {ns[:op.max_depth] for ns in namespaces}
