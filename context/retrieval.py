@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import math
 import re
-import time
 import weakref
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -96,7 +95,6 @@ LEXICAL_MAX_TERM_FREQUENCY = 0.02
 # cast can far exceed: so the leg also reads at most LEXICAL_LEG_MAX_ROWS matches before ordering.
 LEXICAL_LEG_MAX_MATCHES = 1000
 LEXICAL_LEG_MAX_ROWS = 2000
-TABLE_STATS_TTL_SECONDS = 300.0
 
 # The tables a context call ranks; each has its own statistics, graph and covering index.
 FACTS, EVENTS, PROCEDURES = "facts_fact", "facts_event", "facts_procedure"
@@ -145,20 +143,80 @@ class TableStats:
         return scope * EXACT_SCAN_US_PER_ROW <= visited * HNSW_US_PER_VISITED_TUPLE
 
 
-_table_stats: dict = {"at": -1e9, "stats": {}}
+# What the statistics are at: per ranked table, its row estimate, how many times it was analysed, and its count of
+# indexes (a scope graph is one). ANALYZE, VACUUM and a graph's creation change one of these whenever they change what
+# hakimem_table_stats reads, so a process keeps its copy of the statistics exactly as long as this says they are the
+# same: every worker then weighs a call's words alike, at the cost of this one catalogue read a call (~0.35 ms where
+# SELECT 1 takes 0.05; reading the statistics themselves takes ~8 ms at 200k facts). ANALYZE counts itself before its
+# transaction commits, so statistics read within STATS_SETTLE_SECONDS of an ANALYZE may predate it: they are read
+# once more when that time has passed. Workers may disagree for that long after an ANALYZE, never longer. (Not in the version:
+# a project's first row of a subject the table already counts among its most common, which names that subject in
+# the project's statistics, a size estimate that picks a plan, from the next version on.) The counts come from
+# the cumulative statistics, which a transaction keeps a copy of once read: the copy is dropped first (a long
+# transaction, a test's, would see the counts of its start).
+# -- uses: pg_class_oid_index, pg_index_indrelid_index
+TABLE_STATS_VERSION_SQL = """
+SELECT c.relname, c.reltuples,
+       pg_stat_get_analyze_count(c.oid) + pg_stat_get_autoanalyze_count(c.oid),
+       coalesce(greatest(pg_stat_get_last_analyze_time(c.oid), pg_stat_get_last_autoanalyze_time(c.oid))
+                > statement_timestamp() - make_interval(secs => %(settle)s), false),
+       (SELECT count(*) FROM pg_index x WHERE x.indrelid = c.oid)
+  FROM (SELECT pg_stat_clear_snapshot()) fresh, pg_class c
+ WHERE c.oid = ANY(%(tables)s::regclass[])"""
+STATS_SETTLE_SECONDS = 5.0
+# Projects whose statistics a process keeps at once (each project's name only its own subjects).
+TABLE_STATS_MAX_PROJECTS = 256
+
+
+@dataclass(frozen=True)
+class StatsVersion:
+    tables: tuple = ()  # per ranked table: (name, row estimate, analyses, indexes)
+    settled: bool = field(default=True, compare=False)  # no table analysed within STATS_SETTLE_SECONDS
+
+    def as_dict(self) -> dict:
+        """For a call's trace: what the statistics that weighed its words were at."""
+        return {name: {"rows": rows, "analyses": analyses, "indexes": indexes}
+                for name, rows, analyses, indexes in self.tables}
+
+
+@dataclass(frozen=True)
+class _HeldStats:
+    version: StatsVersion
+    tables: dict  # {table: TableStats}
+    settled: bool  # read under a settled version: kept until the version changes
+
+
+_table_stats: dict[str | None, _HeldStats] = {}
+
+
+def table_stats_version() -> StatsVersion:
+    with read_connection().cursor() as cursor:
+        cursor.execute(TABLE_STATS_VERSION_SQL, {"tables": list(RANKED_TABLES), "settle": STATS_SETTLE_SECONDS})
+        rows = sorted(cursor.fetchall())
+    return StatsVersion(tuple((name, float(tuples), analyses, indexes) for name, tuples, analyses, _, indexes in rows),
+                        settled=not any(young for _, _, _, young, _ in rows))
+
+
+def table_stats_refresh(project_id: str | None = None) -> StatsVersion:
+    """Once a call, before any table_stats: the statistics as they are now, read again only when their version
+    changed, or once more when it settled. Returns the version the call's statistics are at (for its trace)."""
+    version = table_stats_version()
+    held = _table_stats.get(project_id)
+    if held is None or held.version != version or (version.settled and not held.settled):
+        if project_id not in _table_stats and len(_table_stats) >= TABLE_STATS_MAX_PROJECTS:
+            _table_stats.clear()
+        _table_stats[project_id] = _HeldStats(version, {name: _read_table_stats(name) for name in RANKED_TABLES},
+                                              version.settled)
+    return version
 
 
 def table_stats(table: str = FACTS, project_id: str | None = None) -> TableStats:
-    """Read at most every TABLE_STATS_TTL_SECONDS per process and project, every ranked table at once. The
-    statistics name only the subjects the caller may see (hakimem_table_stats): a request's, those of its project,
-    kept under `project_id`; None for a caller row security does not bind (scripts, a test's own reads)."""
-    now = time.monotonic()
-    if now - _table_stats["at"] > TABLE_STATS_TTL_SECONDS:
-        _table_stats.update(at=now, stats={})
-    scoped = _table_stats["stats"].get(project_id)
-    if scoped is None:
-        scoped = _table_stats["stats"][project_id] = {name: _read_table_stats(name) for name in RANKED_TABLES}
-    return scoped[table]
+    """The statistics of `table` as the last table_stats_refresh of `project_id` read them (read now, if none did).
+    They name only the subjects the caller may see (hakimem_table_stats): a request's, those of its project, kept
+    under `project_id`; None for a caller row security does not bind (scripts, a test's own reads)."""
+    if project_id not in _table_stats:
+        table_stats_refresh(project_id)
+    return _table_stats[project_id].tables[table]
 
 
 def _read_table_stats(table: str) -> TableStats:
@@ -293,6 +351,7 @@ class Lookup:
     candidate_limit: int | None = None  # a call may ask for fewer or more (context.config.MAX_CANDIDATE_LIMIT)
     # The scope's own counts of the call's words, per table (FACTS, EVENTS) that has them (scope_words_read).
     scope_words: dict = field(default_factory=dict)
+    stats_version: StatsVersion | None = None  # what the planner's statistics the call read were at
 
     def params(self, text: TextQuery) -> dict:
         c = self.config
@@ -339,13 +398,14 @@ def _may_have_counts(project_id: str, subject_id: str) -> bool:
 
 def lookup_for(*, project_id: str, subject_id: str, query: str, now: datetime, cutoffs: dict, config=None,
                candidate_limit: int | None = None) -> Lookup:
+    version = table_stats_refresh(project_id)
     counted = (scope_words_read(project_id, subject_id, lexical_terms(query))
                if _may_have_counts(project_id, subject_id) else {})
     return Lookup(project_id=project_id, subject_id=subject_id, now=now, cutoffs=cutoffs,
                   fact_text=text_queries(query, subject_id, FACTS, counted.get(FACTS), project_id=project_id),
                   event_text=text_queries(query, subject_id, EVENTS, counted.get(EVENTS), project_id=project_id),
                   procedure_text=text_queries(query, subject_id, PROCEDURES, project_id=project_id), config=config,
-                  candidate_limit=candidate_limit, scope_words=counted)
+                  candidate_limit=candidate_limit, scope_words=counted, stats_version=version)
 
 
 @dataclass
@@ -494,11 +554,11 @@ def scoped_match(alias: str, tsquery: str) -> str:
 # The degraded path's only leg: top-K by full-text rank over the whole informative query ("" matches nothing
 # and the path falls back to recency), of at most LEXICAL_LEG_MAX_ROWS matches, as the two-phase path's lexical leg.
 # -- uses: facts_fact_search_gin
-_LEXICAL_LEG = f"""    SELECT f.id FROM (SELECT f.id, f.search_vector, f.recorded_from FROM facts_fact f
+_LEXICAL_LEG = f"""    SELECT f.id FROM (SELECT f.id, f.text, f.search_vector, f.recorded_from FROM facts_fact f
                         WHERE {_HARD_FILTERS} AND %(tsq)s <> ''
                           AND {scoped_match("f", "websearch_to_tsquery('simple', %(tsq)s)")}
                         LIMIT %(leg_max_rows)s) f
-     ORDER BY {lexical_order_sql("f", "tsq")} DESC, f.recorded_from DESC
+     ORDER BY {lexical_order_sql("f", "tsq")} DESC, f.recorded_from DESC, f.text COLLATE "C", f.id
      LIMIT %(top_k)s"""
 
 
@@ -562,10 +622,11 @@ _PROCEDURES = _Source(
 
 # The SQL twin of context.scoring.hybrid_score (weights passed from there), used only to keep the best
 # CANDIDATE_LIMIT rows of the pool; the assembler scores them again in Python, and a test pins the two
-# orders together. Ties break as the assembler's sort does: more recent first, then by id.
+# orders together. Ties break as the assembler's sort does (context.scoring.rank_order): more recent first, then by
+# text, then by id.
 _BY_HYBRID_SCORE = """
  ORDER BY %(w_similarity)s * (1 - distance) + %(w_text)s * text_rank + %(w_recency)s * recency DESC,
-          recency DESC, id
+          recency DESC, text COLLATE "C", id
  LIMIT %(candidate_limit)s"""
 
 
@@ -610,7 +671,7 @@ def _legs(src: _Source, *, exact: bool, name: str = "") -> str:
                                         AND {a}.id NOT IN (SELECT id FROM {name}dense)
                                       LIMIT %(leg_max_rows)s) {a}
                     ORDER BY %(w_similarity)s * (1 - {_distance(a)}) + %(w_text)s * {lexical_order_sql(a, "leg_tsq")}
-                             + %(w_recency)s * {src.recency} DESC, {a}.id
+                             + %(w_recency)s * {src.recency} DESC, {a}.text COLLATE "C", {a}.id
                     LIMIT %(top_k)s) {name}lexical
 )"""
 
@@ -724,7 +785,7 @@ WITH lexical AS (
 ), recent AS (
     SELECT f.id FROM facts_fact f
      WHERE {_HARD_FILTERS} AND NOT EXISTS (SELECT 1 FROM lexical)
-     ORDER BY f.recorded_from DESC
+     ORDER BY f.recorded_from DESC, f.text COLLATE "C", f.id
      LIMIT %(top_k)s
 ), pool AS (
     SELECT id FROM lexical UNION ALL SELECT id FROM recent
@@ -745,7 +806,8 @@ SELECT e.id, e.text, e.occurred_at, e.metadata,
        {text_rank_sql("e")} AS text_rank
   FROM facts_event e
  WHERE {_EVENTS.filters}
- ORDER BY (%(tsq)s <> '' AND e.search_vector @@ websearch_to_tsquery('simple', %(tsq)s)) DESC, e.occurred_at DESC
+ ORDER BY (%(tsq)s <> '' AND e.search_vector @@ websearch_to_tsquery('simple', %(tsq)s)) DESC, e.occurred_at DESC,
+          e.text COLLATE "C", e.id
  LIMIT %(top_k)s
 """
 
@@ -759,12 +821,14 @@ SELECT x.id, x.title, x.text, x.category, x.importance, x.metadata, x.updated_at
        {text_rank_sql("x")} AS text_rank
   FROM facts_procedure x
  WHERE {_PROCEDURES.filters}
- ORDER BY (%(tsq)s <> '' AND x.search_vector @@ websearch_to_tsquery('simple', %(tsq)s)) DESC, x.updated_at DESC, x.id
+ ORDER BY (%(tsq)s <> '' AND x.search_vector @@ websearch_to_tsquery('simple', %(tsq)s)) DESC, x.updated_at DESC,
+          x.text COLLATE "C", x.id
  LIMIT %(top_k)s
 """
 
 # Multi-hop: facts naming one of the entities found in the facts already served. Full text only (no new
-# embedding), one hop, at most MULTI_HOP_MAX_PER_ENTITY per entity, the newest first; blocked facts never come
+# embedding), one hop, at most MULTI_HOP_MAX_PER_ENTITY per entity, the newest first (ties by text, then id: what an
+# export and import keep, so that a copy of the scope hops alike); blocked facts never come
 # back here. Newest first rather than by ts_rank_cd: a single-lexeme query ranks every match nearly alike,
 # and ranking them all cost 25 ms (p95 117 ms) in a 100k-fact scope where a name appears in thousands of
 # facts. One branch per entity, each with its own parameter, so that each is planned with its own lexeme's
@@ -793,7 +857,7 @@ def multi_hop_branch(facts_filter: str, in_open_conflict: str, expired: str) -> 
     AND NOT (f.id = ANY(%(exclude)s::uuid[]))
     AND NOT {in_open_conflict}
     AND NOT {expired}
-  ORDER BY f.recorded_from DESC, f.id DESC
+  ORDER BY f.recorded_from DESC, f.text COLLATE "C", f.id
   LIMIT %(per_entity)s)"""
 
 
@@ -955,7 +1019,8 @@ def multi_hop_within(lookup: Lookup, *, entities: list[str], scope_facts: list[C
     with read_connection().cursor() as cursor:
         cursor.execute(multi_hop_within_sql(len(entities)), params)
         names = {row[0]: row[1:] for row in cursor.fetchall()}
-    newest_first = sorted((c for c in eligible if c.id in names), key=lambda c: (c.recorded_from, c.id), reverse=True)
+    newest_first = sorted(sorted((c for c in eligible if c.id in names), key=lambda c: (c.text, str(c.id))),
+                          key=lambda c: c.recorded_from, reverse=True)  # as the statement's ORDER BY
     found = []
     for i, entity in enumerate(entities):
         named = [c for c in newest_first if names[c.id][i]]
