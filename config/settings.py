@@ -184,6 +184,7 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     "ENUM_NAME_OVERRIDES": {"FactStatusEnum": "facts.models.FactStatus",
                             "ConflictStatusEnum": "facts.models.ConflictStatus"},
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "hakimem.schema.request_bodies_required"],
 }
 
 LOGGING = {
