@@ -186,7 +186,7 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "PATH_CONVERTER_OVERRIDES": {"id": {"type": "string", "format": "uuid"}},  # hakimem.validators.IdConverter
-    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums",
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "hakimem.schema.request_bodies_required",
                              "hakimem.schema.malformed_ids_answer_400"],
     "ENUM_NAME_OVERRIDES": {"FactStatusEnum": "facts.models.FactStatus",
                             "ConflictStatusEnum": "facts.models.ConflictStatus"},

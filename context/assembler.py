@@ -58,7 +58,7 @@ from context.packing import (
     without_consent,
 )
 from context.render import Layout
-from context.scoring import hybrid_score, tiered_score
+from context.scoring import hybrid_score, rank_order, tiered_score
 from facts.conflicts import contradiction_propose
 from facts.selectors import SCOPE_WRITTEN_SQL, consent_gate, volatility_cutoffs
 from hakimem.db_router import reads_for_scope
@@ -273,12 +273,12 @@ def _score(item, config: AssemblyConfig, options: CallOptions, access: dict) -> 
 
 def rank_candidates(pool: list[tuple], config: AssemblyConfig, layout: Layout, options: CallOptions,
                     access: dict) -> list[Decided]:
-    """`pool`'s (item, item type) on one score, best first (ties: more recent, then by id), cut to the call's
+    """`pool`'s (item, item type) on one score, best first (ties: scoring.rank_order), cut to the call's
     candidate limit: the candidates, each with its rank. A plain call scores with seed 000's three signals; a tiered
     one adds importance and access frequency; either multiplies by the call's category boosts."""
     for item, _ in pool:
         item.score = _score(item, config, options, access)
-    pool = sorted(pool, key=lambda p: (-p[0].score, -p[0].recency, str(p[0].id)))
+    pool = sorted(pool, key=lambda p: rank_order(p[0]))
     limit = options.candidate_limit or retrieval.CANDIDATE_LIMIT
     return [candidate_decision(item, kind, i + 1, layout) for i, (item, kind) in enumerate(pool[:limit])]
 
@@ -450,6 +450,8 @@ def replay_inputs(call: Call, read: MemoryToRead, access: dict) -> dict:
         "consented": sorted(read.consented) if read.consented is not None else None,
         "entity_freq": read.memory.entity_freq,
     }
+    if lookup.stats_version is not None:  # which of the planner's statistics weighed the words (retrieval.StatsVersion)
+        inputs["table_stats"] = lookup.stats_version.as_dict()
     if lookup.scope_words:  # why the lexical legs fetched the words they did, in a scope with its own counts
         inputs["scope_words"] = {table: {"items": w.items, "counts": w.counts, "unlisted_max": w.unlisted_max}
                                  for table, w in lookup.scope_words.items()}

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import math
 import re
-import time
 import weakref
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -33,6 +32,7 @@ from context.retrieval_sql import (
     SCOPE_STATE_SQL,
     SCOPE_WORDS_SQL,
     TABLE_STATS_SQL,
+    TABLE_STATS_VERSION_SQL,
     TEXT_PARAMS,
     TOGETHER_SQL,
     WHOLE_SCOPE_SQL,
@@ -101,7 +101,6 @@ LEXICAL_MAX_TERM_FREQUENCY = 0.02
 # cast can far exceed: so the leg also reads at most LEXICAL_LEG_MAX_ROWS matches before ordering.
 LEXICAL_LEG_MAX_MATCHES = 1000
 LEXICAL_LEG_MAX_ROWS = 2000
-TABLE_STATS_TTL_SECONDS = 300.0
 
 # The tables a context call ranks (retrieval_sql.FACTS, EVENTS, PROCEDURES): their statistics are read together.
 RANKED_TABLES = (FACTS, EVENTS, PROCEDURES)
@@ -141,20 +140,60 @@ class TableStats:
         return scope * EXACT_SCAN_US_PER_ROW <= visited * HNSW_US_PER_VISITED_TUPLE
 
 
-_table_stats: dict = {"at": -1e9, "stats": {}}
+STATS_SETTLE_SECONDS = 5.0
+# Projects whose statistics a process keeps at once (each project's name only its own subjects).
+TABLE_STATS_MAX_PROJECTS = 256
+
+
+@dataclass(frozen=True)
+class StatsVersion:
+    tables: tuple = ()  # per ranked table: (name, row estimate, analyses, indexes)
+    settled: bool = field(default=True, compare=False)  # no table analysed within STATS_SETTLE_SECONDS
+
+    def as_dict(self) -> dict:
+        """For a call's trace: what the statistics that weighed its words were at."""
+        return {name: {"rows": rows, "analyses": analyses, "indexes": indexes}
+                for name, rows, analyses, indexes in self.tables}
+
+
+@dataclass(frozen=True)
+class _HeldStats:
+    version: StatsVersion
+    tables: dict  # {table: TableStats}
+    settled: bool  # read under a settled version: kept until the version changes
+
+
+_table_stats: dict[str | None, _HeldStats] = {}
+
+
+def table_stats_version() -> StatsVersion:
+    with read_connection().cursor() as cursor:
+        cursor.execute(TABLE_STATS_VERSION_SQL, {"tables": list(RANKED_TABLES), "settle": STATS_SETTLE_SECONDS})
+        rows = sorted(cursor.fetchall())
+    return StatsVersion(tuple((name, float(tuples), analyses, indexes) for name, tuples, analyses, _, indexes in rows),
+                        settled=not any(young for _, _, _, young, _ in rows))
+
+
+def table_stats_refresh(project_id: str | None = None) -> StatsVersion:
+    """Once a call, before any table_stats: the statistics as they are now, read again only when their version
+    changed, or once more when it settled. Returns the version the call's statistics are at (for its trace)."""
+    version = table_stats_version()
+    held = _table_stats.get(project_id)
+    if held is None or held.version != version or (version.settled and not held.settled):
+        if project_id not in _table_stats and len(_table_stats) >= TABLE_STATS_MAX_PROJECTS:
+            _table_stats.clear()
+        _table_stats[project_id] = _HeldStats(version, {name: _read_table_stats(name) for name in RANKED_TABLES},
+                                              version.settled)
+    return version
 
 
 def table_stats(table: str = FACTS, project_id: str | None = None) -> TableStats:
-    """Read at most every TABLE_STATS_TTL_SECONDS per process and project, every ranked table at once. The
-    statistics name only the subjects the caller may see (hakimem_table_stats): a request's, those of its project,
-    kept under `project_id`; None for a caller row security does not bind (scripts, a test's own reads)."""
-    now = time.monotonic()
-    if now - _table_stats["at"] > TABLE_STATS_TTL_SECONDS:
-        _table_stats.update(at=now, stats={})
-    scoped = _table_stats["stats"].get(project_id)
-    if scoped is None:
-        scoped = _table_stats["stats"][project_id] = {name: _read_table_stats(name) for name in RANKED_TABLES}
-    return scoped[table]
+    """The statistics of `table` as the last table_stats_refresh of `project_id` read them (read now, if none did).
+    They name only the subjects the caller may see (hakimem_table_stats): a request's, those of its project, kept
+    under `project_id`; None for a caller row security does not bind (scripts, a test's own reads)."""
+    if project_id not in _table_stats:
+        table_stats_refresh(project_id)
+    return _table_stats[project_id].tables[table]
 
 
 def _read_table_stats(table: str) -> TableStats:
@@ -274,6 +313,7 @@ class Lookup:
     candidate_limit: int | None = None  # a call may ask for fewer or more (context.config.MAX_CANDIDATE_LIMIT)
     # The scope's own counts of the call's words, per table (FACTS, EVENTS) that has them (scope_words_read).
     scope_words: dict = field(default_factory=dict)
+    stats_version: StatsVersion | None = None  # what the planner's statistics the call read were at
 
     def params(self, text: TextQuery) -> dict:
         c = self.config
@@ -318,13 +358,14 @@ def _may_have_counts(project_id: str, subject_id: str) -> bool:
 
 def lookup_for(*, project_id: str, subject_id: str, query: str, now: datetime, cutoffs: dict, config=None,
                candidate_limit: int | None = None) -> Lookup:
+    version = table_stats_refresh(project_id)
     counted = (scope_words_read(project_id, subject_id, lexical_terms(query))
                if _may_have_counts(project_id, subject_id) else {})
     return Lookup(project_id=project_id, subject_id=subject_id, now=now, cutoffs=cutoffs,
                   fact_text=text_queries(query, subject_id, FACTS, counted.get(FACTS), project_id=project_id),
                   event_text=text_queries(query, subject_id, EVENTS, counted.get(EVENTS), project_id=project_id),
                   procedure_text=text_queries(query, subject_id, PROCEDURES, project_id=project_id), config=config,
-                  candidate_limit=candidate_limit, scope_words=counted)
+                  candidate_limit=candidate_limit, scope_words=counted, stats_version=version)
 
 
 @dataclass
@@ -536,7 +577,8 @@ def multi_hop_within(lookup: Lookup, *, entities: list[str], scope_facts: list[C
     with read_connection().cursor() as cursor:
         cursor.execute(multi_hop_within_sql(len(entities)), params)
         names = {row[0]: row[1:] for row in cursor.fetchall()}
-    newest_first = sorted((c for c in eligible if c.id in names), key=lambda c: (c.recorded_from, c.id), reverse=True)
+    newest_first = sorted(sorted((c for c in eligible if c.id in names), key=lambda c: (c.text, str(c.id))),
+                          key=lambda c: c.recorded_from, reverse=True)  # as the statement's ORDER BY
     found = []
     for i, entity in enumerate(entities):
         named = [c for c in newest_first if names[c.id][i]]

@@ -39,6 +39,26 @@ TABLE_STATS_SQL = """
 SELECT * FROM hakimem_table_stats(%(table)s::regclass, %(scope_graphs)s)
 """
 
+# What the statistics are at: per ranked table, its row estimate, how many times it was analysed, and its count of
+# indexes (a scope graph is one). ANALYZE, VACUUM and a graph's creation change one of these whenever they change what
+# hakimem_table_stats reads, so a process keeps its copy of the statistics exactly as long as this says they are the
+# same: every worker then weighs a call's words alike, at the cost of this one catalogue read a call. ANALYZE counts
+# itself before its transaction commits, so statistics read within retrieval.STATS_SETTLE_SECONDS of an ANALYZE may
+# predate it: they are read once more when that time has passed, and workers may disagree for that long, never longer.
+# (Not in the version: a project's first row of a subject the table already counts among its most common, which names
+# that subject in the project's statistics, a size estimate that picks a plan, from the next version on.) The counts
+# come from the cumulative statistics, which a transaction keeps a copy of once read: the copy is dropped first (a
+# long transaction, a test's, would see the counts of its start).
+# -- uses: pg_class_oid_index, pg_index_indrelid_index
+TABLE_STATS_VERSION_SQL = """
+SELECT c.relname, c.reltuples,
+       pg_stat_get_analyze_count(c.oid) + pg_stat_get_autoanalyze_count(c.oid),
+       coalesce(greatest(pg_stat_get_last_analyze_time(c.oid), pg_stat_get_last_autoanalyze_time(c.oid))
+                > statement_timestamp() - make_interval(secs => %(settle)s), false),
+       (SELECT count(*) FROM pg_index x WHERE x.indrelid = c.oid)
+  FROM (SELECT pg_stat_clear_snapshot()) fresh, pg_class c
+ WHERE c.oid = ANY(%(tables)s::regclass[])"""
+
 # A large scope's own word counts (facts.models.ScopeWordCounts, kept by the nightly consolidation): for the words a
 # call asks about, how many of the scope's items hold each. One round trip, made only where the planner's statistics
 # expect the scope to hold at least half of settings.HAKI_SCOPE_WORDS_MIN_ITEMS facts or events (retrieval.lookup_for):
@@ -125,11 +145,11 @@ def scoped_match(alias: str, tsquery: str) -> str:
 # The degraded path's only leg: top-K by full-text rank over the whole informative query ("" matches nothing
 # and the path falls back to recency), of at most LEXICAL_LEG_MAX_ROWS matches, as the two-phase path's lexical leg.
 # -- uses: facts_fact_search_gin
-_LEXICAL_LEG = f"""    SELECT f.id FROM (SELECT f.id, f.search_vector, f.recorded_from FROM facts_fact f
+_LEXICAL_LEG = f"""    SELECT f.id FROM (SELECT f.id, f.text, f.search_vector, f.recorded_from FROM facts_fact f
                         WHERE {HARD_FILTERS} AND %(tsq)s <> ''
                           AND {scoped_match("f", "websearch_to_tsquery('simple', %(tsq)s)")}
                         LIMIT %(leg_max_rows)s) f
-     ORDER BY {lexical_order_sql("f", "tsq")} DESC, f.recorded_from DESC
+     ORDER BY {lexical_order_sql("f", "tsq")} DESC, f.recorded_from DESC, f.text COLLATE "C", f.id
      LIMIT %(top_k)s"""
 
 
@@ -193,10 +213,11 @@ PROCEDURES_SOURCE = Source(
 
 # The SQL twin of context.scoring.hybrid_score (weights passed from there), used only to keep the best
 # CANDIDATE_LIMIT rows of the pool; the assembler scores them again in Python, and a test pins the two
-# orders together. Ties break as the assembler's sort does: more recent first, then by id.
+# orders together. Ties break as the assembler's sort does (context.scoring.rank_order): more recent first, then by
+# text, then by id.
 _BY_HYBRID_SCORE = """
  ORDER BY %(w_similarity)s * (1 - distance) + %(w_text)s * text_rank + %(w_recency)s * recency DESC,
-          recency DESC, id
+          recency DESC, text COLLATE "C", id
  LIMIT %(candidate_limit)s"""
 
 
@@ -241,7 +262,7 @@ def _legs(src: Source, *, exact: bool, name: str = "") -> str:
                                         AND {a}.id NOT IN (SELECT id FROM {name}dense)
                                       LIMIT %(leg_max_rows)s) {a}
                     ORDER BY %(w_similarity)s * (1 - {distance_sql(a)}) + %(w_text)s * {lexical_order_sql(a, "leg_tsq")}
-                             + %(w_recency)s * {src.recency} DESC, {a}.id
+                             + %(w_recency)s * {src.recency} DESC, {a}.text COLLATE "C", {a}.id
                     LIMIT %(top_k)s) {name}lexical
 )"""
 
@@ -347,7 +368,7 @@ WITH lexical AS (
 ), recent AS (
     SELECT f.id FROM facts_fact f
      WHERE {HARD_FILTERS} AND NOT EXISTS (SELECT 1 FROM lexical)
-     ORDER BY f.recorded_from DESC
+     ORDER BY f.recorded_from DESC, f.text COLLATE "C", f.id
      LIMIT %(top_k)s
 ), pool AS (
     SELECT id FROM lexical UNION ALL SELECT id FROM recent
@@ -368,7 +389,8 @@ SELECT e.id, e.text, e.occurred_at, e.metadata,
        {text_rank_sql("e")} AS text_rank
   FROM facts_event e
  WHERE {EVENTS_SOURCE.filters}
- ORDER BY (%(tsq)s <> '' AND e.search_vector @@ websearch_to_tsquery('simple', %(tsq)s)) DESC, e.occurred_at DESC
+ ORDER BY (%(tsq)s <> '' AND e.search_vector @@ websearch_to_tsquery('simple', %(tsq)s)) DESC, e.occurred_at DESC,
+          e.text COLLATE "C", e.id
  LIMIT %(top_k)s
 """
 
@@ -382,13 +404,14 @@ SELECT x.id, x.title, x.text, x.category, x.importance, x.metadata, x.updated_at
        {text_rank_sql("x")} AS text_rank
   FROM facts_procedure x
  WHERE {PROCEDURES_SOURCE.filters}
- ORDER BY (%(tsq)s <> '' AND x.search_vector @@ websearch_to_tsquery('simple', %(tsq)s)) DESC, x.updated_at DESC, x.id
+ ORDER BY (%(tsq)s <> '' AND x.search_vector @@ websearch_to_tsquery('simple', %(tsq)s)) DESC, x.updated_at DESC,
+          x.text COLLATE "C", x.id
  LIMIT %(top_k)s
 """
 
 # Multi-hop: facts naming one of the entities found in the facts already served. Full text only (no new
 # embedding), one hop, at most MULTI_HOP_MAX_PER_ENTITY per entity, the newest first (a single-lexeme query ranks every
-# match nearly alike); blocked facts never come back here. One branch per entity, each planned with its own lexeme's
+# match nearly alike; ties by text, then id: what an export and import keep, so that a copy hops alike); blocked facts never come back here. One branch per entity, each planned with its own lexeme's
 # frequency: a common name walks the scope newest first and stops at the fifth match, a rare one takes its few rows
 # from the GIN index. A name rare in the table may be common in its scope: where the scope's own word counts
 # (ScopeWords) say it holds more than sqrt(per_entity x items) of them, the branch matches it by ts_match_vq, the same
@@ -410,7 +433,7 @@ def multi_hop_branch(facts_filter: str, in_open_conflict: str, expired: str) -> 
     AND NOT (f.id = ANY(%(exclude)s::uuid[]))
     AND NOT {in_open_conflict}
     AND NOT {expired}
-  ORDER BY f.recorded_from DESC, f.id DESC
+  ORDER BY f.recorded_from DESC, f.text COLLATE "C", f.id
   LIMIT %(per_entity)s)"""
 
 

@@ -48,3 +48,11 @@ def tiered_score(base: float, importance: float | None, access: float, config=No
     """A tiered call's five-signal score from the three-signal `base` (hybrid_score)."""
     w_imp, w_acc = (config.w_importance, config.w_access) if config else (W_IMPORTANCE, W_ACCESS)
     return base + w_imp * (NEUTRAL_IMPORTANCE if importance is None else importance) + w_acc * access
+
+
+def rank_order(item) -> tuple:
+    """Where an item of a call's ranking goes: best score first; of equal scores, the more recent, then by text, then
+    by id. Each is what an export and import keep (facts/transfer.py), so a copy of a scope ranks as the original,
+    whichever order its rows were written in. The retrieval SQL orders alike (retrieval._BY_HYBRID_SCORE: text in
+    COLLATE "C", the order of Python's str)."""
+    return -item.score, -item.recency, item.text, str(item.id)

@@ -14,6 +14,7 @@ from context.render import RENDER_FORMATS, XML
 from facts.models import CATEGORY_MAX
 from hakimem.errors import ApiError, ErrorCode
 from hakimem.fields import (
+    NOT_BLANK,
     ScopeIdField,
     StrictBooleanField,
     StrictCharField,
@@ -38,6 +39,10 @@ class TierBudgetsSerializer(StrictSerializer):
     facts = StrictIntegerField(required=False, min_value=0, help_text="default 2000")
     episodes = StrictIntegerField(required=False, min_value=0, help_text="default 1000")
     procedures = StrictIntegerField(required=False, min_value=0, help_text="default 500")
+
+    @classmethod
+    def schema_rules(cls) -> dict:
+        return {"properties": {tier: {"maximum": settings.HAKI_MAX_BUDGET_TOKENS} for tier in DEFAULT_TIER_BUDGETS}}
 
     def validate(self, attrs):
         limit = settings.HAKI_MAX_BUDGET_TOKENS
@@ -70,7 +75,7 @@ class CategoryBoostsField(serializers.DictField):
 class ContextRequestSerializer(StrictSerializer):
     project_id = ScopeIdField()
     subject_id = ScopeIdField()
-    query = StrictCharField(max_length=QUERY_MAX, trim_whitespace=False, allow_blank=False)
+    query = StrictCharField(max_length=QUERY_MAX, trim_whitespace=False, allow_blank=False, validators=[NOT_BLANK])
     budget_tokens = serializers.JSONField(required=False, allow_null=True)  # checked by validate_budget
     # Beyond seed 000 (context.config.CallOptions); a request without any of them is a plain call, as before.
     tiers = StrictBooleanField(required=False, help_text="seed 003's assembler: identity blocks, five signals, "
@@ -84,10 +89,10 @@ class ContextRequestSerializer(StrictSerializer):
                                          help_text="candidates kept after phase 2 (default 128)")
     render_format = serializers.ChoiceField(choices=RENDER_FORMATS, required=False, help_text="xml (default) or markdown")
 
-    def validate_query(self, value):
-        if not value.strip():
-            raise serializers.ValidationError("must contain non-whitespace text")
-        return value
+    @classmethod
+    def schema_rules(cls) -> dict:
+        # tier budgets need tiers: not both tier_budgets and "tiers": false
+        return {"not": {"required": ["tiers", "tier_budgets"], "properties": {"tiers": {"enum": [False]}}}}
 
     def validate(self, attrs):
         if attrs.get("tiers") is False and "tier_budgets" in attrs:
@@ -212,6 +217,10 @@ class ContextRequestSchema(ContextRequestSerializer):
 
     budget_tokens = serializers.IntegerField(required=False, min_value=1, help_text="default 900, at most HAKI_MAX_BUDGET_TOKENS")
 
+    @classmethod
+    def schema_rules(cls) -> dict:
+        return {**super().schema_rules(), "properties": {"budget_tokens": {"maximum": settings.HAKI_MAX_BUDGET_TOKENS}}}
+
 
 # --- POST /v1/inspect/{trace_id}/replay --------------------------------------------------------------------
 
@@ -241,6 +250,10 @@ class ReplayOverridesSerializer(StrictSerializer):
     lexical_top_k = _override_field("lexical_top_k")
     multi_hop_share = _override_field("multi_hop_share")
     budget_tokens = serializers.IntegerField(required=False, min_value=1, help_text="1 to HAKI_MAX_BUDGET_TOKENS (400 budget_exceeded)")
+
+    @classmethod
+    def schema_rules(cls) -> dict:
+        return {"properties": {"budget_tokens": {"maximum": settings.HAKI_MAX_BUDGET_TOKENS}}}
 
     def to_internal_value(self, data):
         if isinstance(data, dict) and "budget_tokens" in data:

@@ -22,6 +22,8 @@ from facts.models import (
 )
 from hakimem.fields import (
     AwareDateTimeField,
+    NOT_BLANK,
+    ONE_LINE,
     JsonObjectField,
     ScopeIdField,
     StrictBooleanField,
@@ -34,13 +36,7 @@ from hakimem.tokens import estimate_tokens
 
 
 def _text_field(limit: int):
-    return StrictCharField(max_length=limit, trim_whitespace=False, allow_blank=False)
-
-
-def _not_blank(value: str) -> str:
-    if not value.strip():
-        raise serializers.ValidationError("must contain non-whitespace text")
-    return value
+    return StrictCharField(max_length=limit, trim_whitespace=False, allow_blank=False, validators=[NOT_BLANK])
 
 
 class FactInSerializer(StrictSerializer):
@@ -52,12 +48,9 @@ class FactInSerializer(StrictSerializer):
     importance = StrictFloatField(min_value=0.0, max_value=1.0, required=False, default=0.5)
     volatility = serializers.ChoiceField(choices=Volatility.choices, required=False, default=Volatility.PERMANENT)
     valid_from = AwareDateTimeField(required=False, allow_null=True, default=None)
-    valid_to = AwareDateTimeField(required=False, allow_null=True, default=None)
+    valid_to = AwareDateTimeField(required=False, allow_null=True, default=None, help_text="not before valid_from")
     source_event_id = serializers.UUIDField(required=False, allow_null=True, default=None)
     metadata = JsonObjectField(required=False, default=dict)
-
-    def validate_text(self, value):
-        return _not_blank(value)
 
     def validate(self, attrs):
         if attrs.get("valid_from") and attrs.get("valid_to") and attrs["valid_from"] > attrs["valid_to"]:
@@ -78,8 +71,9 @@ class FactPatchSerializer(StrictSerializer):
         for f in self.fields.values():
             f.required = False
 
-    def validate_text(self, value):
-        return _not_blank(value)
+    @classmethod
+    def schema_rules(cls) -> dict:
+        return {"minProperties": 1}
 
     def validate(self, attrs):
         if not attrs:
@@ -95,9 +89,6 @@ class EventInSerializer(StrictSerializer):
     text = _text_field(EVENT_TEXT_MAX)
     occurred_at = AwareDateTimeField()
     metadata = JsonObjectField(required=False, default=dict)
-
-    def validate_text(self, value):
-        return _not_blank(value)
 
 
 class PageQuerySerializer(StrictSerializer):
@@ -131,6 +122,12 @@ class ConflictResolveSerializer(StrictSerializer):
     keep = serializers.ListField(child=serializers.UUIDField(), required=False, min_length=1, max_length=100)
     dismiss = serializers.BooleanField(required=False, default=False)
     note = StrictCharField(required=False, allow_blank=True, max_length=CONFLICT_NOTE_MAX, default="")
+
+    @classmethod
+    def schema_rules(cls) -> dict:
+        return {"oneOf": [{"required": ["keep"], "properties": {"dismiss": {"enum": [False]}}},
+                          {"required": ["dismiss"], "properties": {"dismiss": {"enum": [True]}},
+                           "not": {"required": ["keep"]}}]}
 
     def validate(self, attrs):
         if bool(attrs.get("keep")) == bool(attrs.get("dismiss")):
@@ -247,8 +244,18 @@ class FactWrittenSerializer(FactOutSerializer):
     conflict_set_id = serializers.UUIDField(allow_null=True, help_text="the open conflict set the fact joined, if any")
 
 
-class FactBatchInSerializer(serializers.Serializer):
+def _batch_rules(plural: str) -> dict:
+    from facts.writes import MAX_BATCH  # facts.apis.validate_batch enforces it
+
+    return {"properties": {plural: {"minItems": 1, "maxItems": MAX_BATCH}}}
+
+
+class FactBatchInSerializer(StrictSerializer):
     facts = FactInSerializer(many=True, help_text="1 to 500 facts, all-or-nothing")
+
+    @classmethod
+    def schema_rules(cls) -> dict:
+        return _batch_rules("facts")
 
 
 class FactBatchOutSerializer(serializers.Serializer):
@@ -284,8 +291,12 @@ class EventOutSerializer(serializers.Serializer):
                                                                       "it was off as the event was written")
 
 
-class EventBatchInSerializer(serializers.Serializer):
+class EventBatchInSerializer(StrictSerializer):
     events = EventInSerializer(many=True, help_text="1 to 500 events, all-or-nothing")
+
+    @classmethod
+    def schema_rules(cls) -> dict:
+        return _batch_rules("events")
 
 
 class EventBatchOutSerializer(serializers.Serializer):
@@ -354,10 +365,15 @@ PROJECT_CATEGORIES_MAX = 100
 class ProjectPatchSerializer(StrictSerializer):
     consent_required = StrictBooleanField(required=False)
     consent_write_policy = serializers.ChoiceField(choices=ConsentWritePolicy.choices, required=False)
-    categories = serializers.ListField(child=StrictCharField(max_length=CATEGORY_MAX, allow_blank=False),
+    categories = serializers.ListField(child=StrictCharField(max_length=CATEGORY_MAX, allow_blank=False,
+                                                             validators=[NOT_BLANK]),
                                        required=False, max_length=PROJECT_CATEGORIES_MAX)
     conflict_policy = serializers.ChoiceField(choices=[("", "environment default"), *ConflictPolicy.choices],
                                               required=False)
+
+    @classmethod
+    def schema_rules(cls) -> dict:
+        return {"minProperties": 1, "properties": {"categories": {"uniqueItems": True}}}
 
     def validate_categories(self, value):
         if len(set(value)) != len(value):
@@ -383,7 +399,7 @@ def project_out(project) -> dict:
 
 class ConsentGrantSerializer(StrictSerializer):
     project_id = ScopeIdField()
-    category = StrictCharField(max_length=CATEGORY_MAX, allow_blank=False)
+    category = StrictCharField(max_length=CATEGORY_MAX, allow_blank=False, validators=[NOT_BLANK])
 
 
 class ConsentRevokeQuerySerializer(StrictSerializer):
@@ -447,15 +463,6 @@ def _stored_subject(attrs: dict) -> dict:
     return attrs
 
 
-def _one_line(value: str) -> str:
-    """A name is shown as one line (the admin, a prompt's section): no line breaks, tabs or other controls."""
-    if not value.strip():
-        raise serializers.ValidationError("must contain non-whitespace text")
-    if any(ord(c) < 32 or ord(c) == 127 for c in value):
-        raise serializers.ValidationError("must be one line, without control characters")
-    return value
-
-
 class _AllOptional:
     """A PATCH body: every field optional, at least one sent."""
 
@@ -463,6 +470,10 @@ class _AllOptional:
         super().__init__(*args, **kwargs)
         for f in self.fields.values():
             f.required = False
+
+    @classmethod
+    def schema_rules(cls) -> dict:
+        return {"minProperties": 1}
 
     def validate(self, attrs):
         if not attrs:
@@ -473,35 +484,27 @@ class _AllOptional:
 class IdentityBlockInSerializer(StrictSerializer):
     project_id = ScopeIdField()
     subject_id = _subject_or_project()
-    name = StrictCharField(max_length=IDENTITY_NAME_MAX, trim_whitespace=False, help_text="unique in its scope")
+    name = StrictCharField(max_length=IDENTITY_NAME_MAX, trim_whitespace=False, validators=[ONE_LINE],
+                           help_text="unique in its scope")
     text = _text_field(IDENTITY_TEXT_MAX)
     position = StrictIntegerField(required=False, min_value=0, max_value=POSITION_MAX, default=0,
                                   help_text="blocks are served by position, then name")
     enabled = StrictBooleanField(required=False, default=True)
     metadata = JsonObjectField(required=False, default=dict)
 
-    def validate_name(self, value):
-        return _one_line(value)
-
-    def validate_text(self, value):
-        return _not_blank(value)
 
     def validate(self, attrs):
         return _stored_subject(attrs)
 
 
 class IdentityBlockPatchSerializer(_AllOptional, StrictSerializer):
-    name = StrictCharField(max_length=IDENTITY_NAME_MAX, trim_whitespace=False)
+    name = StrictCharField(max_length=IDENTITY_NAME_MAX, trim_whitespace=False, validators=[ONE_LINE])
     text = _text_field(IDENTITY_TEXT_MAX)
     position = StrictIntegerField(min_value=0, max_value=POSITION_MAX)
     enabled = StrictBooleanField()
     metadata = JsonObjectField()
 
-    def validate_name(self, value):
-        return _one_line(value)
 
-    def validate_text(self, value):
-        return _not_blank(value)
 
 
 class IdentityBlockListQuerySerializer(StrictSerializer):
@@ -547,34 +550,25 @@ class IdentityBlockListSerializer(serializers.Serializer):
 class ProcedureInSerializer(StrictSerializer):
     project_id = ScopeIdField()
     subject_id = _subject_or_project()
-    title = StrictCharField(max_length=PROCEDURE_TITLE_MAX, trim_whitespace=False)
+    title = StrictCharField(max_length=PROCEDURE_TITLE_MAX, trim_whitespace=False, validators=[ONE_LINE])
     text = _text_field(PROCEDURE_TEXT_MAX)
     category = StrictCharField(max_length=CATEGORY_MAX, required=False, allow_blank=True, default="")
     importance = StrictFloatField(min_value=0.0, max_value=1.0, required=False, default=0.5)
     metadata = JsonObjectField(required=False, default=dict)
 
-    def validate_title(self, value):
-        return _one_line(value)
-
-    def validate_text(self, value):
-        return _not_blank(value)
 
     def validate(self, attrs):
         return _stored_subject(attrs)
 
 
 class ProcedurePatchSerializer(_AllOptional, StrictSerializer):
-    title = StrictCharField(max_length=PROCEDURE_TITLE_MAX, trim_whitespace=False)
+    title = StrictCharField(max_length=PROCEDURE_TITLE_MAX, trim_whitespace=False, validators=[ONE_LINE])
     text = _text_field(PROCEDURE_TEXT_MAX)
     category = StrictCharField(max_length=CATEGORY_MAX, allow_blank=True)
     importance = StrictFloatField(min_value=0.0, max_value=1.0)
     metadata = JsonObjectField()
 
-    def validate_title(self, value):
-        return _one_line(value)
 
-    def validate_text(self, value):
-        return _not_blank(value)
 
 
 class ProcedureListQuerySerializer(PageQuerySerializer):

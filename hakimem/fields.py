@@ -7,6 +7,7 @@ import math
 import re
 from datetime import timezone as dt_timezone
 
+from django.core.validators import RegexValidator
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 from rest_framework import serializers
@@ -26,6 +27,13 @@ class ScopeIdField(serializers.CharField):
         if not is_scope_id(data):
             raise serializers.ValidationError(f"must be {SCOPE_ID_HELP}")
         return data
+
+
+# A text holds something besides whitespace; a name or a title is one line of it. As validators of their fields (not
+# validate_<field> methods) the OpenAPI schema states them as patterns, the very ones the API applies.
+NOT_BLANK = RegexValidator(r"\S", "must contain non-whitespace text")
+ONE_LINE = RegexValidator(r"^[^\x00-\x1f\x7f]*[^\s\x00-\x1f\x7f][^\x00-\x1f\x7f]*\Z",
+                          "must be one line of text, without control characters")
 
 
 class StrictCharField(serializers.CharField):

@@ -6,7 +6,11 @@ from __future__ import annotations
 
 from html import escape
 
-from drf_spectacular.extensions import OpenApiAuthenticationExtension, OpenApiSerializerFieldExtension
+from drf_spectacular.extensions import (
+    OpenApiAuthenticationExtension,
+    OpenApiSerializerExtension,
+    OpenApiSerializerFieldExtension,
+)
 from drf_spectacular.renderers import OpenApiYamlRenderer
 from drf_spectacular.utils import OpenApiResponse
 from drf_spectacular.views import SpectacularAPIView
@@ -70,7 +74,58 @@ class JsonObjectFieldSchema(OpenApiSerializerFieldExtension):
 
         return {"type": "object", "additionalProperties": True,
                 "description": f"free-form JSON object: at most {METADATA_MAX_DEPTH} levels deep and {METADATA_MAX_BYTES} "
-                               "bytes as compact JSON; no U+0000 or unpaired surrogate"}
+                               "bytes as compact JSON; no U+0000 or unpaired surrogate; integers within a bigint "
+                               "(-(2^63 - 1) to 2^63 - 1, as every JSON number the API reads)"}
+
+
+class StrictSerializerSchema(OpenApiSerializerExtension):
+    """A request body a StrictSerializer reads: no property beyond its fields (the API refuses unknown fields), and the
+    rules it enforces beyond them (StrictSerializer.schema_rules), so that a body the schema allows is one the API
+    takes, short of what the store holds (a name already taken, an id unknown)."""
+
+    target_class = "hakimem.serializers.StrictSerializer"
+    match_subclasses = True
+
+    def map_serializer(self, auto_schema, direction):
+        schema = auto_schema._map_serializer(self.target, direction, bypass_extensions=True)
+        if direction == "request":
+            schema["additionalProperties"] = False
+            _merge(schema, self.target.schema_rules())
+        return schema
+
+
+def _merge(schema: dict, rules: dict) -> None:
+    for key, value in rules.items():
+        if isinstance(value, dict) and isinstance(schema.get(key), dict):
+            _merge(schema[key], value)
+        else:
+            schema[key] = value
+
+
+def request_bodies_required(result, generator, request, public):
+    """A drf-spectacular postprocessing hook: a request body whose schema needs a property (a required one, or
+    minProperties, in each of its alternatives) is required, as the API refuses a request without one. drf-spectacular
+    leaves a PATCH body and a one-or-batch body optional."""
+    schemas = result.get("components", {}).get("schemas", {})
+
+    def resolve(schema: dict) -> dict:
+        while "$ref" in schema:
+            schema = schemas[schema["$ref"].split("/")[-1]]
+        return schema
+
+    def needs_property(schema: dict) -> bool:
+        schema = resolve(schema)
+        alternatives = schema.get("oneOf") or schema.get("anyOf")
+        if alternatives:
+            return all(needs_property(s) for s in alternatives)
+        return bool(schema.get("required")) or schema.get("minProperties", 0) > 0
+
+    for path in result.get("paths", {}).values():
+        for operation in path.values():
+            body = operation.get("requestBody") if isinstance(operation, dict) else None
+            if body and any(needs_property(media["schema"]) for media in body.get("content", {}).values()):
+                body["required"] = True
+    return result
 
 
 class SchemaPageRenderer(OpenApiYamlRenderer):

@@ -5,8 +5,16 @@ from __future__ import annotations
 from rest_framework import serializers
 
 
+# The OpenAPI schema of a StrictSerializer's body says it refuses unknown fields (additionalProperties false), with
+# what else it enforces that its fields cannot show (schema_rules): hakimem.schema.StrictSerializerSchema.
 class StrictSerializer(serializers.Serializer):
     """Refuses fields it does not know: a typo ('categroy') is an error, not silently ignored."""
+
+    @classmethod
+    def schema_rules(cls) -> dict:
+        """JSON Schema keywords this serializer enforces beyond its fields' own, merged into its request schema:
+        {"minProperties": 1}, {"properties": {"categories": {"uniqueItems": True}}}."""
+        return {}
 
     def to_internal_value(self, data):
         if not isinstance(data, dict):

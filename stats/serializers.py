@@ -24,8 +24,10 @@ class OverviewQuerySerializer(StrictSerializer):
     until."""
 
     project_id = ScopeIdField()
-    since = AwareDateTimeField(required=False)
-    until = AwareDateTimeField(required=False)
+    since = AwareDateTimeField(required=False, help_text=f"before until, at most {MAX_PERIOD.days} days before it, "
+                               f"from {iso(PERIOD_EARLIEST)}; default 30 days before until")
+    until = AwareDateTimeField(required=False, help_text=f"after since, at most {MAX_PERIOD.days} days after it, "
+                               f"up to {iso(PERIOD_LATEST)}; default now")
 
     def validate(self, attrs):
         until = attrs.get("until") or timezone.now()

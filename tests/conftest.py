@@ -24,14 +24,17 @@ TRACE_TRANSACTION_QUERIES = 6
 
 
 @pytest.fixture(autouse=True)
-def hashing_embedder(settings):
+def hashing_embedder(settings, monkeypatch):
     """The suite runs on the deterministic hashing embedder; tests marked `minilm` switch to the real model."""
     settings.HAKI_EMBED_PROVIDER = "hashing"
     settings.HAKI_CONFLICT_POLICY = "curator"
     settings.HAKI_RECALL_MAX_DISTANCE = None  # as unset: the floor calibrated for the embedder (none for hashing)
     from context import retrieval
 
-    retrieval._table_stats["at"] = -1e9  # a test's ANALYZE must not leak into the next test
+    retrieval._table_stats.clear()  # a test's ANALYZE rolls back with it: its statistics must not outlive it
+    # A test's ANALYZE is its own transaction's: statistics read after it are final at once (no settling time), so
+    # a test's count of queries does not depend on how long it ran.
+    monkeypatch.setattr(retrieval, "STATS_SETTLE_SECONDS", 0.0)
     yield
     circuit_breakers_close()  # an embedder a test brought down must not fail the next test at once
     database_answered()  # nor a database a test brought down

@@ -14,7 +14,6 @@ from django.core.management import call_command
 from django.db import connection
 from django.test import override_settings
 
-from context import retrieval
 from facts.events import EventInput, event_create_batch
 from facts.writes import FactInput, fact_create_batch
 from bench import dataset
@@ -79,7 +78,6 @@ def _reads_of_context_calls(client, queries: list[str]) -> list[tuple[str, objec
         seen.append((sql, params))
         return execute(sql, params, many, context)
 
-    retrieval._table_stats["at"] = -1e9  # read the statistics again, as a process does every few minutes
     with connection.execute_wrapper(capture):
         for query in queries:
             response = client.post("/v1/context", {"project_id": TENANT, "subject_id": SUBJECT, "query": query},
@@ -102,8 +100,8 @@ def _scan_cost(node: dict, totals: dict) -> None:
 
 def _costs(client, queries: list[str]) -> dict[str, dict]:
     """Per distinct statement that reads the memory tables: the most pages and rows any of its executions
-    needed, and one plan. The catalogue reads (the word statistics of context.retrieval.table_stats, once
-    per process every few minutes, and the API key lookup) are not per-scope work and are left out."""
+    needed, and one plan. The catalogue reads (the word statistics of context.retrieval.table_stats and their
+    version, and the API key lookup) are not per-scope work and are left out."""
     costs: dict[str, dict] = {}
     for sql, params in _reads_of_context_calls(client, queries):
         with connection.cursor() as cursor:

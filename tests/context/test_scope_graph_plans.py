@@ -18,7 +18,7 @@ def test_a_large_scope_can_get_its_own_graph(tmp_path):
     name = scope_graph_name(dataset.PROJECT, "mid-0")
     call_command("scope_graph", "create", "--project", dataset.PROJECT, "--subject", "mid-0")
     try:
-        retrieval._table_stats["at"] = -1e9
+        retrieval.table_stats_refresh()
         stats = retrieval.table_stats()
         assert name in stats.scope_graphs
         assert not stats.dense_exact(dataset.PROJECT, "mid-0")

@@ -7,7 +7,6 @@ import pytest
 from django.db import connection
 from prometheus_client.parser import text_string_to_metric_families
 
-from context import retrieval
 from facts.writes import FactInput, fact_create_batch
 from tests.conftest import OTHER_PROJECT, PROJECT
 
@@ -104,7 +103,6 @@ def _text_ranks(client, project: str, query: str) -> dict[str, float]:
 def _analyze() -> None:
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE facts_fact")
-    retrieval._table_stats["at"] = -1e9  # the per-process copy of the statistics expires
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@
     python manage.py scope_graph ensure [--min-facts N] [--dry-run]   # every scope of N facts or more
 
 Worth it for a scope of tens of thousands of facts in a table many times larger (docs/performance.md has the
-measurements); the context path picks the graph up within TABLE_STATS_TTL_SECONDS (5 minutes). `ensure` gives one to every
+measurements); the next context call picks the graph up (it is part of the statistics' version). `ensure` gives one to every
 scope of HAKI_SCOPE_GRAPH_MIN_FACTS active facts or more (10,000 by default), and its own full-text index to every scope
 of HAKI_SCOPE_TEXT_INDEX_MIN_FACTS (50,000), as the nightly consolidation does; `drop` drops both.
 """
