@@ -11,7 +11,8 @@ The application is not preloaded in the master: onnxruntime's thread pools do no
 worker loads Django and the embedding model itself, before it takes its first request (post_worker_init).
 
 HAKI_BIND (default 127.0.0.1:$HAKI_PORT, port 8000), HAKI_WORKERS, HAKI_THREADS and HAKI_ACCESS_LOG ("-" for
-stdout, the default; "" for none) override the defaults below.
+stdout, the default; "" for none) override the defaults below; HAKI_LOG_SUBJECT_IDS (off) lets the access log show
+subject ids (config/logs.py).
 """
 from __future__ import annotations
 
@@ -52,6 +53,7 @@ timeout = 60  # a worker silent this long is killed and replaced (a batch of 500
 graceful_timeout = 20
 keepalive = 5
 accesslog = os.environ.get("HAKI_ACCESS_LOG", "-") or None
+logger_class = "config.logs.AccessLogger"  # no subject id in the access log, unless HAKI_LOG_SUBJECT_IDS is on
 wsgi_app = "config.wsgi:application"
 # gunicorn 24+ opens a control socket at one fixed path per user: a second server (the benchmark's, the
 # tests') would take it over from the first. Nothing here uses it.

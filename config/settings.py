@@ -1,7 +1,7 @@
 """hakimem settings: everything comes from the environment, with defaults that make `make run` work.
 
 DATABASE_URL unset means the embedded PostgreSQL in HAKI_PGDATA (default var/pgdata). The product's own
-knobs are HAKI_*; each is documented in the README.
+knobs are HAKI_*; docs/operating.md documents each.
 """
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import os
 import secrets
 from pathlib import Path
 
+from hakimem.csp import DEFAULT_POLICY
 from hakimem.dbserver import database_settings, replica_settings, start_embedded
 from hakimem.rates import parse_rate
 
@@ -38,8 +39,9 @@ def _secret_key() -> str:
     path = VAR_DIR / "secret_key"
     if not path.exists():
         VAR_DIR.mkdir(parents=True, exist_ok=True)
-        path.write_text(secrets.token_urlsafe(50))
-        path.chmod(0o600)
+        # created readable by its owner only, never for an instant by anyone else
+        with os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as file:
+            file.write(secrets.token_urlsafe(50))
     return path.read_text().strip()
 
 
@@ -76,6 +78,7 @@ MIDDLEWARE = [
     # Before any view or filter passes a U+0000 of the path or the query string on to a query.
     "hakimem.guard.RequestGuardMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    "hakimem.csp.ContentSecurityPolicyMiddleware",  # HAKI_CSP
     # Static files (the admin's and the stats pages' CSS) from STATIC_ROOT, filled by collectstatic at `make run`.
     "whitenoise.middleware.WhiteNoiseMiddleware",
     # /v1/ requests answered 503 at once while this process knows the database is gone (hakimem/errors.py).
@@ -155,6 +158,29 @@ STORAGES = {
 }
 LOGIN_URL = "/admin/login/"
 
+# Served over HTTPS (docs/operating.md, "HTTPS"): each off by default, since `make run` serves plain HTTP.
+# Behind a proxy that terminates TLS, HAKI_TRUST_X_FORWARDED_PROTO makes its X-Forwarded-Proto say whether the
+# client's request was HTTPS; the proxy must set that header on every request, or a client could.
+if env_bool("HAKI_TRUST_X_FORWARDED_PROTO", False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+SECURE_SSL_REDIRECT = env_bool("HAKI_SSL_REDIRECT", False)
+# The probes and the metrics scraper call from inside the network, in plain HTTP.
+SECURE_REDIRECT_EXEMPT = [r"^v1/health(/|$)", r"^metrics$"]
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = env_bool("HAKI_SECURE_COOKIES", False)
+SECURE_HSTS_SECONDS = env_int("HAKI_HSTS_SECONDS", 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("HAKI_HSTS_INCLUDE_SUBDOMAINS", False)
+SECURE_HSTS_PRELOAD = env_bool("HAKI_HSTS_PRELOAD", False)
+# The Content-Security-Policy of every response (hakimem/csp.py); "off" sends none.
+_csp = os.environ.get("HAKI_CSP", "").strip()
+HAKI_CSP = "" if _csp.lower() == "off" else _csp or DEFAULT_POLICY
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+
 # The largest request body, in bytes; larger ones answer 413 payload_too_large (hakimem/parsers.py reads at most
 # this much). It must admit the largest documented write: a batch of 500 facts (facts.writes.MAX_BATCH) of 8,000
 # characters (FACT_TEXT_MAX) with 16 KiB of metadata (hakimem.fields.METADATA_MAX_BYTES) and ~1 KiB of other
@@ -192,12 +218,17 @@ SPECTACULAR_SETTINGS = {
                             "ConflictStatusEnum": "facts.models.ConflictStatus"},
 }
 
+# django.request: a crash outside the API's handler (the admin's, the stats pages', a middleware's) with its
+# traceback, which Django's own configuration prints only under DEBUG; its path without subject ids (config/logs.py).
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
-    "loggers": {"hakimem": {"handlers": ["console"], "level": os.environ.get("HAKI_LOG_LEVEL", "INFO")}},
+    "filters": {"uncaught": {"()": "config.logs.UncaughtErrors"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"},
+                 "crashes": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["uncaught"]}},
+    "loggers": {"hakimem": {"handlers": ["console"], "level": os.environ.get("HAKI_LOG_LEVEL", "INFO")},
+                "django.request": {"handlers": ["crashes"], "level": "ERROR", "propagate": False}},
 }
 
 # --- the product's knobs -------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 from django.contrib import admin
 from django.urls import include, path
-from drf_spectacular.views import SpectacularSwaggerView
+from drf_spectacular.views import SpectacularSwaggerSplitView
 
 from hakimem.apis import HealthApi, LivenessApi, ReadinessApi
 from hakimem.observability import metrics_view
@@ -18,9 +18,10 @@ urlpatterns = [
     path("v1/health/live", LivenessApi.as_view(), name="health-live"),
     path("v1/health/ready", ReadinessApi.as_view(), name="health-ready"),
     path("metrics", metrics_view, name="metrics"),
-    # The OpenAPI 3 schema (no key) and Swagger UI over it, its files served locally (drf-spectacular-sidecar).
+    # The OpenAPI 3 schema (no key) and Swagger UI over it, its files served locally (drf-spectacular-sidecar), its
+    # start-up script from /docs?script rather than inline, which the Content-Security-Policy refuses (hakimem/csp.py).
     path("v1/schema", SchemaView.as_view(), name="schema"),
-    path("docs", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
+    path("docs", SpectacularSwaggerSplitView.as_view(url_name="schema"), name="docs"),
     path("v1/", include("facts.urls")),
     path("v1/", include("ingest.urls")),
     path("v1/", include("privacy.urls")),
