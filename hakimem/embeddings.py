@@ -254,15 +254,21 @@ class SentenceTransformerEmbedder(Embedder):
 
 class _OnnxMiniLM:
     """The sentence-transformers pipeline of all-MiniLM-L6-v2 (tokenise, BERT, mean over real tokens,
-    L2-normalise) with the BERT step in onnxruntime."""
+    L2-normalise) with the BERT step in onnxruntime and the tokeniser in the `tokenizers` library: what
+    transformers' tokeniser runs underneath, without transformers, which imports PyTorch (~370 MB a worker)."""
 
     def __init__(self, model_path: Path, model_dir: Path):
         import onnxruntime
-        from transformers import AutoTokenizer
+        from tokenizers import Tokenizer
 
-        self.tokenizer = AutoTokenizer.from_pretrained(str(model_path))
         config = model_path / "sentence_bert_config.json"
         self.max_length = json.loads(config.read_text()).get("max_seq_length", 256) if config.exists() else 256
+        # tokenizer.json pads and truncates to a fixed 128 tokens; sentence-transformers calls it with padding to
+        # the batch's longest text and truncation at max_seq_length (256), which this replaces.
+        self.tokenizer = Tokenizer.from_file(str(model_path / "tokenizer.json"))
+        self.tokenizer.enable_truncation(max_length=self.max_length)
+        pad = self.tokenizer.padding or {}
+        self.tokenizer.enable_padding(pad_id=pad.get("pad_id", 0), pad_token=pad.get("pad_token", "[PAD]"))
         onnx_file = _export_onnx(model_path, model_dir)
         options = onnxruntime.SessionOptions()
         options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
@@ -282,9 +288,13 @@ class _OnnxMiniLM:
         order = np.argsort([len(t) for t in texts], kind="stable")
         for start in range(0, len(texts), batch_size):
             rows = order[start : start + batch_size]
-            tokens = self.tokenizer([texts[i] for i in rows], padding=True, truncation=True,
-                                    max_length=self.max_length, return_tensors="np")
-            hidden = self.session.run(None, {name: tokens[name].astype(np.int64) for name in self.inputs})[0]
+            encodings = self.tokenizer.encode_batch([texts[i] for i in rows])
+            tokens = {
+                "input_ids": np.array([e.ids for e in encodings], dtype=np.int64),
+                "attention_mask": np.array([e.attention_mask for e in encodings], dtype=np.int64),
+                "token_type_ids": np.array([e.type_ids for e in encodings], dtype=np.int64),
+            }
+            hidden = self.session.run(None, {name: tokens[name] for name in self.inputs})[0]
             mask = tokens["attention_mask"][..., None].astype(np.float32)
             out[rows] = (hidden * mask).sum(axis=1) / np.clip(mask.sum(axis=1), 1e-9, None)
         return out  # Embedder.embed normalises
