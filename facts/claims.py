@@ -10,6 +10,7 @@ recognise gives no claim and so no contradiction: precision first, a missed pair
 from __future__ import annotations
 
 import functools
+import itertools
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -92,9 +93,8 @@ def _tokens(text: str) -> list[str]:
     return [token for token, _, _ in _spans(text)]
 
 
-def _names(tokens: list[str], first_at_start: bool) -> list[str]:
-    """Capitalised words that are not sentence openers or function words: the proper names of a span."""
-    out = []
+def _each_name(tokens, first_at_start: bool):
+    """Capitalised words that are not sentence openers or function words: the proper names of a span, in order."""
     for i, token in enumerate(tokens):
         if not token[:1].isupper():
             continue
@@ -104,8 +104,17 @@ def _names(tokens: list[str], first_at_start: bool) -> list[str]:
             continue
         if i == 0 and first_at_start and base in _VALUE_STOP:
             continue
-        out.append(base)
-    return out
+        yield base
+
+
+def _names(tokens: list[str], first_at_start: bool) -> list[str]:
+    return list(_each_name(tokens, first_at_start))
+
+
+def _first_name(text: str) -> str | None:
+    """The first name of `text`, read no further: a pronoun's context is every sentence before it, so reading all
+    of it for each predicate made a long fact's reading grow with its length squared."""
+    return next(_each_name((token for token, _, _ in _spans(text)), first_at_start=True), None)
 
 
 # --- claims ----------------------------------------------------------------------------------------------
@@ -297,17 +306,15 @@ def _holder(prefix: str, speaker: str | None, sentence_holder: str | None, conte
             heads.append(("thing", base))
     heads = [h for h in heads if h[0] != "of" or heads.index(h) > 0]
     if not heads or all(kind == "of" for kind, _ in heads):
-        opening = [_fold(t) for t in _tokens(context)[:2]]
+        opening = [_fold(token) for token, _, _ in itertools.islice(_spans(context), 2)]
         if any(w in _FIRST_PERSON or w in ("user", "utilisateur", "utilisatrice", "l'utilisateur", "l'utilisatrice")
                for w in opening):
             return sentence_holder or me  # the sentence is about the subject, whatever names come after
-        named = _names(_tokens(context), first_at_start=True)  # "Grace left Deloitte and is now at KPMG"
-        return sentence_holder or (named[0] if named else me)
+        return sentence_holder or _first_name(context) or me  # "Grace left Deloitte and is now at KPMG"
     kind, word = heads[-1]
     owner = next((w for k, w in reversed(heads[:-1]) if k in ("name", "me", "pronoun")), None)
     if owner in _PRONOUNS or owner in _POSSESSIVES:  # "his wife", "sa femme": the subject's, or a name's before
-        named = _names(_tokens(context), first_at_start=True)
-        owner = named[0] if named else (ANYONE if speaker is None else "other")
+        owner = _first_name(context) or (ANYONE if speaker is None else "other")
     owner = me if owner in _FIRST_PERSON or owner in ("user", "subject", "utilisateur", "utilisatrice") else owner
     if kind in ("name", "me") and len(heads) >= 3 and heads[-2][0] == "of" and heads[-3][0] == "relation":
         return f"{word if kind == 'name' else me}/{heads[-3][1]}"  # la fille de Bob, la mère de l'utilisateur
@@ -318,10 +325,7 @@ def _holder(prefix: str, speaker: str | None, sentence_holder: str | None, conte
     if kind == "thing":
         return f"thing:{owner + '/' if owner else ''}{word}"
     if kind == "pronoun":
-        named = _names(_tokens(context), first_at_start=True)
-        if named:
-            return named[0]
-        return "other" if speaker is not None else ANYONE
+        return _first_name(context) or ("other" if speaker is not None else ANYONE)
     return me
 
 
