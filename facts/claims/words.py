@@ -75,9 +75,8 @@ def _tokens(text: str) -> list[str]:
     return [token for token, _, _ in _spans(text)]
 
 
-def _names(tokens: list[str], first_at_start: bool) -> list[str]:
-    """Capitalised words that are not sentence openers or function words: the proper names of a span."""
-    out = []
+def _each_name(tokens, first_at_start: bool):
+    """Capitalised words that are not sentence openers or function words: the proper names of a span, in order."""
     for i, token in enumerate(tokens):
         if not token[:1].isupper():
             continue
@@ -87,5 +86,14 @@ def _names(tokens: list[str], first_at_start: bool) -> list[str]:
             continue
         if i == 0 and first_at_start and base in _VALUE_STOP:
             continue
-        out.append(base)
-    return out
+        yield base
+
+
+def _names(tokens: list[str], first_at_start: bool) -> list[str]:
+    return list(_each_name(tokens, first_at_start))
+
+
+def _first_name(text: str) -> str | None:
+    """The first name of `text`, read no further: a pronoun's context is every sentence before it, so reading all
+    of it for each predicate made a long fact's reading grow with its length squared."""
+    return next(_each_name((token for token, _, _ in _spans(text)), first_at_start=True), None)

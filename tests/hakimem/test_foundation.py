@@ -241,20 +241,64 @@ def test_minilm_loads_offline_and_embeds_meaning(settings):
     assert float(a @ b) > float(a @ c) + 0.2
 
 
+def _agreement_texts() -> list[str]:
+    """A few hundred facts of the evaluation set in English and French, texts longer than MiniLM's 256 tokens
+    (up to the documented 8,000 characters), and odd ones."""
+    from pathlib import Path
+
+    rows = [json.loads(line) for line in (Path(__file__).resolve().parents[2] / "eval" / "dataset.jsonl").open()]
+    english = [f["text"] for r in rows if r["lang"] == "en" for f in r["facts"]][:200]
+    french = [f["text"] for r in rows if r["lang"] == "fr" for f in r["facts"]][:100]
+    long = [(" ".join(english[i:] + french[i:]))[:8000] for i in range(0, 100, 10)]
+    odd = ["", "   ", "x", "Ça coûte 12,50 € — déjà payé ?", "東京に住んでいます", "a " * 300, "MAJUSCULES ÉTÉ"]
+    return english + french + long + odd
+
+
 @pytest.mark.minilm
 def test_onnx_runtime_gives_the_vectors_of_sentence_transformers(settings, tmp_path):
-    """The default runtime is an export of the same weights: stored vectors never need re-embedding when the
-    runtime changes. The export lands in HAKI_MODEL_DIR and is reused."""
+    """The default runtime is an export of the same weights with the same tokens: stored vectors never need
+    re-embedding when the runtime changes. The export lands in HAKI_MODEL_DIR and is reused."""
     from hakimem.embeddings import _build
 
     settings.HAKI_MODEL_DIR = str(tmp_path)
-    texts = ["Ben is allergic to cats.", "Camille a déménagé à Nantes en mars 2024.", "x", "a " * 300]
+    texts = _agreement_texts()
     onnx = _build("sentence-transformers", 384, "", "", "", 10.0, "onnx")
     onnx._model = None  # a fresh load, exporting into tmp_path
     by_onnx = onnx.embed(texts)
-    by_torch = _build("sentence-transformers", 384, "", "", "", 10.0, "torch").embed(texts)
-    assert np.min(np.sum(by_onnx * by_torch, axis=1)) > 0.9999
+    torch_embedder = _build("sentence-transformers", 384, "", "", "", 10.0, "torch")
+    by_torch = torch_embedder.embed(texts)
+    # the same tokens, truncated at the same max_seq_length and padded alike
+    reference = torch_embedder._load().tokenize(texts)
+    ours = onnx._load().tokenizer.encode_batch(texts)
+    assert max(len(e.ids) for e in ours) == torch_embedder._load().max_seq_length == 256
+    for name, field in (("input_ids", "ids"), ("attention_mask", "attention_mask"), ("token_type_ids", "type_ids")):
+        assert np.array_equal(reference[name].numpy(), np.array([getattr(e, field) for e in ours])), name
+    assert np.min(np.sum(by_onnx * by_torch, axis=1)) > 1 - 1e-6
     assert [p.suffix for p in tmp_path.iterdir()] == [".onnx"]
+
+
+@pytest.mark.minilm
+def test_the_onnx_runtime_loads_no_pytorch(settings):
+    """A server worker embeds with onnxruntime and the `tokenizers` library alone: PyTorch and transformers
+    would add ~370 MB to each worker's memory."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    get_embedder("sentence-transformers").embed(["the export exists before the child loads it"])
+    # the child never connects: a database URL that names none keeps its settings off the test's embedded server
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings", "HAKI_MODEL_DIR": settings.HAKI_MODEL_DIR,
+           "DATABASE_URL": "postgresql://nobody@127.0.0.1:1/none"}
+    child = (
+        "import django, sys; django.setup()\n"
+        "from hakimem.embeddings import get_embedder\n"
+        "assert get_embedder('sentence-transformers').embed(['warm up']).shape == (1, 384)\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'torch', 'transformers', 'sentence_transformers'}))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, timeout=120, check=True,
+                         env=env, cwd=Path(__file__).resolve().parents[2])
+    assert out.stdout.strip().splitlines()[-1] == "[]"
 
 
 @pytest.mark.django_db
