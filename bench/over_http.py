@@ -166,12 +166,20 @@ def request(base: str, method: str, path: str, body=None, key: str | None = None
         headers["Content-Type"] = "application/json"
     if key:
         headers["Authorization"] = f"Bearer {key}"
+    reused = conn.sock is not None
     try:
         conn.request(method, path, body=payload, headers=headers)
         response = conn.getresponse()
         data = response.read()
         if not KEEPALIVE:
             conn.close()
+    except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
+        conn.close()
+        connections.pop(base, None)
+        if not reused:
+            raise
+        # A kept-alive connection the server closed while it was idle (gthread's keepalive): once on a new one.
+        return request(base, method, path, body, key, timeout)
     except (http.client.HTTPException, OSError):
         conn.close()
         connections.pop(base, None)

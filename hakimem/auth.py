@@ -46,10 +46,15 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
         scheme, _, raw = header.partition(" ")
         if scheme != self.keyword or not raw.strip():
             raise exceptions.AuthenticationFailed("Use 'Authorization: Bearer <key>'.")
-        # Row-level security: the rest of the request sees only the key's project, set by the same statement
-        # that finds the key (one round trip fewer on every call).
+        # Row-level security: the rest of the request sees only the key's project, set by the statement that
+        # finds the key: RowSecurityMiddleware's first (which also takes the role), else this one's.
         # Outside a scoped request (row security off, a test calling the authentication directly) it sets nothing.
-        client = _live_key(raw, scope=connection.in_atomic_block and settings.HAKI_ROW_SECURITY)
+        django_request = getattr(request, "_request", request)
+        if getattr(django_request, "hakimem_key_hash", None) == hash_key(raw.strip()):
+            found = django_request.hakimem_key
+            client = ApiClient(key_id=found[0], project_id=found[1]) if found else None
+        else:
+            client = _live_key(raw, scope=connection.in_atomic_block and settings.HAKI_ROW_SECURITY)
         if client is None:
             raise exceptions.AuthenticationFailed("Unknown or revoked API key.")
         return client, client.key_id

@@ -215,7 +215,7 @@ def database_settings(url: str, *, pool: dict | None = None, connect_timeout: in
     if pool:
         options["pool"] = pool
     return {
-        "ENGINE": "django.db.backends.postgresql",
+        "ENGINE": "hakimem.postgresql",  # Django's, its pooled connections checked without a round trip
         "NAME": unquote(parsed.path.lstrip("/")) or "postgres",
         "USER": unquote(parsed.username or ""),
         "PASSWORD": unquote(parsed.password or ""),
@@ -223,7 +223,8 @@ def database_settings(url: str, *, pool: dict | None = None, connect_timeout: in
         "PORT": str(parsed.port or ""),
         # A pooled connection goes back to the pool at the end of each request (Django refuses both at once).
         "CONN_MAX_AGE": 0 if pool else 60,
-        # Checked when taken: one pooled across a server restart is replaced instead of failing a request.
+        # Checked when taken: one pooled across a server restart is replaced instead of failing a request (without
+        # a round trip while the server has said nothing: hakimem/postgresql/base.py).
         "CONN_HEALTH_CHECKS": bool(pool),
         "OPTIONS": options,
     }

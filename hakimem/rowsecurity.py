@@ -4,8 +4,8 @@ Every table that holds a project's rows has policies for two roles; a web reques
 its whole transaction, so a query that forgets its `project_id` filter still sees only what the request may:
 
 - `hakimem_api` (API_ROLE): sees the rows whose project is `hakimem.project_id`, the one project of the
-  request's key; unset or empty, it sees nothing. Every /v1/ request runs as it: nothing until the key is
-  known (ApiKeyAuthentication then names its project).
+  request's key; unset or empty, it sees nothing. Every /v1/ request runs as it, from the statement that takes
+  the role and finds the bearer's key, which names its project (none without a live key).
 - `hakimem_staff` (STAFF_ROLE): the admin and the /stats/ pages, whose visitor's session and account it reads
   (the only role with the people's, the sessions' and the keys' tables). `hakimem.project_id` is "" for a
   visitor not signed in, "*" (every project: superusers and staff not limited to projects) or the comma-separated
@@ -124,6 +124,29 @@ def scope_enter(role: str, projects: str = "") -> tuple[str, str]:
     return before_role, before_projects
 
 
+# An API request's first statement: the API role with no project, then the project of the bearer's live key if there
+# is one (hakimem_api_key_find sets it), in one round trip. The subquery is evaluated first (its volatile select list
+# keeps it whole, and the function's argument refers to it), so the key is looked up as the API role; its row is
+# there whether or not a key is found.
+_API_ENTER_SQL = f"""
+SELECT s.role_before, s.projects_before, k.key_id, k.key_project_id
+  FROM (SELECT current_setting('role') AS role_before,
+               coalesce(current_setting('{PROJECT_SETTING}', true), '') AS projects_before,
+               set_config('role', '{API_ROLE}', true) AS role, set_config('{PROJECT_SETTING}', '', true) AS projects) s
+  LEFT JOIN LATERAL hakimem_api_key_find(CASE WHEN s.role = '{API_ROLE}' THEN %(key_hash)s END, true) k ON true
+"""
+
+
+def api_scope_enter(key_hash: str | None) -> tuple[tuple[str, str], tuple[int, str] | None]:
+    """scope_enter(API_ROLE) and the key lookup in one statement: the role and projects in force before, and the
+    (key id, project) of the live key whose hash is `key_hash` (None: no such key, or no key sent), whose project the
+    rest of the transaction then sees."""
+    with connection.cursor() as cursor:
+        cursor.execute(_API_ENTER_SQL, {"key_hash": key_hash})
+        before_role, before_projects, key_id, key_project = cursor.fetchone()
+    return (before_role, before_projects), (None if key_id is None else (key_id, key_project))
+
+
 @contextmanager
 def api_transaction(project_id: str):
     """A transaction of its own as API_ROLE over `project_id`, for work an API request does after its own
@@ -139,6 +162,14 @@ def api_transaction(project_id: str):
         # On an error the savepoint's rollback puts them back itself.
         if nested and not connection.needs_rollback:
             scope_enter(*before)
+
+
+def bearer_key_hash(header: str) -> str | None:
+    """The stored hash of the key in an `Authorization: Bearer <key>` header; None for any other header."""
+    from hakimem.models import hash_key
+
+    scheme, _, raw = header.partition(" ")
+    return hash_key(raw.strip()) if scheme == "Bearer" and raw.strip() else None
 
 
 def _signed_in_projects(request) -> str:
@@ -159,7 +190,8 @@ def _scoped(request) -> bool:
 
 class RowSecurityMiddleware:
     """Each request that may read a project's rows runs in one transaction, as API_ROLE (/v1/) or STAFF_ROLE
-    (the admin, /stats/), with no project yet: the key's authentication or StaffScopeMiddleware names them. The
+    (the admin, /stats/): an API request's project is its bearer key's, found by the statement that takes the role
+    (ApiKeyAuthentication reads what it found), the staff pages' are named by StaffScopeMiddleware. The
     transaction commits when the response is not a server error; a refused API request is rolled back by the
     error handler (nothing written). It comes before the sessions' middleware: a person's session and account
     are read and written as STAFF_ROLE, the only role that may (the application's login role may not).
@@ -173,12 +205,19 @@ class RowSecurityMiddleware:
     def __call__(self, request):
         if not _scoped(request):
             return self.get_response(request)
-        role = API_ROLE if request.path_info.startswith("/v1/") else STAFF_ROLE
+        api = request.path_info.startswith("/v1/")
         nested = connection.in_atomic_block
         with ExitStack() as stack:
             try:
                 stack.enter_context(transaction.atomic())
-                before = scope_enter(role, "")
+                if api:
+                    # The bearer's key is looked up by the statement that takes the role (ApiKeyAuthentication reads
+                    # what it found): one round trip, where the role and then the key took two.
+                    key_hash = bearer_key_hash(request.META.get("HTTP_AUTHORIZATION", ""))
+                    before, request.hakimem_key = api_scope_enter(key_hash)
+                    request.hakimem_key_hash = key_hash
+                else:
+                    before = scope_enter(STAFF_ROLE, "")
             except (DatabaseError, InterfaceError) as exc:
                 if connection.in_atomic_block:
                     transaction.set_rollback(True)

@@ -14,8 +14,8 @@ OTHER_PROJECT = "proj-b"
 
 # What every API request adds to its own queries, in a test: the key's rate counter (hakimem/ratelimit.py),
 # then row-level security (hakimem/rowsecurity.py): the savepoint the request's transaction becomes inside
-# the test's, the role and no project, the role and project put back, the savepoint's release (the key's
-# project is set by the key's own lookup). Outside a test's transaction: 2 (the counter, the role).
+# the test's, the role with the key's lookup (which sets its project), the role and project put back, the savepoint's
+# release. Outside a test's transaction: 2 (the counter, the role with the key).
 REQUEST_OVERHEAD_QUERIES = 5
 # A context call's trace is written after its response, in a transaction of its own (context/apis.py), under its
 # pending lock: in a test, the lock, its savepoint, the role and project, them put back, the release, the unlock.

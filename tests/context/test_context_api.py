@@ -738,15 +738,15 @@ def test_one_context_call_is_a_fixed_number_of_queries(api, django_assert_num_qu
         FactFactory(text=f"Marie's friend number {i} is called Julien.")
     EventFactory(text="Marie met Julien.")
     ask(api, "Who are Marie's friends?")  # warms the connection (its hnsw settings are set once)
-    # key lookup, the statistics' version (context.retrieval.table_stats_refresh), the consent gate (the project's
-    # flag; no consent row unless it requires them), the facts and episodes together, trace + decisions; multi-hop
-    # asks nothing, every fact of the scope being served already
-    with django_assert_num_queries(5 + REQUEST_OVERHEAD_QUERIES + TRACE_TRANSACTION_QUERIES):
+    # the statistics' version (context.retrieval.table_stats_refresh), the consent gate (the project's flag; no
+    # consent row unless it requires them), the facts and episodes together, trace + decisions; multi-hop asks
+    # nothing, every fact of the scope being served already
+    with django_assert_num_queries(4 + REQUEST_OVERHEAD_QUERIES + TRACE_TRANSACTION_QUERIES):
         ask(api, "Who are Marie's friends?")
     for i in range(150):  # more facts than a call's candidates: multi-hop has its statement
         FactFactory(text=f"Marie wrote note {i} about her friend Sophie in the family diary.")
     ask(api, "Who are Marie's friends?")
-    with django_assert_num_queries(6 + REQUEST_OVERHEAD_QUERIES + TRACE_TRANSACTION_QUERIES):
+    with django_assert_num_queries(5 + REQUEST_OVERHEAD_QUERIES + TRACE_TRANSACTION_QUERIES):
         ask(api, "Who are Marie's friends?")
 
 

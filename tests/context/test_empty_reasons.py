@@ -217,12 +217,12 @@ def test_a_partial_answer_over_budget_is_not_degraded(api):
 def test_only_a_call_without_any_candidate_reads_the_scope(api, django_assert_num_queries):
     FactFactory(text="Alice likes long walks along the river on Sunday mornings.")
     ask(api)  # warms the connection
-    # key lookup, the statistics' version, consent gate, facts and episodes together, trace + decisions: as a call
-    # that serves something
-    with django_assert_num_queries(5 + REQUEST_OVERHEAD_QUERIES + TRACE_TRANSACTION_QUERIES):
+    # the statistics' version, consent gate, facts and episodes together, trace + decisions: as a call that serves
+    # something
+    with django_assert_num_queries(4 + REQUEST_OVERHEAD_QUERIES + TRACE_TRANSACTION_QUERIES):
         assert ask(api, budget=1)["empty_reason"] == "budget_too_small"
     # and one statement more to tell an unknown scope from an empty one
-    with django_assert_num_queries(6 + REQUEST_OVERHEAD_QUERIES + TRACE_TRANSACTION_QUERIES):
+    with django_assert_num_queries(5 + REQUEST_OVERHEAD_QUERIES + TRACE_TRANSACTION_QUERIES):
         assert ask(api, subject="nobody")["empty_reason"] == "scope_unknown"
 
 

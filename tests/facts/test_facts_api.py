@@ -431,7 +431,7 @@ def _version_chain(length: int) -> list[Fact]:
 @pytest.mark.parametrize("length", [1, 6])
 def test_history_is_one_query_whatever_its_length(api, django_assert_num_queries, length):
     chain = _version_chain(length)
-    with django_assert_num_queries(3 + REQUEST_OVERHEAD_QUERIES):  # the API key, the fact, its chain
+    with django_assert_num_queries(2 + REQUEST_OVERHEAD_QUERIES):  # the fact, its chain
         response = api.get(f"/v1/facts/{chain[length // 2].id}/history")
     assert [v["id"] for v in response.json()["versions"]] == [str(f.id) for f in chain]
 
@@ -453,7 +453,7 @@ def test_history_goes_back_through_the_first_recorded_of_several_superseded_fact
 @pytest.mark.parametrize("stored", [3, 60])
 def test_listing_facts_is_two_queries_whatever_the_scope_holds(api, django_assert_num_queries, stored):
     FactFactory.create_batch(stored)
-    with django_assert_num_queries(2 + REQUEST_OVERHEAD_QUERIES):  # the API key, the page
+    with django_assert_num_queries(1 + REQUEST_OVERHEAD_QUERIES):  # the page
         body = _list(api)
     assert len(body["facts"]) == min(stored, 50)
 
@@ -463,9 +463,9 @@ def test_storing_facts_is_a_fixed_number_of_queries_whatever_the_batch(api, djan
     FactFactory.create_batch(5)
     # facts unlike each other and the stored ones: no duplicate, no conflict (each of those costs its own writes)
     items = [fact(" ".join(f"word{n}x{k}" for k in range(3)) + ".") for n in range(batch)]
-    # the API key, a savepoint, the scope's lock, the project's settings, the same-text lookup, two SET LOCALs
-    # and the neighbours of the whole batch, one INSERT, the savepoint's release
-    with django_assert_num_queries(10 + REQUEST_OVERHEAD_QUERIES):
+    # a savepoint, the scope's lock, the project's settings, the same-text lookup, two SET LOCALs and the neighbours
+    # of the whole batch, one INSERT, the savepoint's release
+    with django_assert_num_queries(9 + REQUEST_OVERHEAD_QUERIES):
         response = api.post("/v1/facts", {"facts": items}, format="json")
     assert response.status_code == 201
     assert not any(f["deduplicated"] or f["conflict_set_id"] for f in response.json()["facts"])

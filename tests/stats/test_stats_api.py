@@ -130,7 +130,7 @@ def test_a_key_is_required(client):
 
 
 def test_the_overview_is_a_fixed_number_of_queries(api, week, django_assert_num_queries):
-    # key lookup, the rollup's mark, totals with decisions by reason code, latencies per bucket, the latencies at
-    # the percentiles' ranks, facts never served, store
-    with django_assert_num_queries(7 + REQUEST_OVERHEAD_QUERIES):
+    # the rollup's mark, totals with decisions by reason code, latencies per bucket, the latencies at the
+    # percentiles' ranks, facts never served, store
+    with django_assert_num_queries(6 + REQUEST_OVERHEAD_QUERIES):
         overview(api, since=SINCE, until=UNTIL)
