@@ -125,8 +125,10 @@ class ConflictResolveSerializer(StrictSerializer):
 
     @classmethod
     def schema_rules(cls) -> dict:
-        return {"oneOf": [{"required": ["keep"], "properties": {"dismiss": {"enum": [False]}}},
-                          {"required": ["dismiss"], "properties": {"dismiss": {"enum": [True]}},
+        # "not" around each value: drf-spectacular's enum hook gives every property enum one component by name,
+        # and two one-value enums of the same field would share it
+        return {"oneOf": [{"required": ["keep"], "properties": {"dismiss": {"not": {"enum": [True]}}}},
+                          {"required": ["dismiss"], "properties": {"dismiss": {"not": {"enum": [False]}}},
                            "not": {"required": ["keep"]}}]}
 
     def validate(self, attrs):

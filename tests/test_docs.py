@@ -5,6 +5,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), ROOT / "clients" / "python" / "README.md",
+         ROOT / "clients" / "typescript" / "README.md",
          *sorted((ROOT / "eval").rglob("README.md"))]
 LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)")
 SETTING = re.compile(r"""["'](HAKI_[A-Z0-9_]+|DATABASE_URL[A-Z0-9_]*|DJANGO_SECRET_KEY)["']""")

@@ -6,9 +6,11 @@ is one the schema documents with the content type it documents, every body match
 (success or the error contract), every request that does not fit is refused and every one that fits is taken (the
 schema states every rule the API enforces: schemathesis' conformance checks), and every error is
 {"error": {"code", "message", "details"}}. Bounded: EXAMPLES per operation and mode (70 runs, ~80 s)."""
+import uuid
 from collections import Counter
 from datetime import datetime
 
+import jsonschema
 import pytest
 import schemathesis
 from django.conf import settings as django_settings
@@ -105,8 +107,12 @@ def test_the_schema_states_the_rules_the_api_enforces(client, settings):
     assert context["not"] == {"required": ["tiers", "tier_budgets"], "properties": {"tiers": {"enum": [False]}}}
     assert context["properties"]["budget_tokens"]["maximum"] == settings.HAKI_MAX_BUDGET_TOKENS
     assert components["TierBudgetsRequest"]["properties"]["facts"]["maximum"] == settings.HAKI_MAX_BUDGET_TOKENS
-    # a conflict is resolved by keeping facts or dismissing it, not both
-    assert len(components["ConflictResolveRequest"]["oneOf"]) == 2
+    # a conflict is resolved by keeping facts or dismissing it, not both, as the API reads the body
+    resolve = jsonschema.Draft4Validator(components["ConflictResolveRequest"])
+    kept = str(uuid.uuid4())
+    assert resolve.is_valid({"dismiss": True}) and resolve.is_valid({"keep": [kept]})
+    assert resolve.is_valid({"keep": [kept], "dismiss": False})
+    assert not resolve.is_valid({"dismiss": False}) and not resolve.is_valid({"keep": [kept], "dismiss": True})
     # a stats period spans at most 366 days
     period = {p["name"]: p for p in schema["paths"]["/v1/stats/overview"]["get"]["parameters"]}
     assert "at most 366 days" in period["since"]["description"] and "at most 366 days" in period["until"]["description"]
