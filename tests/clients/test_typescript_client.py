@@ -54,8 +54,8 @@ def test_the_typescript_client_passes_its_tests_against_a_live_server(live_serve
     compiled = _run(node, "node_modules/typescript/bin/tsc", "-p", "tsconfig.json")
     assert compiled.returncode == 0, compiled.stdout + compiled.stderr
     # when node's test runner runs them against the live server
-    env = {**os.environ, "HAKIMEM_URL": live_server.url, "HAKIMEM_API_KEY": api_key, "HAKIMEM_OTHER_KEY": other_key,
-           "HAKIMEM_PROJECT": PROJECT, "HAKIMEM_OTHER_PROJECT": OTHER_PROJECT}
+    env = {**os.environ, "HAKI_URL": live_server.url, "HAKI_API_KEY": api_key, "HAKI_OTHER_KEY": other_key,
+           "HAKI_PROJECT": PROJECT, "HAKI_OTHER_PROJECT": OTHER_PROJECT}
     tests = sorted(str(path.relative_to(PACKAGE)) for path in (PACKAGE / "dist" / "test").glob("*.test.js"))
     assert tests, "no compiled test file under dist/test"
     # The files run at once (their subjects are their own): the waits of the retry tests overlap the others.

@@ -6,7 +6,7 @@
  *
  *     make run      # in another terminal: serves on 127.0.0.1:$HAKI_PORT (8000), writes var/dev_api_key
  *     cd clients/typescript && npm ci && npm run build
- *     HAKIMEM_API_KEY=$(cat ../../var/dev_api_key) node dist/examples/chat.js    # HAKIMEM_URL: another server
+ *     HAKI_API_KEY=$(cat ../../var/dev_api_key) node dist/examples/chat.js    # HAKI_URL: another server
  */
 import { Client, HakimemError, type NewFact } from "hakimem-client";
 
@@ -45,7 +45,7 @@ async function main(subject: string): Promise<void> {
 
 main(process.argv[2] ?? "chat-ts-chloe").catch((error: unknown) => {
   if (error instanceof HakimemError && error.code === "connection_error") {
-    console.error(`${error.message}; is \`make run\` serving there? (HAKIMEM_URL says where)`);
+    console.error(`${error.message}; is \`make run\` serving there? (HAKI_URL says where)`);
   } else {
     console.error(error instanceof HakimemError ? `hakimem refused: ${error.message}` : String(error));
   }

@@ -95,9 +95,9 @@ export class ContextPacket {
 }
 
 export interface ClientOptions {
-  /** Default: $HAKIMEM_URL, else $HAKI_URL, else http://127.0.0.1:$HAKI_PORT (8000), where `make run` serves. */
+  /** Default: $HAKI_URL, else http://127.0.0.1:$HAKI_PORT (8000), where `make run` serves. */
   baseUrl?: string;
-  /** Default: $HAKIMEM_API_KEY, else $HAKI_API_KEY. */
+  /** Default: $HAKI_API_KEY. */
   apiKey?: string;
   /** The default scope of every call (a key belongs to one project); a call's `project_id` overrides it. */
   projectId?: string;
@@ -136,7 +136,7 @@ function env(name: string): string | undefined {
 }
 
 function defaultBaseUrl(): string {
-  return env("HAKIMEM_URL") ?? env("HAKI_URL") ?? `http://127.0.0.1:${env("HAKI_PORT") ?? DEFAULT_PORT}`;
+  return env("HAKI_URL") ?? `http://127.0.0.1:${env("HAKI_PORT") ?? DEFAULT_PORT}`;
 }
 
 function id(value: string): string {
@@ -168,7 +168,7 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
 /**
  * The client. Every call is scoped to `projectId` unless it names another `project_id`.
  *
- *     const haki = new Client({ projectId: "demo" });   // $HAKIMEM_URL, $HAKIMEM_API_KEY
+ *     const haki = new Client({ projectId: "demo" });   // $HAKI_URL, $HAKI_API_KEY
  *     const packet = await haki.context("alice", "What should Alice avoid eating?");
  *     prompt = packet.render();
  */
@@ -182,8 +182,8 @@ export class Client {
 
   constructor(options: ClientOptions = {}) {
     this.baseUrl = (options.baseUrl ?? defaultBaseUrl()).replace(/\/+$/, "");
-    const apiKey = options.apiKey ?? env("HAKIMEM_API_KEY") ?? env("HAKI_API_KEY");
-    if (!apiKey) throw new Error("no API key: pass apiKey, or set HAKIMEM_API_KEY");
+    const apiKey = options.apiKey ?? env("HAKI_API_KEY");
+    if (!apiKey) throw new Error("no API key: pass apiKey, or set HAKI_API_KEY");
     this.projectId = options.projectId;
     this.#headers = {
       Authorization: `Bearer ${apiKey}`,

@@ -11,7 +11,7 @@ const CHAT = fileURLToPath(new URL("../examples/chat.js", import.meta.url));
 const run = promisify(execFile);
 
 test("the chat example sends the memory it wrote back in the next turns' prompts", async () => {
-  const env = { ...process.env, HAKIMEM_URL: live.url, HAKIMEM_API_KEY: live.key, HAKI_PROJECT: live.project };
+  const env = { ...process.env, HAKI_URL: live.url, HAKI_API_KEY: live.key, HAKI_PROJECT: live.project };
   const { stdout } = await run(process.execPath, [CHAT, subject("chloe")], { env });
   const turns = stdout.split(/^=== turn \d ===$/m).slice(1);
   assert.equal(turns.length, 3, stdout);
@@ -21,7 +21,7 @@ test("the chat example sends the memory it wrote back in the next turns' prompts
 });
 
 test("the chat example says the server could not be reached", async () => {
-  const env = { ...process.env, HAKIMEM_URL: "http://127.0.0.1:59", HAKIMEM_API_KEY: "k" };
+  const env = { ...process.env, HAKI_URL: "http://127.0.0.1:59", HAKI_API_KEY: "k" };
   const error = await run(process.execPath, [CHAT], { env }).catch((e) => e);
   assert.equal(error.code, 1);
   assert.match(error.stderr, /the hakimem server could not be reached at http:\/\/127\.0\.0\.1:59 \(ECONNREFUSED\); is `make run` serving there\?/);

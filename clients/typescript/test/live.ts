@@ -1,7 +1,7 @@
 /**
  * What the tests against a live server need: its URL and keys from the environment, as
- * tests/clients/test_typescript_client.py passes them (HAKIMEM_URL, HAKIMEM_API_KEY for HAKIMEM_PROJECT, and
- * HAKIMEM_OTHER_KEY for HAKIMEM_OTHER_PROJECT), and a subject of each test's own, so that test files running at
+ * tests/clients/test_typescript_client.py passes them (HAKI_URL, HAKI_API_KEY for HAKI_PROJECT, and
+ * HAKI_OTHER_KEY for HAKI_OTHER_PROJECT), and a subject of each test's own, so that test files running at
  * once never read each other's memory. Only the consent test changes a project's settings: the other project's.
  */
 import { randomUUID } from "node:crypto";
@@ -14,11 +14,11 @@ function required(name: string): string {
 }
 
 export const live = {
-  url: required("HAKIMEM_URL"),
-  key: required("HAKIMEM_API_KEY"),
-  otherKey: required("HAKIMEM_OTHER_KEY"),
-  otherProject: required("HAKIMEM_OTHER_PROJECT"),
-  project: required("HAKIMEM_PROJECT"),
+  url: required("HAKI_URL"),
+  key: required("HAKI_API_KEY"),
+  otherKey: required("HAKI_OTHER_KEY"),
+  otherProject: required("HAKI_OTHER_PROJECT"),
+  project: required("HAKI_PROJECT"),
 };
 
 export function client(options: ClientOptions = {}): Client {

@@ -153,19 +153,17 @@ test("Retry-After is read as seconds or as an HTTP date", () => {
   assert.equal(parseRetryAfter(null, now), null);
 });
 
-test("the URL and the key come from HAKIMEM_URL and HAKIMEM_API_KEY when not given", async () => {
+test("the URL and the key come from HAKI_URL and HAKI_API_KEY when not given", async () => {
   handler = (req, res) => answer(res, 200, { ...HEALTH, auth: req.headers.authorization });
   const saved = { ...process.env };
   try {
-    process.env.HAKIMEM_URL = `${url}/`;
-    process.env.HAKIMEM_API_KEY = "from-env";
+    process.env.HAKI_URL = `${url}/`;
+    process.env.HAKI_API_KEY = "from-env";
     const health = await new Client().health() as unknown as { auth: string };
     assert.equal(health.auth, "Bearer from-env");
-    delete process.env.HAKIMEM_URL;
     delete process.env.HAKI_URL;
     process.env.HAKI_PORT = "8141";
     assert.equal(new Client().baseUrl, "http://127.0.0.1:8141");
-    delete process.env.HAKIMEM_API_KEY;
     delete process.env.HAKI_API_KEY;
     assert.throws(() => new Client(), /no API key/);
   } finally {
