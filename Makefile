@@ -55,11 +55,15 @@ browser-deps:
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null) || \
 	  echo "warning: could not install chromium; browser tests will be skipped"
 
-# The tests get their own throw-away embedded server (deleted when pytest exits).
+# The tests get their own throw-away embedded server (deleted when the last pytest process exits), shared by
+# TEST_WORKERS pytest-xdist workers, each with its own test database (test_postgres_gw0, ...); whole files go to
+# one worker, so a module's loaded data is built once. TEST_WORKERS=0 runs them in this process.
+TEST_WORKERS ?= 2
+XDIST = $(if $(filter 0,$(TEST_WORKERS)),-p no:xdist,-n $(TEST_WORKERS) --dist loadfile)
 test: $(VENV)/.installed browser-deps
-	HAKI_PGDATA=$(CURDIR)/var/pgdata-test HAKI_PGDATA_CLEANUP=delete $(PY) -m pytest $(PYTEST_ARGS)
+	HAKI_PGDATA=$(CURDIR)/var/pgdata-test HAKI_PGDATA_CLEANUP=delete $(PY) -m pytest $(XDIST) $(PYTEST_ARGS)
 
 # While working: everything but the browser tests (chromium), the real MiniLM model and the read replica's server. `make test` stays the
 # one command that runs the whole suite.
 test-fast: $(VENV)/.installed
-	HAKI_PGDATA=$(CURDIR)/var/pgdata-test HAKI_PGDATA_CLEANUP=delete $(PY) -m pytest -m "not browser and not minilm and not replica" $(PYTEST_ARGS)
+	HAKI_PGDATA=$(CURDIR)/var/pgdata-test HAKI_PGDATA_CLEANUP=delete $(PY) -m pytest $(XDIST) -m "not browser and not minilm and not replica" $(PYTEST_ARGS)

@@ -14,7 +14,10 @@ from hakimem.models import ApiKey
 from bench.locomo import DEFAULT_DATA, MODES, format_report, run
 from traces.models import Trace
 
-pytestmark = pytest.mark.skipif(not DEFAULT_DATA.exists(), reason=f"LoCoMo development data not found at {DEFAULT_DATA}")
+# Every test a database test: pytest-django runs database tests before the others, so a module mixing both would
+# be split in two and build its report (a minute and a half) twice.
+pytestmark = [pytest.mark.skipif(not DEFAULT_DATA.exists(), reason=f"LoCoMo development data not found at {DEFAULT_DATA}"),
+              pytest.mark.django_db]
 
 QUESTIONS_PER_CONVERSATION = 25
 
@@ -82,7 +85,6 @@ def test_turns_stored_as_events_fill_the_budget(report):
     assert report["modes"]["events"]["summary"]["hakimem"]["tokens_per_call"] >= 850
 
 
-@pytest.mark.django_db
 def test_the_harness_leaves_nothing_behind(report):
     for model in (Fact, Event, Trace, ApiKey):
         assert not model.objects.filter(project_id__startswith="locomo-").exists(), model.__name__

@@ -256,4 +256,7 @@ def test_an_empty_calls_look_at_its_scope_probes_the_scope_indexes(loaded, unkno
     _, small = loaded
     plan = explain("nobody" if unknown else small, "anything", retrieval_sql.SCOPE_STATE_SQL)
     assert "facts_fact_scope_status" in plan, plan
-    assert "Seq Scan" not in plan, plan
+    # The tables this module fills; the empty identity blocks' one page is rightly read whole once an earlier test
+    # of the same database (another order under pytest-xdist) has written and emptied it.
+    for table in ("facts_fact", "facts_event", "facts_procedure"):
+        assert f"Seq Scan on {table} " not in plan, plan

@@ -203,7 +203,9 @@ def _sessions() -> list:
 
 def _lock_waiters() -> int:
     with connection.cursor() as cursor:
-        cursor.execute("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted")
+        # this database's sessions only: another xdist worker's test database lives on the same server
+        cursor.execute("SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a USING (pid)"
+                       " WHERE l.locktype = 'advisory' AND NOT l.granted AND a.datname = current_database()")
         return cursor.fetchone()[0]
 
 
@@ -344,7 +346,8 @@ def test_erasure_under_concurrent_context_calls_leaves_nothing_and_never_fails(r
 def _lock_waits() -> int:
     """Sessions waiting for any lock (an advisory one, a row's, a transaction's)."""
     with connection.cursor() as cursor:
-        cursor.execute("SELECT count(*) FROM pg_locks WHERE NOT granted")
+        cursor.execute("SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a USING (pid)"
+                       " WHERE NOT l.granted AND a.datname = current_database()")
         return cursor.fetchone()[0]
 
 

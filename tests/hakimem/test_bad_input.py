@@ -4,7 +4,6 @@ Each case below was found by an attacker run against an older commit (issue 13) 
 or a different scope; each is a regression test now."""
 import base64
 import json
-import uuid
 
 import pytest
 
@@ -204,7 +203,7 @@ def tampered(moment="2024-01-01T00:00:00+00:00", pk="not-a-uuid") -> str:
     return base64.urlsafe_b64encode(json.dumps([moment, pk]).encode()).decode().rstrip("=")
 
 
-@pytest.mark.parametrize("cursor", [tampered(), tampered(pk=1), tampered(pk=None), tampered(moment="9999-12-31T23:30:00-01:00", pk=str(uuid.uuid4())),
+@pytest.mark.parametrize("cursor", [tampered(), tampered(pk=1), tampered(pk=None), tampered(moment="9999-12-31T23:30:00-01:00", pk="73c8143a-ea57-4afb-8b29-c9f78d74b277"),
                                     base64.urlsafe_b64encode(b'{"a": 1}').decode(), base64.urlsafe_b64encode(b"[1, 2, 3]").decode(), "%%%"])
 @pytest.mark.parametrize("path", ["/v1/facts", "/v1/events", "/v1/conflicts"])
 def test_a_tampered_cursor_is_refused(api, path, cursor):
