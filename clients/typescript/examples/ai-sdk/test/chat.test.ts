@@ -5,8 +5,10 @@
  * HAKI_PROJECT.
  */
 import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { test } from "node:test";
+import { fileURLToPath } from "node:url";
 import { MockLanguageModelV3 } from "ai/test";
 import { Client } from "hakimem-client";
 
@@ -116,4 +118,14 @@ test("a recall on a subject with no memory says so rather than answering an empt
   await chatTurn({ model, haki, subjectId, message: "Where do I live?" });
   assert.deepEqual(sent(model.doGenerateCalls[1]).toolOutputs,
     [{ type: "text", value: "Nothing remembered about this." }]);
+});
+
+test("the terminal chat says the server could not be reached before it calls a model", async () => {
+  // given no server at HAKI_URL / when a line is typed
+  const main = fileURLToPath(new URL("../src/main.js", import.meta.url));
+  const env = { ...process.env, HAKI_URL: "http://127.0.0.1:59", HAKI_API_KEY: "k", AI_GATEWAY_API_KEY: "" };
+  const chat = spawnSync(process.execPath, [main, "alice"], { env, input: "Hello\n", encoding: "utf8" });
+  // then it stops on hakimem's error, naming the URL, before any model call
+  assert.equal(chat.status, 1, chat.stderr);
+  assert.match(chat.stderr, /^hakimem: connection_error: the hakimem server could not be reached at http:\/\/127\.0\.0\.1:59/);
 });
