@@ -31,8 +31,11 @@ class ScopeIdField(serializers.CharField):
 
 # A text holds something besides whitespace; a name or a title is one line of it. As validators of their fields (not
 # validate_<field> methods) the OpenAPI schema states them as patterns, the very ones the API applies.
-NOT_BLANK = RegexValidator(r"\S", "must contain non-whitespace text")
-ONE_LINE = RegexValidator(r"^[^\x00-\x1f\x7f]*[^\s\x00-\x1f\x7f][^\x00-\x1f\x7f]*\Z",
+# Whitespace spelled out as Python's str.isspace() has it: a schema's \s (ECMA 262) leaves out U+001C-U+001F and
+# U+0085 and adds U+FEFF, so a client validating by the schema would disagree with the API on those.
+WHITESPACE = r"\t\n\x0b\x0c\r\x1c-\x1f \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
+NOT_BLANK = RegexValidator(rf"[^{WHITESPACE}]", "must contain non-whitespace text")
+ONE_LINE = RegexValidator(rf"^[^\x00-\x1f\x7f]*[^{WHITESPACE}\x00-\x1f\x7f][^\x00-\x1f\x7f]*\Z",
                           "must be one line of text, without control characters")
 
 
