@@ -212,7 +212,7 @@ def _assemble(*, project_id, subject_id, query, budget_tokens, config, rerun, op
         span.set(trace_id=packet["trace_id"], status=str(packet["status"]), used_tokens=packet["used_tokens"],
                  empty_reason=str(packet["empty_reason"]) if packet["empty_reason"] else None,
                  candidates=len(done.packed.decided), facts_served=len(packet["facts"]),
-                 episodes_served=len(packet["episodes"]), warnings=len(warnings))
+                 episodes_served=len(packet["episodes"]), warnings=len(packet["warnings"]))
     record = functools.partial(_record, call, packet, done.packed.decided, timer,
                                replay_inputs(call, done.read, done.found.access), span)
     if write_trace is None:

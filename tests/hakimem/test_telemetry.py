@@ -22,7 +22,10 @@ ROOT = Path(__file__).resolve().parents[2]
 SUBJECT = "subject-ottoline"
 FACTS = ["Ottoline keeps bees behind the old mill.", "Ottoline is allergic to hazelnuts.",
          "Ottoline sings in the Quimper choir."]
-QUERY = "What is Ottoline allergic to?"
+# two facts in an open conflict set: the call blocks them and says so in a warning
+CONFLICTING = ["Ottoline's friend Paul lives in Nantes with his wife and their two children.",
+               "Ottoline's friend Paul lives in Bordeaux with his wife and their two children."]
+QUERY = "What is Ottoline allergic to, and where does Paul live?"
 EVENT = "Ottoline told us about her trip to Ushuaia."
 
 
@@ -49,8 +52,9 @@ def assert_no_text(exporter, *texts: str) -> None:
 
 @pytest.mark.django_db
 def test_a_context_call_is_a_span_with_its_phases_its_trace_id_and_no_text(api, spans):
-    # given a scope with facts
-    assert api.post("/v1/facts", {"facts": [{"project_id": PROJECT, "subject_id": SUBJECT, "text": t} for t in FACTS]},
+    # given a scope with facts, two of them in conflict
+    texts = FACTS + CONFLICTING
+    assert api.post("/v1/facts", {"facts": [{"project_id": PROJECT, "subject_id": SUBJECT, "text": t} for t in texts]},
                     format="json").status_code == 201
     spans.clear()
 
@@ -66,6 +70,7 @@ def test_a_context_call_is_a_span_with_its_phases_its_trace_id_and_no_text(api, 
     assert call.attributes["hakimem.project_id"] == PROJECT
     assert call.attributes["hakimem.status"] == packet["status"]
     assert call.attributes["hakimem.facts_served"] == len(packet["facts"]) > 0
+    assert call.attributes["hakimem.warnings"] == len(packet["warnings"]) > 0
     # and a child per phase of the trace's timings, over the same boundaries, one after the other inside the call
     phases = {s.name.removeprefix("hakimem.context."): s for s in spans.get_finished_spans()
               if s.name.startswith("hakimem.context.") and s.name != "hakimem.context.trace_write"}
@@ -82,7 +87,7 @@ def test_a_context_call_is_a_span_with_its_phases_its_trace_id_and_no_text(api, 
     assert write.parent.span_id == call.context.span_id
     assert write.attributes["hakimem.trace_id"] == packet["trace_id"]
     # and never the query, a fact's text or the subject id
-    assert_no_text(spans, QUERY, SUBJECT, *FACTS)
+    assert_no_text(spans, QUERY, SUBJECT, *texts)
 
 
 @pytest.mark.django_db
