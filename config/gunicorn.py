@@ -127,6 +127,22 @@ def _metrics_folder() -> None:
     os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(folder)
 
 
+def post_fork(server, worker) -> None:
+    """In each new worker: its OpenTelemetry exporter, when OTEL_EXPORTER_OTLP_ENDPOINT is set. The batch processor's
+    thread must be started in the process that ends spans (a thread does not survive a fork); the master never
+    starts one."""
+    from hakimem import telemetry
+
+    telemetry.setup()
+
+
+def worker_exit(server, worker) -> None:
+    """The spans a worker still holds are exported before it exits."""
+    from hakimem import telemetry
+
+    telemetry.shutdown()
+
+
 def post_worker_init(worker) -> None:
     """Before the first request: open the database pool and load the embedding model (a second or two for
     MiniLM), so no client pays for them. A failure is left to /v1/health/ready to report."""

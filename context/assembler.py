@@ -61,6 +61,7 @@ from context.render import Layout
 from context.scoring import hybrid_score, rank_order, tiered_score
 from facts.conflicts import contradiction_propose
 from facts.selectors import SCOPE_WRITTEN_SQL, consent_gate, volatility_cutoffs
+from hakimem import telemetry
 from hakimem.db_router import reads_for_scope
 from hakimem.embeddings import EmbedderUnavailable, get_embedder, is_degenerate
 from traces.models import EmptyReason, ItemType, ReasonCode
@@ -164,7 +165,15 @@ def context_assemble(*, project_id: str, subject_id: str, query: str, budget_tok
     """The ContextPacket for one call, and its trace. The trace is written before returning, unless `write_trace`
     is given: it then gets the writing, to run when it chooses (the API runs it once the response is sent,
     context/apis.py)."""
-    timer, warnings = _Timer(), []
+    with telemetry.span("hakimem.context", project_id=project_id, budget_tokens=budget_tokens,
+                        tiered=options.tiers, replay=rerun is not None) as span:
+        return _assemble(project_id=project_id, subject_id=subject_id, query=query, budget_tokens=budget_tokens,
+                         config=config, rerun=rerun, options=options, write_trace=write_trace, span=span)
+
+
+def _assemble(*, project_id, subject_id, query, budget_tokens, config, rerun, options, write_trace, span) -> dict:
+    # The call's span gets one child per lap of the timer: the phases its trace times, the same boundaries.
+    timer, warnings = _Timer(on_lap=span.phase if span.recording else None), []
     call = Call(project_id=project_id, subject_id=subject_id, query=query, budget_tokens=budget_tokens,
                 config=config or default_config(), options=options, rerun=rerun,
                 now=(rerun.as_of if rerun else None) or timezone.now(),
@@ -199,8 +208,13 @@ def context_assemble(*, project_id: str, subject_id: str, query: str, budget_tok
                           budget_tokens=budget_tokens, warnings=warnings, empty_reason=done.empty.reason,
                           empty_details=done.empty.details, tiers=done.packed.tiers)
     timer.lap("render")
+    if span.recording:
+        span.set(trace_id=packet["trace_id"], status=str(packet["status"]), used_tokens=packet["used_tokens"],
+                 empty_reason=str(packet["empty_reason"]) if packet["empty_reason"] else None,
+                 candidates=len(done.packed.decided), facts_served=len(packet["facts"]),
+                 episodes_served=len(packet["episodes"]), warnings=len(packet["warnings"]))
     record = functools.partial(_record, call, packet, done.packed.decided, timer,
-                               replay_inputs(call, done.read, done.found.access))
+                               replay_inputs(call, done.read, done.found.access), span)
     if write_trace is None:
         record()
     else:
@@ -479,6 +493,7 @@ class _Timer:
     marks: dict = field(default_factory=dict)
     start: float = field(default_factory=time.perf_counter)
     last: float = 0.0
+    on_lap: Callable[[str, float, float], None] | None = None  # (phase, its start, its end): the call's span
 
     def __post_init__(self):
         self.last = self.start
@@ -486,14 +501,23 @@ class _Timer:
     def lap(self, name: str) -> None:
         now = time.perf_counter()
         self.marks[name] = round((now - self.last) * 1000, 3)
+        if self.on_lap is not None:
+            self.on_lap(name, self.last, now)
         self.last = now
 
     def total(self) -> float:
         return round((time.perf_counter() - self.start) * 1000, 3)
 
 
-def _record(call: Call, packet: dict, decided: list[Decided], timer: _Timer, inputs: dict) -> None:
-    """The trace of the call and one decision row per candidate, in one statement."""
+def _record(call: Call, packet: dict, decided: list[Decided], timer: _Timer, inputs: dict, span) -> None:
+    """The trace of the call and one decision row per candidate, in one statement; a span of its own, child of the
+    call's (which has ended when the trace is written after the response)."""
+    with telemetry.span("hakimem.context.trace_write", parent=span, trace_id=packet["trace_id"],
+                        project_id=call.project_id):
+        _trace_write(call, packet, decided, timer, inputs)
+
+
+def _trace_write(call: Call, packet: dict, decided: list[Decided], timer: _Timer, inputs: dict) -> None:
     rerun = call.rerun
     trace_record(
         trace={

@@ -8,6 +8,7 @@ request before anything is written.
 from __future__ import annotations
 
 import logging
+import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -25,6 +26,7 @@ from facts.locks import lock_scopes
 from facts.models import ConflictSet, ConsentWritePolicy, Event, Fact, FactKind, FactStatus, Volatility
 from facts.text import Signal, text_hash
 from facts.verdicts import CONFLICT, DUPLICATE, Candidate, Statements, pair_verdict
+from hakimem import telemetry
 from hakimem.embeddings import get_embedder, is_degenerate
 
 logger = logging.getLogger("hakimem.facts")
@@ -95,11 +97,27 @@ def fact_create_batch(*, items: list[FactInput], actor: str, exclude_ids=()) -> 
     the batch. Returns one result per item, in order."""
     if not 1 <= len(items) <= MAX_BATCH:
         raise ServiceValidationError([{"index": None, "field": "facts", "message": f"send 1 to {MAX_BATCH} facts"}])
-    _check_source_events(items)
-    vectors = get_embedder().embed([item.text for item in items])
-    with transaction.atomic():
-        lock_scopes((item.project_id, item.subject_id) for item in items)
-        return _store_facts(items, vectors, actor=actor, exclude_ids=list(exclude_ids))
+    with telemetry.span("hakimem.facts.write", items=len(items)) as span:
+        _check_source_events(items)
+        started = time.perf_counter()
+        vectors = get_embedder().embed([item.text for item in items])
+        embedded = time.perf_counter()
+        with transaction.atomic():
+            lock_scopes((item.project_id, item.subject_id) for item in items)
+            results = _store_facts(items, vectors, actor=actor, exclude_ids=list(exclude_ids))
+        if span.recording:
+            span.phase("embed", started, embedded)
+            span.phase("store", embedded, time.perf_counter())
+            span.set(project_id=batch_project(items), created=sum(not r.deduplicated for r in results),
+                     deduplicated=sum(r.deduplicated for r in results),
+                     conflicts=len({r.conflict_set.id for r in results if r.conflict_set is not None}))
+        return results
+
+
+def batch_project(items) -> str | None:
+    """The project of a batch's items when they share one (every API request's do), for its span."""
+    projects = {item.project_id for item in items}
+    return projects.pop() if len(projects) == 1 else None
 
 
 def fact_create(*, actor: str, **fields) -> FactWriteResult:

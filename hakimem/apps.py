@@ -21,3 +21,7 @@ class HakimemConfig(AppConfig):
         admin.site.login_form = LockoutAdminAuthenticationForm
         user_login_failed.connect(login_failed, dispatch_uid="hakimem.login_failed")
         user_logged_in.connect(login_succeeded, dispatch_uid="hakimem.login_succeeded")
+        from hakimem import telemetry
+
+        # Spans exported by OTLP when OTEL_EXPORTER_OTLP_ENDPOINT is set (a gunicorn worker did it in post_fork).
+        telemetry.setup()

@@ -11,6 +11,7 @@ from facts.erasure import category_fact_ids, category_facts_erase, facts_erase
 from facts.locks import lock_scopes
 from facts.models import Consent
 from facts.scope_graphs import scope_graph_drop, scope_graph_exists
+from hakimem import telemetry
 from ingest.services import extraction_jobs_erase
 from stats.rollup import rollup_erase, rollup_erase_facts
 from traces.services import trace_ids_naming, trace_scope_lock, traces_erase, traces_erase_naming
@@ -29,22 +30,30 @@ def subject_erase(*, project_id: str, subject_id: str) -> dict[str, int]:
     transaction may hold: first when called outside one (should the erasure then fail, the scope has lost a
     speed-up, not a row); inside one (an API request's, which runs under row security as a role that does not
     own the index), right after it commits, as the connecting user."""
-    inside_transaction = connection.in_atomic_block
-    if not inside_transaction:
-        graphs = int(scope_graph_drop(project_id=project_id, subject_id=subject_id))
-    with transaction.atomic():
-        # The lock before anything of the scope is read: a writer that committed before it is seen by every
-        # statement below, one that comes after waits for the erasure to commit.
-        lock_scopes([(project_id, subject_id)])
-        if inside_transaction:
-            graphs = int(scope_graph_exists(project_id=project_id, subject_id=subject_id))
-            if graphs:
-                transaction.on_commit(lambda: scope_graph_drop(project_id=project_id, subject_id=subject_id),
-                                      robust=True)
-        trace_scope_lock(project_id=project_id, subject_id=subject_id)
-        counts = _erase(project_id, subject_id)
-    counts["scope_graphs"] = graphs
+    with telemetry.span("hakimem.subject.erase", project_id=project_id) as span:
+        inside_transaction = connection.in_atomic_block
+        if not inside_transaction:
+            graphs = int(scope_graph_drop(project_id=project_id, subject_id=subject_id))
+        with transaction.atomic():
+            # The lock before anything of the scope is read: a writer that committed before it is seen by every
+            # statement below, one that comes after waits for the erasure to commit.
+            lock_scopes([(project_id, subject_id)])
+            if inside_transaction:
+                graphs = int(scope_graph_exists(project_id=project_id, subject_id=subject_id))
+                if graphs:
+                    transaction.on_commit(lambda: scope_graph_drop(project_id=project_id, subject_id=subject_id),
+                                          robust=True)
+            trace_scope_lock(project_id=project_id, subject_id=subject_id)
+            counts = _erase(project_id, subject_id)
+        counts["scope_graphs"] = graphs
+        _receipt(span, counts)
     return counts
+
+
+def _receipt(span, counts: dict[str, int]) -> None:
+    """An erasure's receipt on its span: the rows deleted per table, never which."""
+    if span.recording:
+        span.set(**{f"{telemetry.ERASED_PREFIX}{table}": n for table, n in counts.items()})
 
 
 @transaction.atomic
@@ -67,10 +76,13 @@ def consent_revoke(*, project_id: str, subject_id: str, category: str, actor: st
     """Revoke a category from now on (facts.consent.consent_revoke); with `erase`, also delete the category's facts
     and what names them, in the same transaction. Returns the revoked consent (None when there was none and erase
     was asked) and the erasure's receipt (None without erase)."""
-    with transaction.atomic():
+    with telemetry.span("hakimem.consent.revoke", project_id=project_id, category_erase=erase) as span, \
+            transaction.atomic():
         current = consent.consent_revoke(project_id=project_id, subject_id=subject_id, category=category, actor=actor,
                                          missing_ok=erase)
         receipt = _category_erase(project_id, subject_id, category) if erase else None
+        if receipt is not None:
+            _receipt(span, receipt)
     return current, receipt
 
 

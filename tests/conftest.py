@@ -1,3 +1,5 @@
+import os
+
 import pytest
 from django.db import connection
 from django.contrib.auth.models import Group, User
@@ -161,3 +163,24 @@ def roomy_pool(transactional_db):
     default_connection.close_pool()
     settings_dict["OPTIONS"] = saved_options
 
+
+
+@pytest.fixture
+def environment_kept():
+    """os.environ as it was: the production server's configuration (config/gunicorn.py) sets variables its workers
+    read, and a server a later test starts would inherit them."""
+    saved = dict(os.environ)
+    yield os.environ
+    os.environ.clear()
+    os.environ.update(saved)
+
+
+@pytest.fixture
+def gunicorn_conf(environment_kept):
+    """The production server's configuration as a fresh gunicorn process reads it: importing it sets the variables
+    its workers read, in an environment put back after the test."""
+    import importlib
+
+    from config import gunicorn
+
+    return importlib.reload(gunicorn)

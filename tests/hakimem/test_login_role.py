@@ -109,18 +109,7 @@ def test_the_table_statistics_name_only_the_requests_own_subjects(two_projects):
     assert [s for s in left if s is not None] == ["alice"] and "zed-the-other" not in left
 
 
-@pytest.fixture
-def environment_kept():
-    """os.environ as it was: the production server's configuration sets variables its workers read."""
-    import os
-
-    saved = dict(os.environ)
-    yield os.environ
-    os.environ.clear()
-    os.environ.update(saved)
-
-
-def test_make_runs_workers_log_in_as_the_application_role(environment_kept, tmp_path):
+def test_make_runs_workers_log_in_as_the_application_role(environment_kept, gunicorn_conf, tmp_path):
     # given `make run` with nothing configured: the embedded server (this suite's, HAKI_PGDATA)
     import logging
     from types import SimpleNamespace
@@ -128,7 +117,6 @@ def test_make_runs_workers_log_in_as_the_application_role(environment_kept, tmp_
     for name in ("DATABASE_URL", "HAKI_APP_DATABASE_URL", "HAKI_ROW_SECURITY"):
         environment_kept.pop(name, None)
     environment_kept["PROMETHEUS_MULTIPROC_DIR"] = str(tmp_path / "metrics")
-    from config import gunicorn as gunicorn_conf
 
     # when gunicorn's master starts
     gunicorn_conf.on_starting(SimpleNamespace(cfg=SimpleNamespace(workers=1), log=logging.getLogger("test"),
