@@ -51,11 +51,18 @@ def test_restore_gives_back_what_the_backup_held(tmp_path):
     client.post("/v1/facts", {"project_id": PROJECT, "subject_id": "bob", "text": "Bob has a cat."}, format="json")
     assert counts() != before
 
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT oid FROM pg_extension WHERE extname = 'vector'")
+        extension = cursor.fetchone()
     with pytest.raises(CommandError, match="--yes"):
         call_command("restore", tmp_path / "backups" / "memory.dump")
     call_command("restore", tmp_path / "backups" / "memory.dump", yes=True)
     after = counts()
     assert after == before
+    # and the extension was left as it was (only its owner, a superuser, could drop it and make it again)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT oid FROM pg_extension WHERE extname = 'vector'")
+        assert cursor.fetchone() == extension
     assert served(client) == answer_before
     # and the API role has not regained the tables it must not read (tables made again take default privileges)
     with connection.cursor() as cursor:
