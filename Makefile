@@ -29,7 +29,7 @@ prepare: $(VENV)/.installed-serve
 
 # A laptop's server: gunicorn as a deployment runs it (workers from the cores, config/gunicorn.py; static files
 # by whitenoise from var/static; DEBUG off), but on the embedded PostgreSQL under var/ unless DATABASE_URL is set, and
-# after `prepare`, which creates a development superuser and API key. A real deployment: docs/operating.md.
+# after `prepare`, which creates a development superuser and API key. A real deployment: docs/deploy.md.
 # Ctrl-C stops gunicorn, not the embedded PostgreSQL (other commands may be using it): `make stop` stops both.
 run: prepare
 	HAKI_PORT=$(HAKI_PORT) $(VENV)/bin/gunicorn -c python:config.gunicorn --pid $(GUNICORN_PID)

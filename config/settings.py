@@ -158,7 +158,7 @@ STORAGES = {
 }
 LOGIN_URL = "/admin/login/"
 
-# Served over HTTPS (docs/operating.md, "HTTPS"): each off by default, since `make run` serves plain HTTP.
+# Served over HTTPS (docs/deploy.md, "HTTPS"): each off by default, since `make run` serves plain HTTP.
 # Behind a proxy that terminates TLS, HAKI_TRUST_X_FORWARDED_PROTO makes its X-Forwarded-Proto say whether the
 # client's request was HTTPS; the proxy must set that header on every request, or a client could.
 if env_bool("HAKI_TRUST_X_FORWARDED_PROTO", False):

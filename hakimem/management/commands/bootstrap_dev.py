@@ -62,7 +62,8 @@ class Command(BaseCommand):
             "\n".join(
                 [
                     "",
-                    "hakimem development server",
+                    "hakimem development server, for a laptop: a development admin and API key, no task worker",
+                    "  (to deploy: docs/deploy.md)",
                     f"  API key (project {DEV_PROJECT!r}): in {key_file}",
                     f"  admin:   {base}/admin/   login: admin, password in {password_file}",
                     f"  stats:   {base}/stats/",

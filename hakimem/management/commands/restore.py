@@ -2,10 +2,14 @@
 
 One transaction (pg_restore --single-transaction --clean): a restore that fails leaves the database as it was.
 Stop the server first: open connections hold locks the restore waits for, and caches (the planner's
-statistics, the query-vector cache) would describe the data replaced."""
+statistics, the query-vector cache) would describe the data replaced. The database's extensions (vector) are left
+as they are, not dropped and made again: only their owner, a superuser on an existing PostgreSQL, may, and the
+tables' owner the restore runs as is none; `migrate` made them, so restore into a migrated database."""
 from __future__ import annotations
 
+import re
 import subprocess
+import tempfile
 from pathlib import Path
 
 from django.apps import apps
@@ -15,6 +19,17 @@ from django.db import connections
 
 from hakimem.dbserver import client_program, libpq_environment
 from hakimem.rowsecurity import api_role_revoke, without_api_tables
+
+# A line of `pg_restore --list`: "2; 3079 16386 EXTENSION - vector postgres", "3437; 0 0 COMMENT - EXTENSION vector".
+EXTENSION_ENTRY = re.compile(r"^\d+; \d+ \d+ (EXTENSION|COMMENT - EXTENSION) ")
+
+
+def restore_list(file: Path, env: dict[str, str]) -> str:
+    """The archive's table of contents with its extensions' entries commented out."""
+    listed = subprocess.run([client_program("pg_restore"), "--list", str(file)], env=env, capture_output=True, text=True)
+    if listed.returncode != 0:
+        raise CommandError(f"pg_restore could not read {file} ({listed.returncode}): {listed.stderr.strip()}")
+    return "".join(f";{line}" if EXTENSION_ENTRY.match(line) else line for line in listed.stdout.splitlines(True))
 
 
 class Command(BaseCommand):
@@ -30,10 +45,14 @@ class Command(BaseCommand):
         if not yes:
             raise CommandError("restore replaces every table of the database: run again with --yes")
         connections.close_all()  # this process's own connections would block the DROPs
-        command = [client_program("pg_restore"), "--clean", "--if-exists", "--single-transaction", "--no-owner",
-                   "--exit-on-error", f"--dbname={settings.DATABASES['default']['NAME']}", str(file)]
-        result = subprocess.run(command, env=libpq_environment(settings.DATABASES["default"]),
-                                capture_output=True, text=True)
+        env = libpq_environment(settings.DATABASES["default"])
+        with tempfile.NamedTemporaryFile("w", suffix=".list") as entries:
+            entries.write(restore_list(file, env))
+            entries.flush()
+            command = [client_program("pg_restore"), "--clean", "--if-exists", "--single-transaction", "--no-owner",
+                       "--exit-on-error", f"--use-list={entries.name}",
+                       f"--dbname={settings.DATABASES['default']['NAME']}", str(file)]
+            result = subprocess.run(command, env=env, capture_output=True, text=True)
         if result.returncode != 0:
             raise CommandError(f"pg_restore failed ({result.returncode}); nothing was changed: {result.stderr.strip()}")
         with connections["default"].cursor() as cursor:
