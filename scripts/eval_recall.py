@@ -13,6 +13,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench import recall  # noqa: E402
 from bench.quality_report import format_failures, format_report  # noqa: E402
+from hakimem.embeddings import PROVIDERS  # noqa: E402
 
 
 def _interrupt(signum, frame):
@@ -28,7 +29,7 @@ def main(argv=None) -> int:
     parser.add_argument("--split", choices=("dev", "heldout", "all"), default="all")
     parser.add_argument("--limit-scopes", type=int, help="only the first N scopes (after --split)")
     parser.add_argument("--scopes", help="comma-separated scope ids (e.g. en-01,fr-01)")
-    parser.add_argument("--embedder", choices=("hashing", "sentence-transformers", "openai"),
+    parser.add_argument("--embedder", choices=PROVIDERS,
                         help="override HAKI_EMBED_PROVIDER for this run")
     parser.add_argument("--seed", type=int, default=0, help="noise sample and write order")
     parser.add_argument("--out", type=Path, default=recall.DEFAULT_OUT)

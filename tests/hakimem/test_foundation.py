@@ -301,6 +301,43 @@ def test_the_onnx_runtime_loads_no_pytorch(settings):
     assert out.stdout.strip().splitlines()[-1] == "[]"
 
 
+@pytest.mark.minilm
+def test_int8_minilm_loads_offline_and_is_close_to_minilm(settings):
+    """The int8 file is MiniLM with rounded weights: near, not equal, vectors (switching still re-embeds)."""
+    texts = ["Ben is allergic to cats.", "Camille a déménagé à Nantes en mars 2024.", "x", "a " * 300]
+    int8 = get_embedder("minilm-int8")
+    assert (int8.name, int8.model) == ("minilm-int8", "all-MiniLM-L6-v2-int8")
+    agreement = np.sum(int8.embed(texts) * get_embedder("sentence-transformers").embed(texts), axis=1)
+    assert 0.99 < np.min(agreement) and np.max(agreement) < 0.99999
+
+
+@pytest.mark.minilm
+def test_multilingual_e5_embeds_questions_apart_and_across_languages(settings):
+    """e5 is trained with "query: " before questions and "passage: " before stored texts: embed_query asks the
+    former, embed the latter. A French question finds the English fact that answers it."""
+    e5 = get_embedder("multilingual-e5-small")
+    facts = e5.embed(["My sister lives in Lyon.", "Bob is a vegetarian.", "The invoice is overdue."])
+    assert facts.shape == (3, 384) and abs(np.linalg.norm(facts[0]) - 1) < 1e-4
+    question = e5.embed_query("Où habite ma sœur ?", project_id=PROJECT)
+    assert float(question @ e5.embed(["Où habite ma sœur ?"])[0]) < 0.99  # not the passage vector
+    assert float(question @ facts[0]) > max(float(question @ facts[1]), float(question @ facts[2])) + 0.05
+
+
+def test_questions_go_through_the_providers_query_encoding(settings):
+    """A provider that embeds questions apart (e5) gets every question the store is asked through that path."""
+    asked = []
+
+    class _Asymmetric(HashingEmbedder):
+        def _encode_queries(self, texts):
+            asked.extend(texts)
+            return self._encode(texts)
+
+    embedder = _Asymmetric(384)
+    embedder.embed(["a stored fact"])
+    embedder.embed_query("a question", project_id=PROJECT)
+    assert asked == ["a question"]
+
+
 @pytest.mark.django_db
 def test_vector_literal_is_what_the_halfvec_column_stores():
     from django.db import connection

@@ -1,6 +1,6 @@
 """Recompute every fact's and event's embedding with the configured embedder, or the one given.
 
-    python manage.py reembed [--provider hashing|sentence-transformers|openai] [--batch-size 256] [--restart]
+    python manage.py reembed [--provider sentence-transformers|minilm-int8|multilingual-e5-small|hashing|openai] [--batch-size 256] [--restart]
 
 Resumable: an interrupted run continues where it stopped when run again with the same embedder, and a
 finished one is not redone (--restart forces a new pass). How and why: portability/reembed.py.
@@ -8,7 +8,7 @@ finished one is not redone (--restart forces a new pass). How and why: portabili
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
-from hakimem.embeddings import EmbedderUnavailable, get_embedder
+from hakimem.embeddings import PROVIDERS, EmbedderUnavailable, get_embedder
 from portability.reembed import (
     DEFAULT_BATCH_SIZE,
     ReembedRefused,
@@ -24,7 +24,7 @@ class Command(BaseCommand):
     help = "Re-embed every fact and event in batches (resumable), e.g. after switching embedders"
 
     def add_arguments(self, parser):
-        parser.add_argument("--provider", choices=["sentence-transformers", "hashing", "openai"],
+        parser.add_argument("--provider", choices=PROVIDERS,
                             help="default: HAKI_EMBED_PROVIDER; the provider's other settings come from the environment")
         parser.add_argument("--batch-size", type=int, default=DEFAULT_BATCH_SIZE)
         parser.add_argument("--restart", action="store_true", help="start a new pass even if one with this embedder finished")
