@@ -74,10 +74,11 @@ def consented_categories(scopes) -> dict[tuple[str, str], set[str]]:
     return found
 
 
-# On every context call: one round trip, and none of the consents' rows unless the project requires consent.
+# On every context call: one round trip, and none of the consents' rows unless the project requires consent. The
+# subquery names the project itself: Citus sends a correlated subquery on `p.project_id` to every shard.
 _CONSENT_GATE_SQL = """
 SELECT ARRAY(SELECT c.category FROM facts_consent c
-              WHERE c.project_id = p.project_id AND c.subject_id = %(s)s AND c.revoked_at IS NULL)
+              WHERE c.project_id = %(p)s AND c.subject_id = %(s)s AND c.revoked_at IS NULL)
   FROM facts_project p
  WHERE p.project_id = %(p)s AND p.consent_required"""
 
@@ -282,7 +283,7 @@ def fact_neighbours(*, project_id: str, subject_id: str, vectors: list, exclude_
         return []
     with connection.cursor() as cursor:
         cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-        cursor.execute("SELECT set_config('hnsw.ef_search', %s, true)", [str(NEIGHBOURS_EF_SEARCH)])  # SET LOCAL
+        cursor.execute("SET LOCAL hnsw.ef_search = %s", [NEIGHBOURS_EF_SEARCH])  # a statement: Citus passes it on
         cursor.execute(
             """
             SELECT q.idx, n.id, n.text, n.similarity
@@ -394,7 +395,7 @@ def fact_near_duplicates(*, project_id: str, subject_id: str, recorded_since: da
     pairs: dict[tuple, float] = {}
     with connection.cursor() as cursor:
         cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-        cursor.execute("SELECT set_config('hnsw.ef_search', %s, true)", [str(NEIGHBOURS_EF_SEARCH)])  # SET LOCAL
+        cursor.execute("SET LOCAL hnsw.ef_search = %s", [NEIGHBOURS_EF_SEARCH])  # a statement: Citus passes it on
         while True:
             cursor.execute(NEAR_DUPLICATES_SQL, {
                 "project_id": project_id, "subject_id": subject_id, "after_at": after[0], "after_id": after[1],

@@ -647,7 +647,7 @@ def fact_update(*, fact: Fact, changes: dict, actor: str) -> FactWriteResult:
     if new_text is None or text_hash(new_text) == fact.text_hash:
         with transaction.atomic():
             _lock_scopes([(fact.project_id, fact.subject_id)])
-            fact = Fact.objects.select_for_update().get(id=fact.id)
+            fact = Fact.objects.select_for_update().get(id=fact.id, project_id=fact.project_id)
             if fact.status != FactStatus.ACTIVE:
                 raise ServiceValidationError([{"index": None, "field": "status", "message": f"the fact is {fact.status}"}])
             if "category" in changes:
@@ -675,7 +675,7 @@ def fact_update(*, fact: Fact, changes: dict, actor: str) -> FactWriteResult:
     vector = get_embedder().embed([new_text])
     with transaction.atomic():
         _lock_scopes([(fact.project_id, fact.subject_id)])
-        old = Fact.objects.select_for_update().get(id=fact.id)
+        old = Fact.objects.select_for_update().get(id=fact.id, project_id=fact.project_id)
         if old.status != FactStatus.ACTIVE:
             raise ServiceValidationError([{"index": None, "field": "status", "message": f"the fact is {old.status}"}])
         result = _store_facts([item], vector, actor=actor, exclude_ids=[old.id])[0]
@@ -692,7 +692,7 @@ def fact_retract(*, fact: Fact) -> Fact:
     it, or finds the fact gone."""
     with transaction.atomic():
         _lock_scopes([(fact.project_id, fact.subject_id)])
-        fact = Fact.objects.select_for_update().get(id=fact.id)
+        fact = Fact.objects.select_for_update().get(id=fact.id, project_id=fact.project_id)
         if fact.status != FactStatus.RETRACTED:
             fact.status = FactStatus.RETRACTED
             fact.recorded_to = fact.recorded_to or timezone.now()
@@ -757,7 +757,8 @@ def conflict_resolve(
         raise ServiceValidationError([{"index": None, "field": "keep", "message": "give exactly one of keep, dismiss, retract_all"}])
     with transaction.atomic():
         _lock_scopes([(conflict_set.project_id, conflict_set.subject_id)])
-        conflict_set = ConflictSet.objects.select_for_update().get(id=conflict_set.id)
+        conflict_set = ConflictSet.objects.select_for_update().get(id=conflict_set.id,
+                                                                    project_id=conflict_set.project_id)
         if conflict_set.status != ConflictStatus.OPEN:
             raise ConflictNotOpen(f"conflict set is {conflict_set.status}")
         now = timezone.now()
@@ -927,9 +928,11 @@ def _erase(project_id: str, subject_id: str | None) -> dict[str, int]:
         ("scope_writes", "DELETE FROM facts_scopewrite w WHERE " + erase_condition(subject_id, "w") + " AND w.subject_id <> ''"),
     ]
     with connection.cursor() as cursor:
-        cursor.execute(_ADMIN_LOG_ERASE_SQL.format(
+        cursor.execute(_ADMIN_LOG_ENTRIES_SQL.format(
             " UNION ALL ".join(f"SELECT %({ct})s::integer, {alias}.id::text FROM {table} {alias} WHERE "
                                + erase_condition(subject_id, alias) for ct, table, alias in _LOGGED_TABLES)), params)
+        content_types, object_ids = cursor.fetchone()
+        cursor.execute("SELECT hakimem_admin_log_erase(%s, %s)", [content_types, object_ids])
         counts["admin_log_entries"] = cursor.fetchone()[0]
         for name, statement in statements:
             cursor.execute(statement, params)
@@ -995,9 +998,10 @@ def _erase_category(project_id: str, subject_id: str, category: str) -> dict[str
 
 
 # The admin's log cannot be read by the API role: hakimem_admin_log_erase (facts/migrations/0018) deletes the
-# entries about the rows the statement names, which the caller's row security lets it see.
-_ADMIN_LOG_ERASE_SQL = "SELECT hakimem_admin_log_erase(coalesce(array_agg(e.ct), '{{}}'), coalesce(array_agg(e.id), '{{}}'))" \
-                       " FROM ({}) AS e(ct, id)"
+# entries about the rows the statement names, which the caller's row security lets it see. The rows are gathered by
+# a statement of their own: on Citus a statement on one project's shards runs whole on its worker, where the function
+# would not find the coordinator's local table.
+_ADMIN_LOG_ENTRIES_SQL = "SELECT coalesce(array_agg(e.ct), '{{}}'), coalesce(array_agg(e.id), '{{}}') FROM ({}) AS e(ct, id)"
 _LOGGED_TABLES = [("ct_fact", "facts_fact", "f"), ("ct_conflict_set", "facts_conflictset", "c"),
                   ("ct_event", "facts_event", "e"), ("ct_identity_block", "facts_identityblock", "b"),
                   ("ct_procedure", "facts_procedure", "x")]
@@ -1102,7 +1106,7 @@ def identity_block_update(*, block: IdentityBlock, changes: dict) -> IdentityBlo
     erased) meanwhile."""
     with transaction.atomic():
         _lock_scopes([(block.project_id, block.subject_id)])
-        block = IdentityBlock.objects.select_for_update().get(id=block.id)
+        block = IdentityBlock.objects.select_for_update().get(id=block.id, project_id=block.project_id)
         if "name" in changes and changes["name"] != block.name:
             _check_identity_name(project_id=block.project_id, subject_id=block.subject_id, name=changes["name"],
                                  exclude_id=block.id)
@@ -1158,7 +1162,8 @@ def procedure_update(*, procedure: Procedure, changes: dict) -> Procedure:
         vector = get_embedder().embed([procedure_embedding_text(title, text)])[0]
     with transaction.atomic():
         _lock_scopes([(procedure.project_id, procedure.subject_id)])
-        procedure = Procedure.objects.select_for_update().defer("search_vector").get(id=procedure.id)
+        procedure = (Procedure.objects.select_for_update().defer("search_vector")
+                     .get(id=procedure.id, project_id=procedure.project_id))
         if procedure.status != ProcedureStatus.ACTIVE:
             raise ProcedureNotActive(f"the procedure is {procedure.status}")
         before = (procedure.title, procedure.text)
@@ -1180,7 +1185,8 @@ def procedure_retract(*, procedure: Procedure) -> Procedure:
     is harmless; Procedure.DoesNotExist when its scope was erased meanwhile."""
     with transaction.atomic():
         _lock_scopes([(procedure.project_id, procedure.subject_id)])
-        procedure = Procedure.objects.select_for_update().defer("search_vector").get(id=procedure.id)
+        procedure = (Procedure.objects.select_for_update().defer("search_vector")
+                     .get(id=procedure.id, project_id=procedure.project_id))
         if procedure.status != ProcedureStatus.RETRACTED:
             procedure.status = ProcedureStatus.RETRACTED
             procedure.save(update_fields=["status", "updated_at"])
