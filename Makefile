@@ -55,7 +55,7 @@ test-fast: $(VENV)/.installed
 	HAKI_PGDATA=$(CURDIR)/var/pgdata-test HAKI_PGDATA_CLEANUP=delete $(PY) -m pytest -m "not browser and not minilm and not replica" $(PYTEST_ARGS)
 
 # A Citus cluster on this machine (coordinator + 2 workers under var/citus, ports 9700-9702) for the cluster tests and
-# benchmarks, never the default database: builds Citus into the embedded installation the first time (~10 minutes,
+# benchmarks, never the default database: builds Citus into the embedded installation the first time (1.5-10 minutes,
 # from ../shared/vendor/citus-14.0.1.tar.gz), starts the nodes, migrates and distributes the schema (docs/scaling.md).
 CITUS_URL = postgresql://postgres@127.0.0.1:$(or $(HAKI_CITUS_PORT),9700)/hakimem
 citus: $(VENV)/.installed

@@ -83,9 +83,9 @@ def citus_installed() -> bool:
 
 
 def citus_build(source: Path, build_dir: Path, *, say=print) -> None:
-    """Configure, compile (at low priority: ~10 minutes on two cores) and install Citus from `source` (a
-    `git archive` of a release) into the embedded installation. The archive is read in place and unpacked under
-    `build_dir`; a build dir already unpacked and compiled is reused, so a second call only installs."""
+    """Configure, compile (at low priority: 1.5 minutes on two idle cores, about 10 on busy ones) and install Citus
+    from `source` (a `git archive` of a release) into the embedded installation. The archive is read in place and
+    unpacked under `build_dir`; a build dir already unpacked and compiled is reused, so a second call only installs."""
     if not source.exists():
         raise ClusterError(f"no Citus source at {source} (give --source)")
     build_dir.mkdir(parents=True, exist_ok=True)
@@ -104,7 +104,7 @@ def citus_build(source: Path, build_dir: Path, *, say=print) -> None:
     cflags = _run([pg_config, "--cflags"]).strip()
     for flag in UNKNOWN_CFLAGS:
         cflags = cflags.replace(flag, "")
-    say(f"compiling Citus at low priority ({log}; about 10 minutes on two busy cores the first time)")
+    say(f"compiling Citus at low priority ({log}; 1.5-10 minutes the first time)")
     _run(["nice", "-n", "10", "make", f"-j{min(os.cpu_count() or 1, 2)}", f"CFLAGS={cflags}"], cwd=tree, log=log)
     _run(["make", "install"], cwd=tree, log=log)
     if not citus_installed():

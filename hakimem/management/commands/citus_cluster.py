@@ -18,7 +18,8 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("action", choices=["start", "stop", "status", "url"])
-        parser.add_argument("--dir", type=Path, default=Path(os.environ.get("HAKI_CITUS_DIR") or settings.VAR_DIR / "citus"),
+        parser.add_argument("--dir", type=Path,
+                            default=Path(os.environ.get("HAKI_CITUS_DIR") or settings.VAR_DIR / "citus"),
                             help="the nodes' data folders (default var/citus, or HAKI_CITUS_DIR)")
         parser.add_argument("--port", type=int, default=int(os.environ.get("HAKI_CITUS_PORT") or citus.DEFAULT_PORT),
                             help="the coordinator's port; the workers take the next ones")
