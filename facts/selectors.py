@@ -160,28 +160,31 @@ def fact_get(*, project_id: str, fact_id) -> Fact | None:
 
 # The ids of a fact's version chain in one round trip, however long it is: earlier versions walked back through
 # superseded_by (the first recorded predecessor at each step: resolving a conflict supersedes several facts by
-# one), later ones forward. CYCLE ends a walk that comes back on itself.
+# one), later ones forward. A walk ends before a fact it has visited (the path), where CYCLE would: Citus sends a
+# CYCLE clause to the workers in a form they refuse ("column reference is ambiguous").
 # -- uses: the superseded_by foreign-key index backwards, facts_fact_pkey forwards
 # Every step names the fact's project (versions never cross one, facts 0012): Citus refuses a recursive CTE with no
 # filter on the distribution column, and with it runs the whole statement on the project's shard.
 FACT_CHAIN_SQL = """
-WITH RECURSIVE earlier (id) AS (
-    SELECT %s::uuid
+WITH RECURSIVE earlier (id, path) AS (
+    SELECT %s::uuid, ARRAY[]::uuid[]
     UNION ALL
-    SELECT p.id
+    SELECT p.id, e.path || e.id
       FROM earlier e
      CROSS JOIN LATERAL (SELECT f.id FROM facts_fact f WHERE f.project_id = %s AND f.superseded_by_id = e.id
                           ORDER BY f.recorded_from LIMIT 1) p
-) CYCLE id SET looped USING path,
-later (id, superseded_by_id) AS (
-    SELECT f.id, f.superseded_by_id FROM facts_fact f WHERE f.project_id = %s AND f.id = %s
+     WHERE p.id <> ALL(e.path || e.id)
+),
+later (id, superseded_by_id, path) AS (
+    SELECT f.id, f.superseded_by_id, ARRAY[]::uuid[] FROM facts_fact f WHERE f.project_id = %s AND f.id = %s
     UNION ALL
-    SELECT f.id, f.superseded_by_id FROM later l JOIN facts_fact f
+    SELECT f.id, f.superseded_by_id, l.path || l.id FROM later l JOIN facts_fact f
         ON f.project_id = %s AND f.id = l.superseded_by_id
-) CYCLE id SET looped USING path
-SELECT id FROM earlier WHERE NOT looped
+     WHERE f.id <> ALL(l.path || l.id)
+)
+SELECT id FROM earlier
 UNION
-SELECT id FROM later WHERE NOT looped
+SELECT id FROM later
 """
 
 
