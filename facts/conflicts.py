@@ -195,7 +195,8 @@ def conflict_resolve(
         raise ServiceValidationError([{"index": None, "field": "keep", "message": "give exactly one of keep, dismiss, retract_all"}])
     with transaction.atomic():
         lock_scopes([(conflict_set.project_id, conflict_set.subject_id)])
-        conflict_set = ConflictSet.objects.select_for_update().get(id=conflict_set.id)
+        conflict_set = ConflictSet.objects.select_for_update().get(id=conflict_set.id,
+                                                                    project_id=conflict_set.project_id)
         if conflict_set.status != ConflictStatus.OPEN:
             raise ConflictNotOpen(f"conflict set is {conflict_set.status}")
         now = timezone.now()

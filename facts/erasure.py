@@ -51,9 +51,11 @@ def facts_erase(*, project_id: str, subject_id: str | None) -> dict[str, int]:
         ("scope_writes", "DELETE FROM facts_scopewrite w WHERE " + erase_condition(subject_id, "w") + " AND w.subject_id <> ''"),
     ]
     with connection.cursor() as cursor:
-        cursor.execute(_ADMIN_LOG_ERASE_SQL.format(
+        cursor.execute(_ADMIN_LOG_ENTRIES_SQL.format(
             " UNION ALL ".join(f"SELECT %({ct})s::integer, {alias}.id::text FROM {table} {alias} WHERE "
                                + erase_condition(subject_id, alias) for ct, table, alias in _LOGGED_TABLES)), params)
+        content_types, object_ids = cursor.fetchone()
+        cursor.execute("SELECT hakimem_admin_log_erase(%s, %s)", [content_types, object_ids])
         counts["admin_log_entries"] = cursor.fetchone()[0]
         for name, statement in statements:
             cursor.execute(statement, params)
@@ -110,9 +112,10 @@ def category_facts_erase(*, project_id: str, subject_id: str, fact_ids: list) ->
 
 
 # The admin's log cannot be read by the API role: hakimem_admin_log_erase (facts/migrations/0018) deletes the
-# entries about the rows the statement names, which the caller's row security lets it see.
-_ADMIN_LOG_ERASE_SQL = "SELECT hakimem_admin_log_erase(coalesce(array_agg(e.ct), '{{}}'), coalesce(array_agg(e.id), '{{}}'))" \
-                       " FROM ({}) AS e(ct, id)"
+# entries about the rows the statement names, which the caller's row security lets it see. The rows are gathered by
+# a statement of their own: on Citus a statement on one project's shards runs whole on its worker, where the function
+# would not find the coordinator's local table.
+_ADMIN_LOG_ENTRIES_SQL = "SELECT coalesce(array_agg(e.ct), '{{}}'), coalesce(array_agg(e.id), '{{}}') FROM ({}) AS e(ct, id)"
 _LOGGED_TABLES = [("ct_fact", "facts_fact", "f"), ("ct_conflict_set", "facts_conflictset", "c"),
                   ("ct_event", "facts_event", "e"), ("ct_identity_block", "facts_identityblock", "b"),
                   ("ct_procedure", "facts_procedure", "x")]

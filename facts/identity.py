@@ -52,7 +52,7 @@ def identity_block_update(*, block: IdentityBlock, changes: dict) -> IdentityBlo
     erased) meanwhile."""
     with transaction.atomic():
         lock_scopes([(block.project_id, block.subject_id)])
-        block = IdentityBlock.objects.select_for_update().get(id=block.id)
+        block = IdentityBlock.objects.select_for_update().get(id=block.id, project_id=block.project_id)
         if "name" in changes and changes["name"] != block.name:
             _check_identity_name(project_id=block.project_id, subject_id=block.subject_id, name=changes["name"],
                                  exclude_id=block.id)

@@ -40,7 +40,8 @@ def procedure_update(*, procedure: Procedure, changes: dict) -> Procedure:
         vector = get_embedder().embed([procedure_embedding_text(title, text)])[0]
     with transaction.atomic():
         lock_scopes([(procedure.project_id, procedure.subject_id)])
-        procedure = Procedure.objects.select_for_update().defer("search_vector").get(id=procedure.id)
+        procedure = (Procedure.objects.select_for_update().defer("search_vector")
+                     .get(id=procedure.id, project_id=procedure.project_id))
         if procedure.status != ProcedureStatus.ACTIVE:
             raise ProcedureNotActive(f"the procedure is {procedure.status}")
         before = (procedure.title, procedure.text)
@@ -62,7 +63,8 @@ def procedure_retract(*, procedure: Procedure) -> Procedure:
     is harmless; Procedure.DoesNotExist when its scope was erased meanwhile."""
     with transaction.atomic():
         lock_scopes([(procedure.project_id, procedure.subject_id)])
-        procedure = Procedure.objects.select_for_update().defer("search_vector").get(id=procedure.id)
+        procedure = (Procedure.objects.select_for_update().defer("search_vector")
+                     .get(id=procedure.id, project_id=procedure.project_id))
         if procedure.status != ProcedureStatus.RETRACTED:
             procedure.status = ProcedureStatus.RETRACTED
             procedure.save(update_fields=["status", "updated_at"])

@@ -74,10 +74,11 @@ def consented_categories(scopes) -> dict[tuple[str, str], set[str]]:
     return found
 
 
-# On every context call: one round trip, and none of the consents' rows unless the project requires consent.
+# On every context call: one round trip, and none of the consents' rows unless the project requires consent. The
+# subquery names the project itself: Citus sends a correlated subquery on `p.project_id` to every shard.
 _CONSENT_GATE_SQL = """
 SELECT ARRAY(SELECT c.category FROM facts_consent c
-              WHERE c.project_id = p.project_id AND c.subject_id = %(s)s AND c.revoked_at IS NULL)
+              WHERE c.project_id = %(p)s AND c.subject_id = %(s)s AND c.revoked_at IS NULL)
   FROM facts_project p
  WHERE p.project_id = %(p)s AND p.consent_required"""
 
@@ -159,31 +160,40 @@ def fact_get(*, project_id: str, fact_id) -> Fact | None:
 
 # The ids of a fact's version chain in one round trip, however long it is: earlier versions walked back through
 # superseded_by (the first recorded predecessor at each step: resolving a conflict supersedes several facts by
-# one), later ones forward. CYCLE ends a walk that comes back on itself.
+# one), later ones forward. A walk ends before a fact it has visited (the path), where CYCLE would: Citus sends a
+# CYCLE clause to the workers in a form they refuse ("column reference is ambiguous").
 # -- uses: the superseded_by foreign-key index backwards, facts_fact_pkey forwards
+# Every step names the fact's project (versions never cross one, facts 0012): Citus refuses a recursive CTE with no
+# filter on the distribution column, and with it runs the whole statement on the project's shard.
 FACT_CHAIN_SQL = """
-WITH RECURSIVE earlier (id) AS (
-    SELECT %s::uuid
+WITH RECURSIVE earlier (id, path) AS (
+    SELECT %s::uuid, ARRAY[]::uuid[]
     UNION ALL
-    SELECT p.id
+    SELECT p.id, e.path || e.id
       FROM earlier e
-     CROSS JOIN LATERAL (SELECT f.id FROM facts_fact f WHERE f.superseded_by_id = e.id
+     CROSS JOIN LATERAL (SELECT f.id FROM facts_fact f WHERE f.project_id = %s AND f.superseded_by_id = e.id
                           ORDER BY f.recorded_from LIMIT 1) p
-) CYCLE id SET looped USING path,
-later (id, superseded_by_id) AS (
-    SELECT f.id, f.superseded_by_id FROM facts_fact f WHERE f.id = %s
+     WHERE p.id <> ALL(e.path || e.id)
+),
+later (id, superseded_by_id, path) AS (
+    SELECT f.id, f.superseded_by_id, ARRAY[]::uuid[] FROM facts_fact f WHERE f.project_id = %s AND f.id = %s
     UNION ALL
-    SELECT f.id, f.superseded_by_id FROM later l JOIN facts_fact f ON f.id = l.superseded_by_id
-) CYCLE id SET looped USING path
-SELECT id FROM earlier WHERE NOT looped
+    SELECT f.id, f.superseded_by_id, l.path || l.id FROM later l JOIN facts_fact f
+        ON f.project_id = %s AND f.id = l.superseded_by_id
+     WHERE f.id <> ALL(l.path || l.id)
+)
+SELECT id FROM earlier
 UNION
-SELECT id FROM later WHERE NOT looped
+SELECT id FROM later
 """
 
 
 def fact_history(*, fact: Fact) -> list[Fact]:
     """The whole version chain the fact belongs to, oldest first, read in one query."""
-    versions = Fact.objects.filter(id__in=RawSQL(FACT_CHAIN_SQL, [fact.id, fact.id])).defer("embedding", "search_vector")
+    versions = (Fact.objects.filter(project_id=fact.project_id,
+                                    id__in=RawSQL(FACT_CHAIN_SQL, [fact.id, fact.project_id, fact.project_id, fact.id,
+                                                                  fact.project_id]))
+                .defer("embedding", "search_vector"))
     by_id = {version.id: version for version in versions}
     previous_of: dict = {}  # fact id -> its first recorded predecessor in the chain
     for version in sorted(by_id.values(), key=lambda v: v.recorded_from, reverse=True):
@@ -257,13 +267,14 @@ def conflict_members(*, conflict_set: ConflictSet) -> list[dict]:
         SELECT f.id, f.text, f.category, f.status, f.recorded_from, f.valid_from, f.valid_to,
                f.source_event_id, m.kept, m.added_at,
                (SELECT coalesce(jsonb_object_agg(o.id::text, round((1 - (f.embedding <=> o.embedding))::numeric, 4)), '{}')
-                  FROM facts_conflictmember om JOIN facts_fact o ON o.id = om.fact_id
-                 WHERE om.conflict_set_id = m.conflict_set_id AND o.id <> f.id) AS similarities
-          FROM facts_conflictmember m JOIN facts_fact f ON f.id = m.fact_id
-         WHERE m.conflict_set_id = %(set_id)s
+                  FROM facts_conflictmember om JOIN facts_fact o ON o.id = om.fact_id AND o.project_id = om.project_id
+                 WHERE om.project_id = %(project_id)s AND om.conflict_set_id = m.conflict_set_id AND o.id <> f.id)
+               AS similarities
+          FROM facts_conflictmember m JOIN facts_fact f ON f.id = m.fact_id AND f.project_id = m.project_id
+         WHERE m.project_id = %(project_id)s AND m.conflict_set_id = %(set_id)s
          ORDER BY f.recorded_from DESC, f.id
         """,
-        {"set_id": conflict_set.id},
+        {"set_id": conflict_set.id, "project_id": conflict_set.project_id},
         json_columns=["similarities"],
     )
     for row in rows:
@@ -282,7 +293,7 @@ def fact_neighbours(*, project_id: str, subject_id: str, vectors: list, exclude_
         return []
     with connection.cursor() as cursor:
         cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-        cursor.execute("SELECT set_config('hnsw.ef_search', %s, true)", [str(NEIGHBOURS_EF_SEARCH)])  # SET LOCAL
+        cursor.execute("SET LOCAL hnsw.ef_search = %s", [NEIGHBOURS_EF_SEARCH])  # a statement: Citus passes it on
         cursor.execute(
             """
             SELECT q.idx, n.id, n.text, n.similarity
@@ -394,7 +405,7 @@ def fact_near_duplicates(*, project_id: str, subject_id: str, recorded_since: da
     pairs: dict[tuple, float] = {}
     with connection.cursor() as cursor:
         cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-        cursor.execute("SELECT set_config('hnsw.ef_search', %s, true)", [str(NEIGHBOURS_EF_SEARCH)])  # SET LOCAL
+        cursor.execute("SET LOCAL hnsw.ef_search = %s", [NEIGHBOURS_EF_SEARCH])  # a statement: Citus passes it on
         while True:
             cursor.execute(NEAR_DUPLICATES_SQL, {
                 "project_id": project_id, "subject_id": subject_id, "after_at": after[0], "after_id": after[1],

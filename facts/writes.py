@@ -380,7 +380,7 @@ def fact_update(*, fact: Fact, changes: dict, actor: str) -> FactWriteResult:
     if new_text is None or text_hash(new_text) == fact.text_hash:
         with transaction.atomic():
             lock_scopes([(fact.project_id, fact.subject_id)])
-            fact = Fact.objects.select_for_update().get(id=fact.id)
+            fact = Fact.objects.select_for_update().get(id=fact.id, project_id=fact.project_id)
             if fact.status != FactStatus.ACTIVE:
                 raise ServiceValidationError([{"index": None, "field": "status", "message": f"the fact is {fact.status}"}])
             if "category" in changes:
@@ -408,7 +408,7 @@ def fact_update(*, fact: Fact, changes: dict, actor: str) -> FactWriteResult:
     vector = get_embedder().embed([new_text])
     with transaction.atomic():
         lock_scopes([(fact.project_id, fact.subject_id)])
-        old = Fact.objects.select_for_update().get(id=fact.id)
+        old = Fact.objects.select_for_update().get(id=fact.id, project_id=fact.project_id)
         if old.status != FactStatus.ACTIVE:
             raise ServiceValidationError([{"index": None, "field": "status", "message": f"the fact is {old.status}"}])
         result = _store_facts([item], vector, actor=actor, exclude_ids=[old.id])[0]
@@ -425,7 +425,7 @@ def fact_retract(*, fact: Fact) -> Fact:
     it, or finds the fact gone."""
     with transaction.atomic():
         lock_scopes([(fact.project_id, fact.subject_id)])
-        fact = Fact.objects.select_for_update().get(id=fact.id)
+        fact = Fact.objects.select_for_update().get(id=fact.id, project_id=fact.project_id)
         if fact.status != FactStatus.RETRACTED:
             fact.status = FactStatus.RETRACTED
             fact.recorded_to = fact.recorded_to or timezone.now()

@@ -4,8 +4,9 @@ tests/hakimem/test_distribution.py reads the catalog and fails on a table no lis
 a distributed table must follow (project_id in its primary key and in every unique index, foreign keys between
 distributed tables that hold project_id on both sides).
 
-Nothing here runs at request time: these are the operator's and the tests' lists, and distribute_sql() writes the
-statements an operator runs on a Citus coordinator holding a restored database.
+Nothing here runs at request time: these are the operator's and the tests' lists; distribute_sql() and
+database_settings_sql() write the statements `manage.py citus_distribute` runs on a Citus coordinator holding a
+migrated or restored database.
 """
 from __future__ import annotations
 
@@ -91,8 +92,8 @@ SCOPE_WRITE_TRIGGERS = tuple(
 
 
 def distribute_sql() -> list[str]:
-    """The statements that distribute a restored database on a Citus coordinator, in order. Not run by any test
-    against Citus (there is none here): docs/scaling.md says what was and was not verified."""
+    """The statements that distribute a migrated or restored database on a Citus coordinator, in order
+    (`manage.py citus_distribute`; run on a cluster by tests/citus/)."""
     anchor = DISTRIBUTED[0]
     statements = [f"DROP TRIGGER {trigger} ON {t}" for t, trigger in SCOPE_WRITE_TRIGGERS]
     statements += [f"ALTER TABLE {t} DROP CONSTRAINT {name}" for t, name, _, _ in COMPOSITE_FOREIGN_KEYS]
@@ -106,3 +107,23 @@ def distribute_sql() -> list[str]:
         for t, name, column, target in COMPOSITE_FOREIGN_KEYS
     ]
     return statements
+
+
+# Set on the database (ALTER DATABASE ... SET), so that every connection the coordinator opens to a worker has them:
+# a session's SET and set_config() stay on the coordinator, and only SET LOCAL is passed on, with
+# citus.propagate_set_commands = 'local' (which the request's project needs: hakimem/rowsecurity.py). The hnsw values
+# are those the retrieval path sets per session (context/retrieval.py; tests/citus checks they agree).
+DATABASE_SETTINGS = {
+    "citus.propagate_set_commands": "local",
+    # The statements that give a row's id without its project (the admin's pages, the ORM's joins by id: docs/scaling.md
+    # lists them) join shards of two tables on a column other than project_id: refused unless repartitioned.
+    "citus.enable_repartition_joins": "on",
+    "hnsw.iterative_scan": "relaxed_order",
+    "hnsw.ef_search": "256",
+    "hnsw.max_scan_tuples": "20000",
+}
+
+
+def database_settings_sql(database: str) -> list[str]:
+    """ALTER DATABASE statements for DATABASE_SETTINGS (Citus propagates them to the workers' databases)."""
+    return [f'ALTER DATABASE "{database}" SET {name} = \'{value}\'' for name, value in DATABASE_SETTINGS.items()]

@@ -12,7 +12,7 @@ its whole transaction, so a query that forgets its `project_id` filter still see
   projects a staff user is limited to (StaffProjectAccess). Who may open which page stays the views' business.
 
 Both are NOLOGIN, NOSUPERUSER, NOBYPASSRLS roles the connecting user switches to with
-`set_config('role', ..., true)`: transaction-local, like the project, so a pooled connection goes back to the
+`set_config('role', ..., true)`: transaction-local, like the project (SET LOCAL), so a pooled connection goes back to the
 pool as the connecting user with nothing set, and no value reaches the next request. The web server connects as
 the application's login role (docs/isolation.md), itself bound by the API role's policies and rights: leaving
 the role (RESET ROLE) gains a request nothing. Superusers and table owners bypass row security (the tables are
@@ -32,6 +32,11 @@ API_ROLE = "hakimem_api"
 STAFF_ROLE = "hakimem_staff"
 PROJECT_SETTING = "hakimem.project_id"
 ALL_PROJECTS = "*"
+# The project is set by a SET LOCAL statement, not set_config(): on a Citus cluster the coordinator passes a SET
+# LOCAL on to the workers that run the statement on the shards (citus.propagate_set_commands = 'local'), where the
+# policies are checked; a set_config() stays on the coordinator and the workers' shards would show nothing. The
+# value is bound client-side (Django's psycopg cursor), so it arrives as a quoted literal.
+PROJECT_SET_SQL = f"SET LOCAL {PROJECT_SETTING} = %s"
 
 # Requests that touch no project's rows keep the plain connection (and no transaction): the probes must
 # answer while the database does not, static files and the API's description (/v1/schema, /docs) never
@@ -118,9 +123,9 @@ def scope_enter(role: str, projects: str = "") -> tuple[str, str]:
     with connection.cursor() as cursor:
         # The select list is evaluated left to right: the values before, then the new ones.
         cursor.execute("SELECT current_setting('role'), coalesce(current_setting(%s, true), ''),"
-                       " set_config('role', %s, true), set_config(%s, %s, true)",
-                       [PROJECT_SETTING, role, PROJECT_SETTING, projects])
-        before_role, before_projects, _, _ = cursor.fetchone()
+                       f" set_config('role', %s, true); {PROJECT_SET_SQL}",
+                       [PROJECT_SETTING, role, projects])
+        before_role, before_projects, _ = cursor.fetchone()
     return before_role, before_projects
 
 
@@ -248,5 +253,5 @@ class StaffScopeMiddleware:
             projects = _signed_in_projects(request)
             if projects:
                 with connection.cursor() as cursor:
-                    cursor.execute("SELECT set_config(%s, %s, true)", [PROJECT_SETTING, projects])
+                    cursor.execute(PROJECT_SET_SQL, [projects])
         return self.get_response(request)

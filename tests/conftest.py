@@ -1,5 +1,7 @@
 import os
+from pathlib import Path
 
+import psycopg
 import pytest
 from django.db import connection
 from django.contrib.auth.models import Group, User
@@ -23,6 +25,51 @@ REQUEST_OVERHEAD_QUERIES = 5
 # pending lock: in a test, the lock, its savepoint, the role and project, them put back, the release, the unlock.
 # Outside a test's transaction: 3 (the lock, the role, the unlock).
 TRACE_TRANSACTION_QUERIES = 6
+
+
+# --- a Citus cluster (docs/scaling.md) ----------------------------------------------------------------------------
+
+def _names_a_citus_coordinator(url: str | None) -> bool:
+    if not url:
+        return False
+    try:
+        with psycopg.connect(url, connect_timeout=3) as conn:
+            return conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'citus'").fetchone() is not None
+    except psycopg.Error:
+        return False
+
+
+ON_CITUS = _names_a_citus_coordinator(os.environ.get("DATABASE_URL"))
+CITUS_TESTS = Path(__file__).parent / "citus"
+CITUS_SKIP_REASON = ("needs a Citus cluster: `make citus` (or manage.py citus_cluster start, migrate, citus_distribute), "
+                     "then DATABASE_URL=<the URL it prints> pytest -m citus")
+
+if ON_CITUS:
+    @pytest.fixture(scope="session")
+    def django_db_setup():
+        """The cluster's own database, migrated and distributed by `make citus`, instead of a test database: one made
+        by CREATE DATABASE would exist on the coordinator alone, with no workers and no table distributed. Each test
+        still rolls back or flushes what it wrote."""
+
+
+def pytest_collection_modifyitems(config, items):
+    """The tests under tests/citus/ need the cluster; without it they are skipped and say how to give it.
+
+    On the cluster every database test commits (Django's TransactionTestCase, flushed after): Citus refuses a
+    transaction that reads a shard as the API role after the test's set-up wrote it as the owner ("cannot perform
+    query on placements that were modified in this transaction by a different user"). A request's own transaction
+    runs as one role from its first statement, so only the test's wrapping transaction meets it."""
+    if ON_CITUS:
+        for item in items:
+            marker = item.get_closest_marker("django_db")
+            if marker or "db" in getattr(item, "fixturenames", ()):
+                kwargs = {**(marker.kwargs if marker else {}), "transaction": True}
+                item.add_marker(pytest.mark.django_db(**kwargs), append=False)
+        return
+    skip = pytest.mark.skip(reason=CITUS_SKIP_REASON)
+    for item in items:
+        if CITUS_TESTS in Path(str(item.fspath)).parents:
+            item.add_marker(skip)
 
 
 @pytest.fixture(autouse=True)

@@ -122,7 +122,7 @@ WITH d AS MATERIALIZED (
        AND NOT EXISTS (SELECT FROM d WHERE d.item_type = 'identity' AND NOT EXISTS (
                            SELECT FROM {identity_block} b WHERE b.id = d.item_id AND b.project_id = %(project_id)s))
     RETURNING id, project_id
-)""" + _ACCESS_UPSERT_SQL + """
+)""" + _ACCESS_UPSERT_SQL + """, written AS (
 INSERT INTO traces_decision (trace_id, project_id, item_type, fact_id, event_id, procedure_id, identity_block_id,
                              decision, reason_code, rank, score, similarity, cosine_distance, text_rank, recency,
                              tokens, entity, tier, superseded_by)
@@ -132,6 +132,9 @@ SELECT t.id, t.project_id, d.item_type, CASE WHEN d.item_type = 'fact' THEN d.it
        d.rank, d.score, d.similarity, d.cosine_distance, d.text_rank, d.recency, d.tokens, d.entity, d.tier,
        d.superseded_by
   FROM t, d
+RETURNING 1
+)
+SELECT count(*) FROM written
 """,
     fact=Fact,
     event=Event,
@@ -193,7 +196,7 @@ def trace_record(*, trace: dict, decisions: list[DecisionRow]) -> uuid.UUID:
     with connection.cursor() as cursor:
         cursor.execute(TRACE_INSERT_SQL, params)
         cursor.nextset()  # the INSERT's result, after the lock's
-        written = cursor.rowcount
+        written = cursor.fetchone()[0]
     if decisions and not written:
         logger.warning("trace %s not written: its scope was erased while the context call ran", trace_id)
     if trace.get("replay_of"):  # a replay is not a context call of the application: no metric, no log line

@@ -4,7 +4,7 @@ import pytest
 from django.db import connection
 
 from hakimem.distribution import (COMPOSITE_FOREIGN_KEYS, DISTRIBUTED, DISTRIBUTION_COLUMN, LOCAL, REFERENCE,
-                                  SCOPE_WRITE_TRIGGERS, distribute_sql)
+                                  DATABASE_SETTINGS, SCOPE_WRITE_TRIGGERS, database_settings_sql, distribute_sql)
 
 pytestmark = pytest.mark.django_db
 
@@ -134,3 +134,12 @@ def test_the_distribution_script_drops_every_trigger_of_a_distributed_table():
          WHERE NOT t.tgisinternal AND c.relname = ANY(ARRAY{list(DISTRIBUTED)})"""))
     assert found == set(SCOPE_WRITE_TRIGGERS)
     assert {f"DROP TRIGGER {trigger} ON {table}" for table, trigger in found} <= set(distribute_sql())
+
+
+def test_the_cluster_databases_hnsw_settings_are_the_retrieval_paths():
+    # On Citus the retrieval path's session settings stay on the coordinator: the database's must be the same values
+    from context.retrieval import HNSW_EF_SEARCH, HNSW_MAX_SCAN_TUPLES
+
+    assert DATABASE_SETTINGS["hnsw.ef_search"] == str(HNSW_EF_SEARCH)
+    assert DATABASE_SETTINGS["hnsw.max_scan_tuples"] == str(HNSW_MAX_SCAN_TUPLES)
+    assert all(s.startswith('ALTER DATABASE "hakimem" SET ') for s in database_settings_sql("hakimem"))
