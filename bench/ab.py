@@ -22,6 +22,7 @@ The floor (issue 31) is printed once at the top: embedding one question in this 
 the last scope, the ratios use the one measured before (printed beside the second at the end).
 Both servers run on the machine's cores beside this client: the figures include its cost, the same for both.
 """
+
 from __future__ import annotations
 
 import os
@@ -32,9 +33,24 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.over_http import (FLOOR_SAMPLES, INGEST_PROJECT, WARM_UP_CALLS_PER_WORKER, Server, _percentiles, _scopes, fig,
-                              floor_line, floor_measure, floor_questions, floor_targets, request, server_environment,
-                              settle, target_line, to_floor)
+from bench.over_http import (
+    FLOOR_SAMPLES,
+    INGEST_PROJECT,
+    WARM_UP_CALLS_PER_WORKER,
+    Server,
+    _percentiles,
+    _scopes,
+    fig,
+    floor_line,
+    floor_measure,
+    floor_questions,
+    floor_targets,
+    request,
+    server_environment,
+    settle,
+    target_line,
+    to_floor,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -53,8 +69,19 @@ def _call(server: Server, key: str, project: str, subject: str, query: str) -> f
     return (time.perf_counter() - started) * 1000 if status == 200 else None
 
 
-def compare(servers: dict[str, Server], keys: dict[str, str], *, total: int, seed: int, queries: int, think_ms: float,
-            scopes: set[str] | None, ingested: int, floor_ms: float, sent: set[str]) -> dict:
+def compare(
+    servers: dict[str, Server],
+    keys: dict[str, str],
+    *,
+    total: int,
+    seed: int,
+    queries: int,
+    think_ms: float,
+    scopes: set[str] | None,
+    ingested: int,
+    floor_ms: float,
+    sent: set[str],
+) -> dict:
     """Per scope, each server's figures (and their multiples of `floor_ms`); `sent`: texts never to send, filled."""
     from bench import dataset
 
@@ -64,11 +91,15 @@ def compare(servers: dict[str, Server], keys: dict[str, str], *, total: int, see
         if scopes and label not in scopes:
             continue
         key = keys[project]
-        pool = [q for q in dataset.generate_queries(10_000, query_seed + 1000,
-                                                       subject_id="big" if project == INGEST_PROJECT else subject)
-                if q not in sent]
+        pool = [
+            q
+            for q in dataset.generate_queries(
+                10_000, query_seed + 1000, subject_id="big" if project == INGEST_PROJECT else subject
+            )
+            if q not in sent
+        ]
         warm = WARM_UP_CALLS_PER_WORKER * 3
-        texts = pool[:warm + queries]
+        texts = pool[: warm + queries]
         sent.update(texts)
         latencies: dict[str, list[float]] = {name: [] for name in servers}
         errors = {name: 0 for name in servers}
@@ -84,23 +115,46 @@ def compare(servers: dict[str, Server], keys: dict[str, str], *, total: int, see
                         latencies[name].append(ms)
                 if think_ms:
                     time.sleep(think_ms / 1000)
-        result = {"facts": facts, "project": project, "subject": subject, "calls": queries, "errors": errors,
-                  **{name: _percentiles(values) for name, values in latencies.items()}}
+        result = {
+            "facts": facts,
+            "project": project,
+            "subject": subject,
+            "calls": queries,
+            "errors": errors,
+            **{name: _percentiles(values) for name, values in latencies.items()},
+        }
         base, new = result["baseline"], result["checkout"]
-        result["ratio"] = {pct: round(new[pct] / base[pct], 3) for pct in ("p50", "p95", "p99")
-                           if base.get(pct) and new.get(pct)}
+        result["ratio"] = {
+            pct: round(new[pct] / base[pct], 3) for pct in ("p50", "p95", "p99") if base.get(pct) and new.get(pct)
+        }
         result["x_floor"] = {name: to_floor(result[name], floor_ms) for name in servers}
         report[label] = result
-        figures = {name: " ".join(fig(result[name], pct, floor_ms) for pct in ("p50", "p95", "p99")) for name in servers}
-        print(f"{label:>7} {facts:>7} | baseline {figures['baseline']} | checkout {figures['checkout']} | checkout / "
-              f"baseline p50 {result['ratio'].get('p50')} p95 {result['ratio'].get('p95')} | errors {errors} | load "
-              f"{os.getloadavg()[0]:.2f}", file=sys.stderr, flush=True)
+        figures = {
+            name: " ".join(fig(result[name], pct, floor_ms) for pct in ("p50", "p95", "p99")) for name in servers
+        }
+        print(
+            f"{label:>7} {facts:>7} | baseline {figures['baseline']} | checkout {figures['checkout']} | checkout / "
+            f"baseline p50 {result['ratio'].get('p50')} p95 {result['ratio'].get('p95')} | errors {errors} | load "
+            f"{os.getloadavg()[0]:.2f}",
+            file=sys.stderr,
+            flush=True,
+        )
     return report
 
 
-def run(*, baseline: str, total: int, embedder: str, queries: int, think_ms: float, scopes: set[str] | None = None,
-        seed: int = 7, cache_dir: Path = ROOT / "var" / "bench-cache", server_env: dict | None = None,
-        log: Path | None = None) -> dict:
+def run(
+    *,
+    baseline: str,
+    total: int,
+    embedder: str,
+    queries: int,
+    think_ms: float,
+    scopes: set[str] | None = None,
+    seed: int = 7,
+    cache_dir: Path = ROOT / "var" / "bench-cache",
+    server_env: dict | None = None,
+    log: Path | None = None,
+) -> dict:
     """The comparison on the configured database (bench_http's dataset loaded into it if missing); its report."""
     from django.conf import settings
     from django.db import connection
@@ -114,12 +168,18 @@ def run(*, baseline: str, total: int, embedder: str, queries: int, think_ms: flo
     with connection.cursor() as cursor:
         cursor.execute("SELECT count(*) FROM facts_fact WHERE project_id = %s AND status = 'active'", [INGEST_PROJECT])
         ingested = cursor.fetchone()[0]
-    keys = {dataset.PROJECT: api_key_create(project_id=dataset.PROJECT, label="bench_ab")[1],
-            INGEST_PROJECT: api_key_create(project_id=INGEST_PROJECT, label="bench_ab")[1]}
-    report = {"baseline": _git("rev-parse", baseline),
-              "checkout": _git("rev-parse", "HEAD") + ("+changes" if _git("status", "--porcelain", "--untracked-files=no")
-                                                      else ""),
-              "embedder": embedder, "think_ms": think_ms, "cores": os.cpu_count()}
+    keys = {
+        dataset.PROJECT: api_key_create(project_id=dataset.PROJECT, label="bench_ab")[1],
+        INGEST_PROJECT: api_key_create(project_id=INGEST_PROJECT, label="bench_ab")[1],
+    }
+    report = {
+        "baseline": _git("rev-parse", baseline),
+        "checkout": _git("rev-parse", "HEAD")
+        + ("+changes" if _git("status", "--porcelain", "--untracked-files=no") else ""),
+        "embedder": embedder,
+        "think_ms": think_ms,
+        "cores": os.cpu_count(),
+    }
     # Both servers read the statistics of settled tables (which statement a call takes depends on them), and share
     # this checkout's exported model.
     report["settle"] = settle()
@@ -134,21 +194,38 @@ def run(*, baseline: str, total: int, embedder: str, queries: int, think_ms: flo
             floor_texts = floor_questions(FLOOR_SAMPLES, seed, sent)
             sent.update(floor_texts)
             floor = floor_measure(urls, floor_texts)
-            report["floor"] = {"floor_ms": floor["floor_ms"], "used": "measured before the context calls",
-                               "before": floor}
+            report["floor"] = {
+                "floor_ms": floor["floor_ms"],
+                "used": "measured before the context calls",
+                "before": floor,
+            }
             print(floor_line(floor), file=sys.stderr, flush=True)
-            report["scopes"] = compare({"baseline": base, "checkout": new}, keys, total=total, seed=seed,
-                                       queries=queries, think_ms=think_ms, scopes=scopes, ingested=ingested,
-                                       floor_ms=floor["floor_ms"], sent=sent)
+            report["scopes"] = compare(
+                {"baseline": base, "checkout": new},
+                keys,
+                total=total,
+                seed=seed,
+                queries=queries,
+                think_ms=think_ms,
+                scopes=scopes,
+                ingested=ingested,
+                floor_ms=floor["floor_ms"],
+                sent=sent,
+            )
             report["floor"]["after"] = floor_measure(urls, floor_questions(FLOOR_SAMPLES, seed + 1, sent))
     finally:
         _git("worktree", "remove", "--force", str(tree))
     report["load_avg_1m_at_end"] = round(os.getloadavg()[0], 2)
-    report["targets"] = {name: floor_targets({label: (s["facts"], s[name]) for label, s in report["scopes"].items()},
-                                             report["floor"]["floor_ms"], total)
-                         for name in ("baseline", "checkout")}
-    print(f"measured again after the context calls (not used for the ratios): {floor_line(report['floor']['after'])}",
-          file=sys.stderr)
+    report["targets"] = {
+        name: floor_targets(
+            {label: (s["facts"], s[name]) for label, s in report["scopes"].items()}, report["floor"]["floor_ms"], total
+        )
+        for name in ("baseline", "checkout")
+    }
+    print(
+        f"measured again after the context calls (not used for the ratios): {floor_line(report['floor']['after'])}",
+        file=sys.stderr,
+    )
     print("issue 31's targets, as multiples of the floor measured before the calls:", file=sys.stderr)
     for name, rows in report["targets"].items():
         for row in rows:

@@ -1,5 +1,6 @@
 """The baselines both quality harnesses (bench/recall.py, bench/locomo.py) rank the same items
 with: Okapi BM25, reciprocal-rank fusion, and greedy packing under a token budget. Plain numpy, no service."""
+
 from __future__ import annotations
 
 import math

@@ -10,6 +10,7 @@ Prints the time of fact_create_batch (embedding, classification, writes), the pa
 the classification alone.
 It needs Django set up before it is imported: its command line, scripts/bench_batch.py, does that first.
 """
+
 from __future__ import annotations
 
 import random
@@ -26,12 +27,14 @@ PROJECT = "batch-bench"
 
 def texts(n: int, chars: int) -> list[str]:
     rng = random.Random(7)
-    words = ("Alice went to the market in Paris and bought apples because she likes tea and coffee with her "
-             "friends on Monday mornings before work").split()
+    words = (
+        "Alice went to the market in Paris and bought apples because she likes tea and coffee with her "
+        "friends on Monday mornings before work"
+    ).split()
     base = []
     while sum(len(w) + 1 for w in base) < chars:
         base.append(rng.choice(words))
-    head, tail = " ".join(base[: len(base) // 2]), " ".join(base[len(base) // 2:])
+    head, tail = " ".join(base[: len(base) // 2]), " ".join(base[len(base) // 2 :])
     return [f"{head} {100 + i} {tail}" for i in range(n)]
 
 
@@ -46,6 +49,7 @@ def run(*, chars: int, sizes: str) -> None:
                 return function(*a, **k)
             finally:
                 spent[name] += time.perf_counter() - started
+
         return timed
 
     # _store_facts runs under the scopes' advisory lock (fact_create_batch embeds before taking it).
@@ -59,7 +63,10 @@ def run(*, chars: int, sizes: str) -> None:
         results = fact_create_batch(items=items, actor="bench")
         total = time.perf_counter() - started
         conflicts = sum(1 for r in results if r.conflict_set)
-        print(f"{size:4d} facts of {len(items[0].text)} chars: {total:7.2f} s, lock held {spent['locked']:7.2f} s"
-              f" (classification {spent['classify']:7.2f} s)"
-              f"  {conflicts} with a conflict set", flush=True)
+        print(
+            f"{size:4d} facts of {len(items[0].text)} chars: {total:7.2f} s, lock held {spent['locked']:7.2f} s"
+            f" (classification {spent['classify']:7.2f} s)"
+            f"  {conflicts} with a conflict set",
+            flush=True,
+        )
     project_erase(project_id=PROJECT)

@@ -16,6 +16,7 @@ Prints per call the wall time (p50, p95) of the whole detection and of its SQL a
 threshold and contradictions found. It erases its project at the end.
 It needs Django set up before it is imported: its command line, scripts/bench_contradictions.py, does that first.
 """
+
 from __future__ import annotations
 
 import json
@@ -40,19 +41,31 @@ from hakimem.embeddings import get_embedder
 ROOT = Path(__file__).resolve().parent.parent
 
 PROJECT = "bench-contradictions"
-CITIES = ("Nantes Bordeaux Lyon Lille Rennes Brest Nice Toulouse Dijon Metz Reims Tours Angers Caen Rouen Nancy Pau "
-          "Limoges Amiens Besançon Grenoble Avignon Nîmes Perpignan Orléans Poitiers Valence Annecy Vannes Lorient "
-          "Quimper Cherbourg").split()
+CITIES = (
+    "Nantes Bordeaux Lyon Lille Rennes Brest Nice Toulouse Dijon Metz Reims Tours Angers Caen Rouen Nancy Pau "
+    "Limoges Amiens Besançon Grenoble Avignon Nîmes Perpignan Orléans Poitiers Valence Annecy Vannes Lorient "
+    "Quimper Cherbourg"
+).split()
 
 
 def _store(subject: str, texts: list[str]) -> None:
     now = timezone.now()
     vectors = get_embedder().embed(texts)
-    Fact.objects.bulk_create([
-        Fact(project_id=PROJECT, subject_id=subject, text=t, text_hash=text_hash(t), embedding=v,
-             recorded_from=now - timezone.timedelta(seconds=i), last_confirmed_at=now)
-        for i, (t, v) in enumerate(zip(texts, vectors))
-    ], batch_size=500)
+    Fact.objects.bulk_create(
+        [
+            Fact(
+                project_id=PROJECT,
+                subject_id=subject,
+                text=t,
+                text_hash=text_hash(t),
+                embedding=v,
+                recorded_from=now - timezone.timedelta(seconds=i),
+                last_confirmed_at=now,
+            )
+            for i, (t, v) in enumerate(zip(texts, vectors))
+        ],
+        batch_size=500,
+    )
 
 
 def _measure(subject: str, calls: list[list], limit: int) -> dict:
@@ -63,14 +76,27 @@ def _measure(subject: str, calls: list[list], limit: int) -> dict:
         found.append(len(find_contradictions(project_id=PROJECT, subject_id=subject, candidates=candidates)))
         whole.append((time.perf_counter() - started) * 1000)
         started = time.perf_counter()
-        pairs.append(len(retrieval.similar_pairs(project_id=PROJECT, subject_id=subject,
-                                                 ids=[c.id for c in candidates[:limit]],
-                                                 min_similarity=settings.HAKI_CONFLICT_MIN_SIMILARITY)))
+        pairs.append(
+            len(
+                retrieval.similar_pairs(
+                    project_id=PROJECT,
+                    subject_id=subject,
+                    ids=[c.id for c in candidates[:limit]],
+                    min_similarity=settings.HAKI_CONFLICT_MIN_SIMILARITY,
+                )
+            )
+        )
         sql.append((time.perf_counter() - started) * 1000)
     p = lambda xs, q: sorted(xs)[min(len(xs) - 1, int(len(xs) * q))]  # noqa: E731
-    return {"p50": statistics.median(whole), "p95": p(whole, 0.95), "sql_p50": statistics.median(sql),
-            "sql_p95": p(sql, 0.95), "pairs": statistics.mean(pairs), "found": statistics.mean(found),
-            "candidates": statistics.mean(min(len(c), limit) for c in calls)}
+    return {
+        "p50": statistics.median(whole),
+        "p95": p(whole, 0.95),
+        "sql_p50": statistics.median(sql),
+        "sql_p95": p(sql, 0.95),
+        "pairs": statistics.mean(pairs),
+        "found": statistics.mean(found),
+        "candidates": statistics.mean(min(len(c), limit) for c in calls),
+    }
 
 
 def run(*, queries: int) -> None:
@@ -80,35 +106,50 @@ def run(*, queries: int) -> None:
     noise = [json.loads(line)["text"] for line in (ROOT / "eval" / "noise.jsonl").open()]
     texts = list(dict.fromkeys([f["text"] for s in scopes for f in s["facts"]] + noise))
     _store("realistic", texts)
-    locomo = Path(os.environ.get("HAKI_LOCOMO_DATA", ROOT.parent / "shared" / "data" / "locomo-dev" / "locomo-dev.json"))
+    locomo = Path(
+        os.environ.get("HAKI_LOCOMO_DATA", ROOT.parent / "shared" / "data" / "locomo-dev" / "locomo-dev.json")
+    )
     chat_questions = []
     if locomo.exists():
         sample = json.loads(locomo.read_text())[0]
         conversation = sample["conversation"]
-        turns = [f"{t['speaker']}: {t['text']}" for key, session in conversation.items()
-                 if key.startswith("session_") and isinstance(session, list) for t in session]
+        turns = [
+            f"{t['speaker']}: {t['text']}"
+            for key, session in conversation.items()
+            if key.startswith("session_") and isinstance(session, list)
+            for t in session
+        ]
         _store("chat", list(dict.fromkeys(turns)))
-        chat_questions = [q["question"] for q in sample["qa"]][: queries]
+        chat_questions = [q["question"] for q in sample["qa"]][:queries]
     _store("worst", [f"Paul lives in {city}{'' if n == 0 else f' {n}'}." for n in range(4) for city in CITIES][:128])
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE facts_fact")
-    questions = [q["text"] for s in scopes for q in s["questions"]][: queries]
+    questions = [q["text"] for s in scopes for q in s["questions"]][:queries]
     now = timezone.now()
     calls = {}
-    for subject, asked in (("realistic", questions), ("chat", chat_questions), ("worst", ["Where does Paul live?"] * 10)):
+    for subject, asked in (
+        ("realistic", questions),
+        ("chat", chat_questions),
+        ("worst", ["Where does Paul live?"] * 10),
+    ):
         if not asked:
             continue
         calls[subject] = []
         for query in asked:
-            lookup = retrieval.lookup_for(project_id=PROJECT, subject_id=subject, query=query, now=now,
-                                          cutoffs=volatility_cutoffs(now))
-            calls[subject].append(retrieval.fact_candidates(lookup, qvec=get_embedder().embed_query(query, project_id=PROJECT)))
+            lookup = retrieval.lookup_for(
+                project_id=PROJECT, subject_id=subject, query=query, now=now, cutoffs=volatility_cutoffs(now)
+            )
+            calls[subject].append(
+                retrieval.fact_candidates(lookup, qvec=get_embedder().embed_query(query, project_id=PROJECT))
+            )
     for subject in calls:
         _measure(subject, calls[subject][:3], 128)  # warm the caches
         for limit in (64, 128):
             r = _measure(subject, calls[subject], limit)
-            print(f"{subject} scope ({Fact.objects.filter(project_id=PROJECT, subject_id=subject).count()} facts), "
-                  f"{r['candidates']:.0f} candidates: find_contradictions p50 {r['p50']:.2f} ms, p95 {r['p95']:.2f} ms "
-                  f"(its SQL p50 {r['sql_p50']:.2f}, p95 {r['sql_p95']:.2f}); {r['pairs']:.1f} pairs >= "
-                  f"{settings.HAKI_CONFLICT_MIN_SIMILARITY}, {r['found']:.1f} contradictions per call")
+            print(
+                f"{subject} scope ({Fact.objects.filter(project_id=PROJECT, subject_id=subject).count()} facts), "
+                f"{r['candidates']:.0f} candidates: find_contradictions p50 {r['p50']:.2f} ms, p95 {r['p95']:.2f} ms "
+                f"(its SQL p50 {r['sql_p50']:.2f}, p95 {r['sql_p95']:.2f}); {r['pairs']:.1f} pairs >= "
+                f"{settings.HAKI_CONFLICT_MIN_SIMILARITY}, {r['found']:.1f} contradictions per call"
+            )
     project_erase(project_id=PROJECT)

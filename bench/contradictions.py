@@ -14,6 +14,7 @@ before the run and after it, also on error, so a run leaves no fact behind.
 run(...) returns the report (per-pair outcomes and the summary); format_report(report) prints it. Django must
 be set up (scripts/_django.py, or pytest).
 """
+
 from __future__ import annotations
 
 import json
@@ -119,7 +120,9 @@ def summarise(records: list[dict]) -> dict:
         }
 
     langs = sorted({r["lang"] for r in records})
-    categories: dict = defaultdict(lambda: {"kind": None, "pairs": Counter(), "misses": Counter(), "outcomes": Counter()})
+    categories: dict = defaultdict(
+        lambda: {"kind": None, "pairs": Counter(), "misses": Counter(), "outcomes": Counter()}
+    )
     styles: dict = defaultdict(lambda: {"pairs": Counter(), "misses": Counter()})
     for r in records:
         c = categories[r["category"]]
@@ -135,13 +138,19 @@ def summarise(records: list[dict]) -> dict:
         "overall": block(records),
         "by_lang": {lang: block([r for r in records if r["lang"] == lang]) for lang in langs},
         "by_category": {
-            name: {"kind": c["kind"], "pairs": dict(c["pairs"]), "misses": dict(c["misses"]),
-                   "outcomes": dict(sorted(c["outcomes"].items()))}
+            name: {
+                "kind": c["kind"],
+                "pairs": dict(c["pairs"]),
+                "misses": dict(c["misses"]),
+                "outcomes": dict(sorted(c["outcomes"].items())),
+            }
             # in the set's order (contradictions first), which groups related categories
             for name, c in sorted(categories.items(), key=lambda item: KINDS.index(item[1]["kind"]))
         },
-        "by_style": {f"{kind}/{style}": {"pairs": dict(s["pairs"]), "misses": dict(s["misses"])}
-                     for (kind, style), s in sorted(styles.items())},
+        "by_style": {
+            f"{kind}/{style}": {"pairs": dict(s["pairs"]), "misses": dict(s["misses"])}
+            for (kind, style), s in sorted(styles.items())
+        },
     }
 
 
@@ -161,8 +170,14 @@ def run(
 
     overrides = {"HAKI_CONFLICT_POLICY": "curator", **({"HAKI_EMBED_PROVIDER": embedder} if embedder else {})}
     with override_settings(**overrides):
-        return _run(settings=settings, pairs_path=Path(pairs_path), pairs=load_pairs(pairs_path, split=split, ids=ids),
-                    split=split, project_id=project_id, progress=progress or (lambda _msg: None))
+        return _run(
+            settings=settings,
+            pairs_path=Path(pairs_path),
+            pairs=load_pairs(pairs_path, split=split, ids=ids),
+            split=split,
+            project_id=project_id,
+            progress=progress or (lambda _msg: None),
+        )
 
 
 def _ensure_curator(project_id: str) -> None:
@@ -194,9 +209,13 @@ def _run(*, settings, pairs_path: Path, pairs: list[dict], split: str, project_i
     write_seconds = sum(r["write_ms"] for r in records) / 1000.0
     return {
         "config": {
-            "pairs_file": str(pairs_path.resolve().relative_to(ROOT)) if pairs_path.resolve().is_relative_to(ROOT)
-            else str(pairs_path), "split": split, "pairs": len(records),
-            "project_id": project_id, "embedder": settings.HAKI_EMBED_PROVIDER,
+            "pairs_file": str(pairs_path.resolve().relative_to(ROOT))
+            if pairs_path.resolve().is_relative_to(ROOT)
+            else str(pairs_path),
+            "split": split,
+            "pairs": len(records),
+            "project_id": project_id,
+            "embedder": settings.HAKI_EMBED_PROVIDER,
             "conflict_policy": "curator",
             "conflict_min_similarity": settings.HAKI_CONFLICT_MIN_SIMILARITY,
             "duplicate_similarity": settings.HAKI_DUPLICATE_SIMILARITY,
@@ -212,6 +231,7 @@ def _run(*, settings, pairs_path: Path, pairs: list[dict], split: str, project_i
 
 
 # --- the printed report ----------------------------------------------------------------------------------
+
 
 def _pct(value) -> str:
     return "   -  " if value is None else f"{100 * value:5.1f}%"
@@ -233,10 +253,14 @@ def format_report(report: dict) -> str:
             f"{name:8} {b['pairs']:5} {_pct(b['recall']):>7} {_pct(b['false_set_rate']):>11} "
             f"{_pct(b['precision']):>9} {b['deduplicated']:6}  {fmt(o['contradiction'])} | {fmt(o['compatible'])}"
         )
-    lines += ["", "recall: contradictions that opened a set; false sets: compatible pairs that opened one; "
-              "dedup: pairs of either kind answered deduplicated=true", "",
-              f"misses per category ({'missed/pairs':>12}: en, fr, all; contradiction missed = no set; "
-              "compatible missed = set or dedup)"]
+    lines += [
+        "",
+        "recall: contradictions that opened a set; false sets: compatible pairs that opened one; "
+        "dedup: pairs of either kind answered deduplicated=true",
+        "",
+        f"misses per category ({'missed/pairs':>12}: en, fr, all; contradiction missed = no set; "
+        "compatible missed = set or dedup)",
+    ]
     for name, c in summary["by_category"].items():
         cells = []
         for lang in ("en", "fr"):
@@ -249,8 +273,11 @@ def format_report(report: dict) -> str:
         cells = "  ".join(f"{s['misses'].get(lang, 0):2}/{s['pairs'].get(lang, 0):<2}" for lang in ("en", "fr"))
         lines.append(f"  {name:25} {cells}")
     per_pair = 1000 * config["write_s"] / config["pairs"] if config["pairs"] else 0.0
-    lines += ["", f"time: {config['duration_s']:.1f} s in all: embedder load {config['embedder_load_s']:.1f} s, "
-              f"writes {config['write_s']:.1f} s ({per_pair:.0f} ms a pair, two fact_create calls)"]
+    lines += [
+        "",
+        f"time: {config['duration_s']:.1f} s in all: embedder load {config['embedder_load_s']:.1f} s, "
+        f"writes {config['write_s']:.1f} s ({per_pair:.0f} ms a pair, two fact_create calls)",
+    ]
     return "\n".join(lines)
 
 
@@ -259,6 +286,8 @@ def format_errors(report: dict) -> str:
     for r in report["pairs"]:
         if not r["correct"]:
             signal = f" [{r['signal']}: {r['signal_detail']}]" if r["signal"] else ""
-            lines.append(f"{r['id']:15} {r['kind']:13} -> {r['outcome']:9} sim {r['similarity']:.3f}{signal}\n"
-                         f"{'':17}old: {r['old']}\n{'':17}new: {r['new']}")
+            lines.append(
+                f"{r['id']:15} {r['kind']:13} -> {r['outcome']:9} sim {r['similarity']:.3f}{signal}\n"
+                f"{'':17}old: {r['old']}\n{'':17}new: {r['new']}"
+            )
     return "\n".join(lines) if lines else "no misclassified pair"

@@ -21,6 +21,7 @@ overlap and facts link (sister -> lives in -> city). The words and templates are
 Timestamps are relative to `now` (default: today, midnight UTC) so volatile facts stay mostly unexpired whatever
 the day; the texts never depend on it.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -137,6 +138,7 @@ def _de(noun: str, *, elide_h: bool = False) -> str:
 
 # --- subjects and their casts ---------------------------------------------------------------------------
 
+
 class Person(NamedTuple):
     first: str
     last: str
@@ -195,19 +197,29 @@ def _cast(seed: int, subject_id: str) -> Cast:
             continue
         relation = rng.choice([r for r in RELATIONS if r.gender in ("n", person_gender)])
         job_en, job_fr = rng.choice(OCCUPATIONS)
-        people.append(Person(
-            first=name,
-            last=last if relation.family else rng.choice(SURNAMES),
-            gender=person_gender,
-            rel_en=relation.en,
-            rel_fr=_gendered(relation.fr, person_gender),
-            # most of the cast lives in one of the subject's places, which links "lives in" to travel facts
-            city=rng.choice(places) if rng.random() < 0.7 else rng.choice(PLACES),
-            job=(job_en, _gendered(job_fr, person_gender)),
-        ))
+        people.append(
+            Person(
+                first=name,
+                last=last if relation.family else rng.choice(SURNAMES),
+                gender=person_gender,
+                rel_en=relation.en,
+                rel_fr=_gendered(relation.fr, person_gender),
+                # most of the cast lives in one of the subject's places, which links "lives in" to travel facts
+                city=rng.choice(places) if rng.random() < 0.7 else rng.choice(PLACES),
+                job=(job_en, _gendered(job_fr, person_gender)),
+            )
+        )
     pets = [(name, rng.choice(ANIMALS)) for name in rng.sample(PET_NAMES, rng.randint(1, 3))]
-    return Cast(first, last, gender, places, people, rng.sample(COMPANIES, rng.randint(2, 4)), pets,
-                rng.choice((0.05, 0.1, 0.15, 0.25, 0.4)))
+    return Cast(
+        first,
+        last,
+        gender,
+        places,
+        people,
+        rng.sample(COMPANIES, rng.randint(2, 4)),
+        pets,
+        rng.choice((0.05, 0.1, 0.15, 0.25, 0.4)),
+    )
 
 
 class _Slots(dict):
@@ -328,8 +340,13 @@ _SLOT_MAKERS = {
 
 
 # (permanent, stable, volatile) weights: plans and schedules change, family and health facts stay.
-VOLATILITY = {"schedule": (40, 20, 40), "travel": (60, 25, 15), "work": (70, 30, 0), "place": (70, 30, 0),
-              "preference": (75, 25, 0)}
+VOLATILITY = {
+    "schedule": (40, 20, 40),
+    "travel": (60, 25, 15),
+    "work": (70, 30, 0),
+    "place": (70, 30, 0),
+    "preference": (75, 25, 0),
+}
 VOLATILITY_DEFAULT = (95, 5, 0)
 VOLATILITY_NAMES = ("permanent", "stable", "volatile")
 # Recorded within these many days, so that most stay inside their TTL (stable 365, volatile 7 by default).
@@ -337,6 +354,7 @@ RECENT_DAYS = {"permanent": HISTORY_DAYS, "stable": 400, "volatile": 9}
 
 
 # --- generators -----------------------------------------------------------------------------------------
+
 
 def _today(now: datetime | None) -> datetime:
     return now or datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
@@ -390,9 +408,15 @@ def generate_facts(total: int, seed: int = 7, now: datetime | None = None) -> It
             recorded_from = _ago(rng, anchor, RECENT_DAYS[volatility])
             valid_from = recorded_from - timedelta(days=rng.randrange(365)) if rng.random() < 0.3 else None
             yield {
-                "project_id": PROJECT, "subject_id": subject_id, "text": text,
-                "recorded_from": recorded_from, "valid_from": valid_from, "last_confirmed_at": recorded_from,
-                "volatility": volatility, "kind": kind, "category": category,
+                "project_id": PROJECT,
+                "subject_id": subject_id,
+                "text": text,
+                "recorded_from": recorded_from,
+                "valid_from": valid_from,
+                "last_confirmed_at": recorded_from,
+                "volatility": volatility,
+                "kind": kind,
+                "category": category,
                 "importance": round(rng.betavariate(2, 2), 2),
             }
 
@@ -410,7 +434,10 @@ def generate_events(total: int, seed: int = 7, now: datetime | None = None) -> I
             text, _ = _distinct(partial(_draw_event, cast, rng), seen, rng)
             occurred_at = _ago(rng, anchor, HISTORY_DAYS)
             yield {
-                "project_id": PROJECT, "subject_id": subject_id, "text": text, "occurred_at": occurred_at,
+                "project_id": PROJECT,
+                "subject_id": subject_id,
+                "text": text,
+                "occurred_at": occurred_at,
                 "recorded_at": min(anchor, occurred_at + timedelta(seconds=rng.randrange(3 * 86_400))),
             }
 
@@ -431,6 +458,7 @@ def generate_queries(n: int, seed: int = 7, subject_id: str = "big") -> list[str
 
 
 # --- embeddings -----------------------------------------------------------------------------------------
+
 
 def _chunk_bounds(texts: list[str]) -> list[tuple[int, int]]:
     bounds, start = [], 0
@@ -467,8 +495,10 @@ def embed_cached(texts: list[str], provider: str, cache_dir: Path) -> np.ndarray
                 np.save(fh, out[start:end])
             staging.replace(path)
             how = "encoded"
-        _log(f"embed {provider}: chunk {number}/{len(bounds)} ({end - start} texts) {how} in "
-             f"{time.perf_counter() - began:.1f}s")
+        _log(
+            f"embed {provider}: chunk {number}/{len(bounds)} ({end - start} texts) {how} in "
+            f"{time.perf_counter() - began:.1f}s"
+        )
     return out
 
 
@@ -478,10 +508,13 @@ def embed_cached(texts: list[str], provider: str, cache_dir: Path) -> np.ndarray
 # formatting is the COPY's main cost on the Python side.
 _VECTOR_ROW = "[" + ",".join(["%.7g"] * EMBED_DIM) + "]"
 
-FACT_COPY = ("COPY facts_fact (id, project_id, subject_id, text, text_hash, embedding, status, category, kind, "
-             "importance, volatility, valid_from, recorded_from, last_confirmed_at, metadata) FROM STDIN")
-EVENT_COPY = ("COPY facts_event (id, project_id, subject_id, text, occurred_at, embedding, metadata, recorded_at) "
-              "FROM STDIN")
+FACT_COPY = (
+    "COPY facts_fact (id, project_id, subject_id, text, text_hash, embedding, status, category, kind, "
+    "importance, volatility, valid_from, recorded_from, last_confirmed_at, metadata) FROM STDIN"
+)
+EVENT_COPY = (
+    "COPY facts_event (id, project_id, subject_id, text, occurred_at, embedding, metadata, recorded_at) FROM STDIN"
+)
 
 
 def _index_definitions(cursor) -> dict[str, str]:
@@ -503,22 +536,51 @@ def _copy_rows(cursor, facts, fact_vectors, events, event_vectors, seed: int) ->
     with cursor.copy(FACT_COPY) as copy:
         for i in sorted(range(len(facts)), key=lambda i: facts[i]["recorded_from"]):
             f = facts[i]
-            copy.write_row((
-                fact_ids[i], f["project_id"], f["subject_id"], f["text"], text_hash(f["text"]),
-                _VECTOR_ROW % tuple(fact_vectors[i].tolist()), "active", f["category"], f["kind"],
-                f["importance"], f["volatility"], f["valid_from"], f["recorded_from"], f["last_confirmed_at"], "{}",
-            ))
+            copy.write_row(
+                (
+                    fact_ids[i],
+                    f["project_id"],
+                    f["subject_id"],
+                    f["text"],
+                    text_hash(f["text"]),
+                    _VECTOR_ROW % tuple(fact_vectors[i].tolist()),
+                    "active",
+                    f["category"],
+                    f["kind"],
+                    f["importance"],
+                    f["volatility"],
+                    f["valid_from"],
+                    f["recorded_from"],
+                    f["last_confirmed_at"],
+                    "{}",
+                )
+            )
     with cursor.copy(EVENT_COPY) as copy:
         for i in sorted(range(len(events)), key=lambda i: events[i]["recorded_at"]):
             e = events[i]
-            copy.write_row((
-                event_ids[i], e["project_id"], e["subject_id"], e["text"], e["occurred_at"],
-                _VECTOR_ROW % tuple(event_vectors[i].tolist()), "{}", e["recorded_at"],
-            ))
+            copy.write_row(
+                (
+                    event_ids[i],
+                    e["project_id"],
+                    e["subject_id"],
+                    e["text"],
+                    e["occurred_at"],
+                    _VECTOR_ROW % tuple(event_vectors[i].tolist()),
+                    "{}",
+                    e["recorded_at"],
+                )
+            )
 
 
-def load(total: int, provider: str, cache_dir: Path, seed: int = 7, *, rebuild_indexes: bool | None = None,
-         now: datetime | None = None) -> dict:
+def load(
+    total: int,
+    provider: str,
+    cache_dir: Path,
+    seed: int = 7,
+    *,
+    rebuild_indexes: bool | None = None,
+    now: datetime | None = None,
+) -> dict:
     """Replace project "bench" with the dataset for `total` facts; returns counts, timings (seconds) and the
     hnsw index sizes (MB).
 
@@ -533,8 +595,15 @@ def load(total: int, provider: str, cache_dir: Path, seed: int = 7, *, rebuild_i
     anchor = _today(now)
     facts = list(generate_facts(total, seed, anchor))
     events = list(generate_events(total, seed, anchor))
-    result = {"total": total, "provider": provider, "seed": seed, "facts": len(facts), "events": len(events),
-              "subjects": len(subject_sizes(total, seed)), "generate_s": round(time.perf_counter() - began, 2)}
+    result = {
+        "total": total,
+        "provider": provider,
+        "seed": seed,
+        "facts": len(facts),
+        "events": len(events),
+        "subjects": len(subject_sizes(total, seed)),
+        "generate_s": round(time.perf_counter() - began, 2),
+    }
     _log(f"generated {len(facts)} facts and {len(events)} events in {result['generate_s']}s")
 
     mark = time.perf_counter()

@@ -14,6 +14,7 @@ the cosine of unrelated facts (two scopes' facts, p50 and p99), which is what th
 (HAKI_DUPLICATE_SIMILARITY 0.92, HAKI_CONFLICT_MIN_SIMILARITY 0.75) meet with another model.
 It needs Django set up before it is imported: its command line, scripts/bench_embedders.py, does that first.
 """
+
 from __future__ import annotations
 
 import json
@@ -71,8 +72,12 @@ def run(*, providers: list[str], questions: int = 200, batches: int = 20, seed: 
         embedder = get_embedder(name)
         embedder.embed(["warming the model up"], queries=True)
         embedders[name] = embedder
-        out[name] = {"load_ms": (time.perf_counter() - wall) * 1000, "rss_added_mib": _rss_mib() - before,
-                     "one": [], "batch": []}
+        out[name] = {
+            "load_ms": (time.perf_counter() - wall) * 1000,
+            "rss_added_mib": _rss_mib() - before,
+            "one": [],
+            "batch": [],
+        }
     for embedder in embedders.values():  # warm-up: first batches allocate
         embedder.embed(chunks[0][:32])
     for question in asked:
@@ -93,9 +98,13 @@ def run(*, providers: list[str], questions: int = 200, batches: int = 20, seed: 
         right = embedder.embed([b for _, b in pairs])
         unrelated = np.sum(left * right, axis=1)
         entry = {
-            "model": embedder.model, "load_ms": round(row["load_ms"]), "rss_added_mib": round(row["rss_added_mib"]),
-            "one_wall_p50_ms": round(statistics.median(one_wall), 2), "one_wall_p95_ms": round(_pct(one_wall, 0.95), 2),
-            "one_cpu_p50_ms": round(statistics.median(one_cpu), 2), "one_cpu_p95_ms": round(_pct(one_cpu, 0.95), 2),
+            "model": embedder.model,
+            "load_ms": round(row["load_ms"]),
+            "rss_added_mib": round(row["rss_added_mib"]),
+            "one_wall_p50_ms": round(statistics.median(one_wall), 2),
+            "one_wall_p95_ms": round(_pct(one_wall, 0.95), 2),
+            "one_cpu_p50_ms": round(statistics.median(one_cpu), 2),
+            "one_cpu_p95_ms": round(_pct(one_cpu, 0.95), 2),
             "batch100_wall_p50_ms": round(statistics.median(batch_wall), 1),
             "batch100_cpu_p50_ms": round(statistics.median(batch_cpu), 1),
             "unrelated_cos_p50": round(float(np.median(unrelated)), 3),
@@ -110,11 +119,24 @@ def run(*, providers: list[str], questions: int = 200, batches: int = 20, seed: 
 
 
 def format_report(report: dict) -> str:
-    cols = ("load_ms", "rss_added_mib", "one_wall_p50_ms", "one_wall_p95_ms", "one_cpu_p50_ms", "one_cpu_p95_ms",
-            "batch100_wall_p50_ms", "batch100_cpu_p50_ms", "unrelated_cos_p50", "unrelated_cos_p99",
-            "cos_to_minilm_mean", "cos_to_minilm_min")
-    lines = [f"{report['questions']} questions one at a time, {report['batches']} batches of {report['batch_size']} facts",
-             "provider".ljust(24) + "".join(c.rjust(22) for c in cols)]
+    cols = (
+        "load_ms",
+        "rss_added_mib",
+        "one_wall_p50_ms",
+        "one_wall_p95_ms",
+        "one_cpu_p50_ms",
+        "one_cpu_p95_ms",
+        "batch100_wall_p50_ms",
+        "batch100_cpu_p50_ms",
+        "unrelated_cos_p50",
+        "unrelated_cos_p99",
+        "cos_to_minilm_mean",
+        "cos_to_minilm_min",
+    )
+    lines = [
+        f"{report['questions']} questions one at a time, {report['batches']} batches of {report['batch_size']} facts",
+        "provider".ljust(24) + "".join(c.rjust(22) for c in cols),
+    ]
     for name, row in report["providers"].items():
         lines.append(name.ljust(24) + "".join(str(row.get(c, "")).rjust(22) for c in cols))
     return "\n".join(lines)

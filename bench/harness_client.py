@@ -1,6 +1,7 @@
 """The API client the quality harnesses (bench/recall.py, bench/locomo.py) write and ask
 through, as any client would: in process (DRF's APIClient on the configured database), with a key of its own
 for the run's throw-away project. Django must be set up before it is called."""
+
 from __future__ import annotations
 
 

@@ -21,6 +21,7 @@ and once: (e) ingest throughput through POST /v1/facts in batches of 100 (embedd
 included), (f) this process's peak RSS (it is the server: requests run in-process through Django's stack).
 Prints a table and writes JSON (--out).
 """
+
 from __future__ import annotations
 
 import json
@@ -98,8 +99,9 @@ def naive_top(subject: str, query: str, qvec, now) -> list:
     from hakimem.embeddings import vector_literal
     from bench import dataset
 
-    lookup = retrieval.lookup_for(project_id=dataset.PROJECT, subject_id=subject, query=query, now=now,
-                                  cutoffs=volatility_cutoffs(now))
+    lookup = retrieval.lookup_for(
+        project_id=dataset.PROJECT, subject_id=subject, query=query, now=now, cutoffs=volatility_cutoffs(now)
+    )
     with connection.cursor() as cursor:
         cursor.execute(
             NAIVE_SQL.format(text_rank=retrieval_sql.text_rank_sql("f"), recency=retrieval_sql.RECENCY),
@@ -125,8 +127,11 @@ def bench_subject(label, subject, queries, client, auth) -> dict:
         started = time.perf_counter()
         response = client.post(
             "/v1/context",
-            data=json.dumps({"project_id": dataset.PROJECT, "subject_id": subject, "query": query, "budget_tokens": 900}),
-            content_type="application/json", HTTP_AUTHORIZATION=auth,
+            data=json.dumps(
+                {"project_id": dataset.PROJECT, "subject_id": subject, "query": query, "budget_tokens": 900}
+            ),
+            content_type="application/json",
+            HTTP_AUTHORIZATION=auth,
         )
         end_to_end.append((time.perf_counter() - started) * 1000)
         assert response.status_code == 200, response.content
@@ -158,8 +163,9 @@ def bench_subject(label, subject, queries, client, auth) -> dict:
         started = time.perf_counter()
         exact = naive_top(subject, query, qvec, now)
         naive.append((time.perf_counter() - started) * 1000)
-        lookup = retrieval.lookup_for(project_id=dataset.PROJECT, subject_id=subject, query=query, now=now,
-                                      cutoffs=volatility_cutoffs(now))
+        lookup = retrieval.lookup_for(
+            project_id=dataset.PROJECT, subject_id=subject, query=query, now=now, cutoffs=volatility_cutoffs(now)
+        )
         candidates = {c.id for c in retrieval.fact_candidates(lookup, qvec=qvec)}
         if exact:
             recalls.append(len(set(exact) & candidates) / len(exact))
@@ -192,26 +198,49 @@ def bench_ingest(client, auth, batches: int, seed: int, queries: int) -> tuple[d
     timings, scope = [], None
     try:
         for i in range(batches):
-            body = {"facts": [{"project_id": dataset.PROJECT, "subject_id": subject, "text": t} for t in texts[i * 100 : (i + 1) * 100]]}
+            body = {
+                "facts": [
+                    {"project_id": dataset.PROJECT, "subject_id": subject, "text": t}
+                    for t in texts[i * 100 : (i + 1) * 100]
+                ]
+            }
             started = time.perf_counter()
-            response = client.post("/v1/facts", data=json.dumps(body), content_type="application/json", HTTP_AUTHORIZATION=auth)
+            response = client.post(
+                "/v1/facts", data=json.dumps(body), content_type="application/json", HTTP_AUTHORIZATION=auth
+            )
             timings.append(time.perf_counter() - started)
             assert response.status_code == 201, response.content
         if batches >= 2:
             with connection.cursor() as cursor:  # the planner's statistics, as autovacuum would leave them
                 cursor.execute("ANALYZE facts_fact")
             # the ingested texts are the first facts of "big" drawn with seed + 1: its cast, its questions
-            scope = bench_subject("1k", subject, dataset.generate_queries(queries, seed + 1, subject_id="big"),
-                                  client, auth)
+            scope = bench_subject(
+                "1k", subject, dataset.generate_queries(queries, seed + 1, subject_id="big"), client, auth
+            )
             scope["facts_in_scope"] = batches * 100
     finally:
         client.delete(f"/v1/subjects/{subject}?project_id={dataset.PROJECT}", HTTP_AUTHORIZATION=auth)
-    return ({"batches": batches, "batch_size": 100, "facts_per_s": round(batches * 100 / sum(timings), 1),
-             "batch_ms": _percentiles([t * 1000 for t in timings])}, scope)
+    return (
+        {
+            "batches": batches,
+            "batch_size": 100,
+            "facts_per_s": round(batches * 100 / sum(timings), 1),
+            "batch_ms": _percentiles([t * 1000 for t in timings]),
+        },
+        scope,
+    )
 
 
-def run(*, total: int, embedder: str, queries: int, ingest_batches: int, seed: int = 7, reload: bool = False,
-        cache_dir: Path = ROOT / "var" / "bench-cache") -> dict:
+def run(
+    *,
+    total: int,
+    embedder: str,
+    queries: int,
+    ingest_batches: int,
+    seed: int = 7,
+    reload: bool = False,
+    cache_dir: Path = ROOT / "var" / "bench-cache",
+) -> dict:
     from django.conf import settings
     from django.db import connection
     from django.test import Client
@@ -224,8 +253,10 @@ def run(*, total: int, embedder: str, queries: int, ingest_batches: int, seed: i
     if reload or not _loaded(total, seed):
         report["load"] = dataset.load(total, embedder, cache_dir, seed)
     with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_relation_size('facts_fact_embedding_hnsw'), pg_relation_size('facts_fact'),"
-                       " current_setting('shared_buffers')")
+        cursor.execute(
+            "SELECT pg_relation_size('facts_fact_embedding_hnsw'), pg_relation_size('facts_fact'),"
+            " current_setting('shared_buffers')"
+        )
         hnsw_bytes, heap_bytes, shared_buffers = cursor.fetchone()
     report["hnsw_index_mb"] = round(hnsw_bytes / 2**20, 1)
     report["facts_heap_mb"] = round(heap_bytes / 2**20, 1)
@@ -237,8 +268,12 @@ def run(*, total: int, embedder: str, queries: int, ingest_batches: int, seed: i
     client = Client()
     # one warm-up call per subject: model load, connection set-up, first touches of the indexes
     for subject in chosen.values():
-        client.post("/v1/context", data=json.dumps({"project_id": dataset.PROJECT, "subject_id": subject, "query": "warm up"}),
-                    content_type="application/json", HTTP_AUTHORIZATION=auth)
+        client.post(
+            "/v1/context",
+            data=json.dumps({"project_id": dataset.PROJECT, "subject_id": subject, "query": "warm up"}),
+            content_type="application/json",
+            HTTP_AUTHORIZATION=auth,
+        )
     report["subjects"] = {}
     for label, subject in chosen.items():
         qs = dataset.generate_queries(queries, seed, subject_id=subject)
@@ -253,15 +288,23 @@ def run(*, total: int, embedder: str, queries: int, ingest_batches: int, seed: i
 
 
 def print_report(report: dict) -> None:
-    print(f"\nhakimem benchmark: {report['total']} facts in the table, embedder {report['embedder']}, "
-          f"hnsw {report['hnsw_index_mb']} MB, shared_buffers {report['shared_buffers']}")
-    print(f"{'scope':>7} {'facts':>7} | {'e2e p50':>8} {'p95':>7} {'p99':>7} | {'asm p50':>8} {'p95':>7} {'p99':>7} | "
-          f"{'naive p50':>9} {'p95':>7} | {'x naive':>7} | {'recall@20':>9} | {'trace %':>7}")
+    print(
+        f"\nhakimem benchmark: {report['total']} facts in the table, embedder {report['embedder']}, "
+        f"hnsw {report['hnsw_index_mb']} MB, shared_buffers {report['shared_buffers']}"
+    )
+    print(
+        f"{'scope':>7} {'facts':>7} | {'e2e p50':>8} {'p95':>7} {'p99':>7} | {'asm p50':>8} {'p95':>7} {'p99':>7} | "
+        f"{'naive p50':>9} {'p95':>7} | {'x naive':>7} | {'recall@20':>9} | {'trace %':>7}"
+    )
     for label, s in report["subjects"].items():
         e, a, n = s["end_to_end_ms"], s["assembler_ms"], s["naive_full_scan_ms"]
-        print(f"{label:>7} {s['facts_in_scope']:>7} | {e['p50']:>8} {e['p95']:>7} {e['p99']:>7} | {a['p50']:>8} {a['p95']:>7} "
-              f"{a['p99']:>7} | {n['p50']:>9} {n['p95']:>7} | {s['speedup_vs_naive_p50']:>7} | {s['phase1_recall_top20']:>9} | "
-              f"{s['trace_share_of_assembler'] * 100:>6.1f}%")
+        print(
+            f"{label:>7} {s['facts_in_scope']:>7} | {e['p50']:>8} {e['p95']:>7} {e['p99']:>7} | {a['p50']:>8} {a['p95']:>7} "
+            f"{a['p99']:>7} | {n['p50']:>9} {n['p95']:>7} | {s['speedup_vs_naive_p50']:>7} | {s['phase1_recall_top20']:>9} | "
+            f"{s['trace_share_of_assembler'] * 100:>6.1f}%"
+        )
     ingest = report["ingest"]
-    print(f"ingest: {ingest['facts_per_s']} facts/s in batches of {ingest['batch_size']} "
-          f"(batch p50 {ingest['batch_ms']['p50']} ms); peak RSS {report['peak_rss_mb']} MB")
+    print(
+        f"ingest: {ingest['facts_per_s']} facts/s in batches of {ingest['batch_size']} "
+        f"(batch p50 {ingest['batch_ms']['p50']} ms); peak RSS {report['peak_rss_mb']} MB"
+    )

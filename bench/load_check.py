@@ -27,6 +27,7 @@ highest rate held. Then it checks, in the database:
    an episode or served one.
 The clients run in this process, on the same cores as the server. Exit status 1 when an invariant fails.
 """
+
 from __future__ import annotations
 
 import http.client
@@ -74,8 +75,10 @@ class Workload:
         self.written: dict[str, list[str]] = {subject: [] for subject in self.subjects}
         self.stored: set[tuple[str, str]] = set()  # (subject, text) written and stored as a new fact
         self.repeats: list[tuple[str, str, str]] = []  # (subject, text, id answered) of exact repeats
-        self.questions = {s: iter(dict.fromkeys(dataset.generate_queries(5_000, seed, subject_id=source)))
-                          for s, source in self.subjects.items()}
+        self.questions = {
+            s: iter(dict.fromkeys(dataset.generate_queries(5_000, seed, subject_id=source)))
+            for s, source in self.subjects.items()
+        }
         self.sent_questions: set[str] = set()
         self.trace_ids: list[str] = []
         self.live = list(self.subjects)
@@ -145,10 +148,17 @@ class Step:
     def summary(self, seconds: float, max_p95: float) -> dict:
         done = len(self.latencies) + sum(self.errors.values())
         latency = _percentiles(self.latencies)
-        held = (done >= HELD_SHARE * self.due and not self.errors and latency.get("p95", 1e9) < max_p95)
-        return {"rate": round(self.rate, 1), "due": self.due, "done": done, "ops_per_s": round(done / seconds, 1),
-                "errors": dict(self.errors), "latency_ms": latency, "held": held,
-                "load_avg_1m": round(os.getloadavg()[0], 2)}
+        held = done >= HELD_SHARE * self.due and not self.errors and latency.get("p95", 1e9) < max_p95
+        return {
+            "rate": round(self.rate, 1),
+            "due": self.due,
+            "done": done,
+            "ops_per_s": round(done / seconds, 1),
+            "errors": dict(self.errors),
+            "latency_ms": latency,
+            "held": held,
+            "load_avg_1m": round(os.getloadavg()[0], 2),
+        }
 
 
 def _send(base: str, key: str, work: Workload, operation: str, subject: str, step: Step) -> None:
@@ -215,8 +225,13 @@ def _curator(base: str, key: str, work: Workload, every: float, stop: threading.
             status, detail = request(base, "GET", f"/v1/conflicts/{set_id}", key=key)
             if status == 200:
                 newest = max(detail["members"], key=lambda m: m["recorded_from"])
-                status, _ = request(base, "POST", f"/v1/conflicts/{set_id}/resolve",
-                                    {"keep": [newest["fact_id"]], "note": "load check"}, key)
+                status, _ = request(
+                    base,
+                    "POST",
+                    f"/v1/conflicts/{set_id}/resolve",
+                    {"keep": [newest["fact_id"]], "note": "load check"},
+                    key,
+                )
             if status in (404, 409):
                 status = 200
         except (http.client.HTTPException, OSError) as exc:
@@ -265,6 +280,7 @@ def seed_subjects(base: str, key: str, work: Workload) -> None:
 
 # --- the invariants -----------------------------------------------------------------------------------
 
+
 def _rows(sql: str, params: dict) -> list[tuple]:
     from django.db import connection
 
@@ -281,13 +297,21 @@ def check_invariants(work: Workload) -> dict[str, list]:
     problems: dict[str, list] = {}
     problems["duplicate_active_facts"] = _rows(
         "SELECT subject_id, text_hash, count(*) FROM facts_fact WHERE project_id = %(p)s AND status = 'active'"
-        " GROUP BY 1, 2 HAVING count(*) > 1", p)
+        " GROUP BY 1, 2 HAVING count(*) > 1",
+        p,
+    )
     # A repeat is answered by the active fact holding its text then: the first write's, or, once a curator's
     # resolution superseded that one, the fact a later write of the same text created.
-    answered = {str(i): text for i, text in _rows("SELECT id, text FROM facts_fact WHERE id = ANY(%(ids)s::uuid[])",
-                                                    {"ids": [got for _, _, got in work.repeats] or [None]})}
+    answered = {
+        str(i): text
+        for i, text in _rows(
+            "SELECT id, text FROM facts_fact WHERE id = ANY(%(ids)s::uuid[])",
+            {"ids": [got for _, _, got in work.repeats] or [None]},
+        )
+    }
     problems["repeat_answered_by_another_text"] = [
-        (s, t, got) for s, t, got in work.repeats if s not in work.erased and answered.get(got) != t]
+        (s, t, got) for s, t, got in work.repeats if s not in work.erased and answered.get(got) != t
+    ]
     stored = {str(r[0]) for r in _rows("SELECT id FROM traces_trace WHERE id = ANY(%(traces)s::uuid[])", p)}
     problems["returned_trace_missing"] = [(t,) for t in sorted(set(kept_traces) - stored)]
     problems["trace_counts_not_its_decisions"] = _rows(
@@ -297,22 +321,32 @@ def check_invariants(work: Workload) -> dict[str, list]:
            FROM traces_trace t LEFT JOIN traces_decision d ON d.trace_id = t.id
            WHERE t.project_id = %(p)s GROUP BY t.id, t.project_id
            HAVING t.facts_served <> count(*) FILTER (WHERE d.decision = 'included' AND d.item_type = 'fact')
-               OR t.episodes_served <> count(*) FILTER (WHERE d.decision = 'included' AND d.item_type = 'event')""", p)
+               OR t.episodes_served <> count(*) FILTER (WHERE d.decision = 'included' AND d.item_type = 'event')""",
+        p,
+    )
     problems["decision_names_missing_item"] = _rows(
         """SELECT t.subject_id, d.id FROM traces_decision d JOIN traces_trace t ON t.id = d.trace_id
            WHERE t.project_id = %(p)s AND NOT t.subject_id = ANY(%(erased)s)
              AND ((d.fact_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM facts_fact f WHERE f.id = d.fact_id))
-               OR (d.event_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM facts_event e WHERE e.id = d.event_id)))""", p)
+               OR (d.event_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM facts_event e WHERE e.id = d.event_id)))""",
+        p,
+    )
     problems["conflict_member_out_of_scope"] = _rows(
         """SELECT c.id, f.id FROM facts_conflictset c JOIN facts_conflictmember m ON m.conflict_set_id = c.id
            JOIN facts_fact f ON f.id = m.fact_id
-           WHERE c.project_id = %(p)s AND (f.project_id <> c.project_id OR f.subject_id <> c.subject_id)""", p)
+           WHERE c.project_id = %(p)s AND (f.project_id <> c.project_id OR f.subject_id <> c.subject_id)""",
+        p,
+    )
     problems["conflict_set_under_two_members"] = _rows(
         """SELECT c.id, count(m.id) FROM facts_conflictset c LEFT JOIN facts_conflictmember m ON m.conflict_set_id = c.id
-           WHERE c.project_id = %(p)s GROUP BY c.id HAVING count(m.id) < 2""", p)
+           WHERE c.project_id = %(p)s GROUP BY c.id HAVING count(m.id) < 2""",
+        p,
+    )
     problems["resolved_set_member_undecided"] = _rows(
         """SELECT c.id, m.fact_id FROM facts_conflictset c JOIN facts_conflictmember m ON m.conflict_set_id = c.id
-           WHERE c.project_id = %(p)s AND c.status = 'resolved' AND m.kept IS NULL""", p)
+           WHERE c.project_id = %(p)s AND c.status = 'resolved' AND m.kept IS NULL""",
+        p,
+    )
     problems["erased_subject_rows_left"] = _rows(
         """SELECT 'fact', subject_id, count(*) FROM facts_fact WHERE project_id = %(p)s AND subject_id = ANY(%(erased)s) GROUP BY 2
            UNION ALL SELECT 'event', subject_id, count(*) FROM facts_event WHERE project_id = %(p)s AND subject_id = ANY(%(erased)s) GROUP BY 2
@@ -320,14 +354,29 @@ def check_invariants(work: Workload) -> dict[str, list]:
            UNION ALL SELECT 'trace naming an item', t.subject_id, count(*) FROM traces_trace t
              WHERE t.project_id = %(p)s AND t.subject_id = ANY(%(erased)s)
                AND (t.facts_served > 0 OR t.episodes_served > 0 OR EXISTS (SELECT 1 FROM traces_decision d
-                    WHERE d.trace_id = t.id AND (d.fact_id IS NOT NULL OR d.event_id IS NOT NULL))) GROUP BY 2""", p)
+                    WHERE d.trace_id = t.id AND (d.fact_id IS NOT NULL OR d.event_id IS NOT NULL))) GROUP BY 2""",
+        p,
+    )
     return problems
 
 
 # --- the run ------------------------------------------------------------------------------------------
 
-def run(*, embedder: str, subjects: int, start_rate: float, max_rate: float, step_seconds: float, max_p95: float,
-        erase_every: float, resolve_every: float = 3.0, seed: int = 7, server_env: dict | None = None, log: Path | None = None) -> dict:
+
+def run(
+    *,
+    embedder: str,
+    subjects: int,
+    start_rate: float,
+    max_rate: float,
+    step_seconds: float,
+    max_p95: float,
+    erase_every: float,
+    resolve_every: float = 3.0,
+    seed: int = 7,
+    server_env: dict | None = None,
+    log: Path | None = None,
+) -> dict:
     from django.conf import settings
 
     from privacy.services import project_erase
@@ -347,10 +396,16 @@ def run(*, embedder: str, subjects: int, start_rate: float, max_rate: float, ste
         # The eraser and the curator record into the step running when their call ends.
         background: list[tuple[Step, Step]] = [(Step(start_rate), Step(start_rate))]
         stop = threading.Event()
-        threads = [threading.Thread(target=_eraser, args=(server.url, key, work, erase_every, stop,
-                                                          lambda: background[-1][0]), daemon=True),
-                   threading.Thread(target=_curator, args=(server.url, key, work, resolve_every, stop,
-                                                           lambda: background[-1][1]), daemon=True)]
+        threads = [
+            threading.Thread(
+                target=_eraser, args=(server.url, key, work, erase_every, stop, lambda: background[-1][0]), daemon=True
+            ),
+            threading.Thread(
+                target=_curator,
+                args=(server.url, key, work, resolve_every, stop, lambda: background[-1][1]),
+                daemon=True,
+            ),
+        ]
         for thread in threads:
             thread.start()
         rate = start_rate
@@ -364,10 +419,14 @@ def run(*, embedder: str, subjects: int, start_rate: float, max_rate: float, ste
             summary["errors"].update({f"resolve {k}": v for k, v in curation.errors.items()})
             summary["held"] = summary["held"] and not erasures.errors and not curation.errors
             report["steps"].append(summary)
-            print(f"{summary['rate']:>6}/s due {summary['due']:>5} done {summary['done']:>5} ({summary['ops_per_s']}/s) "
-                  f"p50 {summary['latency_ms'].get('p50')} p95 {summary['latency_ms'].get('p95')} ms errors "
-                  f"{summary['errors'] or 0} erasures {summary['erasures']['done']} -> "
-                  f"{'held' if summary['held'] else 'NOT held'}", file=sys.stderr, flush=True)
+            print(
+                f"{summary['rate']:>6}/s due {summary['due']:>5} done {summary['done']:>5} ({summary['ops_per_s']}/s) "
+                f"p50 {summary['latency_ms'].get('p50')} p95 {summary['latency_ms'].get('p95')} ms errors "
+                f"{summary['errors'] or 0} erasures {summary['erasures']['done']} -> "
+                f"{'held' if summary['held'] else 'NOT held'}",
+                file=sys.stderr,
+                flush=True,
+            )
             if not summary["held"]:
                 break
             rate *= RATE_FACTOR
@@ -380,20 +439,28 @@ def run(*, embedder: str, subjects: int, start_rate: float, max_rate: float, ste
     report["context_calls"] = len(work.trace_ids)
     report["exact_repeats"] = len(work.repeats)
     report["conflicts_resolved"] = work.resolved
-    report["invariants"] = {name: [list(map(str, row)) for row in rows] for name, rows in check_invariants(work).items()}
+    report["invariants"] = {
+        name: [list(map(str, row)) for row in rows] for name, rows in check_invariants(work).items()
+    }
     return report
 
 
 def print_report(report: dict) -> None:
-    print(f"\nload check: gunicorn ({report['workers']} workers) on {report['cores']} cores, embedder "
-          f"{report['embedder']}, {report['subjects']} subjects, 80 % context calls / 20 % writes, a step is held "
-          f"with p95 < {report['max_p95_ms']} ms and no error")
+    print(
+        f"\nload check: gunicorn ({report['workers']} workers) on {report['cores']} cores, embedder "
+        f"{report['embedder']}, {report['subjects']} subjects, 80 % context calls / 20 % writes, a step is held "
+        f"with p95 < {report['max_p95_ms']} ms and no error"
+    )
     for s in report["steps"]:
-        print(f"  {s['rate']:>6} ops/s: {s['done']}/{s['due']} done, p50 {s['latency_ms'].get('p50')} p95 "
-              f"{s['latency_ms'].get('p95')} p99 {s['latency_ms'].get('p99')} ms, errors {s['errors'] or 0}, "
-              f"erasures {s['erasures']['done']}, resolutions {s['resolutions']['done']}, load {s['load_avg_1m']}: {'held' if s['held'] else 'not held'}")
-    print(f"highest rate held: {report['highest_rate_held']} ops/s; {report['context_calls']} context calls, "
-          f"{report['exact_repeats']} exact repeats, {report['conflicts_resolved']} conflict sets resolved, "
-          f"{report['erased_subjects']} subjects erased under traffic")
+        print(
+            f"  {s['rate']:>6} ops/s: {s['done']}/{s['due']} done, p50 {s['latency_ms'].get('p50')} p95 "
+            f"{s['latency_ms'].get('p95')} p99 {s['latency_ms'].get('p99')} ms, errors {s['errors'] or 0}, "
+            f"erasures {s['erasures']['done']}, resolutions {s['resolutions']['done']}, load {s['load_avg_1m']}: {'held' if s['held'] else 'not held'}"
+        )
+    print(
+        f"highest rate held: {report['highest_rate_held']} ops/s; {report['context_calls']} context calls, "
+        f"{report['exact_repeats']} exact repeats, {report['conflicts_resolved']} conflict sets resolved, "
+        f"{report['erased_subjects']} subjects erased under traffic"
+    )
     for name, rows in report["invariants"].items():
         print(f"  {'ok  ' if not rows else 'FAIL'} {name}" + (f": {len(rows)} e.g. {rows[:3]}" if rows else ""))

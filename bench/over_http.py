@@ -27,6 +27,7 @@ the ratios use the mean of the two, and the targets of issue 31 are printed met 
 The clients run in this process, on the same cores as the server: the figures include their cost. Loopback
 only; every phase is bounded in calls and time. Writes JSON (--out).
 """
+
 from __future__ import annotations
 
 import http.client
@@ -51,6 +52,7 @@ WARM_UP_CALLS_PER_WORKER = 4
 
 
 # --- the server -----------------------------------------------------------------------------------------
+
 
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
@@ -79,8 +81,15 @@ class Server:
     """gunicorn as `make run` starts it (or Django's development server, as `make dev` does), on a free port, from
     the checkout at `root` (scripts/bench_ab.py starts one from another commit's work tree)."""
 
-    def __init__(self, *, kind: str = "gunicorn", env: dict | None = None, log: Path | None = None,
-                 port: int | None = None, root: Path = ROOT):
+    def __init__(
+        self,
+        *,
+        kind: str = "gunicorn",
+        env: dict | None = None,
+        log: Path | None = None,
+        port: int | None = None,
+        root: Path = ROOT,
+    ):
         self.kind, self.port, self.root = kind, port or free_port(), root
         self.url = f"http://127.0.0.1:{self.port}"
         self.env = {**os.environ, **(env or {}), "HAKI_PORT": str(self.port)}
@@ -97,8 +106,9 @@ class Server:
             self.env.setdefault("HAKI_DB_POOL_MAX", "0")
             command = [sys.executable, "manage.py", "runserver", "--insecure", "--noreload", f"127.0.0.1:{self.port}"]
         out = self.log_path.open("ab") if self.log_path else subprocess.DEVNULL
-        self.process = subprocess.Popen(command, cwd=self.root, env=self.env, stdout=out, stderr=subprocess.STDOUT,
-                                        start_new_session=True)
+        self.process = subprocess.Popen(
+            command, cwd=self.root, env=self.env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
@@ -196,9 +206,13 @@ def _percentiles(values: list[float]) -> dict:
     if not values:
         return {"n": 0}
     arr = np.array(values)
-    return {"n": len(values), "p50": round(float(np.percentile(arr, 50)), 2),
-            "p95": round(float(np.percentile(arr, 95)), 2), "p99": round(float(np.percentile(arr, 99)), 2),
-            "mean": round(float(arr.mean()), 2)}
+    return {
+        "n": len(values),
+        "p50": round(float(np.percentile(arr, 50)), 2),
+        "p95": round(float(np.percentile(arr, 95)), 2),
+        "p99": round(float(np.percentile(arr, 99)), 2),
+        "mean": round(float(arr.mean()), 2),
+    }
 
 
 # --- the floor ------------------------------------------------------------------------------------------
@@ -247,14 +261,22 @@ def floor_measure(bases: list[str], questions: list[str]) -> dict:
         if i >= FLOOR_WARM_UP:
             live_ms.append(elapsed)
     embed, live = _percentiles(embed_ms), _percentiles(live_ms)
-    return {"embed_ms": embed, "live_ms": live, "floor_ms": round(embed["p50"] + live["p50"], 2),
-            "load_avg_1m": round(os.getloadavg()[0], 2)}
+    return {
+        "embed_ms": embed,
+        "live_ms": live,
+        "floor_ms": round(embed["p50"] + live["p50"], 2),
+        "load_avg_1m": round(os.getloadavg()[0], 2),
+    }
 
 
 def floor_of_run(before: dict, after: dict) -> dict:
     """The run's floor: the mean of the one measured before the context calls and the one measured after them."""
-    return {"floor_ms": round((before["floor_ms"] + after["floor_ms"]) / 2, 2), "used": "mean of before and after",
-            "before": before, "after": after}
+    return {
+        "floor_ms": round((before["floor_ms"] + after["floor_ms"]) / 2, 2),
+        "used": "mean of before and after",
+        "before": before,
+        "after": after,
+    }
 
 
 def to_floor(latency_ms: dict, floor_ms: float) -> dict:
@@ -272,14 +294,20 @@ def fig(latency_ms: dict, pct: str, floor_ms: float | None) -> str:
 
 def floor_line(floor: dict) -> str:
     """The floor in words: its parts, and the measurements it is the mean of (if it is)."""
+
     def one(f: dict) -> str:
         e, live = f["embed_ms"], f["live_ms"]
-        return (f"{f['floor_ms']} ms = embed one question p50 {e['p50']} (p95 {e['p95']}) + GET /v1/health/live p50 "
-                f"{live['p50']} (p95 {live['p95']}), n {e['n']}, load {f['load_avg_1m']}")
+        return (
+            f"{f['floor_ms']} ms = embed one question p50 {e['p50']} (p95 {e['p95']}) + GET /v1/health/live p50 "
+            f"{live['p50']} (p95 {live['p95']}), n {e['n']}, load {f['load_avg_1m']}"
+        )
+
     if "before" not in floor:
         return f"floor {one(floor)}"
-    return (f"floor {floor['floor_ms']} ms ({floor['used']}): before the context calls {one(floor['before'])}; "
-            f"after them {one(floor['after'])}")
+    return (
+        f"floor {floor['floor_ms']} ms ({floor['used']}): before the context calls {one(floor['before'])}; "
+        f"after them {one(floor['after'])}"
+    )
 
 
 # Issue 31's targets for the context call, as multiples of the floor: (what, scopes it applies to, percentile, limit).
@@ -287,8 +315,12 @@ TARGETS = [
     ("50-fact scope, 1 client, p50", lambda label, facts, total: label == "small", "p50", 1.5),
     ("50-fact scope, 1 client, p95", lambda label, facts, total: label == "small", "p95", 2.0),
     ("5k+ scope, 1 client, p50", lambda label, facts, total: facts >= LARGE_SCOPE, "p50", 2.0),
-    ("10k+ scope in a 1M-fact table, 1 client, p95",
-     lambda label, facts, total: facts >= 10_000 and total >= 1_000_000, "p95", 2.5),
+    (
+        "10k+ scope in a 1M-fact table, 1 client, p95",
+        lambda label, facts, total: facts >= 10_000 and total >= 1_000_000,
+        "p95",
+        2.5,
+    ),
 ]
 TIERED_LIMIT = 1.3  # tiered calls within 1.3x of plain ones, p50 and p95
 THROUGHPUT_SHARE = 0.8  # 8 clients at the 50-fact scope: at least 0.8 x (cores / floor) calls per second
@@ -301,20 +333,41 @@ def floor_targets(scopes: dict[str, tuple[int, dict]], floor_ms: float, total: i
         for label, (facts, latency) in scopes.items():
             if applies(label, facts, total) and latency.get(pct):
                 ratio = round(latency[pct] / floor_ms, 2)
-                rows.append({"target": what, "scope": label, "facts": facts, "ms": latency[pct], "ratio": ratio,
-                             "limit": limit, "met": ratio <= limit})
+                rows.append(
+                    {
+                        "target": what,
+                        "scope": label,
+                        "facts": facts,
+                        "ms": latency[pct],
+                        "ratio": ratio,
+                        "limit": limit,
+                        "met": ratio <= limit,
+                    }
+                )
     return rows
 
 
 def target_line(row: dict) -> str:
     if "ratio" in row:
-        return (f"{row['target']} <= {row['limit']}x floor: {row['scope']} ({row['facts']} facts) {row['ms']} ms = "
-                f"{row['ratio']}x: {'met' if row['met'] else 'not met'}")
+        return (
+            f"{row['target']} <= {row['limit']}x floor: {row['scope']} ({row['facts']} facts) {row['ms']} ms = "
+            f"{row['ratio']}x: {'met' if row['met'] else 'not met'}"
+        )
     return f"{row['target']}: {row['figure']}: {'met' if row['met'] else 'not met'}"
 
 
-def load_phase(base: str, key: str, project: str, subject: str, queries: list[str], *, clients: int,
-               duration: float | None = None, asks: dict | None = None, think: float = 0.0) -> dict:
+def load_phase(
+    base: str,
+    key: str,
+    project: str,
+    subject: str,
+    queries: list[str],
+    *,
+    clients: int,
+    duration: float | None = None,
+    asks: dict | None = None,
+    think: float = 0.0,
+) -> dict:
     """POST /v1/context with each text of `queries` once, from `clients` threads, for at most `duration`
     seconds (`asks`: more of the request, e.g. tiers), each client waiting `think` seconds after each answer.
     Latency in ms of the calls that answered 200; errors counted by status (or exception name)."""
@@ -353,8 +406,15 @@ def load_phase(base: str, key: str, project: str, subject: str, queries: list[st
         thread.join()
     wall = time.perf_counter() - began
     calls = len(latencies) + sum(errors.values())
-    return {"clients": clients, "calls": calls, "seconds": round(wall, 2), "calls_per_s": round(calls / wall, 1),
-            "errors": errors, "latency_ms": _percentiles(latencies), "load_avg_1m": round(os.getloadavg()[0], 2)}
+    return {
+        "clients": clients,
+        "calls": calls,
+        "seconds": round(wall, 2),
+        "calls_per_s": round(calls / wall, 1),
+        "errors": errors,
+        "latency_ms": _percentiles(latencies),
+        "load_avg_1m": round(os.getloadavg()[0], 2),
+    }
 
 
 def ingest(base: str, key: str, texts: list[str], *, project: str, subject: str) -> dict:
@@ -362,17 +422,24 @@ def ingest(base: str, key: str, texts: list[str], *, project: str, subject: str)
     request(base, "DELETE", f"/v1/subjects/{subject}?project_id={project}", key=key)
     timings, errors = [], 0
     for start in range(0, len(texts), 100):
-        body = {"facts": [{"project_id": project, "subject_id": subject, "text": t} for t in texts[start:start + 100]]}
+        body = {
+            "facts": [{"project_id": project, "subject_id": subject, "text": t} for t in texts[start : start + 100]]
+        }
         began = time.perf_counter()
         status, _ = request(base, "POST", "/v1/facts", body, key, timeout=120)
         timings.append(time.perf_counter() - began)
         errors += status != 201
-    return {"batches": len(timings), "batch_size": 100, "errors": errors,
-            "facts_per_s": round(len(texts) / sum(timings), 1) if timings else None,
-            "batch_ms": _percentiles([t * 1000 for t in timings])}
+    return {
+        "batches": len(timings),
+        "batch_size": 100,
+        "errors": errors,
+        "facts_per_s": round(len(texts) / sum(timings), 1) if timings else None,
+        "batch_ms": _percentiles([t * 1000 for t in timings]),
+    }
 
 
 # --- the run --------------------------------------------------------------------------------------------
+
 
 def settle(timeout: float = 120.0) -> dict:
     """VACUUM (ANALYZE) the memory tables, then wait until no autovacuum worker runs (bounded)."""
@@ -400,8 +467,10 @@ def _embedded_with(embedder: str, seed: int) -> bool:
     from bench import dataset
 
     with connection.cursor() as cursor:
-        cursor.execute("SELECT text, embedding::text FROM facts_fact WHERE project_id = %s ORDER BY recorded_from LIMIT 1",
-                       [dataset.PROJECT])
+        cursor.execute(
+            "SELECT text, embedding::text FROM facts_fact WHERE project_id = %s ORDER BY recorded_from LIMIT 1",
+            [dataset.PROJECT],
+        )
         row = cursor.fetchone()
     if row is None:
         return False
@@ -436,13 +505,25 @@ def seed_tiers(base: str, key: str, project: str) -> None:
     if status == 200 and body and body.get("identity_blocks"):
         return
     for i, text in enumerate(["You are the assistant of a small consultancy.", "Answer in plain words; cite dates."]):
-        request(base, "POST", "/v1/identity-blocks", {"project_id": project, "name": f"block-{i}", "text": text,
-                                                      "position": i}, key)
+        request(
+            base,
+            "POST",
+            "/v1/identity-blocks",
+            {"project_id": project, "name": f"block-{i}", "text": text, "position": i},
+            key,
+        )
     for i in range(BENCH_PROCEDURES):
-        request(base, "POST", "/v1/procedures", {
-            "project_id": project, "title": f"Procedure {i}: how we handle request type {i}",
-            "text": f"Check the client's file, confirm the dates, write the summary for case type {i}, then file it.",
-        }, key)
+        request(
+            base,
+            "POST",
+            "/v1/procedures",
+            {
+                "project_id": project,
+                "title": f"Procedure {i}: how we handle request type {i}",
+                "text": f"Check the client's file, confirm the dates, write the summary for case type {i}, then file it.",
+            },
+            key,
+        )
 
 
 def _scopes(total: int, seed: int, ingested: int) -> list[tuple[str, str, str, int, int]]:
@@ -470,10 +551,25 @@ def server_environment(embedder: str, extra: dict | None = None) -> dict:
     return env
 
 
-def run(*, total: int, embedder: str, queries: int, clients: int, duration: float, ingest_batches: int,
-        server_kind: str = "gunicorn", workers: int | None = None, threads: int | None = None, seed: int = 7,
-        reload: bool = False, cache_dir: Path = ROOT / "var" / "bench-cache", server_env: dict | None = None,
-        log: Path | None = None, tiers: bool = False, think_ms: float = 0.0) -> dict:
+def run(
+    *,
+    total: int,
+    embedder: str,
+    queries: int,
+    clients: int,
+    duration: float,
+    ingest_batches: int,
+    server_kind: str = "gunicorn",
+    workers: int | None = None,
+    threads: int | None = None,
+    seed: int = 7,
+    reload: bool = False,
+    cache_dir: Path = ROOT / "var" / "bench-cache",
+    server_env: dict | None = None,
+    log: Path | None = None,
+    tiers: bool = False,
+    think_ms: float = 0.0,
+) -> dict:
     from itertools import islice
 
     from django.conf import settings
@@ -482,8 +578,14 @@ def run(*, total: int, embedder: str, queries: int, clients: int, duration: floa
     from bench import dataset, in_process
 
     settings.HAKI_EMBED_PROVIDER = embedder
-    report = {"total": total, "embedder": embedder, "server": server_kind, "keepalive": KEEPALIVE, "cores": os.cpu_count(),
-              "load_avg_1m_at_start": round(os.getloadavg()[0], 2)}
+    report = {
+        "total": total,
+        "embedder": embedder,
+        "server": server_kind,
+        "keepalive": KEEPALIVE,
+        "cores": os.cpu_count(),
+        "load_avg_1m_at_start": round(os.getloadavg()[0], 2),
+    }
     if reload or not in_process._loaded(total, seed) or not _embedded_with(embedder, seed):
         report["load"] = dataset.load(total, embedder, cache_dir, seed)
     _, bench_key = api_key_create(project_id=dataset.PROJECT, label="bench_http")
@@ -495,13 +597,19 @@ def run(*, total: int, embedder: str, queries: int, clients: int, duration: floa
     if threads:
         env["HAKI_THREADS"] = str(threads)
 
-    texts = [f["text"] for f in islice(dataset.generate_facts(120_000, seed + 1), ingest_batches * 100)
-             if f["subject_id"] == "big"]
+    texts = [
+        f["text"]
+        for f in islice(dataset.generate_facts(120_000, seed + 1), ingest_batches * 100)
+        if f["subject_id"] == "big"
+    ]
     with Server(kind=server_kind, env=env, log=log) as server:
         report["ingest"] = ingest(server.url, ingest_key, texts, project=INGEST_PROJECT, subject=INGEST_SUBJECT)
     report["settle"] = settle()
-    print(f"tables settled: VACUUM (ANALYZE) done and no autovacuum worker running ({report['settle']['seconds']} s); "
-          "server restarted so its workers read the new statistics", file=sys.stderr)
+    print(
+        f"tables settled: VACUUM (ANALYZE) done and no autovacuum worker running ({report['settle']['seconds']} s); "
+        "server restarted so its workers read the new statistics",
+        file=sys.stderr,
+    )
 
     report["scopes"] = {}
     sent: set[str] = set()  # every text is sent once in the whole run, whatever its scope
@@ -513,30 +621,41 @@ def run(*, total: int, embedder: str, queries: int, clients: int, duration: floa
         print(f"{floor_line(before)}; the lines below give ratios to this one", file=sys.stderr, flush=True)
         for label, project, subject, facts, query_seed in _scopes(total, seed, len(texts)):
             key = ingest_key if project == INGEST_PROJECT else bench_key
-            pool = [q for q in dataset.generate_queries(10_000, query_seed,
-                                                           subject_id="big" if project == INGEST_PROJECT else subject)
-                    if q not in sent]
+            pool = [
+                q
+                for q in dataset.generate_queries(
+                    10_000, query_seed, subject_id="big" if project == INGEST_PROJECT else subject
+                )
+                if q not in sent
+            ]
             sent.update(pool)
             warm = WARM_UP_CALLS_PER_WORKER * report["workers"]
-            warm_texts, single, rest = pool[:warm], pool[warm:warm + queries], pool[warm + queries:]
+            warm_texts, single, rest = pool[:warm], pool[warm : warm + queries], pool[warm + queries :]
             load_phase(server.url, key, project, subject, warm_texts, clients=min(clients, report["workers"]))
             result = {"facts": facts, "project": project, "subject": subject, "distinct_texts": len(pool)}
             result["one_client"] = load_phase(server.url, key, project, subject, single, clients=1)
             if think_ms:
                 paced, rest = rest[:queries], rest[queries:]
-                result["one_client_paced"] = load_phase(server.url, key, project, subject, paced, clients=1,
-                                                        think=think_ms / 1000)
+                result["one_client_paced"] = load_phase(
+                    server.url, key, project, subject, paced, clients=1, think=think_ms / 1000
+                )
                 result["one_client_paced"]["think_ms"] = think_ms
-            result["concurrent"] = load_phase(server.url, key, project, subject, rest, clients=clients, duration=duration)
+            result["concurrent"] = load_phase(
+                server.url, key, project, subject, rest, clients=clients, duration=duration
+            )
             result["in_process_assembler_ms"] = in_process_assembler(project, subject, single)
             if tiers:
                 # Tiered calls with texts of their own, then plain ones again: the ratio compares neighbours in time.
                 seed_tiers(server.url, key, project)
-                tiered_texts, plain_again = rest[-2 * queries:-queries], rest[-queries:]
+                tiered_texts, plain_again = rest[-2 * queries : -queries], rest[-queries:]
                 tiered = load_phase(server.url, key, project, subject, tiered_texts, clients=1, asks=TIERED_ASKS)
                 plain = load_phase(server.url, key, project, subject, plain_again, clients=1)
-                result["tiers"] = {"tiered": tiered, "plain": plain, "p50_ratio": _ratio(tiered, plain, "p50"),
-                                   "p95_ratio": _ratio(tiered, plain, "p95")}
+                result["tiers"] = {
+                    "tiered": tiered,
+                    "plain": plain,
+                    "p50_ratio": _ratio(tiered, plain, "p50"),
+                    "p95_ratio": _ratio(tiered, plain, "p95"),
+                }
             report["scopes"][label] = result
             print_scope(label, result, before["floor_ms"])
         after_texts = floor_questions(FLOOR_SAMPLES, seed + 1, sent)
@@ -562,22 +681,34 @@ def _add_ratios(report: dict) -> None:
             phase["x_floor"] = to_floor(phase["latency_ms"], floor_ms)
         scope["in_process_assembler_x_floor"] = to_floor(scope["in_process_assembler_ms"], floor_ms)
     report["ingest"]["batch_x_floor"] = to_floor(report["ingest"]["batch_ms"], floor_ms)
-    targets = floor_targets({label: (s["facts"], s["one_client"]["latency_ms"]) for label, s in report["scopes"].items()},
-                            floor_ms, report["total"])
+    targets = floor_targets(
+        {label: (s["facts"], s["one_client"]["latency_ms"]) for label, s in report["scopes"].items()},
+        floor_ms,
+        report["total"],
+    )
     for label, s in report["scopes"].items():
         if "tiers" in s:
             worst = max(s["tiers"]["p50_ratio"] or float("inf"), s["tiers"]["p95_ratio"] or float("inf"))
-            targets.append({"target": f"tiered within {TIERED_LIMIT}x of plain, p50 and p95", "scope": label,
-                            "figure": f"{label}: tiered / plain p50 {s['tiers']['p50_ratio']}, p95 "
-                                      f"{s['tiers']['p95_ratio']}", "met": worst <= TIERED_LIMIT})
+            targets.append(
+                {
+                    "target": f"tiered within {TIERED_LIMIT}x of plain, p50 and p95",
+                    "scope": label,
+                    "figure": f"{label}: tiered / plain p50 {s['tiers']['p50_ratio']}, p95 {s['tiers']['p95_ratio']}",
+                    "met": worst <= TIERED_LIMIT,
+                }
+            )
     small = report["scopes"].get("small")
     if small and small["concurrent"]["clients"] == 8:
         many = small["concurrent"]
         floor_rate = round(THROUGHPUT_SHARE * report["cores"] / (floor_ms / 1000), 1)
-        targets.append({"target": f"8 clients, 50-fact scope: zero errors and >= {THROUGHPUT_SHARE} x cores / floor "
-                                  "calls/s", "scope": "small",
-                        "figure": f"{many['calls_per_s']}/s against {floor_rate}/s, errors {sum(many['errors'].values())}",
-                        "met": not many["errors"] and many["calls_per_s"] >= floor_rate})
+        targets.append(
+            {
+                "target": f"8 clients, 50-fact scope: zero errors and >= {THROUGHPUT_SHARE} x cores / floor calls/s",
+                "scope": "small",
+                "figure": f"{many['calls_per_s']}/s against {floor_rate}/s, errors {sum(many['errors'].values())}",
+                "met": not many["errors"] and many["calls_per_s"] >= floor_rate,
+            }
+        )
     report["targets"] = targets
 
 
@@ -589,14 +720,18 @@ def _ratio(a: dict, b: dict, pct: str):
 def _paced(paced: dict, floor_ms: float | None) -> str:
     """The 1-client phase with --think-ms between calls, in words."""
     ms = paced["latency_ms"]
-    return (f"1 client, {paced['think_ms']:g} ms between calls: {fig(ms, 'p50', floor_ms)} {fig(ms, 'p95', floor_ms)} "
-            f"{fig(ms, 'p99', floor_ms)}, errors {sum(paced['errors'].values())}")
+    return (
+        f"1 client, {paced['think_ms']:g} ms between calls: {fig(ms, 'p50', floor_ms)} {fig(ms, 'p95', floor_ms)} "
+        f"{fig(ms, 'p99', floor_ms)}, errors {sum(paced['errors'].values())}"
+    )
 
 
 def _phase(name: str, phase: dict, floor_ms: float | None) -> str:
     ms = phase["latency_ms"]
-    return (f"{name}: {fig(ms, 'p50', floor_ms)} {fig(ms, 'p95', floor_ms)} {fig(ms, 'p99', floor_ms)}, "
-            f"{phase['calls_per_s']}/s over {phase['seconds']} s, errors {sum(phase['errors'].values())}")
+    return (
+        f"{name}: {fig(ms, 'p50', floor_ms)} {fig(ms, 'p95', floor_ms)} {fig(ms, 'p99', floor_ms)}, "
+        f"{phase['calls_per_s']}/s over {phase['seconds']} s, errors {sum(phase['errors'].values())}"
+    )
 
 
 def scope_lines(label: str, s: dict, floor_ms: float | None) -> list[str]:
@@ -609,10 +744,12 @@ def scope_lines(label: str, s: dict, floor_ms: float | None) -> list[str]:
     lines.append(f"in-process assembler: {fig(asm, 'p50', floor_ms)} {fig(asm, 'p95', floor_ms)}")
     if "tiers" in s:
         t = s["tiers"]
-        lines.append(f"tiered: {fig(t['tiered']['latency_ms'], 'p50', floor_ms)} {fig(t['tiered']['latency_ms'], 'p95', floor_ms)}"
-                     f" | plain beside it: {fig(t['plain']['latency_ms'], 'p50', floor_ms)} "
-                     f"{fig(t['plain']['latency_ms'], 'p95', floor_ms)} | tiered / plain p50 {t['p50_ratio']} "
-                     f"p95 {t['p95_ratio']}")
+        lines.append(
+            f"tiered: {fig(t['tiered']['latency_ms'], 'p50', floor_ms)} {fig(t['tiered']['latency_ms'], 'p95', floor_ms)}"
+            f" | plain beside it: {fig(t['plain']['latency_ms'], 'p50', floor_ms)} "
+            f"{fig(t['plain']['latency_ms'], 'p95', floor_ms)} | tiered / plain p50 {t['p50_ratio']} "
+            f"p95 {t['p95_ratio']}"
+        )
     head = f"{label:>7} {s['facts']:>7} facts | "
     return [head + lines[0]] + [" " * (len(head) - 2) + "| " + line for line in lines[1:]]
 
@@ -623,17 +760,23 @@ def print_scope(label: str, s: dict, floor_ms: float) -> None:
 
 def print_report(report: dict) -> None:
     floor_ms = report["floor"]["floor_ms"]
-    print(f"\nhakimem over HTTP: {report['server']} ({report['workers']} workers"
-          f"{'' if report['keepalive'] else ', a connection per request'}) on {report['cores']} cores, "
-          f"{report['total']} facts in the table, embedder {report['embedder']}, load average "
-          f"{report['load_avg_1m_at_start']} at start, {report['load_avg_1m_at_end']} at end")
+    print(
+        f"\nhakimem over HTTP: {report['server']} ({report['workers']} workers"
+        f"{'' if report['keepalive'] else ', a connection per request'}) on {report['cores']} cores, "
+        f"{report['total']} facts in the table, embedder {report['embedder']}, load average "
+        f"{report['load_avg_1m_at_start']} at start, {report['load_avg_1m_at_end']} at end"
+    )
     print(floor_line(report["floor"]))
     for label, s in report["scopes"].items():
         print("\n".join(scope_lines(label, s, floor_ms)))
-    print("(latencies in ms of the calls answered 200, each with its multiple of the floor; errors = calls that were not)")
+    print(
+        "(latencies in ms of the calls answered 200, each with its multiple of the floor; errors = calls that were not)"
+    )
     ing = report["ingest"]
-    print(f"ingest over HTTP: {ing['facts_per_s']} facts/s in {ing['batches']} batches of {ing['batch_size']} "
-          f"(batch {fig(ing['batch_ms'], 'p50', floor_ms)}, errors {ing['errors']})")
+    print(
+        f"ingest over HTTP: {ing['facts_per_s']} facts/s in {ing['batches']} batches of {ing['batch_size']} "
+        f"(batch {fig(ing['batch_ms'], 'p50', floor_ms)}, errors {ing['errors']})"
+    )
     print("issue 31's targets, as multiples of this run's floor:")
     for row in report["targets"]:
         print(f"  {target_line(row)}")

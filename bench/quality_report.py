@@ -3,6 +3,7 @@ per-question records (overall, by question type, language and split), hakimem's 
 questions that lost gold evidence, and the text tables printed at the end of a run. docs/quality.md defines
 the metrics. No service, no database: records in, numbers and text out.
 """
+
 from __future__ import annotations
 
 from collections import Counter, defaultdict
@@ -20,6 +21,7 @@ QUESTION_TYPES = ("paraphrase", "exact_name", "temporal", "multi_hop", "update",
 
 
 # --- aggregation -----------------------------------------------------------------------------------------
+
 
 def _mean(values) -> float | None:
     values = [v for v in values if v is not None]
@@ -39,7 +41,9 @@ def aggregate(records: list[dict], system: str) -> dict:
         "questions": len(records),
         "answerable": len(answerable),
         "evidence_recall": _mean(o["recall"] for o in answerable),
-        "evidence_recall_micro": round(sum(len(o["gold_served"]) for o in answerable) / gold_total, 4) if gold_total else None,
+        "evidence_recall_micro": round(sum(len(o["gold_served"]) for o in answerable) / gold_total, 4)
+        if gold_total
+        else None,
         "all_gold": _mean(float(o["all_gold"]) for o in answerable),
         **{f"r@{k}": _mean(o["recall_at"][str(k)] for o in answerable) for k in KS},
         "mrr": _mean(o["reciprocal_rank"] for o in answerable),
@@ -77,7 +81,11 @@ def summarise(records: list[dict]) -> dict:
             "by_lang": {k: aggregate(v, system) for k, v in sorted(_group(records, "lang").items())},
             "by_split": {k: aggregate(v, system) for k, v in sorted(_group(records, "split").items())},
             "by_split_type": {
-                split: {t: aggregate([r for r in rs if r["type"] == t], system) for t in QUESTION_TYPES if any(r["type"] == t for r in rs)}
+                split: {
+                    t: aggregate([r for r in rs if r["type"] == t], system)
+                    for t in QUESTION_TYPES
+                    if any(r["type"] == t for r in rs)
+                }
                 for split, rs in sorted(_group(records, "split").items())
             },
         }
@@ -102,22 +110,38 @@ def failures(records: list[dict], texts: dict, limit_served: int = 5) -> list[di
         if not r["gold"] or o["all_gold"]:
             continue
         t = texts[r["scope"]]
-        out.append({
-            "scope": r["scope"], "question_id": r["question_id"], "type": r["type"], "split": r["split"],
-            "question": r["text"],
-            "missing": [{"id": g, "text": t.get(g), "reason": o["gold_reasons"][g], "rank": o["ranks"][g]}
-                        for g in r["gold"] if g not in o["gold_served"]],
-            "served_first": [{"id": s, "text": t.get(s)} for s in o["served"][:limit_served]],
-            "baselines_all_gold": [name for name in BASELINES if r["systems"][name]["all_gold"]],
-        })
+        out.append(
+            {
+                "scope": r["scope"],
+                "question_id": r["question_id"],
+                "type": r["type"],
+                "split": r["split"],
+                "question": r["text"],
+                "missing": [
+                    {"id": g, "text": t.get(g), "reason": o["gold_reasons"][g], "rank": o["ranks"][g]}
+                    for g in r["gold"]
+                    if g not in o["gold_served"]
+                ],
+                "served_first": [{"id": s, "text": t.get(s)} for s in o["served"][:limit_served]],
+                "baselines_all_gold": [name for name in BASELINES if r["systems"][name]["all_gold"]],
+            }
+        )
     return out
 
 
 # --- printing --------------------------------------------------------------------------------------------
 
-_COLUMNS = (("evidence_recall", "recall"), ("all_gold", "all-gold"), ("r@1", "R@1"), ("r@5", "R@5"),
-            ("r@10", "R@10"), ("mrr", "MRR"), ("empty", "empty"), ("no_answer_empty", "empty(na)"),
-            ("tokens_per_call", "tok/call"))
+_COLUMNS = (
+    ("evidence_recall", "recall"),
+    ("all_gold", "all-gold"),
+    ("r@1", "R@1"),
+    ("r@5", "R@5"),
+    ("r@10", "R@10"),
+    ("mrr", "MRR"),
+    ("empty", "empty"),
+    ("no_answer_empty", "empty(na)"),
+    ("tokens_per_call", "tok/call"),
+)
 
 
 def _fmt(value, width: int = 8) -> str:
@@ -149,8 +173,10 @@ def format_report(report: dict) -> str:
         f"of {load['gold_items']}",
         "",
     ]
-    lines += _table("overall (recall, all-gold, R@k, MRR over answerable questions; empty over all calls, empty(na) over no_answer)",
-                    {s: summary[s]["overall"] for s in SYSTEMS})
+    lines += _table(
+        "overall (recall, all-gold, R@k, MRR over answerable questions; empty over all calls, empty(na) over no_answer)",
+        {s: summary[s]["overall"] for s in SYSTEMS},
+    )
     for split_name in summary["hakimem"]["by_split"]:
         lines += [""] + _table(f"split {split_name}", {s: summary[s]["by_split"][split_name] for s in SYSTEMS})
     types = [t for t in QUESTION_TYPES if t in summary["hakimem"]["by_type"] and t != "no_answer"]
@@ -160,10 +186,20 @@ def format_report(report: dict) -> str:
         lines += ["", title, "  " + "system".ljust(12) + "".join(t[:10].rjust(11) for t in types)]
         for system in SYSTEMS:
             source = summary[system]["by_type"] if part is None else summary[system]["by_split_type"][part]
-            lines.append("  " + system.ljust(12) + "".join(_fmt(source.get(t, {}).get("evidence_recall"), 11) for t in types))
-    lines += ["", "evidence recall by language", "  " + "system".ljust(12) + "".join(k.rjust(10) for k in summary["hakimem"]["by_lang"])]
+            lines.append(
+                "  " + system.ljust(12) + "".join(_fmt(source.get(t, {}).get("evidence_recall"), 11) for t in types)
+            )
+    lines += [
+        "",
+        "evidence recall by language",
+        "  " + "system".ljust(12) + "".join(k.rjust(10) for k in summary["hakimem"]["by_lang"]),
+    ]
     for system in SYSTEMS:
-        lines.append("  " + system.ljust(12) + "".join(_fmt(m["evidence_recall"], 10) for m in summary[system]["by_lang"].values()))
+        lines.append(
+            "  "
+            + system.ljust(12)
+            + "".join(_fmt(m["evidence_recall"], 10) for m in summary[system]["by_lang"].values())
+        )
     h = summary["hakimem"]["overall"]
     lines += [
         "",

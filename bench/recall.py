@@ -23,6 +23,7 @@ The module is importable: run(...) returns the report dict (tests/context/test_q
 harness (the dataset, the API calls, the run); the baselines are in bench/baselines.py and the
 report's metrics and tables in bench/quality_report.py.
 """
+
 from __future__ import annotations
 
 import json
@@ -68,6 +69,7 @@ class HarnessError(RuntimeError):
 
 # --- dataset ---------------------------------------------------------------------------------------------
 
+
 def load_scopes(path: Path, *, split: str = "all", limit: int | None = None, scope_ids=None) -> list[dict]:
     scopes = [json.loads(line) for line in Path(path).read_text(encoding="utf-8").splitlines() if line.strip()]
     if scope_ids:
@@ -101,6 +103,7 @@ def noise_for(scope: dict, noise: dict, n: int, seed: int) -> list[tuple[str, st
 
 
 # --- loading through the API -----------------------------------------------------------------------------
+
 
 @dataclass
 class LoadedScope:
@@ -160,10 +163,11 @@ def load_scope(client, project_id: str, scope: dict, noise: list[tuple[str, str]
     loaded.text_of.update({e["id"]: e["text"] for e in scope["events"]})
 
     for start in range(0, len(mixed), WRITE_BATCH):
-        chunk = mixed[start:start + WRITE_BATCH]
+        chunk = mixed[start : start + WRITE_BATCH]
         body = _check(
             client.post("/v1/facts", {"facts": [{**base, "text": text} for _, text in chunk]}, format="json"),
-            201, f"POST /v1/facts ({subject})",
+            201,
+            f"POST /v1/facts ({subject})",
         )
         for (ext_id, _), out in zip(chunk, body["facts"], strict=True):
             _record_write(loaded, ext_id, out)
@@ -180,10 +184,15 @@ def load_scope(client, project_id: str, scope: dict, noise: list[tuple[str, str]
 
     events = scope["events"]
     for start in range(0, len(events), WRITE_BATCH):
-        chunk = events[start:start + WRITE_BATCH]
+        chunk = events[start : start + WRITE_BATCH]
         body = _check(
-            client.post("/v1/events", {"events": [{**base, "text": e["text"], "occurred_at": e["occurred_at"]} for e in chunk]}, format="json"),
-            201, f"POST /v1/events ({subject})",
+            client.post(
+                "/v1/events",
+                {"events": [{**base, "text": e["text"], "occurred_at": e["occurred_at"]} for e in chunk]},
+                format="json",
+            ),
+            201,
+            f"POST /v1/events ({subject})",
         )
         for e, out in zip(chunk, body["events"], strict=True):
             _record_write(loaded, e["id"], out)
@@ -198,10 +207,14 @@ def load_scope(client, project_id: str, scope: dict, noise: list[tuple[str, str]
     for conflict in _list_all(client, "/v1/conflicts", {**base, "status": "open"}, "conflicts"):
         detail = _check(client.get(f"/v1/conflicts/{conflict['id']}"), 200, "GET /v1/conflicts/{id}")
         loaded.blocked_ids.update(m["fact_id"] for m in detail["members"])
-        loaded.open_conflicts.append({
-            "scope": subject, "signal": detail["signal"], "similarity": detail["similarity"],
-            "members": [loaded.ext_of.get(m["fact_id"], m["fact_id"]) for m in detail["members"]],
-        })
+        loaded.open_conflicts.append(
+            {
+                "scope": subject,
+                "signal": detail["signal"],
+                "similarity": detail["similarity"],
+                "members": [loaded.ext_of.get(m["fact_id"], m["fact_id"]) for m in detail["members"]],
+            }
+        )
     return loaded
 
 
@@ -212,6 +225,7 @@ def erase_subject(client, project_id: str, subject_id: str) -> dict:
 
 # --- one question, every system --------------------------------------------------------------------------
 
+
 def _ranks(ranking_ids: list, gold_ids: list) -> list[int | None]:
     position = {}
     for i, item in enumerate(ranking_ids, start=1):
@@ -219,7 +233,9 @@ def _ranks(ranking_ids: list, gold_ids: list) -> list[int | None]:
     return [position.get(g) for g in gold_ids]
 
 
-def _outcome(gold_ext: list, gold_ids: list, ranking_ids: list, served_ids: list, used: int, loaded: LoadedScope) -> dict:
+def _outcome(
+    gold_ext: list, gold_ids: list, ranking_ids: list, served_ids: list, used: int, loaded: LoadedScope
+) -> dict:
     served = set(served_ids)
     ranks = _ranks(ranking_ids, gold_ids)
     gold_served = [g for g, sid in zip(gold_ext, gold_ids) if sid in served]
@@ -239,7 +255,12 @@ def _outcome(gold_ext: list, gold_ids: list, ranking_ids: list, served_ids: list
 
 
 def ask_hakimem(client, project_id: str, loaded: LoadedScope, question: dict, gold_ids: list, budget: int) -> dict:
-    payload = {"project_id": project_id, "subject_id": loaded.subject_id, "query": question["text"], "budget_tokens": budget}
+    payload = {
+        "project_id": project_id,
+        "subject_id": loaded.subject_id,
+        "query": question["text"],
+        "budget_tokens": budget,
+    }
     start = time.perf_counter()
     response = client.post("/v1/context", payload, format="json")
     wall_ms = (time.perf_counter() - start) * 1000.0
@@ -249,7 +270,9 @@ def ask_hakimem(client, project_id: str, loaded: LoadedScope, question: dict, go
     # One ranking for facts and episodes: every decision by its score (ties: facts first, then their rank).
     ordered = sorted(decisions, key=lambda d: (-(d["score"] or 0.0), d["item_type"] != "fact", d["rank"]))
     served_ids = [f["id"] for f in packet["facts"]] + [e["id"] for e in packet["episodes"]]
-    out = _outcome(question["gold"], gold_ids, [d["item_id"] for d in ordered], served_ids, packet["used_tokens"], loaded)
+    out = _outcome(
+        question["gold"], gold_ids, [d["item_id"] for d in ordered], served_ids, packet["used_tokens"], loaded
+    )
     reason_of = {d["item_id"]: d["reason_code"] for d in decisions}
     out["gold_reasons"] = {g: reason_of.get(sid, NOT_A_CANDIDATE) for g, sid in zip(question["gold"], gold_ids)}
     out["latency_ms"] = round(wall_ms, 3)
@@ -284,7 +307,9 @@ def index_scope(loaded: LoadedScope, embed_cached: Callable, stop_words, estimat
     )
 
 
-def ask_baselines(index: ScopeIndex, qvec, question: dict, gold_ids: list, budget: int, loaded: LoadedScope, stop_words) -> dict:
+def ask_baselines(
+    index: ScopeIndex, qvec, question: dict, gold_ids: list, budget: int, loaded: LoadedScope, stop_words
+) -> dict:
     dense = order_by_score(index.vectors @ np.asarray(qvec, dtype=np.float32))
     lexical = order_by_score(index.bm25.scores(bm25_tokens(question["text"], stop_words)), positive_only=True)
     fused = rrf([dense, lexical], len(index.ids))
@@ -297,6 +322,7 @@ def ask_baselines(index: ScopeIndex, qvec, question: dict, gold_ids: list, budge
 
 
 # --- the run ---------------------------------------------------------------------------------------------
+
 
 def _default_client_factory(project_id: str):
     """A client with a fresh key of its own; returns (client, cleanup)."""
@@ -327,13 +353,23 @@ def run(
     overrides = {"HAKI_EMBED_PROVIDER": embedder} if embedder else {}
     with override_settings(**overrides):
         return _run(
-            settings=settings, dataset=dataset, noise_path=noise_path, noise=noise, budget=budget, split=split,
-            limit_scopes=limit_scopes, scope_ids=scope_ids, seed=seed,
-            client_factory=client_factory or _default_client_factory, progress=progress or (lambda _msg: None),
+            settings=settings,
+            dataset=dataset,
+            noise_path=noise_path,
+            noise=noise,
+            budget=budget,
+            split=split,
+            limit_scopes=limit_scopes,
+            scope_ids=scope_ids,
+            seed=seed,
+            client_factory=client_factory or _default_client_factory,
+            progress=progress or (lambda _msg: None),
         )
 
 
-def _run(*, settings, dataset, noise_path, noise, budget, split, limit_scopes, scope_ids, seed, client_factory, progress) -> dict:
+def _run(
+    *, settings, dataset, noise_path, noise, budget, split, limit_scopes, scope_ids, seed, client_factory, progress
+) -> dict:
     from context.config import recall_max_distance
     from context.scoring import estimate_tokens
     from facts.text import STOP_WORDS
@@ -372,9 +408,12 @@ def _run(*, settings, dataset, noise_path, noise, budget, split, limit_scopes, s
             texts[scope["scope"]] = loaded.text_of
             load_stats.update(
                 facts_written=sum(1 for f in scope["facts"] if not f.get("replaces")) + len(scope_noise),
-                patches=sum(1 for f in scope["facts"] if f.get("replaces")), events_written=len(scope["events"]),
-                deduplicated=len(loaded.deduplicated), conflicted_writes=len(loaded.conflicted),
-                patch_fallbacks=loaded.patch_fallbacks, open_conflict_facts=len(loaded.blocked_ids),
+                patches=sum(1 for f in scope["facts"] if f.get("replaces")),
+                events_written=len(scope["events"]),
+                deduplicated=len(loaded.deduplicated),
+                conflicted_writes=len(loaded.conflicted),
+                patch_fallbacks=loaded.patch_fallbacks,
+                open_conflict_facts=len(loaded.blocked_ids),
                 items_active=len(loaded.items),
             )
             open_conflicts += loaded.open_conflicts
@@ -389,13 +428,20 @@ def _run(*, settings, dataset, noise_path, noise, budget, split, limit_scopes, s
             for q in scope["questions"]:
                 gold_ids = [loaded.id_of[g] for g in q["gold"]]
                 record = {
-                    "scope": scope["scope"], "lang": scope["lang"], "split": scope["split"], "question_id": q["id"],
-                    "type": q["type"], "text": q["text"], "gold": list(q["gold"]),
+                    "scope": scope["scope"],
+                    "lang": scope["lang"],
+                    "split": scope["split"],
+                    "question_id": q["id"],
+                    "type": q["type"],
+                    "text": q["text"],
+                    "gold": list(q["gold"]),
                     "gold_blocked": [g for g, sid in zip(q["gold"], gold_ids) if sid in loaded.blocked_ids],
                     "systems": {},
                 }
                 record["systems"]["hakimem"], diagnostic = ask_hakimem(client, project_id, loaded, q, gold_ids, budget)
-                qvec = embedder.embed_query(q["text"], project_id=project_id)  # the same (cached) vector the assembler used
+                qvec = embedder.embed_query(
+                    q["text"], project_id=project_id
+                )  # the same (cached) vector the assembler used
                 record["systems"].update(ask_baselines(index, qvec, q, gold_ids, budget, loaded, STOP_WORDS))
                 record["systems"][DIAGNOSTIC] = diagnostic
                 records.append(record)
@@ -403,8 +449,10 @@ def _run(*, settings, dataset, noise_path, noise, budget, split, limit_scopes, s
             erased.update(erase_subject(client, project_id, scope["scope"]))
             pending_erase.remove(scope["scope"])
             timings.update(load_s=t1 - t0, index_s=t2 - t1, ask_s=t3 - t2, erase_s=time.perf_counter() - t3)
-            progress(f"[{n}/{len(scopes)}] {scope['scope']}: {len(loaded.items)} items, load {t1 - t0:.1f}s, "
-                     f"questions {t3 - t2:.1f}s")
+            progress(
+                f"[{n}/{len(scopes)}] {scope['scope']}: {len(loaded.items)} items, load {t1 - t0:.1f}s, "
+                f"questions {t3 - t2:.1f}s"
+            )
     finally:
         try:
             for subject in list(pending_erase):
@@ -417,15 +465,22 @@ def _run(*, settings, dataset, noise_path, noise, budget, split, limit_scopes, s
     gold_items = sum(len({g for q in s["questions"] for g in q["gold"]}) for s in scopes)
     return {
         "config": {
-            "dataset": str(Path(dataset).resolve().relative_to(ROOT)) if Path(dataset).resolve().is_relative_to(ROOT) else str(dataset),
-            "noise_per_scope": noise, "budget_tokens": budget, "split": split, "seed": seed,
-            "scopes": [s["scope"] for s in scopes], "questions": len(records),
+            "dataset": str(Path(dataset).resolve().relative_to(ROOT))
+            if Path(dataset).resolve().is_relative_to(ROOT)
+            else str(dataset),
+            "noise_per_scope": noise,
+            "budget_tokens": budget,
+            "split": split,
+            "seed": seed,
+            "scopes": [s["scope"] for s in scopes],
+            "questions": len(records),
             "embedder": settings.HAKI_EMBED_PROVIDER,
             "recall_max_distance": recall_max_distance(),
             "conflict_policy": settings.HAKI_CONFLICT_POLICY,
             "conflict_min_similarity": settings.HAKI_CONFLICT_MIN_SIMILARITY,
             "duplicate_similarity": settings.HAKI_DUPLICATE_SIMILARITY,
-            "bm25": {"k1": BM25_K1, "b": BM25_B}, "rrf_k": RRF_K,
+            "bm25": {"k1": BM25_K1, "b": BM25_B},
+            "rrf_k": RRF_K,
             "project_id": project_id,
             "finished_at": datetime.now(UTC).isoformat(timespec="seconds"),
             "duration_s": round(time.perf_counter() - started, 1),
@@ -437,15 +492,20 @@ def _run(*, settings, dataset, noise_path, noise, budget, split, limit_scopes, s
             "gold_blocked_by_open_conflict": len(blocked_gold),
             "gold_blocked": blocked_gold,
             "question_gold_pairs_blocked": sum(len(r["gold_blocked"]) for r in records),
-            "open_conflicts": [{**c, "texts": [texts[c["scope"]].get(m) for m in c["members"]]} for c in open_conflicts],
+            "open_conflicts": [
+                {**c, "texts": [texts[c["scope"]].get(m) for m in c["members"]]} for c in open_conflicts
+            ],
             "erased": dict(sorted(erased.items())),
             "left_behind": list(pending_erase),
         },
         "summary": summary,
-        "gain_vs_baselines": {"overall": gains(summary), **{
-            f"split:{split_name}": gains({s: {"x": summary[s]["by_split"][split_name]} for s in SYSTEMS}, "x")
-            for split_name in summary["hakimem"]["by_split"]
-        }},
+        "gain_vs_baselines": {
+            "overall": gains(summary),
+            **{
+                f"split:{split_name}": gains({s: {"x": summary[s]["by_split"][split_name]} for s in SYSTEMS}, "x")
+                for split_name in summary["hakimem"]["by_split"]
+            },
+        },
         "failures": failures(records, texts),
         "questions": records,
     }

@@ -25,6 +25,7 @@ frees and the share of no-answer scopes it empties.
 
   python scripts/check_recall_floor.py --dataset eval/dataset.jsonl [--embedder sentence-transformers]
 """
+
 from __future__ import annotations
 
 import json
@@ -98,7 +99,7 @@ def scopes_from_pairs(pairs) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
     def vectors(texts):
         new = [t for t in dict.fromkeys(texts) if t not in cache]
         for start in range(0, len(new), 256):
-            cache.update(zip(new[start:start + 256], embedder.embed(new[start:start + 256])))
+            cache.update(zip(new[start : start + 256], embedder.embed(new[start : start + 256])))
         return np.array([cache[t] for t in texts])
 
     scopes = []
@@ -127,7 +128,9 @@ def small_scopes(scopes, size: int, seed: int):
     for d, tokens, rel in scopes:
         others = np.flatnonzero(~rel)
         if rel.any() and rel.sum() < size:
-            pick = np.concatenate([np.flatnonzero(rel), rng.choice(others, min(size - rel.sum(), len(others)), replace=False)])
+            pick = np.concatenate(
+                [np.flatnonzero(rel), rng.choice(others, min(size - rel.sum(), len(others)), replace=False)]
+            )
             answerable.append((d[pick], tokens[pick], rel[pick]))
         if len(others) >= size:
             pick = rng.choice(others, size, replace=False)
@@ -156,6 +159,7 @@ def packing_sweep(answerable, unanswerable, budget: int) -> dict:
     """For each floor: evidence recall (macro over answerable scopes), the share of the relevant items served without
     it that it drops, of the irrelevant tokens served without it that it frees (in answerable scopes, and in no-answer
     ones), and of no-answer scopes it empties."""
+
     def packets(scopes, rule):
         return [pack(d, tokens, budget, rule(d)) for d, tokens, _ in scopes]
 
@@ -168,31 +172,49 @@ def packing_sweep(answerable, unanswerable, budget: int) -> dict:
     everything = lambda d: np.ones(len(d), dtype=bool)  # noqa: E731
     base, base_none = packets(answerable, everything), packets(unanswerable, everything)
     relevant_served = sum(int((s & rel).sum()) for (_, _, rel), s in zip(answerable, base))
-    rows = {"recall_without": recall(base), "scopes": len(answerable), "no_answer_scopes": len(unanswerable), "floors": []}
+    rows = {
+        "recall_without": recall(base),
+        "scopes": len(answerable),
+        "no_answer_scopes": len(unanswerable),
+        "floors": [],
+    }
     for kind, values in FLOORS.items():
         for value in values:
             rule = (lambda d, v=value: d <= v) if kind == "absolute" else (lambda d, v=value: d <= d.min() + v)
             served, served_none = packets(answerable, rule), packets(unanswerable, rule)
             lost = sum(int((b & rel & ~s).sum()) for (_, _, rel), b, s in zip(answerable, base, served))
-            rows["floors"].append({
-                "kind": kind, "floor": float(value), "recall": recall(served),
-                "relevant_lost": _share(lost, relevant_served),
-                "irrelevant_freed": 1 - _share(irrelevant_tokens(answerable, served), irrelevant_tokens(answerable, base)),
-                "no_answer_freed": 1 - _share(irrelevant_tokens(unanswerable, served_none),
-                                              irrelevant_tokens(unanswerable, base_none)) if unanswerable else 0.0,
-                "no_answer_emptied": float(np.mean([not s.any() for s in served_none])) if served_none else float("nan"),
-            })
+            rows["floors"].append(
+                {
+                    "kind": kind,
+                    "floor": float(value),
+                    "recall": recall(served),
+                    "relevant_lost": _share(lost, relevant_served),
+                    "irrelevant_freed": 1
+                    - _share(irrelevant_tokens(answerable, served), irrelevant_tokens(answerable, base)),
+                    "no_answer_freed": 1
+                    - _share(irrelevant_tokens(unanswerable, served_none), irrelevant_tokens(unanswerable, base_none))
+                    if unanswerable
+                    else 0.0,
+                    "no_answer_emptied": float(np.mean([not s.any() for s in served_none]))
+                    if served_none
+                    else float("nan"),
+                }
+            )
     return rows
 
 
 def format_packing(name: str, rows: dict) -> str:
-    lines = [f"\n{name}: {rows['scopes']} answerable scopes (recall without a floor {rows['recall_without']:.3f}), "
-             f"{rows['no_answer_scopes']} with no answer",
-             "  floor            recall  relevant lost  irrelevant tokens freed  no-answer: tokens freed  emptied"]
+    lines = [
+        f"\n{name}: {rows['scopes']} answerable scopes (recall without a floor {rows['recall_without']:.3f}), "
+        f"{rows['no_answer_scopes']} with no answer",
+        "  floor            recall  relevant lost  irrelevant tokens freed  no-answer: tokens freed  emptied",
+    ]
     for r in rows["floors"]:
         label = f"{r['floor']:.2f}" if r["kind"] == "absolute" else f"best+{r['floor']:.2f}"
-        lines.append(f"  {label:14}  {r['recall']:6.3f}  {r['relevant_lost']:13.3f}  {r['irrelevant_freed']:23.3f}  "
-                     f"{r['no_answer_freed']:23.3f}  {r['no_answer_emptied']:7.3f}")
+        lines.append(
+            f"  {label:14}  {r['recall']:6.3f}  {r['relevant_lost']:13.3f}  {r['irrelevant_freed']:23.3f}  "
+            f"{r['no_answer_freed']:23.3f}  {r['no_answer_emptied']:7.3f}"
+        )
     return "\n".join(lines)
 
 
@@ -208,9 +230,23 @@ def sweep(relevant, irrelevant, empty_queries, target):
     return rows, best
 
 
-def calibrate(*, labelled: Path | None, dataset: Path | None, traces: bool, split: str | None, project: str | None,
-              embedder: str | None, target_recall: float, json_path: Path | None, locomo: Path | None = None,
-              noise: int = 0, packing: bool = False, budget: int = 900, small_size: int = 10, seed: int = 0) -> int:
+def calibrate(
+    *,
+    labelled: Path | None,
+    dataset: Path | None,
+    traces: bool,
+    split: str | None,
+    project: str | None,
+    embedder: str | None,
+    target_recall: float,
+    json_path: Path | None,
+    locomo: Path | None = None,
+    noise: int = 0,
+    packing: bool = False,
+    budget: int = 900,
+    small_size: int = 10,
+    seed: int = 0,
+) -> int:
     """Prints the distances, the sweep and the suggested floor; writes the figures to json_path if given.
     Django must be set up."""
     from django.conf import settings
@@ -230,8 +266,10 @@ def calibrate(*, labelled: Path | None, dataset: Path | None, traces: bool, spli
         scopes = scopes_from_pairs(pairs)
         relevant, irrelevant, empties = distances_from_scopes(scopes)
 
-    print(f"embedder: {settings.HAKI_EMBED_PROVIDER}; relevant items {len(relevant)}, irrelevant {len(irrelevant)}, "
-          f"queries with no relevant item {len(empties)}")
+    print(
+        f"embedder: {settings.HAKI_EMBED_PROVIDER}; relevant items {len(relevant)}, irrelevant {len(irrelevant)}, "
+        f"queries with no relevant item {len(empties)}"
+    )
     for name, values in (("relevant", relevant), ("irrelevant", irrelevant)):
         if len(values):
             p = np.percentile(values, [5, 25, 50, 75, 95])
@@ -245,15 +283,19 @@ def calibrate(*, labelled: Path | None, dataset: Path | None, traces: bool, spli
         print(f"  {t:9.3f}  {kept:13.3f}  {dropped:18.3f}  {emptied:23.3f}")
     if best:
         emptied = f", empties {best[3]:.1%} of no-answer calls" if empties else ""
-        print(f"\nsuggested HAKI_RECALL_MAX_DISTANCE={best[0]} for {settings.HAKI_EMBED_PROVIDER}: keeps {best[1]:.1%} of "
-              f"relevant items, drops {best[2]:.1%} of irrelevant ones{emptied}")
+        print(
+            f"\nsuggested HAKI_RECALL_MAX_DISTANCE={best[0]} for {settings.HAKI_EMBED_PROVIDER}: keeps {best[1]:.1%} of "
+            f"relevant items, drops {best[2]:.1%} of irrelevant ones{emptied}"
+        )
     else:
         print(f"\nno threshold keeps {target_recall:.0%} of relevant items: leave the floor off")
     figures = {"embedder": settings.HAKI_EMBED_PROVIDER, "suggested": best, "sweep": rows}
     if packing and scopes:
         answerable, unanswerable = small_scopes(scopes, small_size, seed)
         figures["packing"] = {
-            "whole scope": packing_sweep([s for s in scopes if s[2].any()], [s for s in scopes if not s[2].any()], budget),
+            "whole scope": packing_sweep(
+                [s for s in scopes if s[2].any()], [s for s in scopes if not s[2].any()], budget
+            ),
             f"small scopes ({small_size} items)": packing_sweep(answerable, unanswerable, budget),
         }
         for name, rows_ in figures["packing"].items():

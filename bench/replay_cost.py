@@ -10,6 +10,7 @@ context call plus the reads of both traces' decisions; as it was, the scope is s
 It erases its project at the end.
 It needs Django set up before it is imported: its command line, scripts/bench_replay.py, does that first.
 """
+
 from __future__ import annotations
 
 import json
@@ -34,23 +35,43 @@ from hakimem.embeddings import get_embedder
 from traces.models import Trace
 
 PROJECT = "bench-replay"
-WORDS = ("garden tomatoes bicycle sister Lisbon piano novel marathon cat allergy peanuts wedding Oslo kayak violin "
-         "museum recipe holiday doctor hiking chess coffee train mountain painting brother Porto yoga camera").split()
+WORDS = (
+    "garden tomatoes bicycle sister Lisbon piano novel marathon cat allergy peanuts wedding Oslo kayak violin "
+    "museum recipe holiday doctor hiking chess coffee train mountain painting brother Porto yoga camera"
+).split()
 
 
 def _scope(subject: str, size: int) -> None:
     rng = random.Random(size)
     now = timezone.now()
-    texts = [f"Alice mentioned {rng.choice(WORDS)} and {rng.choice(WORDS)} on day {i} with {rng.choice(WORDS)}."
-             for i in range(size)]
+    texts = [
+        f"Alice mentioned {rng.choice(WORDS)} and {rng.choice(WORDS)} on day {i} with {rng.choice(WORDS)}."
+        for i in range(size)
+    ]
     vectors = get_embedder().embed(texts)
-    Fact.objects.bulk_create([
-        Fact(project_id=PROJECT, subject_id=subject, text=t, text_hash=text_hash(t), embedding=v,
-             recorded_from=now - timezone.timedelta(minutes=size - i), last_confirmed_at=now) for i, (t, v) in
-        enumerate(zip(texts, vectors, strict=True))], batch_size=1000)
+    Fact.objects.bulk_create(
+        [
+            Fact(
+                project_id=PROJECT,
+                subject_id=subject,
+                text=t,
+                text_hash=text_hash(t),
+                embedding=v,
+                recorded_from=now - timezone.timedelta(minutes=size - i),
+                last_confirmed_at=now,
+            )
+            for i, (t, v) in enumerate(zip(texts, vectors, strict=True))
+        ],
+        batch_size=1000,
+    )
     events = [f"Alice went to the {rng.choice(WORDS)} event number {i}." for i in range(max(10, size // 20))]
-    Event.objects.bulk_create([Event(project_id=PROJECT, subject_id=subject, text=t, occurred_at=now, embedding=v)
-                               for t, v in zip(events, get_embedder().embed(events), strict=True)], batch_size=1000)
+    Event.objects.bulk_create(
+        [
+            Event(project_id=PROJECT, subject_id=subject, text=t, occurred_at=now, embedding=v)
+            for t, v in zip(events, get_embedder().embed(events), strict=True)
+        ],
+        batch_size=1000,
+    )
 
 
 def _timed(fn) -> tuple[float, int]:
@@ -63,8 +84,10 @@ def _timed(fn) -> tuple[float, int]:
 def _line(name: str, runs: list[tuple[float, int]]) -> str:
     ms = sorted(r[0] for r in runs)
     p95 = ms[min(len(ms) - 1, int(0.95 * len(ms)))]
-    return (f"  {name:<20} mean {statistics.mean(ms):7.2f} ms   p50 {statistics.median(ms):7.2f} ms   "
-            f"p95 {p95:7.2f} ms   {statistics.mean(r[1] for r in runs):4.1f} statements")
+    return (
+        f"  {name:<20} mean {statistics.mean(ms):7.2f} ms   p50 {statistics.median(ms):7.2f} ms   "
+        f"p95 {p95:7.2f} ms   {statistics.mean(r[1] for r in runs):4.1f} statements"
+    )
 
 
 def run(*, calls: int, sizes: str) -> None:
@@ -84,8 +107,13 @@ def run(*, calls: int, sizes: str) -> None:
             plain, ids = [], []
             for q in queries:
                 packet = {}
-                plain.append(_timed(lambda q=q: packet.update(context_assemble(
-                    project_id=PROJECT, subject_id=subject, query=q, budget_tokens=900))))
+                plain.append(
+                    _timed(
+                        lambda q=q: packet.update(
+                            context_assemble(project_id=PROJECT, subject_id=subject, query=q, budget_tokens=900)
+                        )
+                    )
+                )
                 ids.append(packet["trace_id"])
             traces = list(Trace.objects.filter(id__in=ids))
             now = [_timed(lambda t=t: context_replay(trace=t, as_of="now")) for t in traces]
@@ -98,7 +126,16 @@ def run(*, calls: int, sizes: str) -> None:
                 path = Path(tempfile.mkdtemp()) / "overrides.json"
                 path.write_text(json.dumps({"w_recency": 0.15, "budget_tokens": 600}))
                 print(f"manage.py replay --project {PROJECT} --subject {subject} --overrides {path.name}:")
-                call_command("replay", "--project", PROJECT, "--subject", subject, "--overrides", str(path),
-                             "--limit", str(calls))
+                call_command(
+                    "replay",
+                    "--project",
+                    PROJECT,
+                    "--subject",
+                    subject,
+                    "--overrides",
+                    str(path),
+                    "--limit",
+                    str(calls),
+                )
     finally:
         project_erase(project_id=PROJECT)

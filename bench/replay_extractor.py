@@ -9,6 +9,7 @@ runs on real data without a model.
 An event it has no answer for gets []. It reads the event from the request as ingest/extraction.py sends it (the
 user message's text after "Event:\\n").
 """
+
 from __future__ import annotations
 
 import json
@@ -37,8 +38,18 @@ class ReplayExtractor:
                 items = replay.answers.get(event)
                 if items is None:
                     replay.unknown += 1
-                payload = json.dumps({"object": "chat.completion", "choices": [{"index": 0, "finish_reason": "stop",
-                    "message": {"role": "assistant", "content": json.dumps(items or [])}}]}).encode()
+                payload = json.dumps(
+                    {
+                        "object": "chat.completion",
+                        "choices": [
+                            {
+                                "index": 0,
+                                "finish_reason": "stop",
+                                "message": {"role": "assistant", "content": json.dumps(items or [])},
+                            }
+                        ],
+                    }
+                ).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(payload)))

@@ -10,6 +10,7 @@ of bench.py by more than these costs. The embedding cache is off, so no mode fin
 p50/p95 per mode and the p50 of the per-question differences.
 Its command line, scripts/bench_row_security.py, sets Django up before calling run.
 """
+
 from __future__ import annotations
 
 import json
@@ -51,7 +52,7 @@ def run(*, total: int, embedder: str, queries: int, seed: int) -> int:
             call(subject, "warm up", mode)
         times = {m: [] for m in MODES}
         for i, query in enumerate(dataset.generate_queries(queries, seed, subject_id=subject)):
-            order = MODES[i % 3:] + MODES[:i % 3]
+            order = MODES[i % 3 :] + MODES[: i % 3]
             for mode in order:
                 times[mode].append(call(subject, query, mode))
         t = {m: np.array(v) for m, v in times.items()}

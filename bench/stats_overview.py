@@ -17,6 +17,7 @@ and p95 of `--runs` runs (after one warm-up) from the raw query and from the rol
 EXPLAIN (ANALYZE, BUFFERS) of the rollup's statements. The machine's load average is printed with the figures.
 It needs Django set up before it is imported: its command line, scripts/bench_stats.py, does that first.
 """
+
 from __future__ import annotations
 
 import os
@@ -43,14 +44,18 @@ OPEN_CONFLICTS = 60
 # The 20 reason codes a fact decision of a non-empty call cycles through: 8 included, 7 over budget,
 # 2 below the floor, 1 each of conflict_open, volatility_expired, multi_hop_expansion.
 FACT_REASONS = (
-    ["included"] * 8 + ["over_budget"] * 7 + ["below_relevance_floor"] * 2
+    ["included"] * 8
+    + ["over_budget"] * 7
+    + ["below_relevance_floor"] * 2
     + ["conflict_open", "volatility_expired", "multi_hop_expansion"]
 )
 
 RANDOM_VECTOR = "(SELECT array_agg(random()::real) FROM generate_series(1, 384) WHERE n >= 0)::vector"
 
 LOAD_SQL = [
-    ("facts", f"""
+    (
+        "facts",
+        f"""
      INSERT INTO facts_fact (id, project_id, subject_id, text, text_hash, embedding, status, category, kind,
                              importance, volatility, recorded_from, last_confirmed_at, metadata)
      SELECT md5('{PROJECT}/fact/' || n)::uuid, %(project)s, 'sb-' || (n / {FACTS_PER_SUBJECT}),
@@ -59,15 +64,21 @@ LOAD_SQL = [
             (ARRAY['health', 'work', 'family', 'travel'])[1 + n %% 4], 'fact', 0.5, 'permanent',
             now() - interval '90 days', now() - interval '90 days', '{{}}'
        FROM generate_series(0, {SUBJECTS * FACTS_PER_SUBJECT - 1}) AS n
-     """),
-    ("episodes", f"""
+     """,
+    ),
+    (
+        "episodes",
+        f"""
      INSERT INTO facts_event (id, project_id, subject_id, text, occurred_at, embedding, metadata, recorded_at)
      SELECT md5('{PROJECT}/event/' || n)::uuid, %(project)s, 'sb-' || (n / {EPISODES_PER_SUBJECT}),
             'Bench episode ' || n || '.', now() - interval '60 days', {RANDOM_VECTOR}, '{{}}', now()
        FROM generate_series(0, {SUBJECTS * EPISODES_PER_SUBJECT - 1}) AS n
-     """),
+     """,
+    ),
     # One call in ten comes back empty (no_relevant_memory); the others serve 1-5 facts and an episode.
-    ("traces", f"""
+    (
+        "traces",
+        f"""
      INSERT INTO traces_trace (id, project_id, subject_id, query, budget_tokens, used_tokens, status, empty_reason,
                                warnings, rendered, facts_served, episodes_served, candidates, embedder, timings,
                                latency_ms, created_at)
@@ -78,8 +89,11 @@ LOAD_SQL = [
             '{{"embed": 1.0, "retrieve": 5.0}}', 5 + (i %% 97) * 0.5 + random() * 3,
             now() - interval '1 minute' - (i::float8 / %(traces)s) * interval '29 days 23 hours'
        FROM generate_series(0, %(traces)s - 1) AS i
-     """),
-    ("decisions", f"""
+     """,
+    ),
+    (
+        "decisions",
+        f"""
      INSERT INTO traces_decision (trace_id, project_id, item_type, fact_id, event_id, decision, reason_code, rank, score,
                                   similarity, cosine_distance, text_rank, recency, tokens, entity)
      SELECT md5('{PROJECT}/trace/' || i)::uuid, '{PROJECT}',
@@ -99,19 +113,26 @@ LOAD_SQL = [
        JOIN (VALUES ('included', 'included'), ('multi_hop_expansion', 'included'), ('over_budget', 'excluded'),
                     ('below_relevance_floor', 'excluded'), ('conflict_open', 'blocked'),
                     ('volatility_expired', 'blocked')) AS m(reason_code, decision) USING (reason_code)
-     """),
-    ("conflict sets", f"""
+     """,
+    ),
+    (
+        "conflict sets",
+        f"""
      INSERT INTO facts_conflictset (id, project_id, subject_id, status, signal, signal_detail, similarity, opened_at,
                                     resolved_by, note)
      SELECT md5('{PROJECT}/conflict/' || s)::uuid, %(project)s, 'sb-' || s, 'open', 'negation', '', 0.9,
             now() - s * interval '7 hours', '', ''
        FROM generate_series(0, {OPEN_CONFLICTS - 1}) AS s
-     """),
-    ("conflict members", f"""
+     """,
+    ),
+    (
+        "conflict members",
+        f"""
      INSERT INTO facts_conflictmember (project_id, conflict_set_id, fact_id, added_at)
      SELECT %(project)s, md5('{PROJECT}/conflict/' || s)::uuid, md5('{PROJECT}/fact/' || (s * {FACTS_PER_SUBJECT} + k))::uuid, now()
        FROM generate_series(0, {OPEN_CONFLICTS - 1}) AS s CROSS JOIN generate_series(0, 1) AS k
-     """),
+     """,
+    ),
 ]
 
 QUERIES = {  # the raw statements the overview and the /stats/ page run without the rollup
@@ -150,8 +171,10 @@ def statement_times(read, runs: int) -> dict[str, tuple[float, float]]:
     with connection.execute_wrapper(wrapper):
         for _ in range(runs):
             read()
-    return {name: (statistics.median(t), sorted(t)[min(len(t) - 1, round(0.95 * len(t) + 0.5) - 1)])
-            for name, t in times.items()}
+    return {
+        name: (statistics.median(t), sorted(t)[min(len(t) - 1, round(0.95 * len(t) + 0.5) - 1)])
+        for name, t in times.items()
+    }
 
 
 def execute(sql: str, params: dict) -> float:
@@ -218,43 +241,58 @@ def run(*, keep: bool, reuse: bool, reuse_rollup: bool, runs: int, traces: int) 
         with connection.cursor() as cursor:
             for table in ("stats_hourtotals", "stats_hourlatencies", "stats_subjectday", "stats_factserved"):
                 cursor.execute(f"VACUUM ANALYZE {table}")
-            cursor.execute("SELECT relname, n_live_tup, pg_size_pretty(pg_total_relation_size(relid)) FROM pg_stat_user_tables"
-                           " WHERE relname LIKE 'stats\\_%%' ORDER BY relname")
+            cursor.execute(
+                "SELECT relname, n_live_tup, pg_size_pretty(pg_total_relation_size(relid)) FROM pg_stat_user_tables"
+                " WHERE relname LIKE 'stats\\_%%' ORDER BY relname"
+            )
             sizes = cursor.fetchall()
-        print(f"  rollup built in {build_s:.1f} s: {built['traces']:,} traces in {built['slices']:,} slices "
-              f"({built['days']} transactions); {load_average()}")
+        print(
+            f"  rollup built in {build_s:.1f} s: {built['traces']:,} traces in {built['slices']:,} slices "
+            f"({built['days']} transactions); {load_average()}"
+        )
         for name, rows, size in sizes:
             print(f"    {name:<22} {rows:>9,} rows {size:>9}")
 
         now = timezone.now()
         period = selectors.Period(since=now - timedelta(days=30), until=now)
         days = selectors.days_period((now - timedelta(days=29)).date(), now.date())
-        print(f"  mark {rollup.rolled_until(PROJECT).isoformat()}; the overview's period {period.since.isoformat()} "
-              f"to {period.until.isoformat()}")
+        print(
+            f"  mark {rollup.rolled_until(PROJECT).isoformat()}; the overview's period {period.since.isoformat()} "
+            f"to {period.until.isoformat()}"
+        )
 
-        raw, rolled = (selectors.stats_overview(project_id=PROJECT, period=period, rollup=flag) for flag in (False, True))
+        raw, rolled = (
+            selectors.stats_overview(project_id=PROJECT, period=period, rollup=flag) for flag in (False, True)
+        )
         same = payload(raw) == payload(rolled)
-        print(f"  in the period: {raw.context_calls:,} context calls, {raw.decisions_total:,} decisions, injection rate "
-              f"{raw.injection_rate:.3f}, {raw.facts_never_served} facts never served; rollup's payload identical: {same}")
+        print(
+            f"  in the period: {raw.context_calls:,} context calls, {raw.decisions_total:,} decisions, injection rate "
+            f"{raw.injection_rate:.3f}, {raw.facts_never_served} facts never served; rollup's payload identical: {same}"
+        )
         if not same:
             print(f"    raw    {payload(raw)}\n    rollup {payload(rolled)}")
         page_same = all(
             getattr(selectors, name)(project_id=PROJECT, period=days, rollup=False)
             == getattr(selectors, name)(project_id=PROJECT, period=days, rollup=True)
-            for name in ("calls_per_day", "subjects_by_calls", "facts_never_served"))
+            for name in ("calls_per_day", "subjects_by_calls", "facts_never_served")
+        )
         print(f"  the page's per-day series, top subjects and never-served list identical: {page_same}")
 
         # As GET /v1/stats/overview runs it: under row-level security, as the API role seeing the project.
         print(f"\n{'':<44} {'raw p50':>9} {'p95':>9} {'rollup p50':>11} {'p95':>9} {'ratio p50':>10}")
         reads = {
             "stats_overview, 30 days (API, row security)": lambda flag: selectors.stats_overview(
-                project_id=PROJECT, period=period, rollup=flag),
+                project_id=PROJECT, period=period, rollup=flag
+            ),
             "page: calls per day (30 whole days)": lambda flag: selectors.calls_per_day(
-                project_id=PROJECT, period=days, rollup=flag),
+                project_id=PROJECT, period=days, rollup=flag
+            ),
             "page: subjects by calls": lambda flag: selectors.subjects_by_calls(
-                project_id=PROJECT, period=days, rollup=flag),
+                project_id=PROJECT, period=days, rollup=flag
+            ),
             "page: facts never served (list)": lambda flag: selectors.facts_never_served(
-                project_id=PROJECT, period=days, rollup=flag),
+                project_id=PROJECT, period=days, rollup=flag
+            ),
         }
         for name, read in reads.items():
             # Each read in its own transaction, as a request runs (after a raw read of 10M decisions, later reads in
@@ -265,9 +303,12 @@ def run(*, keep: bool, reuse: bool, reuse_rollup: bool, runs: int, traces: int) 
                         scope_enter(API_ROLE, PROJECT)
                     read(flag)
                     transaction.set_rollback(True)
+
             rollup_p50, rollup_p95 = percentiles(lambda: timed(lambda: request(True)), runs)
             raw_p50, raw_p95 = percentiles(lambda: timed(lambda: request(False)), runs)
-            print(f"  {name:<42} {raw_p50:9.1f} {raw_p95:9.1f} {rollup_p50:11.1f} {rollup_p95:9.1f} {raw_p50 / rollup_p50:9.1f}x")
+            print(
+                f"  {name:<42} {raw_p50:9.1f} {raw_p95:9.1f} {rollup_p50:11.1f} {rollup_p95:9.1f} {raw_p50 / rollup_p50:9.1f}x"
+            )
         print(f"  ({runs} runs each after a warm-up, ms; {load_average()})\n")
 
         def overview_request():
@@ -275,6 +316,7 @@ def run(*, keep: bool, reuse: bool, reuse_rollup: bool, runs: int, traces: int) 
                 scope_enter(API_ROLE, PROJECT)
                 selectors.stats_overview(project_id=PROJECT, period=period)
                 transaction.set_rollback(True)
+
         breakdown = statement_times(overview_request, runs)
         for name, (p50, p95) in breakdown.items():
             print(f"  the rollup's overview, statement {name:<40} p50 {p50:8.1f} ms  p95 {p95:8.1f} ms")
@@ -298,10 +340,13 @@ def run(*, keep: bool, reuse: bool, reuse_rollup: bool, runs: int, traces: int) 
                         scope_enter(API_ROLE, PROJECT)
                         selectors.stats_overview(project_id=PROJECT, period=live)
                         transaction.set_rollback(True)
+
                 p50, p95 = percentiles(lambda: timed(live_request), runs)
                 transaction.set_rollback(True)
-            print(f"  stats_overview (API), the mark {(last - moved).total_seconds() / 60:.0f} min before the period's end "
-                  f"({tail:,} calls raw): p50 {p50:.1f} ms  p95 {p95:.1f} ms; {load_average()}")
+            print(
+                f"  stats_overview (API), the mark {(last - moved).total_seconds() / 60:.0f} min before the period's end "
+                f"({tail:,} calls raw): p50 {p50:.1f} ms  p95 {p95:.1f} ms; {load_average()}"
+            )
         print()
 
         params = {"project_id": PROJECT, "since": period.since, "until": period.until, "limit": selectors.TOP_SUBJECTS}
@@ -316,14 +361,19 @@ def run(*, keep: bool, reuse: bool, reuse_rollup: bool, runs: int, traces: int) 
         explained["rollup: facts never served (count)"] = {**params, **selectors._served_split(mark, period)}
         slices_since = rollup.RollupMark.objects.get(project_id=PROJECT).slices_since
         explained["rollup: totals and decisions"] = {**params, **selectors._split_slices(mark, slices_since, period)}
-        explained["rollup: subjects by calls (page)"] = {**params, **selectors._split(mark, days, rollup.DAY),
-                                                         "since": days.since, "until": days.until}
+        explained["rollup: subjects by calls (page)"] = {
+            **params,
+            **selectors._split(mark, days, rollup.DAY),
+            "since": days.since,
+            "until": days.until,
+        }
         counts = selectors.fetch_dicts(selectors.LATENCY_COUNTS_SQL, explained["rollup: latency counts per bucket"])
         middle = sum(row["calls"] for row in counts) // 2
         for row in counts:  # the bucket holding the median, at its two ranks: a typical values read
             if middle < row["calls"]:
-                explained["rollup: latency values at the ranks"].update(groups=[None, None], buckets=[row["bucket"]] * 2,
-                                                                        ranks=[middle, middle + 1])
+                explained["rollup: latency values at the ranks"].update(
+                    groups=[None, None], buckets=[row["bucket"]] * 2, ranks=[middle, middle + 1]
+                )
                 break
             middle -= row["calls"]
         for name, sql in ROLLUP_QUERIES.items():

@@ -17,6 +17,7 @@ OTEL_EXPORTER_OTLP_ENDPOINT is unset, and with one exporting by OTLP over HTTP t
 Switching spans on and off between two calls of one process swaps the tracer telemetry.setup() built: the same
 provider and batch processor stay up for the whole run, as in a worker.
 """
+
 from __future__ import annotations
 
 import logging
@@ -29,8 +30,19 @@ import time
 import timeit
 from pathlib import Path
 
-from bench.over_http import (FLOOR_SAMPLES, Server, _embedded_with, _percentiles, fig, floor_line, floor_measure,
-                             floor_questions, free_port, server_environment, to_floor)
+from bench.over_http import (
+    FLOOR_SAMPLES,
+    Server,
+    _embedded_with,
+    _percentiles,
+    fig,
+    floor_line,
+    floor_measure,
+    floor_questions,
+    free_port,
+    server_environment,
+    to_floor,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 BUDGET_TOKENS = 900
@@ -95,8 +107,13 @@ def run(*, total: int, embedder: str, queries: int, seed: int, cache_dir: Path, 
     from hakimem.embeddings import get_embedder
 
     settings.HAKI_EMBED_PROVIDER = embedder
-    report = {"total": total, "embedder": embedder, "queries": queries, "cores": os.cpu_count(),
-              "load_avg_1m_at_start": round(os.getloadavg()[0], 2)}
+    report = {
+        "total": total,
+        "embedder": embedder,
+        "queries": queries,
+        "cores": os.cpu_count(),
+        "load_avg_1m_at_start": round(os.getloadavg()[0], 2),
+    }
     logging.getLogger("hakimem.context").setLevel(logging.WARNING)  # one line per call: not this run's figures
     if not in_process._loaded(total, seed) or not _embedded_with(embedder, seed):
         report["load"] = dataset.load(total, embedder, cache_dir, seed)
@@ -112,8 +129,9 @@ def run(*, total: int, embedder: str, queries: int, seed: int, cache_dir: Path, 
         report["noop_us_per_call"] = noop_cost_us()
 
         sent: set[str] = set()
-        with Server(env={**server_environment(embedder), "HAKI_WORKERS": "1",
-                         telemetry.ENDPOINT: ""}, log=log) as server:
+        with Server(
+            env={**server_environment(embedder), "HAKI_WORKERS": "1", telemetry.ENDPOINT: ""}, log=log
+        ) as server:
             floor_texts = floor_questions(FLOOR_SAMPLES, seed, sent)
             sent.update(floor_texts)
             report["floor"] = floor_measure([server.url], floor_texts)
@@ -124,8 +142,9 @@ def run(*, total: int, embedder: str, queries: int, seed: int, cache_dir: Path, 
         embed = get_embedder()
         report["scopes"] = {}
         for label, subject, facts in _scopes(total, seed):
-            texts = [q for q in dataset.generate_queries(4 * queries + 20, seed + 11, subject_id=subject)
-                     if q not in sent][:queries + 10]
+            texts = [
+                q for q in dataset.generate_queries(4 * queries + 20, seed + 11, subject_id=subject) if q not in sent
+            ][: queries + 10]
             sent.update(texts)
             timings: dict[str, list[float]] = {"off": [], "on": []}
             for i, text in enumerate(texts):
@@ -135,8 +154,9 @@ def run(*, total: int, embedder: str, queries: int, seed: int, cache_dir: Path, 
                 for mode in order:
                     telemetry._tracer = tracer if mode == "on" else None
                     started = time.perf_counter()
-                    context_assemble(project_id=dataset.PROJECT, subject_id=subject, query=text,
-                                     budget_tokens=BUDGET_TOKENS)
+                    context_assemble(
+                        project_id=dataset.PROJECT, subject_id=subject, query=text, budget_tokens=BUDGET_TOKENS
+                    )
                     if i >= 10:  # the first ten warm both
                         timings[mode].append((time.perf_counter() - started) * 1000)
                 telemetry._tracer = None
@@ -145,18 +165,24 @@ def run(*, total: int, embedder: str, queries: int, seed: int, cache_dir: Path, 
                 result[f"{mode}_x_floor"] = to_floor(result[mode], floor_ms)
             result["on_over_off_p50"] = round(result["on"]["p50"] / result["off"]["p50"], 3)
             report["scopes"][label] = result
-            print(f"{label} ({facts} facts): spans off {fig(result['off'], 'p50', floor_ms)} "
-                  f"{fig(result['off'], 'p95', floor_ms)}; on (OTLP) {fig(result['on'], 'p50', floor_ms)} "
-                  f"{fig(result['on'], 'p95', floor_ms)}; on/off p50 {result['on_over_off_p50']}",
-                  file=sys.stderr, flush=True)
+            print(
+                f"{label} ({facts} facts): spans off {fig(result['off'], 'p50', floor_ms)} "
+                f"{fig(result['off'], 'p95', floor_ms)}; on (OTLP) {fig(result['on'], 'p50', floor_ms)} "
+                f"{fig(result['on'], 'p95', floor_ms)}; on/off p50 {result['on_over_off_p50']}",
+                file=sys.stderr,
+                flush=True,
+            )
         telemetry._tracer = tracer
         telemetry.shutdown()  # exports what the batch processor holds
     finally:
         collector.terminate()
         collector.wait(10)
     off_p50 = min(s["off"]["p50"] for s in report["scopes"].values())
-    print(f"the no-op spans of a call with no exporter: {report['noop_us_per_call']} µs, "
-          f"{report['noop_us_per_call'] / 1000 / off_p50:.4%} of the fastest scope's p50, "
-          f"{report['noop_us_per_call'] / 1000 / floor_ms:.4%} of the floor", file=sys.stderr)
+    print(
+        f"the no-op spans of a call with no exporter: {report['noop_us_per_call']} µs, "
+        f"{report['noop_us_per_call'] / 1000 / off_p50:.4%} of the fastest scope's p50, "
+        f"{report['noop_us_per_call'] / 1000 / floor_ms:.4%} of the floor",
+        file=sys.stderr,
+    )
     report["load_avg_1m_at_end"] = round(os.getloadavg()[0], 2)
     return report

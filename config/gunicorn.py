@@ -14,6 +14,7 @@ HAKI_BIND (default 127.0.0.1:$HAKI_PORT, port 8000), HAKI_WORKERS, HAKI_THREADS 
 stdout, the default; "" for none) override the defaults below; HAKI_LOG_SUBJECT_IDS (off) lets the access log show
 subject ids (config/logs.py).
 """
+
 from __future__ import annotations
 
 import os
@@ -100,17 +101,24 @@ def _check_connection_budget(server) -> None:
             " current_setting('superuser_reserved_connections')::int + current_setting('reserved_connections')::int"
         ).fetchone()
         login, unbound = conn.execute(
-            "SELECT rolname, rolsuper OR rolbypassrls FROM pg_roles WHERE rolname = current_user").fetchone()
+            "SELECT rolname, rolsuper OR rolbypassrls FROM pg_roles WHERE rolname = current_user"
+        ).fetchone()
     if unbound:
-        server.log.warning("the workers connect as %s, a superuser or a role that bypasses row security: a request "
-                           "can leave its role and see every project; set HAKI_APP_DATABASE_URL (docs/isolation.md)",
-                           login)
+        server.log.warning(
+            "the workers connect as %s, a superuser or a role that bypasses row security: a request "
+            "can leave its role and see every project; set HAKI_APP_DATABASE_URL (docs/isolation.md)",
+            login,
+        )
     needed = server.cfg.workers * max(pool_max, 1)
     if needed + SPARE_CONNECTIONS > limit - reserved:
         server.log.error(
             "%d workers x %d pooled connections (+%d spare) exceed the database's %d connections (%d reserved): "
             "lower HAKI_WORKERS or HAKI_DB_POOL_MAX, or raise max_connections",
-            server.cfg.workers, pool_max, SPARE_CONNECTIONS, limit, reserved,
+            server.cfg.workers,
+            pool_max,
+            SPARE_CONNECTIONS,
+            limit,
+            reserved,
         )
         sys.exit(1)
     server.log.info("database: %d workers x %d pooled connections of %d", server.cfg.workers, pool_max, limit)

@@ -5,6 +5,7 @@ A subject id is personal data: in the path of /v1/subjects/<subject_id>, and in 
 lists (?subject_id=) and the admin's filters and searches (?subject_id__exact=, ?q=). A log collector keeps what
 gunicorn's access log and Django's error log write, so both write `-` in their place.
 """
+
 from __future__ import annotations
 
 import logging

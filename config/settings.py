@@ -3,6 +3,7 @@
 DATABASE_URL unset means the embedded PostgreSQL in HAKI_PGDATA (default var/pgdata). The product's own
 knobs are HAKI_*; docs/operating.md documents each.
 """
+
 from __future__ import annotations
 
 import os
@@ -121,13 +122,17 @@ TEMPLATES = [
 # a request waits at most HAKI_DB_POOL_TIMEOUT seconds for one. The production server gives each worker as
 # many as it has threads (config/gunicorn.py).
 HAKI_DB_POOL_MAX = env_int("HAKI_DB_POOL_MAX", 4)
-_pool = {
-    "min_size": min(env_int("HAKI_DB_POOL_MIN", 1), HAKI_DB_POOL_MAX),
-    "max_size": HAKI_DB_POOL_MAX,
-    "max_idle": env_float("HAKI_DB_POOL_MAX_IDLE", 60.0),
-    # Short: a worker's pool has a connection per thread, so a request waits for one only while the database is gone.
-    "timeout": env_float("HAKI_DB_POOL_TIMEOUT", 3.0),
-} if HAKI_DB_POOL_MAX > 0 else None
+_pool = (
+    {
+        "min_size": min(env_int("HAKI_DB_POOL_MIN", 1), HAKI_DB_POOL_MAX),
+        "max_size": HAKI_DB_POOL_MAX,
+        "max_idle": env_float("HAKI_DB_POOL_MAX_IDLE", 60.0),
+        # Short: a worker's pool has a connection per thread, so a request waits for one only while the database is gone.
+        "timeout": env_float("HAKI_DB_POOL_TIMEOUT", 3.0),
+    }
+    if HAKI_DB_POOL_MAX > 0
+    else None
+)
 
 if os.environ.get("DATABASE_URL"):
     DATABASES = {"default": database_settings(os.environ["DATABASE_URL"], pool=_pool)}
@@ -135,8 +140,11 @@ else:
     _pgdata = Path(os.environ.get("HAKI_PGDATA", VAR_DIR / "pgdata"))
     # HAKI_PGDATA_CLEANUP=delete gives a throw-away server (the test command uses it); unset keeps it
     # running for the next process.
-    DATABASES = {"default": database_settings(start_embedded(_pgdata, cleanup=os.environ.get("HAKI_PGDATA_CLEANUP") or None),
-                                              pool=_pool)}
+    DATABASES = {
+        "default": database_settings(
+            start_embedded(_pgdata, cleanup=os.environ.get("HAKI_PGDATA_CLEANUP") or None), pool=_pool
+        )
+    }
 
 # A streaming replica of that database: context calls read there when it holds their scope's latest writes
 # (hakimem/db_router.py, docs/scaling.md "Read replicas"); every write stays on DATABASES["default"].
@@ -201,7 +209,7 @@ REST_FRAMEWORK = {
 SPECTACULAR_SETTINGS = {
     "TITLE": "hakimem",
     "DESCRIPTION": "Long-term memory and context assembly for LLM applications. Every error answers "
-                   '{"error": {"code", "message", "details"}} (hakimem/errors.py).',
+    '{"error": {"code", "message", "details"}} (hakimem/errors.py).',
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
     "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
@@ -212,10 +220,15 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "PATH_CONVERTER_OVERRIDES": {"id": {"type": "string", "format": "uuid"}},  # hakimem.validators.IdConverter
-    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "hakimem.schema.request_bodies_required",
-                             "hakimem.schema.malformed_ids_answer_400"],
-    "ENUM_NAME_OVERRIDES": {"FactStatusEnum": "facts.models.FactStatus",
-                            "ConflictStatusEnum": "facts.models.ConflictStatus"},
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "hakimem.schema.request_bodies_required",
+        "hakimem.schema.malformed_ids_answer_400",
+    ],
+    "ENUM_NAME_OVERRIDES": {
+        "FactStatusEnum": "facts.models.FactStatus",
+        "ConflictStatusEnum": "facts.models.ConflictStatus",
+    },
 }
 
 # django.request: a crash outside the API's handler (the admin's, the stats pages', a middleware's) with its
@@ -225,10 +238,14 @@ LOGGING = {
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
     "filters": {"uncaught": {"()": "config.logs.UncaughtErrors"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"},
-                 "crashes": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["uncaught"]}},
-    "loggers": {"hakimem": {"handlers": ["console"], "level": os.environ.get("HAKI_LOG_LEVEL", "INFO")},
-                "django.request": {"handlers": ["crashes"], "level": "ERROR", "propagate": False}},
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "formatter": "plain"},
+        "crashes": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["uncaught"]},
+    },
+    "loggers": {
+        "hakimem": {"handlers": ["console"], "level": os.environ.get("HAKI_LOG_LEVEL", "INFO")},
+        "django.request": {"handlers": ["crashes"], "level": "ERROR", "propagate": False},
+    },
 }
 
 # --- the product's knobs -------------------------------------------------------------------------------

@@ -1,4 +1,5 @@
 """The trace page's "Replay" buttons: traces' admin (traces/admin.py) extended with the replay this app runs."""
+
 from __future__ import annotations
 
 from django.contrib import admin

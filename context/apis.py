@@ -31,9 +31,12 @@ logger = logging.getLogger("hakimem.context")
 class ContextApi(APIView):
     """POST /v1/context: the ContextPacket for one LLM turn, and a trace of every decision behind it."""
 
-    @extend_schema(summary="The ContextPacket for one LLM turn", request=ContextRequestSchema,
-                   responses={200: ContextPacketSerializer, **errors(400, 404, 413, 415)},
-                   description="400 budget_exceeded when budget_tokens is not a positive integer up to the cap.")
+    @extend_schema(
+        summary="The ContextPacket for one LLM turn",
+        request=ContextRequestSchema,
+        responses={200: ContextPacketSerializer, **errors(400, 404, 413, 415)},
+        description="400 budget_exceeded when budget_tokens is not a positive integer up to the cap.",
+    )
     def post(self, request):
         data = request.data if isinstance(request.data, dict) else {}
         sent = validate_budget(data) if "budget_tokens" in data else None  # budget_exceeded before any other check
@@ -44,8 +47,12 @@ class ContextApi(APIView):
         options = call_options(params)
         writes = []
         packet = context_assemble(
-            project_id=params["project_id"], subject_id=params["subject_id"], query=params["query"],
-            budget_tokens=call_budget(sent, options), options=options, write_trace=writes.append,
+            project_id=params["project_id"],
+            subject_id=params["subject_id"],
+            query=params["query"],
+            budget_tokens=call_budget(sent, options),
+            options=options,
+            write_trace=writes.append,
         )
         trace_pending_begin(packet["trace_id"])  # until it is written: a reader of the trace waits for it
         return PacketResponse(packet, project_id=params["project_id"], write_trace=writes[0])
@@ -84,21 +91,36 @@ class ReplayApi(APIView):
     """POST /v1/inspect/{trace_id}/replay: the traced call run again (same query, scope and budget), now or as the
     memory stood then, under optional overrides; the new packet, its trace and the diff against the original."""
 
-    @extend_schema(summary="Replay a context call and compare", request=ReplayRequestSerializer, responses={
-        200: inline_serializer("Replay", {
-            "trace_id": serializers.UUIDField(), "replay_of": serializers.UUIDField(), "as_of": serializers.CharField(),
-            "overrides": serializers.DictField(), "config": serializers.DictField(), "packet": ContextPacketSerializer(),
-            "diff": serializers.DictField(), "notes": serializers.ListField(child=serializers.CharField()),
-        }), **errors(400, 404, 413, 415)},
+    @extend_schema(
+        summary="Replay a context call and compare",
+        request=ReplayRequestSerializer,
+        responses={
+            200: inline_serializer(
+                "Replay",
+                {
+                    "trace_id": serializers.UUIDField(),
+                    "replay_of": serializers.UUIDField(),
+                    "as_of": serializers.CharField(),
+                    "overrides": serializers.DictField(),
+                    "config": serializers.DictField(),
+                    "packet": ContextPacketSerializer(),
+                    "diff": serializers.DictField(),
+                    "notes": serializers.ListField(child=serializers.CharField()),
+                },
+            ),
+            **errors(400, 404, 413, 415),
+        },
         description="404 not_found for an unknown trace, and for every trace of an erased subject (erasure deletes "
-                    "them): an erased memory cannot be replayed. 400 invalid_request for an override out of its "
-                    "range, or a trace that is itself a replay; 400 budget_exceeded for overrides.budget_tokens.")
+        "them): an erased memory cannot be replayed. 400 invalid_request for an override out of its "
+        "range, or a trace that is itself a replay; 400 budget_exceeded for overrides.budget_tokens.",
+    )
     def post(self, request, trace_id):
         params = validated(ReplayRequestSerializer, request.data)
         trace = trace_get(project_id=request.user.project_id, trace_id=trace_id, wait_for_pending=True)
         if trace is None:
-            raise ApiError(ErrorCode.NOT_FOUND, "No such trace (an erased subject's traces are gone with it).",
-                           status_code=404)
+            raise ApiError(
+                ErrorCode.NOT_FOUND, "No such trace (an erased subject's traces are gone with it).", status_code=404
+            )
         try:
             result = context_replay(trace=trace, as_of=params["as_of"], overrides=params.get("overrides") or {})
         except ReplayRefused as exc:

@@ -30,6 +30,7 @@ tier under its own budget inside the call's total: identity, preferences, facts 
 procedures ("pack_tiers"). A plain call asks for none of it and is answered as seed 000 says.
 Every read runs in reads_for_scope: on a read replica holding the scope's latest writes, else on the primary.
 """
+
 from __future__ import annotations
 
 import functools
@@ -159,25 +160,54 @@ class Assembled:
     empty: Empty
 
 
-def context_assemble(*, project_id: str, subject_id: str, query: str, budget_tokens: int,
-                     config: AssemblyConfig | None = None, rerun: Rerun | None = None, options: CallOptions = PLAIN,
-                     write_trace: Callable[[Callable[[], None]], None] | None = None) -> dict:
+def context_assemble(
+    *,
+    project_id: str,
+    subject_id: str,
+    query: str,
+    budget_tokens: int,
+    config: AssemblyConfig | None = None,
+    rerun: Rerun | None = None,
+    options: CallOptions = PLAIN,
+    write_trace: Callable[[Callable[[], None]], None] | None = None,
+) -> dict:
     """The ContextPacket for one call, and its trace. The trace is written before returning, unless `write_trace`
     is given: it then gets the writing, to run when it chooses (the API runs it once the response is sent,
     context/apis.py)."""
-    with telemetry.span("hakimem.context", project_id=project_id, budget_tokens=budget_tokens,
-                        tiered=options.tiers, replay=rerun is not None) as span:
-        return _assemble(project_id=project_id, subject_id=subject_id, query=query, budget_tokens=budget_tokens,
-                         config=config, rerun=rerun, options=options, write_trace=write_trace, span=span)
+    with telemetry.span(
+        "hakimem.context",
+        project_id=project_id,
+        budget_tokens=budget_tokens,
+        tiered=options.tiers,
+        replay=rerun is not None,
+    ) as span:
+        return _assemble(
+            project_id=project_id,
+            subject_id=subject_id,
+            query=query,
+            budget_tokens=budget_tokens,
+            config=config,
+            rerun=rerun,
+            options=options,
+            write_trace=write_trace,
+            span=span,
+        )
 
 
 def _assemble(*, project_id, subject_id, query, budget_tokens, config, rerun, options, write_trace, span) -> dict:
     # The call's span gets one child per lap of the timer: the phases its trace times, the same boundaries.
     timer, warnings = _Timer(on_lap=span.phase if span.recording else None), []
-    call = Call(project_id=project_id, subject_id=subject_id, query=query, budget_tokens=budget_tokens,
-                config=config or default_config(), options=options, rerun=rerun,
-                now=(rerun.as_of if rerun else None) or timezone.now(),
-                layout=Layout(tiered=options.tiers, fmt=options.render_format))
+    call = Call(
+        project_id=project_id,
+        subject_id=subject_id,
+        query=query,
+        budget_tokens=budget_tokens,
+        config=config or default_config(),
+        options=options,
+        rerun=rerun,
+        now=(rerun.as_of if rerun else None) or timezone.now(),
+        layout=Layout(tiered=options.tiers, fmt=options.render_format),
+    )
     # The query is embedded on a thread of its own while memory_to_read makes the reads the candidates statement waits
     # for besides the vector: onnxruntime and a database round trip both let go of the GIL.
     embedding = _embedding_thread().submit(_query_vector, query, project_id, warnings)
@@ -191,30 +221,57 @@ def _assemble(*, project_id, subject_id, query, budget_tokens, config, rerun, op
         ranked = rank_candidates(found.facts_and_episodes(), call.config, call.layout, options, found.access)
         timer.lap("rank")
         packable = block(ranked, call.config.max_distance, read.consented, options.min_score)
-        packed = (pack_by_tier(call, read, found, ranked, packable, timer) if options.tiers
-                  else pack_plain(call, read, ranked, packable, timer))
+        packed = (
+            pack_by_tier(call, read, found, ranked, packable, timer)
+            if options.tiers
+            else pack_plain(call, read, ranked, packable, timer)
+        )
         return Assembled(read, found, packed, empty_reason(call, read, packed, timer))
 
     # A live call's reads may go to a read replica that holds the scope's latest writes (hakimem/db_router.py); the
     # trace, and a contradiction proposed to curators, are written on the primary. A replay reads on the primary.
-    done = reads() if rerun is not None else reads_for_scope(
-        reads, written_sql=SCOPE_WRITTEN_SQL, params={"project_id": project_id, "subject_id": subject_id})
+    done = (
+        reads()
+        if rerun is not None
+        else reads_for_scope(
+            reads, written_sql=SCOPE_WRITTEN_SQL, params={"project_id": project_id, "subject_id": subject_id}
+        )
+    )
     if done.packed.contradictions and rerun is None:
         # Without waiting for the scope's writers: a context call never queues behind a batch of fact writes; a pair
         # not proposed now is proposed by manage.py consolidate from the trace.
-        contradiction_propose(project_id=project_id, subject_id=subject_id, pairs=done.packed.contradictions,
-                              actor=CONTRADICTION_ACTOR, wait=False)
-    packet = packet_build(decided=done.packed.decided, layout=call.layout, options=options,
-                          budget_tokens=budget_tokens, warnings=warnings, empty_reason=done.empty.reason,
-                          empty_details=done.empty.details, tiers=done.packed.tiers)
+        contradiction_propose(
+            project_id=project_id,
+            subject_id=subject_id,
+            pairs=done.packed.contradictions,
+            actor=CONTRADICTION_ACTOR,
+            wait=False,
+        )
+    packet = packet_build(
+        decided=done.packed.decided,
+        layout=call.layout,
+        options=options,
+        budget_tokens=budget_tokens,
+        warnings=warnings,
+        empty_reason=done.empty.reason,
+        empty_details=done.empty.details,
+        tiers=done.packed.tiers,
+    )
     timer.lap("render")
     if span.recording:
-        span.set(trace_id=packet["trace_id"], status=str(packet["status"]), used_tokens=packet["used_tokens"],
-                 empty_reason=str(packet["empty_reason"]) if packet["empty_reason"] else None,
-                 candidates=len(done.packed.decided), facts_served=len(packet["facts"]),
-                 episodes_served=len(packet["episodes"]), warnings=len(packet["warnings"]))
-    record = functools.partial(_record, call, packet, done.packed.decided, timer,
-                               replay_inputs(call, done.read, done.found.access), span)
+        span.set(
+            trace_id=packet["trace_id"],
+            status=str(packet["status"]),
+            used_tokens=packet["used_tokens"],
+            empty_reason=str(packet["empty_reason"]) if packet["empty_reason"] else None,
+            candidates=len(done.packed.decided),
+            facts_served=len(packet["facts"]),
+            episodes_served=len(packet["episodes"]),
+            warnings=len(packet["warnings"]),
+        )
+    record = functools.partial(
+        _record, call, packet, done.packed.decided, timer, replay_inputs(call, done.read, done.found.access), span
+    )
     if write_trace is None:
         record()
     else:
@@ -224,20 +281,31 @@ def _assemble(*, project_id, subject_id, query, budget_tokens, config, rerun, op
 
 # --- 1. the memory to read, and the query's vector -------------------------------------------------------------
 
+
 def memory_to_read(call: Call) -> MemoryToRead:
     """The store as it is; for a replay as it was, the store at the call's time with what the call recorded of the
     rest: the words' weights (read from pg_stats at the call's time), the consents, names' frequencies and access."""
-    lookup = retrieval.lookup_for(project_id=call.project_id, subject_id=call.subject_id, query=call.query,
-                                  now=call.now, cutoffs=volatility_cutoffs(call.now), config=call.config,
-                                  candidate_limit=call.options.candidate_limit)
+    lookup = retrieval.lookup_for(
+        project_id=call.project_id,
+        subject_id=call.subject_id,
+        query=call.query,
+        now=call.now,
+        cutoffs=volatility_cutoffs(call.now),
+        config=call.config,
+        candidate_limit=call.options.candidate_limit,
+    )
     if call.rerun is None or call.rerun.as_of is None:
         return MemoryToRead(lookup, Memory(), consent_gate(project_id=call.project_id, subject_id=call.subject_id))
     recorded = call.rerun.recorded
-    lookup = replace(lookup, fact_text=_text_query(recorded.get("fact_text")) or lookup.fact_text,
-                     event_text=_text_query(recorded.get("event_text")) or lookup.event_text,
-                     procedure_text=_text_query(recorded.get("procedure_text")) or lookup.procedure_text)
-    memory = MemoryAsOf(verdicts=call.rerun.verdicts, entity_freq=recorded.get("entity_freq", {}),
-                        access=recorded.get("access", {}))
+    lookup = replace(
+        lookup,
+        fact_text=_text_query(recorded.get("fact_text")) or lookup.fact_text,
+        event_text=_text_query(recorded.get("event_text")) or lookup.event_text,
+        procedure_text=_text_query(recorded.get("procedure_text")) or lookup.procedure_text,
+    )
+    memory = MemoryAsOf(
+        verdicts=call.rerun.verdicts, entity_freq=recorded.get("entity_freq", {}), access=recorded.get("access", {})
+    )
     if "consented" not in recorded:
         return MemoryToRead(lookup, memory, consent_gate(project_id=call.project_id, subject_id=call.subject_id))
     consented = recorded["consented"]
@@ -267,6 +335,7 @@ def _query_vector(query: str, project_id: str, warnings: list[str]):
 
 # --- 2. the candidates, 3. their ranking, 4. what is blocked -----------------------------------------------------
 
+
 def candidates_read(call: Call, read: MemoryToRead, qvec) -> Candidates:
     """A call scored by the hybrid score alone gets its facts and episodes from one statement, already cut to its
     candidates; a tiered call or one with category boosts scores them in Python, from both tables' best, and reads
@@ -285,8 +354,9 @@ def _score(item, config: AssemblyConfig, options: CallOptions, access: dict) -> 
     return score * options.category_boosts.get(getattr(item, "category", None), 1.0)
 
 
-def rank_candidates(pool: list[tuple], config: AssemblyConfig, layout: Layout, options: CallOptions,
-                    access: dict) -> list[Decided]:
+def rank_candidates(
+    pool: list[tuple], config: AssemblyConfig, layout: Layout, options: CallOptions, access: dict
+) -> list[Decided]:
     """`pool`'s (item, item type) on one score, best first (ties: scoring.rank_order), cut to the call's
     candidate limit: the candidates, each with its rank. A plain call scores with seed 000's three signals; a tiered
     one adds importance and access frequency; either multiplies by the call's category boosts."""
@@ -297,8 +367,9 @@ def rank_candidates(pool: list[tuple], config: AssemblyConfig, layout: Layout, o
     return [candidate_decision(item, kind, i + 1, layout) for i, (item, kind) in enumerate(pool[:limit])]
 
 
-def block(ranked: list[Decided], max_distance: float, consented: frozenset[str] | None = None,
-          min_score: float = 0.0) -> list[Decided]:
+def block(
+    ranked: list[Decided], max_distance: float, consented: frozenset[str] | None = None, min_score: float = 0.0
+) -> list[Decided]:
     """Decide the candidates that may not be served (no consent, open conflict, expired volatility, beyond the
     relevance floor, under the call's min_score); returns the others in rank order."""
     packable = []
@@ -335,36 +406,60 @@ def _relevant(item, max_distance: float, min_score: float) -> bool:
 
 # --- 5. packing, plain or by tier --------------------------------------------------------------------------------
 
+
 def pack_plain(call: Call, read: MemoryToRead, ranked: list[Decided], packable: list[Decided], timer) -> Packed:
     """Facts and episodes on one score for one budget. The specification packs facts first and gives episodes only
     what is left: that served no episode at all once a scope held ~900 tokens of facts (docs/quality.md)."""
     total = Budget.of_tokens(call.budget_tokens, call.layout)
-    pack_with_multi_hop(read.lookup, call.query, ranked, packable, total, call.budget_tokens, read.consented,
-                        read.memory, call.config, timer)
+    pack_with_multi_hop(
+        read.lookup,
+        call.query,
+        ranked,
+        packable,
+        total,
+        call.budget_tokens,
+        read.consented,
+        read.memory,
+        call.config,
+        timer,
+    )
     return Packed(ranked, total)
 
 
-def pack_by_tier(call: Call, read: MemoryToRead, found: Candidates, ranked: list[Decided], packable: list[Decided],
-                 timer) -> Packed:
+def pack_by_tier(
+    call: Call, read: MemoryToRead, found: Candidates, ranked: list[Decided], packable: list[Decided], timer
+) -> Packed:
     """Seed 003's packing: contradictions settled for the call, procedures ranked and blocked, identity blocks read;
     then each tier under its own budget inside the call's total. Identity blocks are never ranked nor gated: in
     their order, while their tier has room."""
     options, layout = call.options, call.layout
     packable, pairs = _contradictions_in_context(packable, project_id=call.project_id, subject_id=call.subject_id)
-    procedures = rank_candidates([(p, ItemType.PROCEDURE) for p in found.procedures], call.config, layout, options,
-                                 found.access)
+    procedures = rank_candidates(
+        [(p, ItemType.PROCEDURE) for p in found.procedures], call.config, layout, options, found.access
+    )
     packable_procedures = block(procedures, call.config.max_distance, read.consented, options.min_score)
-    identity = [candidate_decision(b, ItemType.IDENTITY, i + 1, layout)
-                for i, b in enumerate(read.memory.identity(call.project_id, call.subject_id))]
+    identity = [
+        candidate_decision(b, ItemType.IDENTITY, i + 1, layout)
+        for i, b in enumerate(read.memory.identity(call.project_id, call.subject_id))
+    ]
     decided = identity + ranked + procedures
     timer.lap("tiers")
     total = Budget.of_tokens(call.budget_tokens, layout)
     tiers = tier_budgets(total, options)
     pack(identity, tiers[render.IDENTITY], ReasonCode.INCLUDED)
     pack([d for d in packable if d.section == render.PREFERENCES], tiers[render.PREFERENCES], ReasonCode.INCLUDED)
-    pack_with_multi_hop(read.lookup, call.query, decided, [d for d in packable if d.section == render.FACTS],
-                        tiers[render.FACTS], options.tier_budgets[render.FACTS], read.consented, read.memory,
-                        call.config, timer)
+    pack_with_multi_hop(
+        read.lookup,
+        call.query,
+        decided,
+        [d for d in packable if d.section == render.FACTS],
+        tiers[render.FACTS],
+        options.tier_budgets[render.FACTS],
+        read.consented,
+        read.memory,
+        call.config,
+        timer,
+    )
     pack([d for d in packable if d.section == render.EPISODES], tiers[render.EPISODES], ReasonCode.INCLUDED)
     pack(packable_procedures, tiers[render.PROCEDURES], ReasonCode.INCLUDED)
     timer.lap("pack_tiers")
@@ -377,8 +472,9 @@ def _contradictions_in_context(packable: list[Decided], *, project_id, subject_i
     the pairs found, which the call then proposes to curators under the project's curator policy (manage.py
     consolidate applies the rest)."""
     facts = [d for d in packable if d.item_type == ItemType.FACT]
-    found = contradictions.find_contradictions(project_id=project_id, subject_id=subject_id,
-                                               candidates=[d.item for d in facts])
+    found = contradictions.find_contradictions(
+        project_id=project_id, subject_id=subject_id, candidates=[d.item for d in facts]
+    )
     if not found:
         return packable, []
     losers = contradictions.losers(found)  # each loser with its most similar winner
@@ -390,18 +486,32 @@ def _contradictions_in_context(packable: list[Decided], *, project_id, subject_i
 
 # --- 6. why a call came back empty ------------------------------------------------------------------------------
 
+
 def empty_reason(call: Call, read: MemoryToRead, packed: Packed, timer) -> Empty:
     """Empty() for a call that served something; else why_empty's answer."""
     if any(d.reason in SERVED for d in packed.decided):
         return Empty()
-    empty = why_empty(packed.decided, total=packed.total, tiers=packed.tiers, options=call.options,
-                      config=call.config, scope=lambda: read.memory.scope_state(read.lookup))
+    empty = why_empty(
+        packed.decided,
+        total=packed.total,
+        tiers=packed.tiers,
+        options=call.options,
+        config=call.config,
+        scope=lambda: read.memory.scope_state(read.lookup),
+    )
     timer.lap("why_empty")
     return empty
 
 
-def why_empty(decided: list[Decided], *, total: Budget, tiers: dict[str, Budget] | None, options: CallOptions,
-              config: AssemblyConfig, scope: Callable[[], retrieval.ScopeState]) -> Empty:
+def why_empty(
+    decided: list[Decided],
+    *,
+    total: Budget,
+    tiers: dict[str, Budget] | None,
+    options: CallOptions,
+    config: AssemblyConfig,
+    scope: Callable[[], retrieval.ScopeState],
+) -> Empty:
     """Why a call that served nothing came back empty, and what the reason says in numbers (the packet's
     empty_details). The first that holds, in this order:
     1. budget_too_small: a candidate passed every gate and did not fit; a larger budget would have served it, so
@@ -453,22 +563,27 @@ def fitting_budgets(over: list[Decided], total: Budget, tiers: dict[str, Budget]
 
 # --- 7. what a replay needs, 8. the trace -----------------------------------------------------------------------
 
+
 def replay_inputs(call: Call, read: MemoryToRead, access: dict) -> dict:
     """What the call used that the store does not version, so that a replay as it was can use it again
     (context/replay.py): the configuration, the words' weights, the consents read, the names' frequencies, and
     for a call that asked for more than a plain one, its options and the access frequencies it read."""
     lookup = read.lookup
     inputs = {
-        "config": call.config.as_dict(), "fact_text": _text_record(lookup.fact_text),
-        "event_text": _text_record(lookup.event_text), "procedure_text": _text_record(lookup.procedure_text),
+        "config": call.config.as_dict(),
+        "fact_text": _text_record(lookup.fact_text),
+        "event_text": _text_record(lookup.event_text),
+        "procedure_text": _text_record(lookup.procedure_text),
         "consented": sorted(read.consented) if read.consented is not None else None,
         "entity_freq": read.memory.entity_freq,
     }
     if lookup.stats_version is not None:  # which of the planner's statistics weighed the words (retrieval.StatsVersion)
         inputs["table_stats"] = lookup.stats_version.as_dict()
     if lookup.scope_words:  # why the lexical legs fetched the words they did, in a scope with its own counts
-        inputs["scope_words"] = {table: {"items": w.items, "counts": w.counts, "unlisted_max": w.unlisted_max}
-                                 for table, w in lookup.scope_words.items()}
+        inputs["scope_words"] = {
+            table: {"items": w.items, "counts": w.counts, "unlisted_max": w.unlisted_max}
+            for table, w in lookup.scope_words.items()
+        }
     if call.options != PLAIN:
         inputs["options"] = call.options.as_dict()
     if access:
@@ -479,13 +594,19 @@ def replay_inputs(call: Call, read: MemoryToRead, access: dict) -> dict:
 def _text_query(data: dict | None) -> retrieval.TextQuery | None:
     if data is None:
         return None
-    return retrieval.TextQuery(data["tsq"], data["leg_tsq"], tuple(data["terms"]), tuple(data["weights"]),
-                               tuple(data.get("kept", ())))
+    return retrieval.TextQuery(
+        data["tsq"], data["leg_tsq"], tuple(data["terms"]), tuple(data["weights"]), tuple(data.get("kept", ()))
+    )
 
 
 def _text_record(text: retrieval.TextQuery) -> dict:
-    return {"tsq": text.tsq, "leg_tsq": text.leg_tsq, "terms": list(text.terms), "weights": list(text.weights),
-            "kept": list(text.kept)}
+    return {
+        "tsq": text.tsq,
+        "leg_tsq": text.leg_tsq,
+        "terms": list(text.terms),
+        "weights": list(text.weights),
+        "kept": list(text.kept),
+    }
 
 
 @dataclass
@@ -512,8 +633,9 @@ class _Timer:
 def _record(call: Call, packet: dict, decided: list[Decided], timer: _Timer, inputs: dict, span) -> None:
     """The trace of the call and one decision row per candidate, in one statement; a span of its own, child of the
     call's (which has ended when the trace is written after the response)."""
-    with telemetry.span("hakimem.context.trace_write", parent=span, trace_id=packet["trace_id"],
-                        project_id=call.project_id):
+    with telemetry.span(
+        "hakimem.context.trace_write", parent=span, trace_id=packet["trace_id"], project_id=call.project_id
+    ):
         _trace_write(call, packet, decided, timer, inputs)
 
 
@@ -521,17 +643,29 @@ def _trace_write(call: Call, packet: dict, decided: list[Decided], timer: _Timer
     rerun = call.rerun
     trace_record(
         trace={
-            "id": packet["trace_id"], "project_id": call.project_id, "subject_id": call.subject_id,
-            "query": call.query, "budget_tokens": packet["budget_tokens"], "used_tokens": packet["used_tokens"],
-            "status": packet["status"], "empty_reason": packet["empty_reason"],
-            "empty_details": packet["empty_details"], "warnings": packet["warnings"], "rendered": packet["rendered"],
-            "facts_served": len(packet["facts"]), "episodes_served": len(packet["episodes"]),
-            "candidates": len(decided), "embedder": settings.HAKI_EMBED_PROVIDER, "timings": dict(timer.marks),
+            "id": packet["trace_id"],
+            "project_id": call.project_id,
+            "subject_id": call.subject_id,
+            "query": call.query,
+            "budget_tokens": packet["budget_tokens"],
+            "used_tokens": packet["used_tokens"],
+            "status": packet["status"],
+            "empty_reason": packet["empty_reason"],
+            "empty_details": packet["empty_details"],
+            "warnings": packet["warnings"],
+            "rendered": packet["rendered"],
+            "facts_served": len(packet["facts"]),
+            "episodes_served": len(packet["episodes"]),
+            "candidates": len(decided),
+            "embedder": settings.HAKI_EMBED_PROVIDER,
+            "timings": dict(timer.marks),
             "latency_ms": timer.total(),
             # a replay as it was is dated at the original call's time (its recency is computed there), so the
             # replay's own trace is stamped with its real time: now.
-            "created_at": timezone.now() if rerun and rerun.as_of else call.now, "inputs": inputs,
-            "replay_of": str(rerun.replay_of) if rerun else None, "replay": rerun.marks if rerun else None,
+            "created_at": timezone.now() if rerun and rerun.as_of else call.now,
+            "inputs": inputs,
+            "replay_of": str(rerun.replay_of) if rerun else None,
+            "replay": rerun.marks if rerun else None,
         },
         decisions=_decision_rows(decided, call.options.tiers),
     )
@@ -540,11 +674,19 @@ def _trace_write(call: Call, packet: dict, decided: list[Decided], timer: _Timer
 def _decision_rows(decided: list[Decided], tiered: bool) -> list[DecisionRow]:
     return [
         DecisionRow(
-            item_type=d.item_type, item_id=d.item.id, reason_code=d.reason, rank=d.rank,
-            score=getattr(d.item, "score", None), similarity=getattr(d.item, "similarity", None),
-            cosine_distance=getattr(d.item, "distance", None), text_rank=getattr(d.item, "text_rank", None),
-            recency=getattr(d.item, "recency", None), tokens=d.tokens, entity=d.entity,
-            tier=d.section if tiered else "", by_item=d.by_item,
+            item_type=d.item_type,
+            item_id=d.item.id,
+            reason_code=d.reason,
+            rank=d.rank,
+            score=getattr(d.item, "score", None),
+            similarity=getattr(d.item, "similarity", None),
+            cosine_distance=getattr(d.item, "distance", None),
+            text_rank=getattr(d.item, "text_rank", None),
+            recency=getattr(d.item, "recency", None),
+            tokens=d.tokens,
+            entity=d.entity,
+            tier=d.section if tiered else "",
+            by_item=d.by_item,
         )
         for d in decided
     ]

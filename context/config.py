@@ -2,6 +2,7 @@
 context/retrieval.py) and the relevance floor (recall_max_distance()). A plain call runs with
 `default_config()`; a replay (context/replay.py) may run with some of them overridden, each within OVERRIDE_RANGES.
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, replace

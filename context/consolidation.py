@@ -20,6 +20,7 @@ Every action is idempotent: a second run over the same window changes nothing. E
 its own transaction (its writers' lock held only for it); a dry run rolls each one back, so it reports exactly
 what a run would change and writes nothing.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -89,8 +90,9 @@ WITH RECURSIVE s AS (
 SELECT project_id, subject_id FROM s
 """
 SCOPES_SQL = _SCOPES_SQL.format(first="", next="")
-PROJECT_SCOPES_SQL = _SCOPES_SQL.format(first="WHERE project_id = %(project_id)s",
-                                        next=" AND f.project_id = %(project_id)s")
+PROJECT_SCOPES_SQL = _SCOPES_SQL.format(
+    first="WHERE project_id = %(project_id)s", next=" AND f.project_id = %(project_id)s"
+)
 
 
 @dataclass
@@ -105,12 +107,20 @@ class ConsolidationReport:
     item_accesses_kept: int = 0
     scope_graphs_created: int = 0  # scopes grown past HAKI_SCOPE_GRAPH_MIN_FACTS given their own graph
     scope_text_indexes_created: int = 0  # scopes grown past HAKI_SCOPE_TEXT_INDEX_MIN_FACTS given their own GIN index
-    scope_words_counted: int = 0  # scopes (their facts; their events) of HAKI_SCOPE_WORDS_MIN_ITEMS whose words were counted
+    scope_words_counted: int = (
+        0  # scopes (their facts; their events) of HAKI_SCOPE_WORDS_MIN_ITEMS whose words were counted
+    )
     windows: dict = field(default_factory=dict)  # project -> the start of the window read (None: everything)
 
     def changes(self) -> int:
-        return (self.contradictions_superseded + self.contradictions_proposed + self.duplicates_merged
-                + self.item_accesses_deleted + self.scope_graphs_created + self.scope_text_indexes_created)
+        return (
+            self.contradictions_superseded
+            + self.contradictions_proposed
+            + self.duplicates_merged
+            + self.item_accesses_deleted
+            + self.scope_graphs_created
+            + self.scope_text_indexes_created
+        )
 
 
 def _scopes(project_id: str | None) -> dict[str, list[str]]:
@@ -125,8 +135,14 @@ def _scopes(project_id: str | None) -> dict[str, list[str]]:
 def _superseded_pairs(project_id: str, since: datetime | None) -> dict[str, list[tuple]]:
     """subject -> [(winner id, loser id)] the project's calls recorded since `since`."""
     with connection.cursor() as cursor:
-        cursor.execute(SUPERSEDED_PAIRS_SQL, {"project_id": project_id, "reason": ReasonCode.SUPERSEDED_IN_CONTEXT,
-                                              "since": since or datetime.min.replace(tzinfo=dt_timezone.utc)})
+        cursor.execute(
+            SUPERSEDED_PAIRS_SQL,
+            {
+                "project_id": project_id,
+                "reason": ReasonCode.SUPERSEDED_IN_CONTEXT,
+                "since": since or datetime.min.replace(tzinfo=dt_timezone.utc),
+            },
+        )
         pairs: dict[str, list[tuple]] = {}
         for subject, winner, loser in cursor.fetchall():
             pairs.setdefault(subject, []).append((winner, loser))
@@ -137,15 +153,29 @@ def _contradictions(project_id: str, subject_id: str, pairs: list[tuple]) -> tup
     """The pairs that still contradict by the rules, as Contradictions; and how many no longer do (or name a
     fact that is gone)."""
     with connection.cursor() as cursor:
-        cursor.execute(PAIR_FACTS_SQL, {"project_id": project_id, "subject_id": subject_id,
-                                        "winners": [str(w) for w, _ in pairs], "losers": [str(lo) for _, lo in pairs]})
+        cursor.execute(
+            PAIR_FACTS_SQL,
+            {
+                "project_id": project_id,
+                "subject_id": subject_id,
+                "winners": [str(w) for w, _ in pairs],
+                "losers": [str(lo) for _, lo in pairs],
+            },
+        )
         rows = cursor.fetchall()
     found = []
     for winner, loser, winner_text, loser_text, similarity in rows:
         signal = contradiction_signal(winner_text, loser_text)
         if signal is not None:
-            found.append(Contradiction(winner_id=winner, loser_id=loser, similarity=float(similarity),
-                                       rule=signal.rule, detail=signal.detail))
+            found.append(
+                Contradiction(
+                    winner_id=winner,
+                    loser_id=loser,
+                    similarity=float(similarity),
+                    rule=signal.rule,
+                    detail=signal.detail,
+                )
+            )
     return found, len(pairs) - len(found)
 
 
@@ -156,8 +186,9 @@ def _window(project_id: str, since: datetime | None) -> datetime | None:
     return mark.consolidated_at - CONSOLIDATION_OVERLAP if mark else None
 
 
-def consolidate(*, project_id: str | None = None, since: datetime | None = None, dry_run: bool = False,
-                now: datetime | None = None) -> ConsolidationReport:
+def consolidate(
+    *, project_id: str | None = None, since: datetime | None = None, dry_run: bool = False, now: datetime | None = None
+) -> ConsolidationReport:
     """Consolidate one project (or every project with facts) over the window since `since`, by default since
     each project's last run (everything, the first time); returns what changed (what would, with dry_run)."""
     now = now or timezone.now()
@@ -174,8 +205,9 @@ def consolidate(*, project_id: str | None = None, since: datetime | None = None,
                 report.contradictions_superseded += settled.superseded
                 report.contradictions_proposed += settled.pairs - settled.superseded
                 report.contradictions_skipped += stale + settled.skipped
-                report.duplicates_merged += fact_merge_duplicates(project_id=project, subject_id=subject,
-                                                                  recorded_since=window)
+                report.duplicates_merged += fact_merge_duplicates(
+                    project_id=project, subject_id=subject, recorded_since=window
+                )
                 if dry_run:
                     transaction.set_rollback(True)
         if not dry_run:
@@ -184,10 +216,12 @@ def consolidate(*, project_id: str | None = None, since: datetime | None = None,
     report.item_accesses_deleted = accesses["item_accesses_deleted"]
     report.item_accesses_kept = accesses["item_accesses_kept"]
     if project_id is None and not connection.in_atomic_block:  # CREATE INDEX CONCURRENTLY runs outside one
-        report.scope_graphs_created = len(scope_graphs_ensure(min_facts=settings.HAKI_SCOPE_GRAPH_MIN_FACTS,
-                                                              dry_run=dry_run))
-        report.scope_text_indexes_created = len(scope_text_indexes_ensure(
-            min_facts=settings.HAKI_SCOPE_TEXT_INDEX_MIN_FACTS, dry_run=dry_run))
+        report.scope_graphs_created = len(
+            scope_graphs_ensure(min_facts=settings.HAKI_SCOPE_GRAPH_MIN_FACTS, dry_run=dry_run)
+        )
+        report.scope_text_indexes_created = len(
+            scope_text_indexes_ensure(min_facts=settings.HAKI_SCOPE_TEXT_INDEX_MIN_FACTS, dry_run=dry_run)
+        )
         if not dry_run:  # counts are not a change to the memory: a dry run leaves them as they are
             report.scope_words_counted = scope_words_refresh(min_items=settings.HAKI_SCOPE_WORDS_MIN_ITEMS)
     return report

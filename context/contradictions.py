@@ -9,6 +9,7 @@ HAKI_CONFLICT_MIN_SIMILARITY (0.75) alike, with no upper bound: the band [0.75, 
 miss negations, which MiniLM scores above 0.95 ("Clara speaks Spanish." / "Clara does not speak Spanish." 0.96).
 facts.text.contradiction_signal, the write path's rules, says whether a pair disagrees.
 """
+
 from __future__ import annotations
 
 import functools
@@ -57,7 +58,7 @@ def _claimed_pairs(considered: list) -> list[tuple]:
     pairs = set()
     for group in by_key.values():
         for i, (a, claim_a) in enumerate(group):
-            for b, claim_b in group[i + 1:]:
+            for b, claim_b in group[i + 1 :]:
                 if a != b and clash(claim_a, claim_b) is not None:
                     pairs.add((a, b) if str(a) < str(b) else (b, a))
     return sorted(pairs, key=lambda p: (str(p[0]), str(p[1])))
@@ -76,9 +77,13 @@ def find_contradictions(*, project_id: str, subject_id: str, candidates: list) -
     One statement (context.retrieval.similar_pairs), then the rules on the pairs above the threshold only."""
     considered = candidates[: retrieval.CONTRADICTION_MAX_CANDIDATES]
     by_id = {c.id: c for c in considered}
-    pairs = retrieval.similar_pairs(project_id=project_id, subject_id=subject_id, ids=list(by_id),
-                                    min_similarity=settings.HAKI_CONFLICT_MIN_SIMILARITY,
-                                    claimed=_claimed_pairs(considered))
+    pairs = retrieval.similar_pairs(
+        project_id=project_id,
+        subject_id=subject_id,
+        ids=list(by_id),
+        min_similarity=settings.HAKI_CONFLICT_MIN_SIMILARITY,
+        claimed=_claimed_pairs(considered),
+    )
     if not pairs:
         return []
     against: dict = {}  # older fact id -> [(newer id, similarity, signal)]
@@ -97,8 +102,10 @@ def find_contradictions(*, project_id: str, subject_id: str, candidates: list) -
         winners = sorted((w for w in against[fact_id] if w[0] not in out), key=lambda w: (-w[1], str(w[0])))
         if winners:
             out.add(fact_id)
-            found += [Contradiction(winner_id=w, loser_id=fact_id, similarity=s, rule=sig.rule, detail=sig.detail)
-                      for w, s, sig in winners]
+            found += [
+                Contradiction(winner_id=w, loser_id=fact_id, similarity=s, rule=sig.rule, detail=sig.detail)
+                for w, s, sig in winners
+            ]
     return found
 
 

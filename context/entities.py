@@ -3,6 +3,7 @@
 An entity is a capitalised word of three letters or more; sentence-start and other common capitalised
 words are not entities, nor are words the query already holds (the first pass has searched for those).
 """
+
 from __future__ import annotations
 
 import re

@@ -1,5 +1,6 @@
 """Where a context call's candidates come from: the store as it is now (Memory), or as it stood at a past call's
 time (MemoryAsOf, for a replay as it was). The assembler asks either the same questions."""
+
 from __future__ import annotations
 
 from context import retrieval, retrieval_asof
@@ -36,8 +37,9 @@ class Memory:
 
     def hop(self, lookup, entities, exclude_ids):
         if self.scope_facts is not None:  # what multi-hop could find is among the candidates already
-            return retrieval.multi_hop_within(lookup, entities=entities, scope_facts=self.scope_facts,
-                                              exclude_ids=exclude_ids)
+            return retrieval.multi_hop_within(
+                lookup, entities=entities, scope_facts=self.scope_facts, exclude_ids=exclude_ids
+            )
         return retrieval.multi_hop_candidates(lookup, entities=entities, exclude_ids=exclude_ids)
 
     def name_freq(self, name: str, project_id: str | None = None) -> float:
@@ -54,8 +56,9 @@ class Memory:
 
     def access(self, lookup, item_ids) -> dict:
         """How often each item was served lately, normalised to [0, 1] (traces.selectors)."""
-        return trace_selectors.access_signal(project_id=lookup.project_id, subject_id=lookup.subject_id,
-                                             item_ids=item_ids, now=lookup.now)
+        return trace_selectors.access_signal(
+            project_id=lookup.project_id, subject_id=lookup.subject_id, item_ids=item_ids, now=lookup.now
+        )
 
 
 class MemoryAsOf(Memory):
@@ -83,8 +86,9 @@ class MemoryAsOf(Memory):
         return retrieval_asof.scope_state_as_of(lookup)
 
     def hop(self, lookup, entities, exclude_ids):
-        return retrieval_asof.multi_hop_candidates_as_of(lookup, entities=entities, exclude_ids=exclude_ids,
-                                                         verdicts=self.verdicts)
+        return retrieval_asof.multi_hop_candidates_as_of(
+            lookup, entities=entities, exclude_ids=exclude_ids, verdicts=self.verdicts
+        )
 
     def name_freq(self, name: str, project_id: str | None = None) -> float:
         if name in self.recorded_freq:

@@ -1,4 +1,5 @@
 """What context keeps of its own: how far consolidation (context/consolidation.py) has gone in each project."""
+
 from __future__ import annotations
 
 from django.db import models

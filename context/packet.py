@@ -1,5 +1,6 @@
 """The ContextPacket a call answers: what it served, by section, rendered under its budget, with the trace's id.
 Built here, beside the assembler; the API edge only serializes it (context/serializers.py describes its shape)."""
+
 from __future__ import annotations
 
 from context.config import PLAIN, CallOptions
@@ -10,9 +11,17 @@ from hakimem.serializers import iso
 from traces.models import ItemType, ReasonCode, TraceStatus, trace_id_new
 
 
-def packet_build(*, decided: list[Decided], layout: Layout, options: CallOptions, budget_tokens: int,
-                 warnings: list[str], empty_reason: str | None, empty_details: dict | None,
-                 tiers: dict[str, Budget] | None) -> dict:
+def packet_build(
+    *,
+    decided: list[Decided],
+    layout: Layout,
+    options: CallOptions,
+    budget_tokens: int,
+    warnings: list[str],
+    empty_reason: str | None,
+    empty_details: dict | None,
+    tiers: dict[str, Budget] | None,
+) -> dict:
     """The packet of a call whose candidates are `decided`: the served ones in rank order within their section,
     the blocked ones counted in its warnings."""
     served = [d for d in decided if d.reason in SERVED]
@@ -34,9 +43,13 @@ def packet_build(*, decided: list[Decided], layout: Layout, options: CallOptions
     if options.tiers:
         packet["identity"] = [packet_identity(d) for d in served if d.item_type == ItemType.IDENTITY]
         packet["procedures"] = [packet_procedure(d) for d in served if d.item_type == ItemType.PROCEDURE]
-        packet["tiers"] = {tier: {"budget_tokens": options.tier_budgets[tier],
-                                  "used_tokens": -(-(4 * options.tier_budgets[tier] - b.left) // 4)}
-                           for tier, b in tiers.items()}
+        packet["tiers"] = {
+            tier: {
+                "budget_tokens": options.tier_budgets[tier],
+                "used_tokens": -(-(4 * options.tier_budgets[tier] - b.left) // 4),
+            }
+            for tier, b in tiers.items()
+        }
     if options != PLAIN:
         packet["render_format"] = options.render_format
     return packet

@@ -3,6 +3,7 @@ greedy pass and the multi-hop pass (context/assembler.py runs them, plain or by 
 
 The budget counts what is rendered (context/render.py): a packet never exceeds budget_tokens once rendered.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -67,7 +68,11 @@ class Budget:
 
     def cost(self, decided: Decided) -> int:
         # the line and its newline, and the section's header and closing tag if the item is the first of its section
-        return len(decided.line) + 1 + (0 if decided.section in self.opened else self.layout.section_chars(decided.section))
+        return (
+            len(decided.line)
+            + 1
+            + (0 if decided.section in self.opened else self.layout.section_chars(decided.section))
+        )
 
     def take(self, decided: Decided) -> bool:
         cost = self.cost(decided)
@@ -99,8 +104,15 @@ def section_of(item, item_type: str, tiered: bool) -> str:
 
 def candidate_decision(item, item_type: str, rank: int, layout: Layout, section: str | None = None, **kw) -> Decided:
     section = section or section_of(item, item_type, layout.tiered)
-    return Decided(item=item, item_type=item_type, rank=rank, tokens=estimate_tokens(item.text), section=section,
-                   line=layout.line(section, item), **kw)
+    return Decided(
+        item=item,
+        item_type=item_type,
+        rank=rank,
+        tokens=estimate_tokens(item.text),
+        section=section,
+        line=layout.line(section, item),
+        **kw,
+    )
 
 
 def without_consent(item, consented: frozenset[str] | None) -> bool:
@@ -115,9 +127,18 @@ def pack(items: list[Decided], budget: Budget, fits_reason: str) -> None:
         d.reason = fits_reason if budget.take(d) else ReasonCode.OVER_BUDGET
 
 
-def pack_with_multi_hop(lookup: retrieval.Lookup, query: str, decided: list[Decided], items: list[Decided],
-                        budget: Budget, reserve_tokens: int, consented, memory: Memory, config: AssemblyConfig,
-                        timer) -> None:
+def pack_with_multi_hop(
+    lookup: retrieval.Lookup,
+    query: str,
+    decided: list[Decided],
+    items: list[Decided],
+    budget: Budget,
+    reserve_tokens: int,
+    consented,
+    memory: Memory,
+    config: AssemblyConfig,
+    timer,
+) -> None:
     """The facts' pass: a share of the budget waits for multi-hop. Filled greedily, the first pass always spent it
     all and the second hop never got in; what multi-hop does not use goes back to the first pass's ranking."""
     reserve = 4 * int(reserve_tokens * config.multi_hop_share)
@@ -130,9 +151,15 @@ def pack_with_multi_hop(lookup: retrieval.Lookup, query: str, decided: list[Deci
     timer.lap("multi_hop")
 
 
-def multi_hop(lookup: retrieval.Lookup, query: str, decided: list[Decided], budget: Budget,
-              consented: frozenset[str] | None = None, memory: Memory | None = None,
-              config: AssemblyConfig | None = None) -> None:
+def multi_hop(
+    lookup: retrieval.Lookup,
+    query: str,
+    decided: list[Decided],
+    budget: Budget,
+    consented: frozenset[str] | None = None,
+    memory: Memory | None = None,
+    config: AssemblyConfig | None = None,
+) -> None:
     """One hop from the facts served to facts that share a name with them, within what budget is left;
     never subject to the relevance floor (its purpose is to bring back evidence far from the query). New
     items are appended to `decided`. In a tiered call what it brings renders among the relevant facts, on the facts
@@ -144,9 +171,12 @@ def multi_hop(lookup: retrieval.Lookup, query: str, decided: list[Decided], budg
     memory = memory or Memory()
     layout = budget.layout
     section = render.FACTS if layout.tiered else None
-    entities = extract_entities([d.item.text for d in included], query, retrieval.MULTI_HOP_MAX_ENTITIES,
-                                too_common=lambda name: memory.name_freq(name, lookup.project_id)
-                                > MULTI_HOP_MAX_ENTITY_FREQUENCY)
+    entities = extract_entities(
+        [d.item.text for d in included],
+        query,
+        retrieval.MULTI_HOP_MAX_ENTITIES,
+        too_common=lambda name: memory.name_freq(name, lookup.project_id) > MULTI_HOP_MAX_ENTITY_FREQUENCY,
+    )
     settled = [d.item.id for d in facts if d.reason in SETTLED]
     by_id = {d.item.id: d for d in facts}
     hop_decided = []
@@ -154,8 +184,15 @@ def multi_hop(lookup: retrieval.Lookup, query: str, decided: list[Decided], budg
         if without_consent(c, consented):
             if c.id not in by_id:  # traced like a first-pass candidate, never served
                 c.score = hybrid_score(None, 0.0, c.recency, config)
-                d = candidate_decision(c, ItemType.FACT, len(decided) + 1, layout, section,
-                                       reason=ReasonCode.CONSENT_MISSING, entity=entity)
+                d = candidate_decision(
+                    c,
+                    ItemType.FACT,
+                    len(decided) + 1,
+                    layout,
+                    section,
+                    reason=ReasonCode.CONSENT_MISSING,
+                    entity=entity,
+                )
                 decided.append(d)
                 by_id[c.id] = d
             continue

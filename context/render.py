@@ -13,6 +13,7 @@ The budget counts what is rendered: the wrapper, each section's header (and clos
 line, newline included (context.packing.Budget). The assembler packs in characters and `used_tokens` is
 estimate_tokens(rendered), so a packet never exceeds budget_tokens once rendered.
 """
+
 from __future__ import annotations
 
 import re
@@ -75,16 +76,21 @@ class _Skeleton(dict):
     def __missing__(self, code: int) -> str:
         char = chr(code)
         letters = "" if char.isspace() else _LETTER_OF.get(char) or char.casefold()
-        self[code] = "".join(_LETTER_OF.get(part, part) for part in unicodedata.normalize("NFD", letters)
-                             if unicodedata.category(part) not in ("Mn", "Me"))
+        self[code] = "".join(
+            _LETTER_OF.get(part, part)
+            for part in unicodedata.normalize("NFD", letters)
+            if unicodedata.category(part) not in ("Mn", "Me")
+        )
         return self[code]
 
 
 def _name_pattern(letter: Callable[[str], str], space: str) -> str:
     """The block's name, forwards or backwards: each letter as letter() matches it, space between letters."""
     haki, memory = [letter(c) for c in "haki"], [letter(c) for c in "memory"]
-    return "|".join(space.join(first) + r"[\W_]*" + space.join(second)
-                    for first, second in ((haki, memory), (memory[::-1], haki[::-1])))
+    return "|".join(
+        space.join(first) + r"[\W_]*" + space.join(second)
+        for first, second in ((haki, memory), (memory[::-1], haki[::-1]))
+    )
 
 
 def _ascii_letter(c: str) -> str:
@@ -135,7 +141,7 @@ def _markdown_block_start(text: str) -> str:
     """text, which starts a markdown line or list item, as text: a backslash before what would start a block."""
     ordered = _MARKDOWN_ORDERED_RE.match(text)
     if ordered:
-        return text[:ordered.end()] + "\\" + text[ordered.end():]
+        return text[: ordered.end()] + "\\" + text[ordered.end() :]
     return "\\" + text if _MARKDOWN_BLOCK_RE.match(text) else text
 
 
@@ -145,10 +151,20 @@ def _escaped(text: str) -> str:
 
 # Section titles: the plain layout keeps seed 000's, the tiered one seed 003's.
 _PLAIN_TITLES = {PREFERENCES: "Preferences", FACTS: "Facts", EPISODES: "Episodes"}
-_TIERED_TITLES = {IDENTITY: "Identity", PREFERENCES: "Preferences", FACTS: "Relevant facts",
-                  EPISODES: "Recent context", PROCEDURES: "Workflows"}
-_XML_TAGS = {IDENTITY: "identity", PREFERENCES: "preferences", FACTS: "relevant_facts",
-             EPISODES: "recent_context", PROCEDURES: "workflows"}
+_TIERED_TITLES = {
+    IDENTITY: "Identity",
+    PREFERENCES: "Preferences",
+    FACTS: "Relevant facts",
+    EPISODES: "Recent context",
+    PROCEDURES: "Workflows",
+}
+_XML_TAGS = {
+    IDENTITY: "identity",
+    PREFERENCES: "preferences",
+    FACTS: "relevant_facts",
+    EPISODES: "recent_context",
+    PROCEDURES: "workflows",
+}
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ and takes from the original trace what the store does not version (Trace.inputs:
 words' weights read from pg_stats, the consents, the names' frequencies multi-hop read; and the volatility
 verdicts of the facts it decided). What it cannot bring back is listed in README.md (Replay).
 """
+
 from __future__ import annotations
 
 from collections import Counter
@@ -31,8 +32,10 @@ class ReplayRefused(Exception):
 
 def _verdicts(decisions: list[dict]) -> dict:
     facts = [d for d in decisions if d["item_type"] == "fact"]
-    return {"expired": [d["item_id"] for d in facts if d["reason_code"] == ReasonCode.VOLATILITY_EXPIRED],
-            "fresh": [d["item_id"] for d in facts if d["reason_code"] in _FRESH]}
+    return {
+        "expired": [d["item_id"] for d in facts if d["reason_code"] == ReasonCode.VOLATILITY_EXPIRED],
+        "fresh": [d["item_id"] for d in facts if d["reason_code"] in _FRESH],
+    }
 
 
 def context_replay(*, trace: Trace, as_of: str = AS_OF_NOW, overrides: dict | None = None) -> dict:
@@ -47,10 +50,17 @@ def context_replay(*, trace: Trace, as_of: str = AS_OF_NOW, overrides: dict | No
     if as_of == AS_OF_ORIGINAL:
         base = AssemblyConfig.from_dict(recorded["config"]) if recorded.get("config") else default_config()
         if not recorded:
-            notes.append("this call was traced before calls recorded their inputs: today's word statistics, consents "
-                         "and configuration stand in for the call's")
-        rerun = Rerun(replay_of=trace.id, marks={"as_of": as_of, "overrides": overrides}, as_of=trace.created_at,
-                      recorded=recorded, verdicts=_verdicts(original))
+            notes.append(
+                "this call was traced before calls recorded their inputs: today's word statistics, consents "
+                "and configuration stand in for the call's"
+            )
+        rerun = Rerun(
+            replay_of=trace.id,
+            marks={"as_of": as_of, "overrides": overrides},
+            as_of=trace.created_at,
+            recorded=recorded,
+            verdicts=_verdicts(original),
+        )
     else:
         base = default_config()
         rerun = Rerun(replay_of=trace.id, marks={"as_of": as_of, "overrides": overrides})
@@ -58,9 +68,15 @@ def context_replay(*, trace: Trace, as_of: str = AS_OF_NOW, overrides: dict | No
     budget = overrides.get("budget_tokens", trace.budget_tokens)
     # The call's own asks (tiers, boosts, min_score, candidate_limit, render format) are part of the call: replayed
     # as they were asked, whichever memory the replay reads.
-    packet = context_assemble(project_id=trace.project_id, subject_id=trace.subject_id, query=trace.query,
-                              budget_tokens=budget, config=config, rerun=rerun,
-                              options=CallOptions.from_dict(recorded.get("options")))
+    packet = context_assemble(
+        project_id=trace.project_id,
+        subject_id=trace.subject_id,
+        query=trace.query,
+        budget_tokens=budget,
+        config=config,
+        rerun=rerun,
+        options=CallOptions.from_dict(recorded.get("options")),
+    )
     if not Trace.objects.filter(id=packet["trace_id"]).exists():
         raise ReplayRefused("the subject was erased while the replay ran")
     replayed = trace_decisions(trace=Trace(id=packet["trace_id"], project_id=trace.project_id))
@@ -83,15 +99,35 @@ def _key(d: dict) -> tuple[str, str]:
 def _side(d: dict | None) -> dict | None:
     if d is None:
         return None  # not a candidate on that side
-    return {"decision": d["decision"], "reason_code": d["reason_code"], "rank": d["rank"], "score": d["score"],
-            "score_parts": {"similarity": d["similarity"], "cosine_distance": d["cosine_distance"],
-                            "text_rank": d["text_rank"], "recency": d["recency"]},
-            "tokens": d["tokens"], "entity": d["entity"] or None}
+    return {
+        "decision": d["decision"],
+        "reason_code": d["reason_code"],
+        "rank": d["rank"],
+        "score": d["score"],
+        "score_parts": {
+            "similarity": d["similarity"],
+            "cosine_distance": d["cosine_distance"],
+            "text_rank": d["text_rank"],
+            "recency": d["recency"],
+        },
+        "tokens": d["tokens"],
+        "entity": d["entity"] or None,
+    }
 
 
 def _comparable(d: dict) -> tuple:
-    return (*_key(d), d["reason_code"], d["rank"], d["score"], d["similarity"], d["cosine_distance"], d["text_rank"],
-            d["recency"], d["tokens"], d["entity"] or "")
+    return (
+        *_key(d),
+        d["reason_code"],
+        d["rank"],
+        d["score"],
+        d["similarity"],
+        d["cosine_distance"],
+        d["text_rank"],
+        d["recency"],
+        d["tokens"],
+        d["entity"] or "",
+    )
 
 
 def decisions_diff(then: list[dict], now: list[dict]) -> dict:
@@ -110,9 +146,19 @@ def decisions_diff(then: list[dict], now: list[dict]) -> dict:
     lost = [item(k) for k in sorted(served_t - served_n, key=lambda k: t[k]["rank"])]
     gained = [item(k) for k in sorted(served_n - served_t, key=lambda k: n[k]["rank"])]
     changed = sorted(
-        ({"item_type": k[0], "item_id": k[1], "text": n[k]["text"], "rank_then": t[k]["rank"], "rank_now": n[k]["rank"],
-          "then": _side(t[k]), "now": _side(n[k])}
-         for k in (t.keys() & n.keys()) - (served_t ^ served_n) if _comparable(t[k]) != _comparable(n[k])),
+        (
+            {
+                "item_type": k[0],
+                "item_id": k[1],
+                "text": n[k]["text"],
+                "rank_then": t[k]["rank"],
+                "rank_now": n[k]["rank"],
+                "then": _side(t[k]),
+                "now": _side(n[k]),
+            }
+            for k in (t.keys() & n.keys()) - (served_t ^ served_n)
+            if _comparable(t[k]) != _comparable(n[k])
+        ),
         key=lambda m: (-abs(m["rank_now"] - m["rank_then"]), m["rank_now"], m["item_id"]),
     )
     union = served_t | served_n
@@ -137,8 +183,9 @@ def replay_sample(*, project_id: str, subject_id: str | None, since, until, limi
     """Up to `limit` context calls (never replays) of the project, or of one subject, made in [since, until): a
     sample spread over the period (ordered by their random uuid4 ids, so the same arguments pick the same calls).
     -- uses: traces_trace_project_time (project_id, created_at)"""
-    traces = Trace.objects.filter(project_id=project_id, created_at__gte=since, created_at__lt=until,
-                                  replay_of__isnull=True)
+    traces = Trace.objects.filter(
+        project_id=project_id, created_at__gte=since, created_at__lt=until, replay_of__isnull=True
+    )
     if subject_id:
         traces = traces.filter(subject_id=subject_id)
     return list(traces.order_by("id")[:limit])
@@ -163,13 +210,21 @@ def replay_batch(*, traces: list[Trace], as_of: str, overrides: dict, progress=l
             for item in side:
                 counter[(item["item_type"], item["item_id"])] += 1
                 texts[(item["item_type"], item["item_id"])] = item["text"]
-        calls.append({
-            "trace_id": str(trace.id), "replay_trace_id": result["trace_id"], "subject_id": trace.subject_id,
-            "changed": bool(diff["gained"] or diff["lost"]), "jaccard": diff["jaccard"],
-            "facts_served_before": trace.facts_served, "facts_served_after": len(packet["facts"]),
-            "used_tokens_before": trace.used_tokens, "used_tokens_after": packet["used_tokens"],
-            "gained": [i["item_id"] for i in diff["gained"]], "lost": [i["item_id"] for i in diff["lost"]],
-        })
+        calls.append(
+            {
+                "trace_id": str(trace.id),
+                "replay_trace_id": result["trace_id"],
+                "subject_id": trace.subject_id,
+                "changed": bool(diff["gained"] or diff["lost"]),
+                "jaccard": diff["jaccard"],
+                "facts_served_before": trace.facts_served,
+                "facts_served_after": len(packet["facts"]),
+                "used_tokens_before": trace.used_tokens,
+                "used_tokens_after": packet["used_tokens"],
+                "gained": [i["item_id"] for i in diff["gained"]],
+                "lost": [i["item_id"] for i in diff["lost"]],
+            }
+        )
         progress()
     n = len(calls)
 
@@ -178,17 +233,23 @@ def replay_batch(*, traces: list[Trace], as_of: str, overrides: dict, progress=l
         return sum(values) / len(values) if values else None
 
     def top(counter):
-        return [{"item_type": k[0], "item_id": k[1], "text": texts[k], "calls": c}
-                for k, c in sorted(counter.items(), key=lambda kc: (-kc[1], kc[0]))[:TOP_ITEMS]]
+        return [
+            {"item_type": k[0], "item_id": k[1], "text": texts[k], "calls": c}
+            for k, c in sorted(counter.items(), key=lambda kc: (-kc[1], kc[0]))[:TOP_ITEMS]
+        ]
 
     return {
-        "as_of": as_of, "overrides": overrides, "calls": n, "skipped": skipped,
+        "as_of": as_of,
+        "overrides": overrides,
+        "calls": n,
+        "skipped": skipped,
         "changed_share": mean(c["changed"] for c in calls),
         "mean_jaccard": mean(c["jaccard"] for c in calls),
         "injection_rate_before": mean(c["used_tokens_before"] > 0 for c in calls),
         "injection_rate_after": mean(c["used_tokens_after"] > 0 for c in calls),
         "mean_used_tokens_before": mean(c["used_tokens_before"] for c in calls),
         "mean_used_tokens_after": mean(c["used_tokens_after"] for c in calls),
-        "most_gained": top(gained), "most_lost": top(lost),
+        "most_gained": top(gained),
+        "most_lost": top(lost),
         "details": calls,
     }

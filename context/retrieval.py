@@ -2,6 +2,7 @@
 statistics and a large scope's own word counts), which statement answers it (context/retrieval_sql.py, whose opening
 states the invariants every statement keeps), and the candidates they return.
 """
+
 from __future__ import annotations
 
 import math
@@ -152,8 +153,10 @@ class StatsVersion:
 
     def as_dict(self) -> dict:
         """For a call's trace: what the statistics that weighed its words were at."""
-        return {name: {"rows": rows, "analyses": analyses, "indexes": indexes}
-                for name, rows, analyses, indexes in self.tables}
+        return {
+            name: {"rows": rows, "analyses": analyses, "indexes": indexes}
+            for name, rows, analyses, indexes in self.tables
+        }
 
 
 @dataclass(frozen=True)
@@ -170,8 +173,10 @@ def table_stats_version() -> StatsVersion:
     with read_connection().cursor() as cursor:
         cursor.execute(TABLE_STATS_VERSION_SQL, {"tables": list(RANKED_TABLES), "settle": STATS_SETTLE_SECONDS})
         rows = sorted(cursor.fetchall())
-    return StatsVersion(tuple((name, float(tuples), analyses, indexes) for name, tuples, analyses, _, indexes in rows),
-                        settled=not any(young for _, _, _, young, _ in rows))
+    return StatsVersion(
+        tuple((name, float(tuples), analyses, indexes) for name, tuples, analyses, _, indexes in rows),
+        settled=not any(young for _, _, _, young, _ in rows),
+    )
 
 
 def table_stats_refresh(project_id: str | None = None) -> StatsVersion:
@@ -182,8 +187,9 @@ def table_stats_refresh(project_id: str | None = None) -> StatsVersion:
     if held is None or held.version != version or (version.settled and not held.settled):
         if project_id not in _table_stats and len(_table_stats) >= TABLE_STATS_MAX_PROJECTS:
             _table_stats.clear()
-        _table_stats[project_id] = _HeldStats(version, {name: _read_table_stats(name) for name in RANKED_TABLES},
-                                              version.settled)
+        _table_stats[project_id] = _HeldStats(
+            version, {name: _read_table_stats(name) for name in RANKED_TABLES}, version.settled
+        )
     return version
 
 
@@ -210,8 +216,14 @@ def _read_table_stats(table: str) -> TableStats:
         listed = list(subject_freqs or [])[: len(subjects or [])]
         rest = distinct - len(listed)
         other = (1.0 - sum(listed)) / rest if rest >= 1 else 0.0
-    return TableStats(rows=max(float(reltuples), 0.0), term_freq=term_freq, subject_freq=subject_freq,
-                      other_subject_freq=max(other, 0.0), scope_graphs=frozenset(graphs), rarest_tracked=rarest)
+    return TableStats(
+        rows=max(float(reltuples), 0.0),
+        term_freq=term_freq,
+        subject_freq=subject_freq,
+        other_subject_freq=max(other, 0.0),
+        scope_graphs=frozenset(graphs),
+        rarest_tracked=rarest,
+    )
 
 
 @dataclass(frozen=True)
@@ -233,8 +245,10 @@ def scope_words_read(project_id: str, subject_id: str, words, tables=(FACTS, EVE
     """The scope's word counts per table (FACTS, EVENTS) for `words`; {} for a scope without counts."""
     counted: dict[str, ScopeWords] = {}
     with read_connection().cursor() as cursor:
-        cursor.execute(SCOPE_WORDS_SQL, {"project_id": project_id, "subject_id": subject_id, "words": list(words),
-                                         "tables": list(tables)})
+        cursor.execute(
+            SCOPE_WORDS_SQL,
+            {"project_id": project_id, "subject_id": subject_id, "words": list(words), "tables": list(tables)},
+        )
         for table, items, unlisted_max, word, holding in cursor.fetchall():
             scope = counted.setdefault(table, ScopeWords(items, {}, unlisted_max))
             if word is not None:
@@ -264,8 +278,9 @@ def _weighted(tsq: str, leg_tsq: str, terms: list[str], stats: TableStats, kept:
     return TextQuery(tsq, leg_tsq, tuple(terms), tuple(w / total for w in weights), tuple(t in kept for t in terms))
 
 
-def text_queries(query: str, subject_id: str, table: str = FACTS, counted: ScopeWords | None = None, *,
-                 project_id: str | None = None) -> TextQuery:
+def text_queries(
+    query: str, subject_id: str, table: str = FACTS, counted: ScopeWords | None = None, *, project_id: str | None = None
+) -> TextQuery:
     """`counted`: the scope's own word counts, when it has them; the leg then picks its words by their count in the
     scope. A word's weight, and whether it is informative, stay its share of the whole table."""
     terms = lexical_terms(query)
@@ -356,16 +371,35 @@ def _may_have_counts(project_id: str, subject_id: str) -> bool:
     return least > 0 and any(table_stats(t, project_id).scope_rows(subject_id) >= least for t in (FACTS, EVENTS))
 
 
-def lookup_for(*, project_id: str, subject_id: str, query: str, now: datetime, cutoffs: dict, config=None,
-               candidate_limit: int | None = None) -> Lookup:
+def lookup_for(
+    *,
+    project_id: str,
+    subject_id: str,
+    query: str,
+    now: datetime,
+    cutoffs: dict,
+    config=None,
+    candidate_limit: int | None = None,
+) -> Lookup:
     version = table_stats_refresh(project_id)
-    counted = (scope_words_read(project_id, subject_id, lexical_terms(query))
-               if _may_have_counts(project_id, subject_id) else {})
-    return Lookup(project_id=project_id, subject_id=subject_id, now=now, cutoffs=cutoffs,
-                  fact_text=text_queries(query, subject_id, FACTS, counted.get(FACTS), project_id=project_id),
-                  event_text=text_queries(query, subject_id, EVENTS, counted.get(EVENTS), project_id=project_id),
-                  procedure_text=text_queries(query, subject_id, PROCEDURES, project_id=project_id), config=config,
-                  candidate_limit=candidate_limit, scope_words=counted, stats_version=version)
+    counted = (
+        scope_words_read(project_id, subject_id, lexical_terms(query))
+        if _may_have_counts(project_id, subject_id)
+        else {}
+    )
+    return Lookup(
+        project_id=project_id,
+        subject_id=subject_id,
+        now=now,
+        cutoffs=cutoffs,
+        fact_text=text_queries(query, subject_id, FACTS, counted.get(FACTS), project_id=project_id),
+        event_text=text_queries(query, subject_id, EVENTS, counted.get(EVENTS), project_id=project_id),
+        procedure_text=text_queries(query, subject_id, PROCEDURES, project_id=project_id),
+        config=config,
+        candidate_limit=candidate_limit,
+        scope_words=counted,
+        stats_version=version,
+    )
 
 
 @dataclass
@@ -450,27 +484,41 @@ def _walked(lookup: Lookup, entities: list[str]) -> set[int]:
         more = scope_words_read(lookup.project_id, lookup.subject_id, unread, tables=(FACTS,)).get(FACTS)
         if more is not None:
             counted = replace(counted, counts={**counted.counts, **more.counts})
-    return {i for i, name in enumerate(names)
-            if counted.holding(name, 0.0) ** 2 > MULTI_HOP_MAX_PER_ENTITY * counted.items}
+    return {
+        i for i, name in enumerate(names) if counted.holding(name, 0.0) ** 2 > MULTI_HOP_MAX_PER_ENTITY * counted.items
+    }
 
 
 def _candidate(r: dict) -> Candidate:
     """A fact row as a Candidate; the multi-hop query selects no similarity, text rank or block flags (its
     facts are found by a shared name, and blocked facts are filtered out in its SQL)."""
     return Candidate(
-        id=r["id"], text=r["text"], category=r["category"], kind=r["kind"], importance=r["importance"], metadata=r["metadata"],
-        valid_from=r["valid_from"], recorded_from=r["recorded_from"], similarity=r.get("similarity"),
-        distance=r.get("distance"), text_rank=float(r.get("text_rank") or 0.0), recency=float(r["recency"]),
-        in_open_conflict=bool(r.get("in_open_conflict")), expired=bool(r.get("expired")),
+        id=r["id"],
+        text=r["text"],
+        category=r["category"],
+        kind=r["kind"],
+        importance=r["importance"],
+        metadata=r["metadata"],
+        valid_from=r["valid_from"],
+        recorded_from=r["recorded_from"],
+        similarity=r.get("similarity"),
+        distance=r.get("distance"),
+        text_rank=float(r.get("text_rank") or 0.0),
+        recency=float(r["recency"]),
+        in_open_conflict=bool(r.get("in_open_conflict")),
+        expired=bool(r.get("expired")),
     )
 
 
 def _dense_exact(lookup: Lookup, table: str) -> bool:
-    return table_stats(table, lookup.project_id).dense_exact(lookup.project_id, lookup.subject_id,
-                                                             project_wide=table == PROCEDURES)
+    return table_stats(table, lookup.project_id).dense_exact(
+        lookup.project_id, lookup.subject_id, project_wide=table == PROCEDURES
+    )
 
 
-def _ranked_rows(lookup: Lookup, qvec, table: str, text: TextQuery, graph_sql: str, exact_sql: str, degraded_sql: str) -> list[dict]:
+def _ranked_rows(
+    lookup: Lookup, qvec, table: str, text: TextQuery, graph_sql: str, exact_sql: str, degraded_sql: str
+) -> list[dict]:
     params = lookup.params(text)
     connection = read_connection()
     with connection.cursor() as cursor:
@@ -526,32 +574,57 @@ def candidates_together(lookup: Lookup, *, qvec) -> tuple[list[Candidate], list[
 
 
 def _facts_and_episodes(rows: list[dict]) -> tuple[list[Candidate], list[EpisodeCandidate]]:
-    return ([_candidate(r) for r in rows if r["item_type"] == "fact"],
-            [_episode(r) for r in rows if r["item_type"] == "episode"])
+    return (
+        [_candidate(r) for r in rows if r["item_type"] == "fact"],
+        [_episode(r) for r in rows if r["item_type"] == "episode"],
+    )
 
 
 def fact_candidates(lookup: Lookup, *, qvec) -> list[Candidate]:
-    rows = _ranked_rows(lookup, qvec, FACTS, lookup.fact_text, HYBRID_CANDIDATES_SQL, HYBRID_EXACT_CANDIDATES_SQL,
-                        LEXICAL_CANDIDATES_SQL)
+    rows = _ranked_rows(
+        lookup,
+        qvec,
+        FACTS,
+        lookup.fact_text,
+        HYBRID_CANDIDATES_SQL,
+        HYBRID_EXACT_CANDIDATES_SQL,
+        LEXICAL_CANDIDATES_SQL,
+    )
     return [_candidate(r) for r in rows]
 
 
 def episode_candidates(lookup: Lookup, *, qvec) -> list[EpisodeCandidate]:
-    rows = _ranked_rows(lookup, qvec, EVENTS, lookup.event_text, EPISODES_HYBRID_SQL, EPISODES_HYBRID_EXACT_SQL,
-                        EPISODES_LEXICAL_SQL)
+    rows = _ranked_rows(
+        lookup, qvec, EVENTS, lookup.event_text, EPISODES_HYBRID_SQL, EPISODES_HYBRID_EXACT_SQL, EPISODES_LEXICAL_SQL
+    )
     return [_episode(r) for r in rows]
 
 
 def procedure_candidates(lookup: Lookup, *, qvec) -> list[ProcedureCandidate]:
     """The subject's and the project's active procedures for the call, at most CANDIDATE_LIMIT, best hybrid score
     first (qvec None: the degraded path's order)."""
-    rows = _ranked_rows(lookup, qvec, PROCEDURES, lookup.procedure_text, PROCEDURES_HYBRID_SQL,
-                        PROCEDURES_HYBRID_EXACT_SQL, PROCEDURES_LEXICAL_SQL)
+    rows = _ranked_rows(
+        lookup,
+        qvec,
+        PROCEDURES,
+        lookup.procedure_text,
+        PROCEDURES_HYBRID_SQL,
+        PROCEDURES_HYBRID_EXACT_SQL,
+        PROCEDURES_LEXICAL_SQL,
+    )
     return [
         ProcedureCandidate(
-            id=r["id"], title=r["title"], text=r["text"], category=r["category"], importance=float(r["importance"]),
-            metadata=r["metadata"], updated_at=r["updated_at"], similarity=r["similarity"], distance=r["distance"],
-            text_rank=float(r["text_rank"] or 0.0), recency=float(r["recency"]),
+            id=r["id"],
+            title=r["title"],
+            text=r["text"],
+            category=r["category"],
+            importance=float(r["importance"]),
+            metadata=r["metadata"],
+            updated_at=r["updated_at"],
+            similarity=r["similarity"],
+            distance=r["distance"],
+            text_rank=float(r["text_rank"] or 0.0),
+            recency=float(r["recency"]),
         )
         for r in rows
     ]
@@ -559,26 +632,38 @@ def procedure_candidates(lookup: Lookup, *, qvec) -> list[ProcedureCandidate]:
 
 def _episode(r: dict) -> EpisodeCandidate:
     return EpisodeCandidate(
-        id=r["id"], text=r["text"], occurred_at=r["occurred_at"], metadata=r["metadata"],
-        similarity=r["similarity"], distance=r["distance"], text_rank=float(r["text_rank"] or 0.0),
+        id=r["id"],
+        text=r["text"],
+        occurred_at=r["occurred_at"],
+        metadata=r["metadata"],
+        similarity=r["similarity"],
+        distance=r["distance"],
+        text_rank=float(r["text_rank"] or 0.0),
         recency=float(r["recency"]),
     )
 
 
-def multi_hop_within(lookup: Lookup, *, entities: list[str], scope_facts: list[Candidate],
-                     exclude_ids: list) -> list[tuple[str, Candidate]]:
+def multi_hop_within(
+    lookup: Lookup, *, entities: list[str], scope_facts: list[Candidate], exclude_ids: list
+) -> list[tuple[str, Candidate]]:
     """multi_hop_candidates' answer, in a scope whose every active fact is in `scope_facts` (multi_hop_within_sql)."""
     excluded = set(exclude_ids)
     eligible = [c for c in scope_facts if c.id not in excluded and not c.in_open_conflict and not c.expired]
     if not entities or not eligible:
         return []
-    params = {**lookup.params(TextQuery()), **{f"entity_{i}": entity for i, entity in enumerate(entities)},
-              "ids": [str(c.id) for c in eligible]}
+    params = {
+        **lookup.params(TextQuery()),
+        **{f"entity_{i}": entity for i, entity in enumerate(entities)},
+        "ids": [str(c.id) for c in eligible],
+    }
     with read_connection().cursor() as cursor:
         cursor.execute(multi_hop_within_sql(len(entities)), params)
         names = {row[0]: row[1:] for row in cursor.fetchall()}
-    newest_first = sorted(sorted((c for c in eligible if c.id in names), key=lambda c: (c.text, str(c.id))),
-                          key=lambda c: c.recorded_from, reverse=True)  # as the statement's ORDER BY
+    newest_first = sorted(
+        sorted((c for c in eligible if c.id in names), key=lambda c: (c.text, str(c.id))),
+        key=lambda c: c.recorded_from,
+        reverse=True,
+    )  # as the statement's ORDER BY
     found = []
     for i, entity in enumerate(entities):
         named = [c for c in newest_first if names[c.id][i]]
@@ -620,17 +705,25 @@ CONTRADICTION_MAX_CANDIDATES = 64
 CONTRADICTION_MAX_PAIRS = 256
 
 
-def similar_pairs(*, project_id: str, subject_id: str, ids: list, min_similarity: float,
-                  claimed: list[tuple] = ()) -> list[tuple]:
+def similar_pairs(
+    *, project_id: str, subject_id: str, ids: list, min_similarity: float, claimed: list[tuple] = ()
+) -> list[tuple]:
     """(id, id, similarity) for the CONTRADICTION_MAX_PAIRS most alike pairs of the scope's active facts `ids` at
     least `min_similarity` alike, and the `claimed` pairs (id, id) at any similarity, first, that share no
     conflict set."""
     if len(ids) < 2:
         return []
     with read_connection().cursor() as cursor:
-        cursor.execute(CONTRADICTION_PAIRS_SQL, {"project_id": project_id, "subject_id": subject_id,
-                                                 "ids": [str(i) for i in ids], "min_similarity": min_similarity,
-                                                 "claimed_a": [str(min(str(a), str(b))) for a, b in claimed],
-                                                 "claimed_b": [str(max(str(a), str(b))) for a, b in claimed],
-                                                 "max_pairs": CONTRADICTION_MAX_PAIRS})
+        cursor.execute(
+            CONTRADICTION_PAIRS_SQL,
+            {
+                "project_id": project_id,
+                "subject_id": subject_id,
+                "ids": [str(i) for i in ids],
+                "min_similarity": min_similarity,
+                "claimed_a": [str(min(str(a), str(b))) for a, b in claimed],
+                "claimed_b": [str(max(str(a), str(b))) for a, b in claimed],
+                "max_pairs": CONTRADICTION_MAX_PAIRS,
+            },
+        )
         return [(a, b, float(similarity)) for a, b, similarity in cursor.fetchall()]

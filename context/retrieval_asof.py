@@ -19,6 +19,7 @@ sorts the scope exactly (a scan of the scope's rows through facts_fact_scope_sta
 a replay pays for the scope's size where a plain call does not. That is acceptable for an instrument run by hand
 or by `manage.py replay`, and it is what a call on a small scope did anyway (TableStats.dense_exact).
 """
+
 from __future__ import annotations
 
 from django.db import connection
@@ -57,7 +58,10 @@ _EXPIRED_AT = """(CASE WHEN f.id = ANY(%(expired_ids)s::uuid[]) THEN true
                           OR (f.volatility = 'volatile' AND f.last_confirmed_at < %(volatile_cutoff)s), false) END)"""
 
 _FACTS_SRC = Source(
-    table=FACTS, a="f", filters=_FACTS_AT, recency=RECENCY,
+    table=FACTS,
+    a="f",
+    filters=_FACTS_AT,
+    recency=RECENCY,
     row=f"""{FACT_COLUMNS},
        {distance_sql("f")} AS distance,
        {text_rank_sql("f")} AS text_rank,
@@ -66,9 +70,11 @@ _FACTS_SRC = Source(
        {_EXPIRED_AT} AS expired""",
 )
 _EVENTS_SRC = Source(
-    table=EVENTS, a="e",
+    table=EVENTS,
+    a="e",
     filters="e.project_id = %(project_id)s AND e.subject_id = %(subject_id)s AND e.recorded_at <= %(now)s",
-    recency=EVENTS_SOURCE.recency, row=EVENTS_SOURCE.row,
+    recency=EVENTS_SOURCE.recency,
+    row=EVENTS_SOURCE.row,
 )
 
 # -- uses: facts_fact_scope_status (an exact scan of the scope: the partial indexes cannot serve the past)
@@ -84,8 +90,11 @@ SCOPE_STATE_AS_OF_SQL = scope_state_sql(_FACTS_AT, as_of=True)
 
 
 def _params(lookup: Lookup, text, verdicts: dict) -> dict:
-    return {**lookup.params(text), "expired_ids": [str(i) for i in verdicts.get("expired", ())],
-            "fresh_ids": [str(i) for i in verdicts.get("fresh", ())]}
+    return {
+        **lookup.params(text),
+        "expired_ids": [str(i) for i in verdicts.get("expired", ())],
+        "fresh_ids": [str(i) for i in verdicts.get("fresh", ())],
+    }
 
 
 def fact_candidates_as_of(lookup: Lookup, *, qvec, verdicts: dict) -> list[Candidate]:

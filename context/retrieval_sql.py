@@ -22,6 +22,7 @@ Invariants (each statement below keeps all of them; tests/context/test_retrieval
 4. Parameters go through the driver; nothing is formatted into SQL text. The connection never uses
    server-side prepared statements (see hakimem/dbserver.py): generic plans lose the hnsw index.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -108,7 +109,9 @@ TS_RANK_NORMALISATION = 32
 
 
 def lexical_order_sql(alias: str, tsq_param: str) -> str:
-    return f"ts_rank_cd({alias}.search_vector, websearch_to_tsquery('simple', %({tsq_param})s), {TS_RANK_NORMALISATION})"
+    return (
+        f"ts_rank_cd({alias}.search_vector, websearch_to_tsquery('simple', %({tsq_param})s), {TS_RANK_NORMALISATION})"
+    )
 
 
 def text_rank_sql(alias: str) -> str:
@@ -138,8 +141,10 @@ def scoped_match(alias: str, tsquery: str) -> str:
     search_vector holds (facts.models.ScopeLexeme), so that GIN intersects the words' posting lists with the
     scope's. The whole right-hand side is folded into one constant when the statement is planned. A tsquery of no
     word matches nothing (NULL), as it did alone, rather than every row of the scope."""
-    return (f"{alias}.search_vector @@ (CASE WHEN numnode({tsquery}) = 0 THEN NULL"
-            f" ELSE {tsquery} && hakimem_scope_query(%(project_id)s, %(subject_id)s) END)")
+    return (
+        f"{alias}.search_vector @@ (CASE WHEN numnode({tsquery}) = 0 THEN NULL"
+        f" ELSE {tsquery} && hakimem_scope_query(%(project_id)s, %(subject_id)s) END)"
+    )
 
 
 # The degraded path's only leg: top-K by full-text rank over the whole informative query ("" matches nothing
@@ -184,14 +189,20 @@ class Source:
 
 
 FACTS_SOURCE = Source(
-    table=FACTS, a="f", filters=HARD_FILTERS, recency=RECENCY,
+    table=FACTS,
+    a="f",
+    filters=HARD_FILTERS,
+    recency=RECENCY,
     row=f"""{FACT_COLUMNS},
        {distance_sql("f")} AS distance,
 {_SCORED_POOL}""",
 )
 # Episodes have no status, validity or conflicts: the scope is their only hard filter.
 EVENTS_SOURCE = Source(
-    table=EVENTS, a="e", filters="e.project_id = %(project_id)s AND e.subject_id = %(subject_id)s", recency=_EVENT_RECENCY,
+    table=EVENTS,
+    a="e",
+    filters="e.project_id = %(project_id)s AND e.subject_id = %(subject_id)s",
+    recency=_EVENT_RECENCY,
     row=f"""
        e.id, e.text, e.occurred_at, e.metadata,
        {distance_sql("e")} AS distance,
@@ -202,7 +213,10 @@ EVENTS_SOURCE = Source(
 # Procedures: the subject's own and the project's (subject_id ''), active ones only: two scopes, so their
 # full-text index is the plain one (a scope holds few procedures).
 PROCEDURES_SOURCE = Source(
-    table=PROCEDURES, a="x", recency=_PROCEDURE_RECENCY, scoped_text=False,
+    table=PROCEDURES,
+    a="x",
+    recency=_PROCEDURE_RECENCY,
+    scoped_text=False,
     filters="x.project_id = %(project_id)s AND x.subject_id IN (%(subject_id)s, '') AND x.status = 'active'",
     row=f"""
        x.id, x.title, x.text, x.category, x.importance, x.metadata, x.updated_at,
@@ -444,8 +458,11 @@ def multi_hop_sql(entities: int, walked=()) -> str:
     """The multi-hop statement for `entities` entities (parameters entity_0 .. entity_{n-1}); the branch of an
     entity whose number is in `walked` walks the scope newest first."""
     return "\nUNION ALL".join(
-        (_MULTI_HOP_BRANCH.replace(_NAME_MATCH, _NAME_MATCH_WALKED) if i in walked else _MULTI_HOP_BRANCH)
-        .replace("{n}", str(i)) for i in range(entities))
+        (_MULTI_HOP_BRANCH.replace(_NAME_MATCH, _NAME_MATCH_WALKED) if i in walked else _MULTI_HOP_BRANCH).replace(
+            "{n}", str(i)
+        )
+        for i in range(entities)
+    )
 
 
 # Multi-hop in a scope whose every active fact is already a candidate of the call (a plain call's WHOLE_SCOPE_SQL

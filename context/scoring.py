@@ -11,6 +11,7 @@ The weights are documented here and are not part of the API contract: they may c
 - Δt = now - coalesce(valid_from, recorded_from) for facts, now - occurred_at for episodes; τ = TAU_DAYS.
 - On the degraded path (no usable query vector) the similarity part is absent and the other two rank.
 """
+
 from __future__ import annotations
 
 from hakimem.tokens import estimate_tokens  # noqa: F401 (the assembler and the scripts import it from here)
@@ -36,8 +37,9 @@ NEUTRAL_IMPORTANCE = 0.5
 
 def hybrid_score(similarity: float | None, text_rank: float, recency: float, config=None) -> float:
     """config: a context.config.AssemblyConfig whose weights replace the constants (a replay's overrides)."""
-    w_sim, w_text, w_rec = (config.w_similarity, config.w_text_rank, config.w_recency) if config else (
-        W_SIMILARITY, W_TEXT, W_RECENCY)
+    w_sim, w_text, w_rec = (
+        (config.w_similarity, config.w_text_rank, config.w_recency) if config else (W_SIMILARITY, W_TEXT, W_RECENCY)
+    )
     score = w_text * text_rank + w_rec * recency
     if similarity is not None:
         score += w_sim * similarity

@@ -78,16 +78,32 @@ class ContextRequestSerializer(StrictSerializer):
     query = StrictCharField(max_length=QUERY_MAX, trim_whitespace=False, allow_blank=False, validators=[NOT_BLANK])
     budget_tokens = serializers.JSONField(required=False, allow_null=True)  # checked by validate_budget
     # Beyond seed 000 (context.config.CallOptions); a request without any of them is a plain call, as before.
-    tiers = StrictBooleanField(required=False, help_text="seed 003's assembler: identity blocks, five signals, "
-                               "a budget per tier, five sections, query-time contradictions")
-    tier_budgets = TierBudgetsSerializer(required=False, help_text="implies tiers; each tier defaults to "
-                                         "identity 500, preferences 300, facts 2000, episodes 1000, procedures 500")
+    tiers = StrictBooleanField(
+        required=False,
+        help_text="seed 003's assembler: identity blocks, five signals, "
+        "a budget per tier, five sections, query-time contradictions",
+    )
+    tier_budgets = TierBudgetsSerializer(
+        required=False,
+        help_text="implies tiers; each tier defaults to "
+        "identity 500, preferences 300, facts 2000, episodes 1000, procedures 500",
+    )
     category_boosts = CategoryBoostsField(required=False)
-    min_score = StrictFloatField(required=False, min_value=0.0, max_value=MIN_SCORE_MAX,
-                                 help_text="candidates scoring below it are left out (below_min_score); 0 = off")
-    candidate_limit = StrictIntegerField(required=False, min_value=1, max_value=MAX_CANDIDATE_LIMIT,
-                                         help_text="candidates kept after phase 2 (default 128)")
-    render_format = serializers.ChoiceField(choices=RENDER_FORMATS, required=False, help_text="xml (default) or markdown")
+    min_score = StrictFloatField(
+        required=False,
+        min_value=0.0,
+        max_value=MIN_SCORE_MAX,
+        help_text="candidates scoring below it are left out (below_min_score); 0 = off",
+    )
+    candidate_limit = StrictIntegerField(
+        required=False,
+        min_value=1,
+        max_value=MAX_CANDIDATE_LIMIT,
+        help_text="candidates kept after phase 2 (default 128)",
+    )
+    render_format = serializers.ChoiceField(
+        choices=RENDER_FORMATS, required=False, help_text="xml (default) or markdown"
+    )
 
     @classmethod
     def schema_rules(cls) -> dict:
@@ -96,7 +112,9 @@ class ContextRequestSerializer(StrictSerializer):
 
     def validate(self, attrs):
         if attrs.get("tiers") is False and "tier_budgets" in attrs:
-            raise serializers.ValidationError({"tier_budgets": ["tier budgets need tiers: leave tiers out or set it true"]})
+            raise serializers.ValidationError(
+                {"tier_budgets": ["tier budgets need tiers: leave tiers out or set it true"]}
+            )
         return attrs
 
 
@@ -133,12 +151,16 @@ def validate_budget(data: dict) -> int:
         raise ApiError(
             ErrorCode.BUDGET_EXCEEDED,
             f"budget_tokens must be a positive integer no larger than {limit}.",
-            details={"budget_tokens": value if isinstance(value, int | float | str | bool | None) else str(value), "max": limit},
+            details={
+                "budget_tokens": value if isinstance(value, int | float | str | bool | None) else str(value),
+                "max": limit,
+            },
         )
     return value
 
 
 # --- the response, as the OpenAPI schema describes it --------------------------------------------------------
+
 
 class PacketFactSerializer(serializers.Serializer):
     id = serializers.UUIDField()
@@ -192,21 +214,28 @@ class ContextPacketSerializer(serializers.Serializer):
     episodes = PacketEpisodeSerializer(many=True)
     warnings = serializers.ListField(child=serializers.CharField())
     empty_reason = serializers.ChoiceField(
-        choices=EmptyReason.values, allow_null=True,
+        choices=EmptyReason.values,
+        allow_null=True,
         help_text="null when something was served; else why nothing was, the first that holds: scope_unknown (nothing "
-                  "ever written for the subject), scope_empty (nothing it holds may be served now), budget_too_small "
-                  "(a candidate did not fit), all_blocked (every relevant candidate blocked by an open conflict, "
-                  "consent or expired volatility), no_relevant_memory (nothing relevant enough)")
+        "ever written for the subject), scope_empty (nothing it holds may be served now), budget_too_small "
+        "(a candidate did not fit), all_blocked (every relevant candidate blocked by an open conflict, "
+        "consent or expired volatility), no_relevant_memory (nothing relevant enough)",
+    )
     empty_details = serializers.DictField(
         allow_null=True,
         help_text='budget_too_small: {"smallest_fitting_budget": N} (tiered calls add "tier" and, when that tier\'s '
-                  'budget is too small, "smallest_fitting_tier_budget"); all_blocked: the blocked candidates per '
-                  'reason code ({"conflict_open": 2}); null otherwise')
+        'budget is too small, "smallest_fitting_tier_budget"); all_blocked: the blocked candidates per '
+        'reason code ({"conflict_open": 2}); null otherwise',
+    )
     budget_tokens = serializers.IntegerField()
-    used_tokens = serializers.IntegerField(help_text="estimate_tokens(rendered): what the block costs, wrapper and "
-                                           "section headers included; never above budget_tokens")
+    used_tokens = serializers.IntegerField(
+        help_text="estimate_tokens(rendered): what the block costs, wrapper and "
+        "section headers included; never above budget_tokens"
+    )
     rendered = serializers.CharField(allow_blank=True, help_text='the packet as a prompt block, "" when empty')
-    render_format = serializers.CharField(required=False, help_text="present when the call asked for more than a plain one")
+    render_format = serializers.CharField(
+        required=False, help_text="present when the call asked for more than a plain one"
+    )
     identity = PacketIdentitySerializer(many=True, required=False, help_text="tiered calls")
     procedures = PacketProcedureSerializer(many=True, required=False, help_text="tiered calls")
     tiers = serializers.DictField(child=TierUseSerializer(), required=False, help_text="tiered calls")
@@ -215,7 +244,9 @@ class ContextPacketSerializer(serializers.Serializer):
 class ContextRequestSchema(ContextRequestSerializer):
     """ContextRequestSerializer as documented: budget_tokens is checked apart (validate_budget)."""
 
-    budget_tokens = serializers.IntegerField(required=False, min_value=1, help_text="default 900, at most HAKI_MAX_BUDGET_TOKENS")
+    budget_tokens = serializers.IntegerField(
+        required=False, min_value=1, help_text="default 900, at most HAKI_MAX_BUDGET_TOKENS"
+    )
 
     @classmethod
     def schema_rules(cls) -> dict:
@@ -225,10 +256,14 @@ class ContextRequestSchema(ContextRequestSerializer):
 # --- POST /v1/inspect/{trace_id}/replay --------------------------------------------------------------------
 
 _OVERRIDE_HELP = {
-    "w_similarity": "weight of the cosine similarity", "w_text_rank": "weight of the text rank",
-    "w_recency": "weight of the recency", "tau_days": "recency time constant, days",
-    "max_distance": "relevance floor (cosine distance; 0 = off)", "dense_top_k": "phase-1 nearest facts",
-    "lexical_top_k": "phase-1 full-text matches (0: no lexical leg)", "multi_hop_share": "share of the budget held for multi-hop",
+    "w_similarity": "weight of the cosine similarity",
+    "w_text_rank": "weight of the text rank",
+    "w_recency": "weight of the recency",
+    "tau_days": "recency time constant, days",
+    "max_distance": "relevance floor (cosine distance; 0 = off)",
+    "dense_top_k": "phase-1 nearest facts",
+    "lexical_top_k": "phase-1 full-text matches (0: no lexical leg)",
+    "multi_hop_share": "share of the budget held for multi-hop",
 }
 
 
@@ -249,7 +284,9 @@ class ReplayOverridesSerializer(StrictSerializer):
     dense_top_k = _override_field("dense_top_k")
     lexical_top_k = _override_field("lexical_top_k")
     multi_hop_share = _override_field("multi_hop_share")
-    budget_tokens = serializers.IntegerField(required=False, min_value=1, help_text="1 to HAKI_MAX_BUDGET_TOKENS (400 budget_exceeded)")
+    budget_tokens = serializers.IntegerField(
+        required=False, min_value=1, help_text="1 to HAKI_MAX_BUDGET_TOKENS (400 budget_exceeded)"
+    )
 
     @classmethod
     def schema_rules(cls) -> dict:
@@ -258,12 +295,18 @@ class ReplayOverridesSerializer(StrictSerializer):
     def to_internal_value(self, data):
         if isinstance(data, dict) and "budget_tokens" in data:
             budget = validate_budget(data)  # budget_exceeded, as POST /v1/context answers
-            return {**super().to_internal_value({k: v for k, v in data.items() if k != "budget_tokens"}),
-                    "budget_tokens": budget}
+            return {
+                **super().to_internal_value({k: v for k, v in data.items() if k != "budget_tokens"}),
+                "budget_tokens": budget,
+            }
         return super().to_internal_value(data)
 
 
 class ReplayRequestSerializer(StrictSerializer):
-    as_of = serializers.ChoiceField(choices=["now", "original"], required=False, default="now",
-                                    help_text='"now": the memory today; "original": as it stood at the call\'s time')
+    as_of = serializers.ChoiceField(
+        choices=["now", "original"],
+        required=False,
+        default="now",
+        help_text='"now": the memory today; "original": as it stood at the call\'s time',
+    )
     overrides = ReplayOverridesSerializer(required=False)

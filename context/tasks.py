@@ -6,6 +6,7 @@ any running worker, run by a worker of the `consolidation` queue:
 Without such a worker nothing runs: `manage.py consolidate` from cron does the same. One job at a time
 (queueing lock): a night the worker is down leaves one job waiting, not a pile.
 """
+
 from __future__ import annotations
 
 from procrastinate.contrib.django import app

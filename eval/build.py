@@ -6,6 +6,7 @@ Sources (hand-written) live in src/:
   src/noise_en.txt, src/noise_fr.txt -- one background fact per line
 Outputs: dataset.jsonl, noise.jsonl (next to this script).
 """
+
 import json
 import re
 import glob
@@ -32,8 +33,7 @@ def parse_scopes(path):
         where = f"{os.path.basename(path)}:{ln}"
         if line.startswith("@scope"):
             _, sid, lang = line.split()
-            cur = {"scope": sid, "lang": lang, "split": split_for(sid),
-                   "facts": [], "events": [], "questions": []}
+            cur = {"scope": sid, "lang": lang, "split": split_for(sid), "facts": [], "events": [], "questions": []}
             scopes.append(cur)
             continue
         parts = [p.strip() for p in line.split(" | ")]

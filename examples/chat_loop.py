@@ -7,6 +7,7 @@ here, where a real application would call its LLM for both.
     .venv/bin/python examples/chat_loop.py          # the URL: --url, else $HAKI_URL, else 127.0.0.1:$HAKI_PORT
     .venv/bin/python examples/chat_loop.py --url "$HAKI_URL" --api-key KEY --project demo --subject sam
 """
+
 from __future__ import annotations
 
 import argparse
@@ -21,23 +22,30 @@ SYSTEM = "You are a helpful assistant. Use the memory below when it is relevant;
 
 # (user message, scripted assistant reply, facts an extractor would draw from the exchange)
 SCRIPT = [
-    ("Hi! I'm Sam, I just moved to Lyon for a job at a bike shop.",
-     "Welcome to Lyon, Sam! How is the new job going?",
-     [dict(text="Sam lives in Lyon.", category="home"),
-      dict(text="Sam works at a bike shop.", category="work")]),
-    ("Can you suggest something for dinner? I'm vegetarian and I can't stand mushrooms.",
-     "How about a chickpea and spinach curry? No mushrooms in sight.",
-     [dict(text="Sam is vegetarian.", category="food", kind="preference"),
-      dict(text="Sam dislikes mushrooms.", category="food", kind="preference")]),
-    ("My sister Nina is visiting next weekend, she loves hiking.",
-     "Nice! The Monts d'Or are an easy trip from Lyon for a hike with Nina.",
-     [dict(text="Sam's sister Nina loves hiking.", category="family")]),
-    ("What should I cook for Nina and me on Saturday night?",
-     "A vegetarian lasagne with roasted vegetables would suit you both after a hike.",
-     []),
-    ("Remind me, where did I say I work?",
-     "At a bike shop in Lyon.",
-     []),
+    (
+        "Hi! I'm Sam, I just moved to Lyon for a job at a bike shop.",
+        "Welcome to Lyon, Sam! How is the new job going?",
+        [dict(text="Sam lives in Lyon.", category="home"), dict(text="Sam works at a bike shop.", category="work")],
+    ),
+    (
+        "Can you suggest something for dinner? I'm vegetarian and I can't stand mushrooms.",
+        "How about a chickpea and spinach curry? No mushrooms in sight.",
+        [
+            dict(text="Sam is vegetarian.", category="food", kind="preference"),
+            dict(text="Sam dislikes mushrooms.", category="food", kind="preference"),
+        ],
+    ),
+    (
+        "My sister Nina is visiting next weekend, she loves hiking.",
+        "Nice! The Monts d'Or are an easy trip from Lyon for a hike with Nina.",
+        [dict(text="Sam's sister Nina loves hiking.", category="family")],
+    ),
+    (
+        "What should I cook for Nina and me on Saturday night?",
+        "A vegetarian lasagne with roasted vegetables would suit you both after a hike.",
+        [],
+    ),
+    ("Remind me, where did I say I work?", "At a bike shop in Lyon.", []),
 ]
 
 
@@ -72,7 +80,9 @@ def run(client: Client, subject: str, budget_tokens: int, out=sys.stdout) -> Non
         if learned:
             facts = client.write_facts([NewFact(subject, **f) for f in learned])
             for fact in facts:
-                note = "already known" if fact.deduplicated else ("conflict set opened" if fact.conflict_set_id else "new")
+                note = (
+                    "already known" if fact.deduplicated else ("conflict set opened" if fact.conflict_set_id else "new")
+                )
                 print(f"+ remembered: {fact.text} ({note})", file=out)
         client.write_event(subject, f"User: {message} / Assistant: {reply}", start + timedelta(seconds=turn))
         print(file=out)
@@ -80,7 +90,9 @@ def run(client: Client, subject: str, budget_tokens: int, out=sys.stdout) -> Non
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--url", default=default_url(), help="default: $HAKI_URL, else http://127.0.0.1:$HAKI_PORT (8000)")
+    parser.add_argument(
+        "--url", default=default_url(), help="default: $HAKI_URL, else http://127.0.0.1:$HAKI_PORT (8000)"
+    )
     parser.add_argument("--api-key", default=default_key(), help="default: $HAKI_API_KEY, else var/dev_api_key")
     parser.add_argument("--project", default=os.environ.get("HAKI_PROJECT", "demo"))
     parser.add_argument("--subject", default="chat-loop-sam")

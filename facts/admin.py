@@ -10,6 +10,7 @@ A curator also asks why a fact was or was not served, and the answer is in trace
 this app: traces' admin (traces/admin.py) extends the fact and conflict set pages with their counts
 (DecisionCountsMixin.decision_counts). So no module of facts imports traces.
 """
+
 from __future__ import annotations
 
 import json
@@ -61,6 +62,7 @@ from hakimem.serializers import StrictSerializer
 from hakimem.tokens import estimate_tokens
 
 NO_SAVE_BUTTONS = {"show_save": False, "show_save_and_continue": False, "show_save_and_add_another": False}
+
 
 class DecisionCountsMixin:
     """How context calls used each fact: {fact id: [a count per decision (included, excluded, blocked) with its
@@ -139,25 +141,44 @@ class InOpenConflictFilter(YesNoFilter):
 @admin.register(Fact)
 class FactAdmin(DecisionCountsMixin, StaffProjectsMixin, ReadOnlyAdmin):
     list_display = (
-        "fact", "subject_id", "project_id", "status", "kind", "category", "volatility", "expired",
-        "in_open_conflict", "recorded_from",
+        "fact",
+        "subject_id",
+        "project_id",
+        "status",
+        "kind",
+        "category",
+        "volatility",
+        "expired",
+        "in_open_conflict",
+        "recorded_from",
     )
     list_filter = (
-        ProjectFilter, SubjectFilter, "status", "kind", "category", "volatility", ExpiredFilter, InOpenConflictFilter,
+        ProjectFilter,
+        SubjectFilter,
+        "status",
+        "kind",
+        "category",
+        "volatility",
+        ExpiredFilter,
+        InOpenConflictFilter,
     )
     search_fields = ("text",)
     search_help_text = "Search in the facts' text."
     ordering = ("-recorded_from", "-id")
     fieldsets = (
         (None, {"fields": ("text", "status", "superseded_by", ("project_id", "subject_id"))}),
-        ("Kind and validity", {"fields": (("kind", "category"), ("importance", "volatility"), ("valid_from", "valid_to"))}),
+        (
+            "Kind and validity",
+            {"fields": (("kind", "category"), ("importance", "volatility"), ("valid_from", "valid_to"))},
+        ),
         ("Recorded", {"fields": (("recorded_from", "recorded_to"), "last_confirmed_at", "source_event", "metadata")}),
     )
 
     def get_queryset(self, request):
         # Never load the 384-dim embedding to show a list; expiry is computed now, per request.
         return (
-            super().get_queryset(request)
+            super()
+            .get_queryset(request)
             .defer("embedding", "search_vector")
             .annotate(
                 is_expired=ExpressionWrapper(selectors.expired_q(), output_field=BooleanField()),
@@ -178,7 +199,9 @@ class FactAdmin(DecisionCountsMixin, StaffProjectsMixin, ReadOnlyAdmin):
         return obj.is_in_open_conflict
 
     def get_urls(self):
-        retract = path("<path:object_id>/retract/", self.admin_site.admin_view(self.retract_view), name="facts_fact_retract")
+        retract = path(
+            "<path:object_id>/retract/", self.admin_site.admin_view(self.retract_view), name="facts_fact_retract"
+        )
         return [retract, *super().get_urls()]
 
     def change_view(self, request, object_id, form_url="", extra_context=None):
@@ -210,8 +233,12 @@ class FactAdmin(DecisionCountsMixin, StaffProjectsMixin, ReadOnlyAdmin):
                     return self._erased(request)
                 messages.success(request, "The fact is retracted: it will not be served again.")
             return redirect(self._change_url(fact))
-        context = {**self.admin_site.each_context(request), "opts": self.opts, "original": fact,
-                   "title": "Retract this fact?"}
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.opts,
+            "original": fact,
+            "title": "Retract this fact?",
+        }
         return TemplateResponse(request, "admin/facts/fact/retract.html", context)
 
 
@@ -221,8 +248,15 @@ class EventAdmin(StaffProjectsMixin, ReadOnlyAdmin):
     list_filter = (ProjectFilter, SubjectFilter, "extraction_status")
     search_fields = ("text",)
     ordering = ("-occurred_at", "-id")
-    fields = ("text", ("project_id", "subject_id"), "occurred_at", "recorded_at", "metadata",
-              ("extraction_status", "extraction_attempts", "extraction_error"), "extraction_fact_ids")
+    fields = (
+        "text",
+        ("project_id", "subject_id"),
+        "occurred_at",
+        "recorded_at",
+        "metadata",
+        ("extraction_status", "extraction_attempts", "extraction_error"),
+        "extraction_fact_ids",
+    )
 
     def get_queryset(self, request):
         return super().get_queryset(request).defer("embedding", "search_vector")
@@ -266,7 +300,9 @@ class ConflictResolveForm(forms.Form):
     }
     action = forms.ChoiceField(choices=list(ACTIONS.items()))
     keep = forms.MultipleChoiceField(required=False)  # in the members' order: the first kept one supersedes
-    note = forms.CharField(required=False, max_length=CONFLICT_NOTE_MAX, widget=forms.Textarea(attrs={"rows": 3, "cols": 60}))
+    note = forms.CharField(
+        required=False, max_length=CONFLICT_NOTE_MAX, widget=forms.Textarea(attrs={"rows": 3, "cols": 60})
+    )
 
     def __init__(self, data, *, members: list[dict]):
         super().__init__(data)
@@ -290,8 +326,14 @@ class ConflictSetAdmin(DecisionCountsMixin, StaffProjectsMixin, ReadOnlyAdmin):
     # Open sets first: they are the curators' queue.
     ordering = (Case(When(status=ConflictStatus.OPEN, then=Value(0)), default=Value(1)).asc(), "-opened_at")
     fields = (
-        "status", ("project_id", "subject_id"), ("signal", "similarity"), "signal_detail", "reading", "opened_at",
-        ("resolved_at", "resolved_by"), "note",
+        "status",
+        ("project_id", "subject_id"),
+        ("signal", "similarity"),
+        "signal_detail",
+        "reading",
+        "opened_at",
+        ("resolved_at", "resolved_by"),
+        "note",
     )
 
     def get_queryset(self, request):
@@ -332,7 +374,9 @@ class ConflictSetAdmin(DecisionCountsMixin, StaffProjectsMixin, ReadOnlyAdmin):
         )
         for m in members:
             m["number"] = number[str(m["id"])]
-            m["similar_to"] = [(number[other], sim) for other, sim in sorted(m["similarities"].items(), key=lambda o: number[o[0]])]
+            m["similar_to"] = [
+                (number[other], sim) for other, sim in sorted(m["similarities"].items(), key=lambda o: number[o[0]])
+            ]
             m["decisions"] = decisions[m["id"]]
             m["source_event"] = events.get(m["source_event_id"])
         return members
@@ -343,7 +387,8 @@ class ConflictSetAdmin(DecisionCountsMixin, StaffProjectsMixin, ReadOnlyAdmin):
             extra_context = {
                 **(extra_context or {}),
                 "members": self._members(conflict_set),
-                "can_resolve": conflict_set.status == ConflictStatus.OPEN and self.has_change_permission(request, conflict_set),
+                "can_resolve": conflict_set.status == ConflictStatus.OPEN
+                and self.has_change_permission(request, conflict_set),
             }
         return super().change_view(request, object_id, form_url, extra_context)
 
@@ -368,10 +413,16 @@ class ConflictSetAdmin(DecisionCountsMixin, StaffProjectsMixin, ReadOnlyAdmin):
             try:
                 with transaction.atomic():  # the note is in the log entry: it commits with the resolution, as above
                     conflict_resolve(
-                        conflict_set=conflict_set, actor=f"user:{request.user.get_username()}", keep=keep or None,
-                        dismiss=action == "dismiss", retract_all=action == "retract_all", note=form.cleaned_data["note"],
+                        conflict_set=conflict_set,
+                        actor=f"user:{request.user.get_username()}",
+                        keep=keep or None,
+                        dismiss=action == "dismiss",
+                        retract_all=action == "retract_all",
+                        note=form.cleaned_data["note"],
                     )
-                    self.log_change(request, conflict_set, f"{form.ACTIONS[action]}. {form.cleaned_data['note']}".strip())
+                    self.log_change(
+                        request, conflict_set, f"{form.ACTIONS[action]}. {form.cleaned_data['note']}".strip()
+                    )
             except ConflictSet.DoesNotExist:
                 return self._erased(request)
             except ConflictNotOpen:
@@ -402,8 +453,11 @@ class StorableJSONFormField(forms.JSONField):
 
     def prepare_value(self, value):
         text = super().prepare_value(value)
-        return text if isinstance(value, forms.fields.InvalidJSONInput) or storable_text(text) \
+        return (
+            text
+            if isinstance(value, forms.fields.InvalidJSONInput) or storable_text(text)
             else json.dumps(value, cls=self.encoder)
+        )
 
 
 class _ProjectForm(forms.ModelForm):
@@ -486,6 +540,7 @@ class ConsentAdmin(StaffProjectsMixin, ReadOnlyAdmin):
 
 # --- identity blocks and procedures: written by people, here as through the API ----------------------------
 
+
 class _ScopedForm(_ProjectForm):
     """A block's or a procedure's scope: a project the signed-in person may act on, and an empty subject for the
     whole project."""
@@ -514,8 +569,9 @@ class IdentityBlockForm(_ScopedForm):
         cleaned = super().clean()
         if self.instance._state.adding and not self.errors:
             try:
-                identity_block_check_new(project_id=cleaned["project_id"], subject_id=cleaned.get("subject_id", ""),
-                                                  name=cleaned["name"])
+                identity_block_check_new(
+                    project_id=cleaned["project_id"], subject_id=cleaned.get("subject_id", ""), name=cleaned["name"]
+                )
             except ServiceValidationError as exc:
                 raise forms.ValidationError([e["message"] for e in exc.errors]) from exc
         return cleaned

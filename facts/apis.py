@@ -1,5 +1,6 @@
 """Thin views over the store's services (facts.writes, facts.conflicts, facts.consent, ...) and facts.selectors:
 validate, check the key's project, call, serialize."""
+
 from __future__ import annotations
 
 from drf_spectacular.utils import OpenApiParameter, PolymorphicProxySerializer, extend_schema
@@ -73,7 +74,9 @@ def validate_batch(request, serializer_class, plural: str) -> tuple[list[dict], 
     is_batch = isinstance(data, dict) and plural in data
     if is_batch:
         if set(data) != {plural}:
-            raise invalid([{"index": None, "field": k, "message": "unknown field"} for k in sorted(set(data) - {plural})])
+            raise invalid(
+                [{"index": None, "field": k, "message": "unknown field"} for k in sorted(set(data) - {plural})]
+            )
         raw_items = data[plural]
         if not isinstance(raw_items, list) or not 1 <= len(raw_items) <= MAX_BATCH:
             raise invalid([{"index": None, "field": plural, "message": f"must be a list of 1 to {MAX_BATCH} objects"}])
@@ -102,15 +105,21 @@ def page_response(rows, next_cursor, render, key: str) -> Response:
 
 def keyset(queryset, time_field, params):
     try:
-        return selectors.keyset_page(queryset, time_field=time_field, cursor=params.get("cursor"), limit=params["limit"])
+        return selectors.keyset_page(
+            queryset, time_field=time_field, cursor=params.get("cursor"), limit=params["limit"]
+        )
     except selectors.InvalidCursor as exc:
         raise invalid([{"index": None, "field": "cursor", "message": str(exc)}]) from exc
 
 
 def service_errors(exc: ServiceValidationError) -> ApiError:
     if isinstance(exc, ConsentMissing):
-        return ApiError(ErrorCode.CONSENT_MISSING, "The subject has not consented to these categories; nothing was written.",
-                        status_code=403, details={"errors": exc.errors})
+        return ApiError(
+            ErrorCode.CONSENT_MISSING,
+            "The subject has not consented to these categories; nothing was written.",
+            status_code=403,
+            details={"errors": exc.errors},
+        )
     return invalid(exc.errors)
 
 
@@ -119,8 +128,12 @@ def one_or_batch(name: str, one, batch):
 
 
 class FactsApi(APIView):
-    @extend_schema(operation_id="facts_list", summary="A scope's facts, newest first", parameters=[FactListQuerySerializer],
-                   responses={200: FactPageSerializer, **errors(400, 404)})
+    @extend_schema(
+        operation_id="facts_list",
+        summary="A scope's facts, newest first",
+        parameters=[FactListQuerySerializer],
+        responses={200: FactPageSerializer, **errors(400, 404)},
+    )
     def get(self, request):
         params = validated(FactListQuerySerializer, query_params(request))
         require_project(request, params["project_id"])
@@ -128,20 +141,27 @@ class FactsApi(APIView):
         rows, next_cursor = keyset(qs, "recorded_from", params)
         return page_response(rows, next_cursor, fact_out, "facts")
 
-    @extend_schema(summary="Write one fact, or a batch of up to 500 (all-or-nothing)",
-                   request=one_or_batch("FactWrite", FactInSerializer, FactBatchInSerializer),
-                   responses={201: one_or_batch("FactWriteAnswer", FactWrittenSerializer, FactBatchOutSerializer),
-                              **errors(400, 403, 404, 413, 415)})
+    @extend_schema(
+        summary="Write one fact, or a batch of up to 500 (all-or-nothing)",
+        request=one_or_batch("FactWrite", FactInSerializer, FactBatchInSerializer),
+        responses={
+            201: one_or_batch("FactWriteAnswer", FactWrittenSerializer, FactBatchOutSerializer),
+            **errors(400, 403, 404, 413, 415),
+        },
+    )
     def post(self, request):
         items, is_batch = validate_batch(request, FactInSerializer, "facts")
         try:
-            results = fact_create_batch(
-                items=[FactInput(**item) for item in items], actor=actor_of(request)
-            )
+            results = fact_create_batch(items=[FactInput(**item) for item in items], actor=actor_of(request))
         except ServiceValidationError as exc:
             raise service_errors(exc) from exc
         rendered = [
-            fact_out(r.fact, deduplicated=r.deduplicated, conflict_set_id=r.conflict_set.id if r.conflict_set else None, with_write_flags=True)
+            fact_out(
+                r.fact,
+                deduplicated=r.deduplicated,
+                conflict_set_id=r.conflict_set.id if r.conflict_set else None,
+                with_write_flags=True,
+            )
             for r in results
         ]
         return Response({"facts": rendered} if is_batch else rendered[0], status=status.HTTP_201_CREATED)
@@ -159,15 +179,22 @@ class FactDetailApi(APIView):
     def get(self, request, fact_id):
         return Response(fact_out(_fact_or_404(request, fact_id)))
 
-    @extend_schema(summary="Edit a fact: a new text makes a new version, other fields change in place",
-                   request=FactPatchSerializer, responses={200: FactWrittenSerializer, **errors(400, 403, 404, 409, 413, 415)})
+    @extend_schema(
+        summary="Edit a fact: a new text makes a new version, other fields change in place",
+        request=FactPatchSerializer,
+        responses={200: FactWrittenSerializer, **errors(400, 403, 404, 409, 413, 415)},
+    )
     def patch(self, request, fact_id):
         fact = _fact_or_404(request, fact_id)
         changes = validated(FactPatchSerializer, request.data)
         if "valid_to" in changes and changes["valid_to"] and fact.valid_from and changes["valid_to"] < fact.valid_from:
             raise invalid([{"index": None, "field": "valid_to", "message": "must not be before valid_from"}])
         if fact.status != "active":
-            raise ApiError(ErrorCode.FACT_NOT_ACTIVE, f"The fact is {fact.status}; only active facts can be edited.", status_code=409)
+            raise ApiError(
+                ErrorCode.FACT_NOT_ACTIVE,
+                f"The fact is {fact.status}; only active facts can be edited.",
+                status_code=409,
+            )
         try:
             result = fact_update(fact=fact, changes=changes, actor=actor_of(request))
         except ServiceValidationError as exc:
@@ -175,8 +202,12 @@ class FactDetailApi(APIView):
                 raise ApiError(ErrorCode.FACT_NOT_ACTIVE, str(exc), status_code=409) from exc
             raise service_errors(exc) from exc
         return Response(
-            fact_out(result.fact, deduplicated=result.deduplicated,
-                     conflict_set_id=result.conflict_set.id if result.conflict_set else None, with_write_flags=True)
+            fact_out(
+                result.fact,
+                deduplicated=result.deduplicated,
+                conflict_set_id=result.conflict_set.id if result.conflict_set else None,
+                with_write_flags=True,
+            )
         )
 
     @extend_schema(summary="Retract a fact (never served again)", responses={200: FactOutSerializer, **errors(404)})
@@ -189,15 +220,19 @@ class FactDetailApi(APIView):
 
 
 class FactHistoryApi(APIView):
-    @extend_schema(summary="A fact's version chain, oldest first", responses={200: FactHistorySerializer, **errors(404)})
+    @extend_schema(
+        summary="A fact's version chain, oldest first", responses={200: FactHistorySerializer, **errors(404)}
+    )
     def get(self, request, fact_id):
         chain = selectors.fact_history(fact=_fact_or_404(request, fact_id))
         return Response({"versions": [fact_out(f) for f in chain]})
 
 
 class EventDetailApi(APIView):
-    @extend_schema(summary="One event, with its fact extraction's status and the facts it produced",
-                   responses={200: EventOutSerializer, **errors(404)})
+    @extend_schema(
+        summary="One event, with its fact extraction's status and the facts it produced",
+        responses={200: EventOutSerializer, **errors(404)},
+    )
     def get(self, request, event_id):
         event = selectors.event_get(project_id=request.user.project_id, event_id=event_id)
         if event is None:
@@ -206,12 +241,18 @@ class EventDetailApi(APIView):
 
 
 class ConflictsApi(APIView):
-    @extend_schema(operation_id="conflicts_list", summary="A project's (or a subject's) conflict sets", parameters=[ConflictListQuerySerializer],
-                   responses={200: ConflictPageSerializer, **errors(400, 404)})
+    @extend_schema(
+        operation_id="conflicts_list",
+        summary="A project's (or a subject's) conflict sets",
+        parameters=[ConflictListQuerySerializer],
+        responses={200: ConflictPageSerializer, **errors(400, 404)},
+    )
     def get(self, request):
         params = validated(ConflictListQuerySerializer, query_params(request))
         require_project(request, params["project_id"])
-        qs = selectors.conflict_list(project_id=params["project_id"], subject_id=params.get("subject_id"), status=params.get("status"))
+        qs = selectors.conflict_list(
+            project_id=params["project_id"], subject_id=params.get("subject_id"), status=params.get("status")
+        )
         rows, next_cursor = keyset(qs, "opened_at", params)
         return page_response(rows, next_cursor, conflict_out, "conflicts")
 
@@ -231,20 +272,28 @@ class ConflictDetailApi(APIView):
 
 
 class ConflictResolveApi(APIView):
-    @extend_schema(summary="Close an open conflict set: keep some facts, or dismiss it", request=ConflictResolveSerializer,
-                   responses={200: ConflictDetailSerializer, **errors(400, 404, 409, 413, 415)})
+    @extend_schema(
+        summary="Close an open conflict set: keep some facts, or dismiss it",
+        request=ConflictResolveSerializer,
+        responses={200: ConflictDetailSerializer, **errors(400, 404, 409, 413, 415)},
+    )
     def post(self, request, conflict_id):
         conflict_set = _conflict_or_404(request, conflict_id)
         params = validated(ConflictResolveSerializer, request.data)
         try:
             conflict_set = conflict_resolve(
-                conflict_set=conflict_set, actor=actor_of(request), keep=params.get("keep"),
-                dismiss=params.get("dismiss", False), note=params.get("note", ""),
+                conflict_set=conflict_set,
+                actor=actor_of(request),
+                keep=params.get("keep"),
+                dismiss=params.get("dismiss", False),
+                note=params.get("note", ""),
             )
         except ConflictSet.DoesNotExist as exc:  # its subject was erased since it was looked up
             raise ApiError(ErrorCode.NOT_FOUND, "No such conflict set.", status_code=404) from exc
         except ConflictNotOpen as exc:
-            raise ApiError(ErrorCode.CONFLICT_NOT_OPEN, f"This conflict set is not open ({exc}).", status_code=409) from exc
+            raise ApiError(
+                ErrorCode.CONFLICT_NOT_OPEN, f"This conflict set is not open ({exc}).", status_code=409
+            ) from exc
         except ServiceValidationError as exc:
             raise service_errors(exc) from exc
         return Response(conflict_out(conflict_set, selectors.conflict_members(conflict_set=conflict_set)))
@@ -262,8 +311,11 @@ class ProjectApi(APIView):
     def get(self, request):
         return Response(project_out(selectors.project_settings(request.user.project_id)))
 
-    @extend_schema(summary="Change the key's project settings (the fields sent)", request=ProjectPatchSerializer,
-                   responses={200: ProjectOutSerializer, **errors(400, 413, 415)})
+    @extend_schema(
+        summary="Change the key's project settings (the fields sent)",
+        request=ProjectPatchSerializer,
+        responses={200: ProjectOutSerializer, **errors(400, 413, 415)},
+    )
     def patch(self, request):
         changes = validated(ProjectPatchSerializer, request.data)
         project_update(project_id=request.user.project_id, changes=dict(changes))
@@ -273,47 +325,64 @@ class ProjectApi(APIView):
 class SubjectConsentsApi(APIView):
     """GET: the categories the subject consents to now, and every grant and revocation. POST: grant one."""
 
-    @extend_schema(summary="A subject's consents: the categories now, and every grant and revocation",
-                   parameters=[ScopeQuerySerializer, OpenApiParameter("subject_id", str, OpenApiParameter.PATH, pattern=r"^[A-Za-z0-9._:@-]{1,128}$")],
-                   responses={200: ConsentsSerializer, **errors(400, 404)})
+    @extend_schema(
+        summary="A subject's consents: the categories now, and every grant and revocation",
+        parameters=[
+            ScopeQuerySerializer,
+            OpenApiParameter("subject_id", str, OpenApiParameter.PATH, pattern=r"^[A-Za-z0-9._:@-]{1,128}$"),
+        ],
+        responses={200: ConsentsSerializer, **errors(400, 404)},
+    )
     def get(self, request, subject_id):
         params = validated(ScopeQuerySerializer, query_params(request))
         subject_in_path(subject_id)
         require_project(request, params["project_id"])
         history = list(selectors.consent_history(project_id=params["project_id"], subject_id=subject_id))
-        return Response({
-            "project_id": params["project_id"], "subject_id": subject_id,
-            "consented": sorted({c.category for c in history if c.revoked_at is None}),
-            "history": [consent_out(c) for c in history],
-        })
+        return Response(
+            {
+                "project_id": params["project_id"],
+                "subject_id": subject_id,
+                "consented": sorted({c.category for c in history if c.revoked_at is None}),
+                "history": [consent_out(c) for c in history],
+            }
+        )
 
-    @extend_schema(summary="Grant consent to a category (200 when it already was)", request=ConsentGrantSerializer,
-                   parameters=[OpenApiParameter("subject_id", str, OpenApiParameter.PATH, pattern=r"^[A-Za-z0-9._:@-]{1,128}$")],
-                   responses={201: ConsentOutSerializer, 200: ConsentOutSerializer, **errors(400, 404, 413, 415)})
+    @extend_schema(
+        summary="Grant consent to a category (200 when it already was)",
+        request=ConsentGrantSerializer,
+        parameters=[OpenApiParameter("subject_id", str, OpenApiParameter.PATH, pattern=r"^[A-Za-z0-9._:@-]{1,128}$")],
+        responses={201: ConsentOutSerializer, 200: ConsentOutSerializer, **errors(400, 404, 413, 415)},
+    )
     def post(self, request, subject_id):
         params = validated(ConsentGrantSerializer, request.data)
         subject_in_path(subject_id)
         require_project(request, params["project_id"])
-        consent, created = consent_grant(project_id=params["project_id"], subject_id=subject_id,
-                                                  category=params["category"], actor=actor_of(request))
+        consent, created = consent_grant(
+            project_id=params["project_id"], subject_id=subject_id, category=params["category"], actor=actor_of(request)
+        )
         return Response(consent_out(consent), status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
 
 
 class IdentityBlocksApi(APIView):
     """GET: the blocks that apply to a subject (or the project-wide ones), in serving order. POST: a new one."""
 
-    @extend_schema(operation_id="identity_blocks_list", summary="Identity blocks: the project-wide ones, and a subject's",
-                   parameters=[IdentityBlockListQuerySerializer],
-                   responses={200: IdentityBlockListSerializer, **errors(400, 404)})
+    @extend_schema(
+        operation_id="identity_blocks_list",
+        summary="Identity blocks: the project-wide ones, and a subject's",
+        parameters=[IdentityBlockListQuerySerializer],
+        responses={200: IdentityBlockListSerializer, **errors(400, 404)},
+    )
     def get(self, request):
         params = validated(IdentityBlockListQuerySerializer, query_params(request))
         require_project(request, params["project_id"])
         blocks = selectors.identity_block_list(project_id=params["project_id"], subject_id=params.get("subject_id"))
         return Response({"identity_blocks": [identity_block_out(b) for b in blocks]})
 
-    @extend_schema(summary="Write an identity block: an always-on text for a subject or the whole project",
-                   request=IdentityBlockInSerializer,
-                   responses={201: IdentityBlockOutSerializer, **errors(400, 404, 413, 415)})
+    @extend_schema(
+        summary="Write an identity block: an always-on text for a subject or the whole project",
+        request=IdentityBlockInSerializer,
+        responses={201: IdentityBlockOutSerializer, **errors(400, 404, 413, 415)},
+    )
     def post(self, request):
         params = validated(IdentityBlockInSerializer, request.data)
         require_project(request, params["project_id"])
@@ -336,8 +405,11 @@ class IdentityBlockDetailApi(APIView):
     def get(self, request, block_id):
         return Response(identity_block_out(_identity_block_or_404(request, block_id)))
 
-    @extend_schema(summary="Edit an identity block (the fields sent)", request=IdentityBlockPatchSerializer,
-                   responses={200: IdentityBlockOutSerializer, **errors(400, 404, 413, 415)})
+    @extend_schema(
+        summary="Edit an identity block (the fields sent)",
+        request=IdentityBlockPatchSerializer,
+        responses={200: IdentityBlockOutSerializer, **errors(400, 404, 413, 415)},
+    )
     def patch(self, request, block_id):
         block = _identity_block_or_404(request, block_id)
         changes = validated(IdentityBlockPatchSerializer, request.data)
@@ -349,25 +421,35 @@ class IdentityBlockDetailApi(APIView):
             raise service_errors(exc) from exc
         return Response(identity_block_out(block))
 
-    @extend_schema(summary="Delete an identity block (set enabled false to keep it unserved)",
-                   responses={204: None, **errors(404)})
+    @extend_schema(
+        summary="Delete an identity block (set enabled false to keep it unserved)", responses={204: None, **errors(404)}
+    )
     def delete(self, request, block_id):
         identity_block_delete(block=_identity_block_or_404(request, block_id))
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
 class ProceduresApi(APIView):
-    @extend_schema(operation_id="procedures_list", summary="Procedures: the project-wide ones, and a subject's, newest first",
-                   parameters=[ProcedureListQuerySerializer], responses={200: ProcedurePageSerializer, **errors(400, 404)})
+    @extend_schema(
+        operation_id="procedures_list",
+        summary="Procedures: the project-wide ones, and a subject's, newest first",
+        parameters=[ProcedureListQuerySerializer],
+        responses={200: ProcedurePageSerializer, **errors(400, 404)},
+    )
     def get(self, request):
         params = validated(ProcedureListQuerySerializer, query_params(request))
         require_project(request, params["project_id"])
-        qs = selectors.procedure_list(project_id=params["project_id"], subject_id=params.get("subject_id"), filters=params)
+        qs = selectors.procedure_list(
+            project_id=params["project_id"], subject_id=params.get("subject_id"), filters=params
+        )
         rows, next_cursor = keyset(qs, "created_at", params)
         return page_response(rows, next_cursor, procedure_out, "procedures")
 
-    @extend_schema(summary="Write a procedure (a workflow) for a subject or the whole project", request=ProcedureInSerializer,
-                   responses={201: ProcedureOutSerializer, **errors(400, 404, 413, 415)})
+    @extend_schema(
+        summary="Write a procedure (a workflow) for a subject or the whole project",
+        request=ProcedureInSerializer,
+        responses={201: ProcedureOutSerializer, **errors(400, 404, 413, 415)},
+    )
     def post(self, request):
         params = validated(ProcedureInSerializer, request.data)
         require_project(request, params["project_id"])
@@ -386,9 +468,11 @@ class ProcedureDetailApi(APIView):
     def get(self, request, procedure_id):
         return Response(procedure_out(_procedure_or_404(request, procedure_id)))
 
-    @extend_schema(summary="Edit a procedure in place (the fields sent); a new title or text is embedded again",
-                   request=ProcedurePatchSerializer,
-                   responses={200: ProcedureOutSerializer, **errors(400, 404, 409, 413, 415)})
+    @extend_schema(
+        summary="Edit a procedure in place (the fields sent); a new title or text is embedded again",
+        request=ProcedurePatchSerializer,
+        responses={200: ProcedureOutSerializer, **errors(400, 404, 409, 413, 415)},
+    )
     def patch(self, request, procedure_id):
         procedure = _procedure_or_404(request, procedure_id)
         changes = validated(ProcedurePatchSerializer, request.data)
@@ -397,12 +481,17 @@ class ProcedureDetailApi(APIView):
         except Procedure.DoesNotExist as exc:  # its scope was erased since it was looked up
             raise ApiError(ErrorCode.NOT_FOUND, "No such procedure.", status_code=404) from exc
         except ProcedureNotActive as exc:
-            raise ApiError(ErrorCode.PROCEDURE_NOT_ACTIVE, f"{str(exc).capitalize()}; only active procedures can be "
-                                                           "edited.", status_code=409) from exc
+            raise ApiError(
+                ErrorCode.PROCEDURE_NOT_ACTIVE,
+                f"{str(exc).capitalize()}; only active procedures can be edited.",
+                status_code=409,
+            ) from exc
         return Response(procedure_out(procedure))
 
-    @extend_schema(summary="Retract a procedure (never served again; erasure deletes it)",
-                   responses={200: ProcedureOutSerializer, **errors(404)})
+    @extend_schema(
+        summary="Retract a procedure (never served again; erasure deletes it)",
+        responses={200: ProcedureOutSerializer, **errors(404)},
+    )
     def delete(self, request, procedure_id):
         try:
             procedure = procedure_retract(procedure=_procedure_or_404(request, procedure_id))

@@ -1,5 +1,6 @@
 """Conflict sets: opened (or joined) when a write or a context call finds facts that contradict each other,
 resolved by a curator or, under a project's newest_wins policy, at once by superseding the older facts."""
+
 from __future__ import annotations
 
 import logging
@@ -43,14 +44,26 @@ def conflict_record(fact: Fact, conflicts, *, actor: str, now, policy: str) -> C
     fid, similarity, signal = max(conflicts, key=lambda c: c[1])
     if policy == ConflictPolicy.NEWEST_WINS:
         conflict_set = ConflictSet.objects.create(
-            project_id=fact.project_id, subject_id=fact.subject_id, status=ConflictStatus.RESOLVED,
-            signal=signal.rule, signal_detail=signal.detail[:SIGNAL_DETAIL_MAX], reading=signal.reading or {},
-            similarity=similarity, opened_at=now, resolved_at=now, resolved_by="system:newest_wins", note="Newest fact kept by the project's conflict policy.",
+            project_id=fact.project_id,
+            subject_id=fact.subject_id,
+            status=ConflictStatus.RESOLVED,
+            signal=signal.rule,
+            signal_detail=signal.detail[:SIGNAL_DETAIL_MAX],
+            reading=signal.reading or {},
+            similarity=similarity,
+            opened_at=now,
+            resolved_at=now,
+            resolved_by="system:newest_wins",
+            note="Newest fact kept by the project's conflict policy.",
         )
         ConflictMember.objects.bulk_create(
             [ConflictMember(project_id=fact.project_id, conflict_set=conflict_set, fact=fact, added_at=now, kept=True)]
-            + [ConflictMember(project_id=fact.project_id, conflict_set=conflict_set, fact_id=o, added_at=now, kept=False)
-               for o in other_ids]
+            + [
+                ConflictMember(
+                    project_id=fact.project_id, conflict_set=conflict_set, fact_id=o, added_at=now, kept=False
+                )
+                for o in other_ids
+            ]
         )
         fact_supersede(other_ids, by=fact.id, now=now, project_id=fact.project_id)
         return conflict_set
@@ -62,31 +75,44 @@ def conflict_record(fact: Fact, conflicts, *, actor: str, now, policy: str) -> C
     # average on LoCoMo's chats, each blocking all of them).
     open_sets = list(
         ConflictSet.objects.select_for_update()
-        .filter(project_id=fact.project_id, status=ConflictStatus.OPEN,
-                id__in=ConflictMember.objects.filter(project_id=fact.project_id, fact_id__in=other_ids)
-                .values("conflict_set_id"))
+        .filter(
+            project_id=fact.project_id,
+            status=ConflictStatus.OPEN,
+            id__in=ConflictMember.objects.filter(project_id=fact.project_id, fact_id__in=other_ids).values(
+                "conflict_set_id"
+            ),
+        )
         .order_by("opened_at", "id")
     )
     in_open_sets = set(
-        ConflictMember.objects.filter(project_id=fact.project_id, conflict_set__in=open_sets, fact_id__in=other_ids)
-        .values_list("fact_id", flat=True)
+        ConflictMember.objects.filter(
+            project_id=fact.project_id, conflict_set__in=open_sets, fact_id__in=other_ids
+        ).values_list("fact_id", flat=True)
     )
     loose = [f for f in other_ids if f not in in_open_sets]
     if not open_sets:
-        open_sets = [ConflictSet.objects.create(
-            project_id=fact.project_id, subject_id=fact.subject_id, signal=signal.rule,
-            signal_detail=signal.detail[:SIGNAL_DETAIL_MAX], reading=signal.reading or {}, similarity=similarity,
-            opened_at=now,
-        )]
+        open_sets = [
+            ConflictSet.objects.create(
+                project_id=fact.project_id,
+                subject_id=fact.subject_id,
+                signal=signal.rule,
+                signal_detail=signal.detail[:SIGNAL_DETAIL_MAX],
+                reading=signal.reading or {},
+                similarity=similarity,
+                opened_at=now,
+            )
+        ]
     members = [ConflictMember(project_id=fact.project_id, conflict_set=s, fact=fact, added_at=now) for s in open_sets]
-    members += [ConflictMember(project_id=fact.project_id, conflict_set=open_sets[0], fact_id=f, added_at=now)
-                for f in loose]
+    members += [
+        ConflictMember(project_id=fact.project_id, conflict_set=open_sets[0], fact_id=f, added_at=now) for f in loose
+    ]
     ConflictMember.objects.bulk_create(members)
     logger.info("conflict set %s: %s (similarity %.3f)", open_sets[0].id, signal.rule, similarity)
     return open_sets[0]
 
 
 # --- contradictions found at query time ------------------------------------------------------------------
+
 
 def _pairs_to_record(project_id: str, subject_id: str, pairs) -> dict[uuid.UUID, list[tuple]]:
     """The pairs still worth recording, by winner: both facts active in the scope, and not already sharing a
@@ -97,8 +123,14 @@ def _pairs_to_record(project_id: str, subject_id: str, pairs) -> dict[uuid.UUID,
         key = (uuid.UUID(str(pair.winner_id)), uuid.UUID(str(pair.loser_id)))
         if key[0] != key[1] and (key not in best or pair.similarity > best[key].similarity):
             best[key] = pair
-    active = set(Fact.objects.filter(id__in={i for key in best for i in key}, project_id=project_id,
-                                     subject_id=subject_id, status=FactStatus.ACTIVE).values_list("id", flat=True))
+    active = set(
+        Fact.objects.filter(
+            id__in={i for key in best for i in key},
+            project_id=project_id,
+            subject_id=subject_id,
+            status=FactStatus.ACTIVE,
+        ).values_list("id", flat=True)
+    )
     sets_of: dict[uuid.UUID, set] = defaultdict(set)
     members = ConflictMember.objects.filter(project_id=project_id, fact_id__in=active)
     for set_id, fact_id in members.values_list("conflict_set_id", "fact_id"):
@@ -120,7 +152,9 @@ class ContradictionsRecorded:
     skipped: int = 0  # distinct pairs left alone: a fact no longer active, or the pair already shares a set
 
 
-def _record_contradictions(*, project_id: str, subject_id: str, pairs, actor: str, policy: str) -> ContradictionsRecorded:
+def _record_contradictions(
+    *, project_id: str, subject_id: str, pairs, actor: str, policy: str
+) -> ContradictionsRecorded:
     """Each winner's pairs through the write path's conflict_record, as if the winner had just been written:
     under curator, opened or joined sets; under newest_wins, its losers superseded and a set recorded as resolved
     by the system. Winners newest first, a fact superseded on the way superseding nothing more: with C over B and
@@ -128,8 +162,11 @@ def _record_contradictions(*, project_id: str, subject_id: str, pairs, actor: st
     now = timezone.now()
     distinct = {(str(p.winner_id), str(p.loser_id)) for p in pairs if str(p.winner_id) != str(p.loser_id)}
     by_winner = _pairs_to_record(project_id, subject_id, pairs)
-    winners = sorted(Fact.objects.filter(project_id=project_id, id__in=list(by_winner)).defer("embedding", "search_vector"),
-                     key=lambda f: (f.valid_from or f.recorded_from, f.recorded_from, str(f.id)), reverse=True)
+    winners = sorted(
+        Fact.objects.filter(project_id=project_id, id__in=list(by_winner)).defer("embedding", "search_vector"),
+        key=lambda f: (f.valid_from or f.recorded_from, f.recorded_from, str(f.id)),
+        reverse=True,
+    )
     gone: set[uuid.UUID] = set()
     done = ContradictionsRecorded()
     for winner in winners:
@@ -147,7 +184,9 @@ def _record_contradictions(*, project_id: str, subject_id: str, pairs, actor: st
     return done
 
 
-def contradiction_propose(*, project_id: str, subject_id: str, pairs, actor: str, wait: bool = True) -> list[ConflictSet]:
+def contradiction_propose(
+    *, project_id: str, subject_id: str, pairs, actor: str, wait: bool = True
+) -> list[ConflictSet]:
     """Propose to curators the contradicting pairs a context call found among its candidates: under the project's
     curator policy, each pair opens or joins a conflict set exactly as a write of its winner would
     (conflict_record). `pairs`: objects with winner_id, loser_id, similarity, rule and detail
@@ -165,8 +204,9 @@ def contradiction_propose(*, project_id: str, subject_id: str, pairs, actor: str
             lock_scopes([(project_id, subject_id)])
         elif not try_lock_scope(project_id, subject_id):
             return []
-        return _record_contradictions(project_id=project_id, subject_id=subject_id, pairs=pairs, actor=actor,
-                                      policy=ConflictPolicy.CURATOR).sets
+        return _record_contradictions(
+            project_id=project_id, subject_id=subject_id, pairs=pairs, actor=actor, policy=ConflictPolicy.CURATOR
+        ).sets
 
 
 def contradiction_settle(*, project_id: str, subject_id: str, pairs, actor: str) -> ContradictionsRecorded:
@@ -179,24 +219,33 @@ def contradiction_settle(*, project_id: str, subject_id: str, pairs, actor: str)
     policy = selectors.project_settings(project_id).conflict_policy
     with transaction.atomic():
         lock_scopes([(project_id, subject_id)])
-        return _record_contradictions(project_id=project_id, subject_id=subject_id, pairs=pairs, actor=actor,
-                                      policy=policy)
+        return _record_contradictions(
+            project_id=project_id, subject_id=subject_id, pairs=pairs, actor=actor, policy=policy
+        )
 
 
 def conflict_resolve(
-    *, conflict_set: ConflictSet, actor: str, keep: list | None = None, dismiss: bool = False,
-    retract_all: bool = False, note: str = "",
+    *,
+    conflict_set: ConflictSet,
+    actor: str,
+    keep: list | None = None,
+    dismiss: bool = False,
+    retract_all: bool = False,
+    note: str = "",
 ) -> ConflictSet:
     """Close an open set. keep=[ids]: those stay, every other active member is superseded by the first kept
     one. dismiss: all members stay active and are no longer blocked. retract_all: every member is retracted.
     Under the scope's writers' lock, as fact_retract is; raises ConflictSet.DoesNotExist when the subject was
     erased meanwhile."""
     if sum([bool(keep), dismiss, retract_all]) != 1:
-        raise ServiceValidationError([{"index": None, "field": "keep", "message": "give exactly one of keep, dismiss, retract_all"}])
+        raise ServiceValidationError(
+            [{"index": None, "field": "keep", "message": "give exactly one of keep, dismiss, retract_all"}]
+        )
     with transaction.atomic():
         lock_scopes([(conflict_set.project_id, conflict_set.subject_id)])
-        conflict_set = ConflictSet.objects.select_for_update().get(id=conflict_set.id,
-                                                                    project_id=conflict_set.project_id)
+        conflict_set = ConflictSet.objects.select_for_update().get(
+            id=conflict_set.id, project_id=conflict_set.project_id
+        )
         if conflict_set.status != ConflictStatus.OPEN:
             raise ConflictNotOpen(f"conflict set is {conflict_set.status}")
         now = timezone.now()
@@ -213,12 +262,17 @@ def conflict_resolve(
             keep_ids = list(dict.fromkeys(str(k) for k in keep))
             unknown = [k for k in keep_ids if k not in {str(m) for m in member_ids}]
             if unknown:
-                raise ServiceValidationError([{"index": None, "field": "keep", "message": f"not members of this set: {', '.join(unknown)}"}])
+                raise ServiceValidationError(
+                    [{"index": None, "field": "keep", "message": f"not members of this set: {', '.join(unknown)}"}]
+                )
             active = set(
-                str(i) for i in Fact.objects.filter(id__in=keep_ids, status=FactStatus.ACTIVE).values_list("id", flat=True)
+                str(i)
+                for i in Fact.objects.filter(id__in=keep_ids, status=FactStatus.ACTIVE).values_list("id", flat=True)
             )
             if keep_ids[0] not in active:
-                raise ServiceValidationError([{"index": None, "field": "keep", "message": "the first kept fact is no longer active"}])
+                raise ServiceValidationError(
+                    [{"index": None, "field": "keep", "message": "the first kept fact is no longer active"}]
+                )
             others = [m for m in member_ids if str(m) not in keep_ids]
             fact_supersede(others, by=keep_ids[0], now=now, project_id=conflict_set.project_id)
             conflict_set.members.filter(fact_id__in=keep_ids).update(kept=True)

@@ -1,5 +1,6 @@
 """A project's settings (its categories, consent rules, conflict policy) and its subjects' consents: granted,
 revoked from the next context call on (with erase: privacy.services)."""
+
 from __future__ import annotations
 
 from django.db import transaction
@@ -25,27 +26,36 @@ def consent_grant(*, project_id: str, subject_id: str, category: str, actor: str
     """Grant a category; granting one already granted returns the current consent (created False)."""
     with transaction.atomic():
         lock_scopes([(project_id, subject_id)])
-        current = Consent.objects.filter(project_id=project_id, subject_id=subject_id, category=category,
-                                         revoked_at__isnull=True).first()
+        current = Consent.objects.filter(
+            project_id=project_id, subject_id=subject_id, category=category, revoked_at__isnull=True
+        ).first()
         if current is not None:
             return current, False
-        consent = Consent(project_id=project_id, subject_id=subject_id, category=category, granted_at=timezone.now(),
-                          granted_by=actor[:RESOLVED_BY_MAX])
+        consent = Consent(
+            project_id=project_id,
+            subject_id=subject_id,
+            category=category,
+            granted_at=timezone.now(),
+            granted_by=actor[:RESOLVED_BY_MAX],
+        )
         consent.full_clean()
         consent.save()
         return consent, True
 
 
-def consent_revoke(*, project_id: str, subject_id: str, category: str, actor: str,
-                   missing_ok: bool = False) -> Consent | None:
+def consent_revoke(
+    *, project_id: str, subject_id: str, category: str, actor: str, missing_ok: bool = False
+) -> Consent | None:
     """Revoke a category from now on (the next context call already withholds it), under the scope's writers'
     lock. ConsentNotFound when there is no current consent, unless `missing_ok` (then None). Revoking with erase
     is privacy.services.consent_revoke, which calls this in the erasure's transaction."""
     with transaction.atomic():
         lock_scopes([(project_id, subject_id)])
-        current = (Consent.objects.select_for_update()
-                   .filter(project_id=project_id, subject_id=subject_id, category=category, revoked_at__isnull=True)
-                   .first())
+        current = (
+            Consent.objects.select_for_update()
+            .filter(project_id=project_id, subject_id=subject_id, category=category, revoked_at__isnull=True)
+            .first()
+        )
         if current is None:
             if not missing_ok:
                 raise ConsentNotFound(f"no current consent to {category!r}")

@@ -1,6 +1,7 @@
 """The store's share of an erasure: a subject's whole scope, a project, or one category of a subject's facts (a
 revoked consent), with their counts for the receipt. privacy.services runs each erasure across the apps, in one
 transaction under the scope's writers' lock; erase_condition is the scope's condition every app's eraser uses."""
+
 from __future__ import annotations
 
 from django.contrib.contenttypes.models import ContentType
@@ -25,9 +26,13 @@ def facts_erase(*, project_id: str, subject_id: str | None) -> dict[str, int]:
     counts: dict[str, int] = {}
     content_types = ContentType.objects.get_for_models(Fact, ConflictSet, Event, IdentityBlock, Procedure)
     params = {
-        "p": project_id, "s": subject_id, "ct_fact": content_types[Fact].id,
-        "ct_conflict_set": content_types[ConflictSet].id, "ct_event": content_types[Event].id,
-        "ct_identity_block": content_types[IdentityBlock].id, "ct_procedure": content_types[Procedure].id,
+        "p": project_id,
+        "s": subject_id,
+        "ct_fact": content_types[Fact].id,
+        "ct_conflict_set": content_types[ConflictSet].id,
+        "ct_event": content_types[Event].id,
+        "ct_identity_block": content_types[IdentityBlock].id,
+        "ct_procedure": content_types[Procedure].id,
     }
     # Plain DELETEs rather than the ORM's collector: it would load every row to emulate ON DELETE in Python.
     # References inside the scope (superseded_by, source_event) disappear together; Django's foreign keys are
@@ -36,8 +41,11 @@ def facts_erase(*, project_id: str, subject_id: str | None) -> dict[str, int]:
     # conflict set): its entries about the scope's rows go first, while those rows still say which they are.
     statements = [
         ("consents", "DELETE FROM facts_consent c WHERE " + erase_condition(subject_id, "c")),
-        ("conflict_members", "DELETE FROM facts_conflictmember m USING facts_conflictset c"
-         " WHERE m.conflict_set_id = c.id AND m.project_id = c.project_id AND " + erase_condition(subject_id, "c")),
+        (
+            "conflict_members",
+            "DELETE FROM facts_conflictmember m USING facts_conflictset c"
+            " WHERE m.conflict_set_id = c.id AND m.project_id = c.project_id AND " + erase_condition(subject_id, "c"),
+        ),
         ("conflict_sets", "DELETE FROM facts_conflictset c WHERE " + erase_condition(subject_id, "c")),
         ("facts", "DELETE FROM facts_fact f WHERE " + erase_condition(subject_id, "f")),
         ("events", "DELETE FROM facts_event e WHERE " + erase_condition(subject_id, "e")),
@@ -48,12 +56,22 @@ def facts_erase(*, project_id: str, subject_id: str | None) -> dict[str, int]:
         ("scope_word_counts", "DELETE FROM facts_scopewordcounts w WHERE " + erase_condition(subject_id, "w")),
         # Last: the deletes above recorded the scope as written (facts.models.ScopeWrite), and that record names the
         # subject. The project's own record (no subject) stays, and is rewritten below.
-        ("scope_writes", "DELETE FROM facts_scopewrite w WHERE " + erase_condition(subject_id, "w") + " AND w.subject_id <> ''"),
+        (
+            "scope_writes",
+            "DELETE FROM facts_scopewrite w WHERE " + erase_condition(subject_id, "w") + " AND w.subject_id <> ''",
+        ),
     ]
     with connection.cursor() as cursor:
-        cursor.execute(_ADMIN_LOG_ENTRIES_SQL.format(
-            " UNION ALL ".join(f"SELECT %({ct})s::integer, {alias}.id::text FROM {table} {alias} WHERE "
-                               + erase_condition(subject_id, alias) for ct, table, alias in _LOGGED_TABLES)), params)
+        cursor.execute(
+            _ADMIN_LOG_ENTRIES_SQL.format(
+                " UNION ALL ".join(
+                    f"SELECT %({ct})s::integer, {alias}.id::text FROM {table} {alias} WHERE "
+                    + erase_condition(subject_id, alias)
+                    for ct, table, alias in _LOGGED_TABLES
+                )
+            ),
+            params,
+        )
         content_types, object_ids = cursor.fetchone()
         cursor.execute("SELECT hakimem_admin_log_erase(%s, %s)", [content_types, object_ids])
         counts["admin_log_entries"] = cursor.fetchone()[0]
@@ -74,8 +92,11 @@ ON CONFLICT (project_id, subject_id) DO UPDATE SET written_by = EXCLUDED.written
 
 def category_fact_ids(*, project_id: str, subject_id: str, category: str) -> list:
     """Every version of the scope's facts of `category`: what revoking it with erase erases."""
-    return list(Fact.objects.filter(project_id=project_id, subject_id=subject_id, category=category)
-                .values_list("id", flat=True))
+    return list(
+        Fact.objects.filter(project_id=project_id, subject_id=subject_id, category=category).values_list(
+            "id", flat=True
+        )
+    )
 
 
 def category_facts_erase(*, project_id: str, subject_id: str, fact_ids: list) -> dict[str, int]:
@@ -86,15 +107,22 @@ def category_facts_erase(*, project_id: str, subject_id: str, fact_ids: list) ->
     counts = {"facts": 0, "conflict_sets": 0, "conflict_members": 0, "successors_lost": 0, "admin_log_entries": 0}
     if not fact_ids:
         return counts
-    set_ids = list(ConflictMember.objects.filter(project_id=project_id, fact_id__in=fact_ids)
-                   .values_list("conflict_set_id", flat=True).distinct())
-    counts["successors_lost"] = (Fact.objects.filter(project_id=project_id, superseded_by_id__in=fact_ids)
-                                 .exclude(id__in=fact_ids).update(status=FactStatus.RETRACTED, superseded_by=None))
+    set_ids = list(
+        ConflictMember.objects.filter(project_id=project_id, fact_id__in=fact_ids)
+        .values_list("conflict_set_id", flat=True)
+        .distinct()
+    )
+    counts["successors_lost"] = (
+        Fact.objects.filter(project_id=project_id, superseded_by_id__in=fact_ids)
+        .exclude(id__in=fact_ids)
+        .update(status=FactStatus.RETRACTED, superseded_by=None)
+    )
     # Plain DELETEs: the ORM's collector would delete a set's members again, by set id alone.
     params = {"p": project_id, "sets": set_ids, "facts": fact_ids}
     with connection.cursor() as cursor:
-        cursor.execute("DELETE FROM facts_conflictmember WHERE project_id = %(p)s AND conflict_set_id = ANY(%(sets)s)",
-                       params)
+        cursor.execute(
+            "DELETE FROM facts_conflictmember WHERE project_id = %(p)s AND conflict_set_id = ANY(%(sets)s)", params
+        )
         counts["conflict_members"] = cursor.rowcount
         cursor.execute("DELETE FROM facts_conflictset WHERE project_id = %(p)s AND id = ANY(%(sets)s)", params)
         counts["conflict_sets"] = cursor.rowcount
@@ -115,10 +143,16 @@ def category_facts_erase(*, project_id: str, subject_id: str, fact_ids: list) ->
 # entries about the rows the statement names, which the caller's row security lets it see. The rows are gathered by
 # a statement of their own: on Citus a statement on one project's shards runs whole on its worker, where the function
 # would not find the coordinator's local table.
-_ADMIN_LOG_ENTRIES_SQL = "SELECT coalesce(array_agg(e.ct), '{{}}'), coalesce(array_agg(e.id), '{{}}') FROM ({}) AS e(ct, id)"
-_LOGGED_TABLES = [("ct_fact", "facts_fact", "f"), ("ct_conflict_set", "facts_conflictset", "c"),
-                  ("ct_event", "facts_event", "e"), ("ct_identity_block", "facts_identityblock", "b"),
-                  ("ct_procedure", "facts_procedure", "x")]
+_ADMIN_LOG_ENTRIES_SQL = (
+    "SELECT coalesce(array_agg(e.ct), '{{}}'), coalesce(array_agg(e.id), '{{}}') FROM ({}) AS e(ct, id)"
+)
+_LOGGED_TABLES = [
+    ("ct_fact", "facts_fact", "f"),
+    ("ct_conflict_set", "facts_conflictset", "c"),
+    ("ct_event", "facts_event", "e"),
+    ("ct_identity_block", "facts_identityblock", "b"),
+    ("ct_procedure", "facts_procedure", "x"),
+]
 
 
 def admin_log_erase(entries: list[tuple[int, str]]) -> int:

@@ -1,4 +1,5 @@
 """The store's refusals: what its write services raise, and the API and the admin turn into answers."""
+
 from __future__ import annotations
 
 

@@ -1,4 +1,5 @@
 """Event writes: episodes of a subject's life or conversation, stored as they are (embedded, never compared)."""
+
 from __future__ import annotations
 
 import time
@@ -34,9 +35,15 @@ def event_create_batch(*, items: list[EventInput], extraction_pending: bool = Fa
         vectors = get_embedder().embed([item.text for item in items])
         embedded = time.perf_counter()
         events = [
-            Event(project_id=i.project_id, subject_id=i.subject_id, text=i.text, occurred_at=i.occurred_at,
-                  embedding=v, metadata=i.metadata,
-                  extraction_status=ExtractionStatus.PENDING if extraction_pending else "")
+            Event(
+                project_id=i.project_id,
+                subject_id=i.subject_id,
+                text=i.text,
+                occurred_at=i.occurred_at,
+                embedding=v,
+                metadata=i.metadata,
+                extraction_status=ExtractionStatus.PENDING if extraction_pending else "",
+            )
             for i, v in zip(items, vectors)
         ]
         with transaction.atomic():
@@ -49,4 +56,3 @@ def event_create_batch(*, items: list[EventInput], extraction_pending: bool = Fa
             span.phase("store", embedded, time.perf_counter())
             span.set(project_id=batch_project(items), created=len(events))
     return events
-

@@ -5,6 +5,7 @@ text length, importance in [0, 1], valid_from <= valid_to, metadata is a JSON ob
 points to its successor, and at most one *active* fact per scope carries a given normalised text (the
 de-duplication guarantee under concurrent writers).
 """
+
 from __future__ import annotations
 
 import uuid
@@ -117,21 +118,27 @@ class Project(models.Model):
 
     project_id = models.CharField(primary_key=True, max_length=SCOPE_ID_MAX, validators=[validate_scope_id])
     consent_required = models.BooleanField(
-        default=False, help_text="Serve a fact only while its subject consents to the fact's category.")
-    consent_write_policy = models.CharField(max_length=16, choices=ConsentWritePolicy.choices,
-                                            default=ConsentWritePolicy.REFUSE)
-    categories = models.JSONField(default=list, blank=True,
-                                  help_text="The project's fact categories; empty: any category is accepted.")
-    conflict_policy = models.CharField(max_length=16, choices=ConflictPolicy.choices, blank=True, default="",
-                                       help_text="Empty: HAKI_CONFLICT_POLICY.")
+        default=False, help_text="Serve a fact only while its subject consents to the fact's category."
+    )
+    consent_write_policy = models.CharField(
+        max_length=16, choices=ConsentWritePolicy.choices, default=ConsentWritePolicy.REFUSE
+    )
+    categories = models.JSONField(
+        default=list, blank=True, help_text="The project's fact categories; empty: any category is accepted."
+    )
+    conflict_policy = models.CharField(
+        max_length=16, choices=ConflictPolicy.choices, blank=True, default="", help_text="Empty: HAKI_CONFLICT_POLICY."
+    )
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
         constraints = [
-            models.CheckConstraint(name="project_write_policy_valid",
-                                   condition=Q(consent_write_policy__in=ConsentWritePolicy.values)),
-            models.CheckConstraint(name="project_conflict_policy_valid",
-                                   condition=Q(conflict_policy__in=["", *ConflictPolicy.values])),
+            models.CheckConstraint(
+                name="project_write_policy_valid", condition=Q(consent_write_policy__in=ConsentWritePolicy.values)
+            ),
+            models.CheckConstraint(
+                name="project_conflict_policy_valid", condition=Q(conflict_policy__in=["", *ConflictPolicy.values])
+            ),
         ]
 
     def __str__(self) -> str:
@@ -160,31 +167,43 @@ class Event(ScopedModel):
     recorded_at = models.DateTimeField(auto_now_add=True)
     # Fact extraction (ingest.extraction), when HAKI_EXTRACTOR_URL was set as the event was written; "" otherwise.
     # Database defaults: the bulk loaders (COPY) name only the event's own columns.
-    extraction_status = models.CharField(max_length=16, choices=ExtractionStatus.choices, blank=True, default="",
-                                         db_default="")
-    extraction_attempts = models.PositiveSmallIntegerField(default=0, db_default=0,
-                                                           help_text="Calls made to the extractor.")
+    extraction_status = models.CharField(
+        max_length=16, choices=ExtractionStatus.choices, blank=True, default="", db_default=""
+    )
+    extraction_attempts = models.PositiveSmallIntegerField(
+        default=0, db_default=0, help_text="Calls made to the extractor."
+    )
     extraction_error = models.CharField(max_length=EXTRACTION_ERROR_MAX, blank=True, default="", db_default="")
-    extraction_fact_ids = models.JSONField(default=list, blank=True, db_default=models.Value([], models.JSONField()),
-                                           help_text="The facts the extraction wrote or re-confirmed.")
+    extraction_fact_ids = models.JSONField(
+        default=list,
+        blank=True,
+        db_default=models.Value([], models.JSONField()),
+        help_text="The facts the extraction wrote or re-confirmed.",
+    )
 
     class Meta:
         indexes = [
             HnswIndex(
-                name="facts_event_embedding_hnsw", fields=["embedding"], opclasses=["halfvec_cosine_ops"],
-                m=HNSW_M, ef_construction=HNSW_EF_CONSTRUCTION,
+                name="facts_event_embedding_hnsw",
+                fields=["embedding"],
+                opclasses=["halfvec_cosine_ops"],
+                m=HNSW_M,
+                ef_construction=HNSW_EF_CONSTRUCTION,
             ),
             GinIndex(name="facts_event_search_gin", fields=["search_vector"]),
             models.Index(name="facts_event_scope_time", fields=["project_id", "subject_id", "-occurred_at", "-id"]),
             # The exact dense leg of small scopes reads a scope's vectors from here, index-only, as it does for
             # facts (facts_fact_scope_vectors): episodes go through the same two-phase path.
-            models.Index(name="facts_event_scope_vectors", fields=["project_id", "subject_id"], include=["id", "embedding"]),
+            models.Index(
+                name="facts_event_scope_vectors", fields=["project_id", "subject_id"], include=["id", "embedding"]
+            ),
         ]
         constraints = [
             _text_length_check("event_text_length", EVENT_TEXT_MAX),
             _metadata_object_check("event_metadata_object"),
-            models.CheckConstraint(name="event_extraction_status_valid",
-                                   condition=Q(extraction_status__in=["", *ExtractionStatus.values])),
+            models.CheckConstraint(
+                name="event_extraction_status_valid", condition=Q(extraction_status__in=["", *ExtractionStatus.values])
+            ),
         ]
 
     def __str__(self) -> str:
@@ -216,10 +235,16 @@ class Fact(ScopedModel):
     # and the constraints are composite, (x_id, project_id) -> (id, project_id), written by
     # facts/migrations/0012_project_in_keys: a fact can only point at a row of its own project.
     superseded_by = models.ForeignKey(
-        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="supersedes", db_constraint=False,
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="supersedes",
+        db_constraint=False,
     )
-    source_event = models.ForeignKey(Event, null=True, blank=True, on_delete=models.SET_NULL, related_name="facts",
-                                     db_constraint=False)
+    source_event = models.ForeignKey(
+        Event, null=True, blank=True, on_delete=models.SET_NULL, related_name="facts", db_constraint=False
+    )
     metadata = models.JSONField(default=dict, blank=True)
 
     class Meta:
@@ -227,24 +252,30 @@ class Fact(ScopedModel):
             # Partial: the assembler only ever reads active facts, so the graph holds only them and the
             # scope filter applied after the hnsw scan discards fewer rows.
             HnswIndex(
-                name="facts_fact_embedding_hnsw", fields=["embedding"], opclasses=["halfvec_cosine_ops"],
-                m=HNSW_M, ef_construction=HNSW_EF_CONSTRUCTION, condition=Q(status="active"),
+                name="facts_fact_embedding_hnsw",
+                fields=["embedding"],
+                opclasses=["halfvec_cosine_ops"],
+                m=HNSW_M,
+                ef_construction=HNSW_EF_CONSTRUCTION,
+                condition=Q(status="active"),
             ),
             GinIndex(name="facts_fact_search_gin", fields=["search_vector"], condition=Q(status="active")),
             models.Index(name="facts_fact_scope_status", fields=["project_id", "subject_id", "status"]),
-            models.Index(name="facts_fact_scope_recorded", fields=["project_id", "subject_id", "-recorded_from", "-id"]),
+            models.Index(
+                name="facts_fact_scope_recorded", fields=["project_id", "subject_id", "-recorded_from", "-id"]
+            ),
             # The exact dense leg (context.retrieval.HYBRID_EXACT_CANDIDATES_SQL) reads a scope's vectors from
             # here, index-only: a scope's facts are scattered one per heap page, while a leaf page of this
             # index holds ten of them.
             models.Index(
-                name="facts_fact_scope_vectors", fields=["project_id", "subject_id"],
-                include=["id", "valid_to", "embedding"], condition=Q(status="active"),
+                name="facts_fact_scope_vectors",
+                fields=["project_id", "subject_id"],
+                include=["id", "valid_to", "embedding"],
+                condition=Q(status="active"),
             ),
         ]
         constraints = [
-            models.CheckConstraint(
-                name="fact_status_valid", condition=Q(status__in=FactStatus.values)
-            ),
+            models.CheckConstraint(name="fact_status_valid", condition=Q(status__in=FactStatus.values)),
             models.CheckConstraint(name="fact_kind_valid", condition=Q(kind__in=FactKind.values)),
             models.CheckConstraint(name="fact_volatility_valid", condition=Q(volatility__in=Volatility.values)),
             _text_length_check("fact_text_length", FACT_TEXT_MAX),
@@ -297,7 +328,8 @@ class ConflictSet(ScopedModel):
             models.CheckConstraint(name="conflict_status_valid", condition=Q(status__in=ConflictStatus.values)),
             models.CheckConstraint(
                 name="conflict_closed_has_time",
-                condition=Q(status="open", resolved_at__isnull=True) | (~Q(status="open") & Q(resolved_at__isnull=False)),
+                condition=Q(status="open", resolved_at__isnull=True)
+                | (~Q(status="open") & Q(resolved_at__isnull=False)),
             ),
         ]
 
@@ -316,8 +348,9 @@ class ConflictMember(models.Model):
     kept = models.BooleanField(null=True, blank=True, help_text="Set when the set is resolved.")
 
     class Meta:
-        constraints = [models.UniqueConstraint(name="conflict_member_unique",
-                                               fields=["conflict_set", "fact", "project_id"])]
+        constraints = [
+            models.UniqueConstraint(name="conflict_member_unique", fields=["conflict_set", "fact", "project_id"])
+        ]
         indexes = [models.Index(name="facts_conflictmember_fact", fields=["fact"])]
 
 
@@ -336,10 +369,15 @@ class Consent(ScopedModel):
         indexes = [models.Index(name="facts_consent_scope", fields=["project_id", "subject_id", "category"])]
         constraints = [
             # At most one current consent per category, even under concurrent grants.
-            models.UniqueConstraint(name="consent_one_active_per_category", fields=["project_id", "subject_id", "category"],
-                                    condition=Q(revoked_at__isnull=True)),
-            models.CheckConstraint(name="consent_revoked_after_granted",
-                                   condition=Q(revoked_at__isnull=True) | Q(revoked_at__gte=F("granted_at"))),
+            models.UniqueConstraint(
+                name="consent_one_active_per_category",
+                fields=["project_id", "subject_id", "category"],
+                condition=Q(revoked_at__isnull=True),
+            ),
+            models.CheckConstraint(
+                name="consent_revoked_after_granted",
+                condition=Q(revoked_at__isnull=True) | Q(revoked_at__gte=F("granted_at")),
+            ),
         ]
 
     def __str__(self) -> str:
@@ -366,9 +404,13 @@ class IdentityBlock(models.Model):
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     project_id = models.CharField(max_length=SCOPE_ID_MAX, validators=[validate_scope_id])
-    subject_id = models.CharField(max_length=SCOPE_ID_MAX, blank=True, default=PROJECT_WIDE,
-                                  validators=[validate_scope_id_or_project_wide],
-                                  help_text="Empty: every subject of the project.")
+    subject_id = models.CharField(
+        max_length=SCOPE_ID_MAX,
+        blank=True,
+        default=PROJECT_WIDE,
+        validators=[validate_scope_id_or_project_wide],
+        help_text="Empty: every subject of the project.",
+    )
     name = models.CharField(max_length=IDENTITY_NAME_MAX)
     text = models.TextField()
     position = models.PositiveIntegerField(default=0, help_text="Blocks are served by position, then name.")
@@ -380,9 +422,13 @@ class IdentityBlock(models.Model):
     class Meta:
         constraints = [
             # Its index also serves every read: a scope's blocks, by (project_id, subject_id).
-            models.UniqueConstraint(name="identity_block_name_unique_in_scope", fields=["project_id", "subject_id", "name"]),
+            models.UniqueConstraint(
+                name="identity_block_name_unique_in_scope", fields=["project_id", "subject_id", "name"]
+            ),
             _text_length_check("identity_block_text_length", IDENTITY_TEXT_MAX),
-            models.CheckConstraint(name="identity_block_name_not_empty", condition=Q(GreaterThanOrEqual(Length("name"), 1))),
+            models.CheckConstraint(
+                name="identity_block_name_not_empty", condition=Q(GreaterThanOrEqual(Length("name"), 1))
+            ),
             _metadata_object_check("identity_block_metadata_object"),
         ]
 
@@ -402,9 +448,13 @@ class Procedure(models.Model):
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     project_id = models.CharField(max_length=SCOPE_ID_MAX, validators=[validate_scope_id])
-    subject_id = models.CharField(max_length=SCOPE_ID_MAX, blank=True, default=PROJECT_WIDE,
-                                  validators=[validate_scope_id_or_project_wide],
-                                  help_text="Empty: every subject of the project.")
+    subject_id = models.CharField(
+        max_length=SCOPE_ID_MAX,
+        blank=True,
+        default=PROJECT_WIDE,
+        validators=[validate_scope_id_or_project_wide],
+        help_text="Empty: every subject of the project.",
+    )
     title = models.CharField(max_length=PROCEDURE_TITLE_MAX)
     text = models.TextField(help_text="The steps.")
     category = models.CharField(max_length=CATEGORY_MAX, blank=True, default="")
@@ -422,25 +472,38 @@ class Procedure(models.Model):
         indexes = [
             # Partial on active, as for facts: retrieval reads active procedures only.
             HnswIndex(
-                name="facts_procedure_embedding_hnsw", fields=["embedding"], opclasses=["halfvec_cosine_ops"],
-                m=HNSW_M, ef_construction=HNSW_EF_CONSTRUCTION, condition=Q(status="active"),
+                name="facts_procedure_embedding_hnsw",
+                fields=["embedding"],
+                opclasses=["halfvec_cosine_ops"],
+                m=HNSW_M,
+                ef_construction=HNSW_EF_CONSTRUCTION,
+                condition=Q(status="active"),
             ),
             GinIndex(name="facts_procedure_search_gin", fields=["search_vector"], condition=Q(status="active")),
             # The exact dense leg reads a scope's vectors from here, index-only, as for facts and events
             # (context.retrieval: a subject's procedures and the project-wide ones, two ranges of it).
-            models.Index(name="facts_procedure_scope_vectors", fields=["project_id", "subject_id"],
-                         include=["id", "embedding"], condition=Q(status="active")),
+            models.Index(
+                name="facts_procedure_scope_vectors",
+                fields=["project_id", "subject_id"],
+                include=["id", "embedding"],
+                condition=Q(status="active"),
+            ),
             # The list (GET /v1/procedures), newest first, one keyset page at a time.
-            models.Index(name="facts_procedure_scope_created", fields=["project_id", "subject_id", "-created_at", "-id"]),
+            models.Index(
+                name="facts_procedure_scope_created", fields=["project_id", "subject_id", "-created_at", "-id"]
+            ),
         ]
         constraints = [
             models.CheckConstraint(name="procedure_status_valid", condition=Q(status__in=ProcedureStatus.values)),
             _text_length_check("procedure_text_length", PROCEDURE_TEXT_MAX),
-            models.CheckConstraint(name="procedure_title_length",
-                                   condition=Q(GreaterThanOrEqual(Length("title"), 1))
-                                   & Q(LessThanOrEqual(Length("title"), PROCEDURE_TITLE_MAX))),
-            models.CheckConstraint(name="procedure_importance_range",
-                                   condition=Q(importance__gte=0) & Q(importance__lte=1)),
+            models.CheckConstraint(
+                name="procedure_title_length",
+                condition=Q(GreaterThanOrEqual(Length("title"), 1))
+                & Q(LessThanOrEqual(Length("title"), PROCEDURE_TITLE_MAX)),
+            ),
+            models.CheckConstraint(
+                name="procedure_importance_range", condition=Q(importance__gte=0) & Q(importance__lte=1)
+            ),
             _metadata_object_check("procedure_metadata_object"),
         ]
 
@@ -486,8 +549,9 @@ class ScopeWordCounts(models.Model):
     class Meta:
         constraints = [
             models.CheckConstraint(condition=Q(items__gte=0) & Q(unlisted_max__gte=0), name="scope_word_counts_sizes"),
-            models.CheckConstraint(condition=Q(items_table__in=["facts_fact", "facts_event"]),
-                                   name="scope_word_counts_table"),
+            models.CheckConstraint(
+                condition=Q(items_table__in=["facts_fact", "facts_event"]), name="scope_word_counts_table"
+            ),
         ]
 
     def __str__(self) -> str:

@@ -1,4 +1,5 @@
 """Procedures: how-to steps of a scope, embedded and ranked like facts, edited in place (no versions), retracted."""
+
 from __future__ import annotations
 
 from django.db import transaction
@@ -18,16 +19,31 @@ def procedure_embedding_text(title: str, text: str) -> str:
     return f"{title}\n{text}"
 
 
-def procedure_create(*, project_id: str, subject_id: str, title: str, text: str, category: str = "",
-                     importance: float = 0.5, metadata: dict | None = None) -> Procedure:
+def procedure_create(
+    *,
+    project_id: str,
+    subject_id: str,
+    title: str,
+    text: str,
+    category: str = "",
+    importance: float = 0.5,
+    metadata: dict | None = None,
+) -> Procedure:
     """Embedded first, as facts are (a failing embedder refuses the write before anything is stored), then
     stored under the scope's writers' lock."""
     vector = get_embedder().embed([procedure_embedding_text(title, text)])[0]
     with transaction.atomic():
         lock_scopes([(project_id, subject_id)])
-        return Procedure.objects.create(project_id=project_id, subject_id=subject_id, title=title, text=text,
-                                        category=category, importance=importance, embedding=vector,
-                                        metadata=metadata or {})
+        return Procedure.objects.create(
+            project_id=project_id,
+            subject_id=subject_id,
+            title=title,
+            text=text,
+            category=category,
+            importance=importance,
+            embedding=vector,
+            metadata=metadata or {},
+        )
 
 
 def procedure_update(*, procedure: Procedure, changes: dict) -> Procedure:
@@ -40,8 +56,11 @@ def procedure_update(*, procedure: Procedure, changes: dict) -> Procedure:
         vector = get_embedder().embed([procedure_embedding_text(title, text)])[0]
     with transaction.atomic():
         lock_scopes([(procedure.project_id, procedure.subject_id)])
-        procedure = (Procedure.objects.select_for_update().defer("search_vector")
-                     .get(id=procedure.id, project_id=procedure.project_id))
+        procedure = (
+            Procedure.objects.select_for_update()
+            .defer("search_vector")
+            .get(id=procedure.id, project_id=procedure.project_id)
+        )
         if procedure.status != ProcedureStatus.ACTIVE:
             raise ProcedureNotActive(f"the procedure is {procedure.status}")
         before = (procedure.title, procedure.text)
@@ -50,8 +69,11 @@ def procedure_update(*, procedure: Procedure, changes: dict) -> Procedure:
             setattr(procedure, name, changes[name])
         after = (procedure.title, procedure.text)
         if after != before:  # embedded above, unless another edit changed the other half meanwhile
-            procedure.embedding = vector if vector is not None and after == (title, text) else (
-                get_embedder().embed([procedure_embedding_text(*after)])[0])
+            procedure.embedding = (
+                vector
+                if vector is not None and after == (title, text)
+                else (get_embedder().embed([procedure_embedding_text(*after)])[0])
+            )
             fields.append("embedding")
         if fields:
             procedure.save(update_fields=[*fields, "updated_at"])
@@ -63,8 +85,11 @@ def procedure_retract(*, procedure: Procedure) -> Procedure:
     is harmless; Procedure.DoesNotExist when its scope was erased meanwhile."""
     with transaction.atomic():
         lock_scopes([(procedure.project_id, procedure.subject_id)])
-        procedure = (Procedure.objects.select_for_update().defer("search_vector")
-                     .get(id=procedure.id, project_id=procedure.project_id))
+        procedure = (
+            Procedure.objects.select_for_update()
+            .defer("search_vector")
+            .get(id=procedure.id, project_id=procedure.project_id)
+        )
         if procedure.status != ProcedureStatus.RETRACTED:
             procedure.status = ProcedureStatus.RETRACTED
             procedure.save(update_fields=["status", "updated_at"])

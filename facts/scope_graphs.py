@@ -5,6 +5,7 @@ Both are partial indexes whose predicate names the scope: erasure drops them wit
 Kept apart from the store's writes (facts.writes, facts.erasure): naming a scope's graph is a read every layer above may do,
 and the DDL runs outside any request.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -38,8 +39,13 @@ def _create_scope_index(name: str, method: sql.Composable, project_id: str, subj
     statement = sql.SQL(
         "CREATE INDEX {concurrently} IF NOT EXISTS {name} ON facts_fact USING {method}"
         " WHERE project_id = {project} AND subject_id = {subject} AND status = 'active'"
-    ).format(name=sql.Identifier(name), method=method, project=sql.Literal(project_id), subject=sql.Literal(subject_id),
-             concurrently=sql.SQL("" if connection.in_atomic_block else "CONCURRENTLY"))
+    ).format(
+        name=sql.Identifier(name),
+        method=method,
+        project=sql.Literal(project_id),
+        subject=sql.Literal(subject_id),
+        concurrently=sql.SQL("" if connection.in_atomic_block else "CONCURRENTLY"),
+    )
     with connection.cursor() as cursor:
         cursor.execute("SET maintenance_work_mem = '1GB'")
         cursor.execute(statement.as_string(connection.connection))
@@ -54,7 +60,8 @@ def scope_graph_create(*, project_id: str, subject_id: str) -> str:
     scope, visits ~DENSE_TOP_K / share tuples (docs/performance.md). Built CONCURRENTLY: writes go on.
     Each such scope pays a second hnsw insert per new fact. Returns the index name."""
     method = sql.SQL("hnsw (embedding halfvec_cosine_ops) WITH (m = {m}, ef_construction = {ef_construction})").format(
-        m=sql.Literal(HNSW_M), ef_construction=sql.Literal(HNSW_EF_CONSTRUCTION))
+        m=sql.Literal(HNSW_M), ef_construction=sql.Literal(HNSW_EF_CONSTRUCTION)
+    )
     return _create_scope_index(scope_graph_name(project_id, subject_id), method, project_id, subject_id)
 
 
@@ -63,8 +70,9 @@ def scope_text_index_create(*, project_id: str, subject_id: str) -> str:
     lexical leg and multi-hop's fetched names then read the scope's matches only. Each one costs every facts
     statement's planner one more predicate to check, so only the largest scopes get one
     (HAKI_SCOPE_TEXT_INDEX_MIN_FACTS). Built CONCURRENTLY. Returns the index name."""
-    return _create_scope_index(scope_text_index_name(project_id, subject_id), sql.SQL("gin (search_vector)"),
-                               project_id, subject_id)
+    return _create_scope_index(
+        scope_text_index_name(project_id, subject_id), sql.SQL("gin (search_vector)"), project_id, subject_id
+    )
 
 
 def _scope_index_names(project_id: str, subject_id: str) -> tuple[str, str]:
@@ -74,8 +82,10 @@ def _scope_index_names(project_id: str, subject_id: str) -> tuple[str, str]:
 def scope_graph_exists(*, project_id: str, subject_id: str) -> bool:
     """Whether the scope has an index of its own (its graph, its full-text index): their definitions name it."""
     with connection.cursor() as cursor:
-        cursor.execute("SELECT bool_or(to_regclass(n) IS NOT NULL) FROM unnest(%s::text[]) n",
-                       [list(_scope_index_names(project_id, subject_id))])
+        cursor.execute(
+            "SELECT bool_or(to_regclass(n) IS NOT NULL) FROM unnest(%s::text[]) n",
+            [list(_scope_index_names(project_id, subject_id))],
+        )
         return bool(cursor.fetchone()[0])
 
 
@@ -88,18 +98,23 @@ def scope_graph_drop(*, project_id: str, subject_id: str) -> bool:
         concurrently = sql.SQL("" if connection.in_atomic_block else "CONCURRENTLY")
         with connection.cursor() as cursor:
             for name in _scope_index_names(project_id, subject_id):
-                cursor.execute(sql.SQL("DROP INDEX {} IF EXISTS {}").format(concurrently, sql.Identifier(name))
-                               .as_string(connection.connection))
+                cursor.execute(
+                    sql.SQL("DROP INDEX {} IF EXISTS {}")
+                    .format(concurrently, sql.Identifier(name))
+                    .as_string(connection.connection)
+                )
     return exists
 
 
 def scope_graph_list(prefix: str = SCOPE_GRAPH_PREFIX) -> list[tuple[str, str, int]]:
     """(name, predicate, bytes) of every scope graph (or, with SCOPE_TEXT_INDEX_PREFIX, full-text index), by name."""
     with connection.cursor() as cursor:
-        cursor.execute("SELECT i.relname, pg_get_expr(x.indpred, x.indrelid), pg_relation_size(i.oid)"
-                       "  FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid"
-                       " WHERE x.indrelid = 'facts_fact'::regclass AND i.relname LIKE %s ORDER BY 1",
-                       [prefix + "%"])
+        cursor.execute(
+            "SELECT i.relname, pg_get_expr(x.indpred, x.indrelid), pg_relation_size(i.oid)"
+            "  FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid"
+            " WHERE x.indrelid = 'facts_fact'::regclass AND i.relname LIKE %s ORDER BY 1",
+            [prefix + "%"],
+        )
         return cursor.fetchall()
 
 
@@ -111,8 +126,11 @@ def large_scopes(*, min_items: int, table: str = "facts_fact") -> list[tuple[str
     """(project, subject, items) of the scopes holding at least `min_items` items of `table` (SCOPE_ITEMS), largest
     first. One pass over the table's scope index, for a nightly job."""
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT project_id, subject_id, count(*) FROM {table} WHERE {SCOPE_ITEMS[table]}"
-                       " GROUP BY project_id, subject_id HAVING count(*) >= %s ORDER BY 3 DESC, 1, 2", [min_items])
+        cursor.execute(
+            f"SELECT project_id, subject_id, count(*) FROM {table} WHERE {SCOPE_ITEMS[table]}"
+            " GROUP BY project_id, subject_id HAVING count(*) >= %s ORDER BY 3 DESC, 1, 2",
+            [min_items],
+        )
         return cursor.fetchall()
 
 
@@ -151,8 +169,10 @@ def _ensure(due: list[tuple[str, str, int]], create, dry_run: bool) -> list[tupl
             # An erasure that ran while the index was being built may not have seen it, and its definition names
             # the subject: it goes if the scope is gone.
             with connection.cursor() as cursor:
-                cursor.execute("SELECT EXISTS (SELECT FROM facts_fact WHERE project_id = %s AND subject_id = %s)",
-                               [project_id, subject_id])
+                cursor.execute(
+                    "SELECT EXISTS (SELECT FROM facts_fact WHERE project_id = %s AND subject_id = %s)",
+                    [project_id, subject_id],
+                )
                 if not cursor.fetchone()[0]:
                     scope_graph_drop(project_id=project_id, subject_id=subject_id)
     return due

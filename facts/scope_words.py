@@ -1,5 +1,6 @@
 """A large scope's own word counts (facts.models.ScopeWordCounts, ScopeWord): how many of its items hold each of
 its commoner words, what the context call's lexical leg and multi-hop judge a word by in that scope."""
+
 from __future__ import annotations
 
 from django.db import connection, transaction
@@ -46,17 +47,26 @@ def scope_words_count(*, project_id: str, subject_id: str, table: str = "facts_f
     with transaction.atomic():
         lock_scopes([(project_id, subject_id)])
         with connection.cursor() as cursor:
-            cursor.execute(f"SELECT count(*) FROM {table} WHERE project_id = %(p)s AND subject_id = %(s)s AND {items}",
-                           scope)
+            cursor.execute(
+                f"SELECT count(*) FROM {table} WHERE project_id = %(p)s AND subject_id = %(s)s AND {items}", scope
+            )
             total = cursor.fetchone()[0]
             cursor.execute(_SCOPE_WORDS_DELETE, scope)
             if not total:
                 return None
-            items_query = sql.SQL("SELECT search_vector FROM {} WHERE project_id = {} AND subject_id = {} AND {}").format(
-                sql.Identifier(table), sql.Literal(project_id), sql.Literal(subject_id), sql.SQL(items))
-            cursor.execute(_COUNT_WORDS_SQL, {
-                **scope, "items": total, "items_query": items_query.as_string(connection.connection),
-                "min_count": max(SCOPE_WORDS_MIN_COUNT, total // 1000), "max_words": SCOPE_WORDS_MAX})
+            items_query = sql.SQL(
+                "SELECT search_vector FROM {} WHERE project_id = {} AND subject_id = {} AND {}"
+            ).format(sql.Identifier(table), sql.Literal(project_id), sql.Literal(subject_id), sql.SQL(items))
+            cursor.execute(
+                _COUNT_WORDS_SQL,
+                {
+                    **scope,
+                    "items": total,
+                    "items_query": items_query.as_string(connection.connection),
+                    "min_count": max(SCOPE_WORDS_MIN_COUNT, total // 1000),
+                    "max_words": SCOPE_WORDS_MAX,
+                },
+            )
     return total
 
 

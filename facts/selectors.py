@@ -1,5 +1,6 @@
 """Reads of the memory store: lists with keyset pagination, single objects by scope, version chains,
 and the nearest-neighbour probe that conflict detection runs on every write."""
+
 from __future__ import annotations
 
 import base64
@@ -55,9 +56,12 @@ def project_settings(project_id: str) -> ProjectSettings:
     if project is None:
         return ProjectSettings(project_id=project_id, conflict_policy=settings.HAKI_CONFLICT_POLICY)
     return ProjectSettings(
-        project_id=project_id, consent_required=project.consent_required,
-        consent_write_policy=project.consent_write_policy, categories=tuple(project.categories),
-        conflict_policy=project.conflict_policy or settings.HAKI_CONFLICT_POLICY, stored=True,
+        project_id=project_id,
+        consent_required=project.consent_required,
+        consent_write_policy=project.consent_write_policy,
+        categories=tuple(project.categories),
+        conflict_policy=project.conflict_policy or settings.HAKI_CONFLICT_POLICY,
+        stored=True,
     )
 
 
@@ -69,7 +73,8 @@ def consented_categories(scopes) -> dict[tuple[str, str], set[str]]:
     for project_id, subject_id in scopes:
         condition |= Q(project_id=project_id, subject_id=subject_id)
     for project_id, subject_id, category in Consent.objects.filter(condition, revoked_at__isnull=True).values_list(
-            "project_id", "subject_id", "category"):
+        "project_id", "subject_id", "category"
+    ):
         found[(project_id, subject_id)].add(category)
     return found
 
@@ -190,10 +195,10 @@ SELECT id FROM later
 
 def fact_history(*, fact: Fact) -> list[Fact]:
     """The whole version chain the fact belongs to, oldest first, read in one query."""
-    versions = (Fact.objects.filter(project_id=fact.project_id,
-                                    id__in=RawSQL(FACT_CHAIN_SQL, [fact.id, fact.project_id, fact.project_id, fact.id,
-                                                                  fact.project_id]))
-                .defer("embedding", "search_vector"))
+    versions = Fact.objects.filter(
+        project_id=fact.project_id,
+        id__in=RawSQL(FACT_CHAIN_SQL, [fact.id, fact.project_id, fact.project_id, fact.id, fact.project_id]),
+    ).defer("embedding", "search_vector")
     by_id = {version.id: version for version in versions}
     previous_of: dict = {}  # fact id -> its first recorded predecessor in the chain
     for version in sorted(by_id.values(), key=lambda v: v.recorded_from, reverse=True):
@@ -229,9 +234,16 @@ def expired_q(now: datetime | None = None) -> Q:
 
 def in_open_conflict_q() -> Q:
     # The member's and its set's project equal the fact's: each reads in the fact's project (docs/scaling.md).
-    return Q(Exists(ConflictMember.objects.filter(project_id=OuterRef("project_id"), fact=OuterRef("pk"),
-                                                  conflict_set__project_id=OuterRef("project_id"),
-                                                  conflict_set__status=ConflictStatus.OPEN)))
+    return Q(
+        Exists(
+            ConflictMember.objects.filter(
+                project_id=OuterRef("project_id"),
+                fact=OuterRef("pk"),
+                conflict_set__project_id=OuterRef("project_id"),
+                conflict_set__status=ConflictStatus.OPEN,
+            )
+        )
+    )
 
 
 def event_get(*, project_id: str, event_id) -> Event | None:
@@ -282,7 +294,9 @@ def conflict_members(*, conflict_set: ConflictSet) -> list[dict]:
     return rows
 
 
-def fact_neighbours(*, project_id: str, subject_id: str, vectors: list, exclude_ids: list, k: int = NEIGHBOURS_PER_FACT) -> list[list[tuple]]:
+def fact_neighbours(
+    *, project_id: str, subject_id: str, vectors: list, exclude_ids: list, k: int = NEIGHBOURS_PER_FACT
+) -> list[list[tuple]]:
     """For each vector, the k nearest active facts of the scope as (id, text, similarity), in one round trip.
 
     -- uses: facts_fact_embedding_hnsw on large scopes (iterative scan keeps the scope filter from starving
@@ -322,6 +336,7 @@ def fact_neighbours(*, project_id: str, subject_id: str, vectors: list, exclude_
 
 # --- identity blocks and procedures ---------------------------------------------------------------------------
 
+
 def _applying_to(queryset: QuerySet, project_id: str, subject_id: str | None) -> QuerySet:
     """The rows that apply to a subject: the project-wide ones and the subject's own; without a subject, the
     project-wide ones only."""
@@ -353,11 +368,17 @@ class ServedIdentityBlock:
 def identity_blocks_for(*, project_id: str, subject_id: str) -> list[ServedIdentityBlock]:
     """The enabled blocks a context call for the subject serves, in order (identity_block_list's), in one query
     of the columns it needs. -- uses: identity_block_name_unique_in_scope (project_id, subject_id, name)"""
-    rows = (_applying_to(IdentityBlock.objects.filter(enabled=True), project_id, subject_id)
-            .order_by("subject_id", "position", "name").values_list("id", "name", "text", "subject_id"))
-    return [ServedIdentityBlock(id=block_id, name=name, text=text, project_wide=subject == PROJECT_WIDE,
-                                tokens=estimate_tokens(text))
-            for block_id, name, text, subject in rows]
+    rows = (
+        _applying_to(IdentityBlock.objects.filter(enabled=True), project_id, subject_id)
+        .order_by("subject_id", "position", "name")
+        .values_list("id", "name", "text", "subject_id")
+    )
+    return [
+        ServedIdentityBlock(
+            id=block_id, name=name, text=text, project_wide=subject == PROJECT_WIDE, tokens=estimate_tokens(text)
+        )
+        for block_id, name, text, subject in rows
+    ]
 
 
 def procedure_list(*, project_id: str, subject_id: str | None, filters: dict) -> QuerySet:
@@ -396,8 +417,14 @@ SELECT f.id, f.recorded_from, n.id, 1 - n.distance AS similarity
 DUPLICATE_PROBE_BATCH = 500
 
 
-def fact_near_duplicates(*, project_id: str, subject_id: str, recorded_since: datetime | None,
-                         min_similarity: float, k: int = NEIGHBOURS_PER_FACT) -> list[tuple]:
+def fact_near_duplicates(
+    *,
+    project_id: str,
+    subject_id: str,
+    recorded_since: datetime | None,
+    min_similarity: float,
+    k: int = NEIGHBOURS_PER_FACT,
+) -> list[tuple]:
     """(id, id, similarity) for each pair of the scope's active facts at least `min_similarity` alike where one
     was recorded since `recorded_since` (None: any) and the other is among its k nearest; each pair once. Inside
     a transaction (the hnsw settings are SET LOCAL)."""
@@ -407,9 +434,18 @@ def fact_near_duplicates(*, project_id: str, subject_id: str, recorded_since: da
         cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
         cursor.execute("SET LOCAL hnsw.ef_search = %s", [NEIGHBOURS_EF_SEARCH])  # a statement: Citus passes it on
         while True:
-            cursor.execute(NEAR_DUPLICATES_SQL, {
-                "project_id": project_id, "subject_id": subject_id, "after_at": after[0], "after_id": after[1],
-                "batch": DUPLICATE_PROBE_BATCH, "k": k, "min_similarity": min_similarity})
+            cursor.execute(
+                NEAR_DUPLICATES_SQL,
+                {
+                    "project_id": project_id,
+                    "subject_id": subject_id,
+                    "after_at": after[0],
+                    "after_id": after[1],
+                    "batch": DUPLICATE_PROBE_BATCH,
+                    "k": k,
+                    "min_similarity": min_similarity,
+                },
+            )
             probed = set()
             for fact_id, recorded_from, other, similarity in cursor.fetchall():
                 probed.add((recorded_from, fact_id))

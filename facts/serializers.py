@@ -78,7 +78,11 @@ class FactPatchSerializer(StrictSerializer):
     def validate(self, attrs):
         if not attrs:
             raise serializers.ValidationError(
-                {"non_field_errors": ["send at least one of: text, category, importance, volatility, valid_to, metadata"]}
+                {
+                    "non_field_errors": [
+                        "send at least one of: text, category, importance, volatility, valid_to, metadata"
+                    ]
+                }
             )
         return attrs
 
@@ -127,13 +131,22 @@ class ConflictResolveSerializer(StrictSerializer):
     def schema_rules(cls) -> dict:
         # "not" around each value: drf-spectacular's enum hook gives every property enum one component by name,
         # and two one-value enums of the same field would share it
-        return {"oneOf": [{"required": ["keep"], "properties": {"dismiss": {"not": {"enum": [True]}}}},
-                          {"required": ["dismiss"], "properties": {"dismiss": {"not": {"enum": [False]}}},
-                           "not": {"required": ["keep"]}}]}
+        return {
+            "oneOf": [
+                {"required": ["keep"], "properties": {"dismiss": {"not": {"enum": [True]}}}},
+                {
+                    "required": ["dismiss"],
+                    "properties": {"dismiss": {"not": {"enum": [False]}}},
+                    "not": {"required": ["keep"]},
+                },
+            ]
+        }
 
     def validate(self, attrs):
         if bool(attrs.get("keep")) == bool(attrs.get("dismiss")):
-            raise serializers.ValidationError({"non_field_errors": ['send either "keep": [fact ids] or "dismiss": true']})
+            raise serializers.ValidationError(
+                {"non_field_errors": ['send either "keep": [fact ids] or "dismiss": true']}
+            )
         return attrs
 
 
@@ -181,7 +194,9 @@ def event_out(event) -> dict:
             "attempts": event.extraction_attempts,
             "error": event.extraction_error or None,
             "fact_ids": event.extraction_fact_ids,
-        } if event.extraction_status else None,
+        }
+        if event.extraction_status
+        else None,
     }
 
 
@@ -221,6 +236,7 @@ def conflict_out(conflict_set, members: list[dict] | None = None) -> dict:
 
 # --- the responses, as the OpenAPI schema describes them (the views answer fact_out & co. above) -----------
 
+
 class FactOutSerializer(serializers.Serializer):
     id = serializers.UUIDField()
     project_id = serializers.CharField()
@@ -242,7 +258,9 @@ class FactOutSerializer(serializers.Serializer):
 
 
 class FactWrittenSerializer(FactOutSerializer):
-    deduplicated = serializers.BooleanField(help_text="an active fact of the scope already said this: it answers, re-confirmed")
+    deduplicated = serializers.BooleanField(
+        help_text="an active fact of the scope already said this: it answers, re-confirmed"
+    )
     conflict_set_id = serializers.UUIDField(allow_null=True, help_text="the open conflict set the fact joined, if any")
 
 
@@ -276,8 +294,11 @@ class FactHistorySerializer(serializers.Serializer):
 class EventExtractionSerializer(serializers.Serializer):
     status = serializers.ChoiceField(choices=["pending", "done", "failed", "skipped"])
     attempts = serializers.IntegerField(help_text="Calls made to the extractor")
-    error = serializers.CharField(allow_null=True, help_text="timeout, transport_error, http_error, invalid_output, "
-                                                             "write_failed, enqueue_failed, extractor_off, no_consent")
+    error = serializers.CharField(
+        allow_null=True,
+        help_text="timeout, transport_error, http_error, invalid_output, "
+        "write_failed, enqueue_failed, extractor_off, no_consent",
+    )
     fact_ids = serializers.ListField(child=serializers.UUIDField(), help_text="The facts it wrote or re-confirmed")
 
 
@@ -289,8 +310,9 @@ class EventOutSerializer(serializers.Serializer):
     occurred_at = serializers.DateTimeField()
     recorded_at = serializers.DateTimeField()
     metadata = serializers.DictField()
-    extraction = EventExtractionSerializer(allow_null=True, help_text="Fact extraction from this event; null when "
-                                                                      "it was off as the event was written")
+    extraction = EventExtractionSerializer(
+        allow_null=True, help_text="Fact extraction from this event; null when it was off as the event was written"
+    )
 
 
 class EventBatchInSerializer(StrictSerializer):
@@ -311,8 +333,12 @@ class EventPageSerializer(serializers.Serializer):
 
 
 class ConflictReadingSerializer(serializers.Serializer):
-    attribute = serializers.CharField(help_text="e.g. residence, employer, age, birth, partner, count:children, likes:jazz")
-    holder = serializers.CharField(help_text="whom the facts are about, as read: a name, self, or a relation (bob/daughter)")
+    attribute = serializers.CharField(
+        help_text="e.g. residence, employer, age, birth, partner, count:children, likes:jazz"
+    )
+    holder = serializers.CharField(
+        help_text="whom the facts are about, as read: a name, self, or a relation (bob/daughter)"
+    )
     values = serializers.ListField(child=serializers.CharField(), min_length=2, max_length=2)
 
 
@@ -323,9 +349,13 @@ class ConflictOutSerializer(serializers.Serializer):
     status = serializers.ChoiceField(choices=ConflictStatus.choices)
     signal = serializers.CharField()
     signal_detail = serializers.CharField(allow_blank=True)
-    reading = ConflictReadingSerializer(allow_null=True, help_text=(
-        "What was read as contradicting when a claims rule opened the set (different_value, reversed): the "
-        "attribute, whose it is, and the two values as written, the newer first. Null for a word rule."))
+    reading = ConflictReadingSerializer(
+        allow_null=True,
+        help_text=(
+            "What was read as contradicting when a claims rule opened the set (different_value, reversed): the "
+            "attribute, whose it is, and the two values as written, the newer first. Null for a word rule."
+        ),
+    )
     similarity = serializers.FloatField()
     opened_at = serializers.DateTimeField()
     resolved_at = serializers.DateTimeField(allow_null=True)
@@ -367,11 +397,14 @@ PROJECT_CATEGORIES_MAX = 100
 class ProjectPatchSerializer(StrictSerializer):
     consent_required = StrictBooleanField(required=False)
     consent_write_policy = serializers.ChoiceField(choices=ConsentWritePolicy.choices, required=False)
-    categories = serializers.ListField(child=StrictCharField(max_length=CATEGORY_MAX, allow_blank=False,
-                                                             validators=[NOT_BLANK]),
-                                       required=False, max_length=PROJECT_CATEGORIES_MAX)
-    conflict_policy = serializers.ChoiceField(choices=[("", "environment default"), *ConflictPolicy.choices],
-                                              required=False)
+    categories = serializers.ListField(
+        child=StrictCharField(max_length=CATEGORY_MAX, allow_blank=False, validators=[NOT_BLANK]),
+        required=False,
+        max_length=PROJECT_CATEGORIES_MAX,
+    )
+    conflict_policy = serializers.ChoiceField(
+        choices=[("", "environment default"), *ConflictPolicy.choices], required=False
+    )
 
     @classmethod
     def schema_rules(cls) -> dict:
@@ -424,7 +457,9 @@ class ProjectOutSerializer(serializers.Serializer):
     consent_required = serializers.BooleanField()
     consent_write_policy = serializers.ChoiceField(choices=ConsentWritePolicy.choices)
     categories = serializers.ListField(child=serializers.CharField())
-    conflict_policy = serializers.ChoiceField(choices=ConflictPolicy.choices, help_text="in effect (the environment's when unset)")
+    conflict_policy = serializers.ChoiceField(
+        choices=ConflictPolicy.choices, help_text="in effect (the environment's when unset)"
+    )
 
 
 class ConsentOutSerializer(serializers.Serializer):
@@ -444,8 +479,9 @@ class ConsentsSerializer(serializers.Serializer):
 
 class ConsentRevokedSerializer(serializers.Serializer):
     consent = ConsentOutSerializer(allow_null=True)
-    erased = serializers.DictField(child=serializers.IntegerField(), allow_null=True,
-                                   help_text="with erase=true: rows deleted, per table")
+    erased = serializers.DictField(
+        child=serializers.IntegerField(), allow_null=True, help_text="with erase=true: rows deleted, per table"
+    )
 
 
 # --- identity blocks and procedures ---------------------------------------------------------------------------
@@ -486,14 +522,19 @@ class _AllOptional:
 class IdentityBlockInSerializer(StrictSerializer):
     project_id = ScopeIdField()
     subject_id = _subject_or_project()
-    name = StrictCharField(max_length=IDENTITY_NAME_MAX, trim_whitespace=False, validators=[ONE_LINE],
-                           help_text="unique in its scope")
+    name = StrictCharField(
+        max_length=IDENTITY_NAME_MAX, trim_whitespace=False, validators=[ONE_LINE], help_text="unique in its scope"
+    )
     text = _text_field(IDENTITY_TEXT_MAX)
-    position = StrictIntegerField(required=False, min_value=0, max_value=POSITION_MAX, default=0,
-                                  help_text="blocks are served by position, then name")
+    position = StrictIntegerField(
+        required=False,
+        min_value=0,
+        max_value=POSITION_MAX,
+        default=0,
+        help_text="blocks are served by position, then name",
+    )
     enabled = StrictBooleanField(required=False, default=True)
     metadata = JsonObjectField(required=False, default=dict)
-
 
     def validate(self, attrs):
         return _stored_subject(attrs)
@@ -507,12 +548,13 @@ class IdentityBlockPatchSerializer(_AllOptional, StrictSerializer):
     metadata = JsonObjectField()
 
 
-
-
 class IdentityBlockListQuerySerializer(StrictSerializer):
     project_id = ScopeIdField()
-    subject_id = ScopeIdField(required=False, help_text="left out: the project-wide blocks only; given: those and "
-                                                        "the subject's own, in the order a context call serves them")
+    subject_id = ScopeIdField(
+        required=False,
+        help_text="left out: the project-wide blocks only; given: those and "
+        "the subject's own, in the order a context call serves them",
+    )
 
 
 def identity_block_out(block) -> dict:
@@ -558,7 +600,6 @@ class ProcedureInSerializer(StrictSerializer):
     importance = StrictFloatField(min_value=0.0, max_value=1.0, required=False, default=0.5)
     metadata = JsonObjectField(required=False, default=dict)
 
-
     def validate(self, attrs):
         return _stored_subject(attrs)
 
@@ -571,11 +612,10 @@ class ProcedurePatchSerializer(_AllOptional, StrictSerializer):
     metadata = JsonObjectField()
 
 
-
-
 class ProcedureListQuerySerializer(PageQuerySerializer):
-    subject_id = ScopeIdField(required=False, help_text="left out: the project-wide procedures only; given: those "
-                                                        "and the subject's own")
+    subject_id = ScopeIdField(
+        required=False, help_text="left out: the project-wide procedures only; given: those and the subject's own"
+    )
     status = serializers.ChoiceField(choices=ProcedureStatus.choices, required=False)
     category = serializers.CharField(required=False, max_length=CATEGORY_MAX)
 

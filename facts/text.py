@@ -1,6 +1,7 @@
 """Text rules of the memory store: normalisation for de-duplication, and the contradiction signals that,
 together with a high cosine similarity, open a conflict set. No LLM: rules a curator can read and predict.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -67,39 +68,124 @@ def adds_information(new: str | Statement, old: str | Statement) -> bool:
 _WORD_RE = re.compile(r"[\w'’-]+", re.UNICODE)
 _NEGATIONS = {
     # English
-    "not", "no", "never", "none", "nobody", "nothing", "neither", "nor", "without", "cannot",
-    "isn't", "aren't", "wasn't", "weren't", "don't", "doesn't", "didn't", "won't", "wouldn't", "can't",
-    "couldn't", "shouldn't", "hasn't", "haven't", "hadn't",
+    "not",
+    "no",
+    "never",
+    "none",
+    "nobody",
+    "nothing",
+    "neither",
+    "nor",
+    "without",
+    "cannot",
+    "isn't",
+    "aren't",
+    "wasn't",
+    "weren't",
+    "don't",
+    "doesn't",
+    "didn't",
+    "won't",
+    "wouldn't",
+    "can't",
+    "couldn't",
+    "shouldn't",
+    "hasn't",
+    "haven't",
+    "hadn't",
     # French
-    "ne", "pas", "jamais", "aucun", "aucune", "sans",  # "plus", "rien", "personne" also mean more/thing/person
+    "ne",
+    "pas",
+    "jamais",
+    "aucun",
+    "aucune",
+    "sans",  # "plus", "rien", "personne" also mean more/thing/person
 }
 _NUMBER_RE = re.compile(r"\d+(?:[.,:h]\d+)*")
 _NUMBER_WORDS = {
     w: str(i)
     for i, words in enumerate(
-        [("zero", "zéro"), ("one", "un", "une"), ("two", "deux"), ("three", "trois"), ("four", "quatre"),
-         ("five", "cinq"), ("six",), ("seven", "sept"), ("eight", "huit"), ("nine", "neuf"), ("ten", "dix"),
-         ("eleven", "onze"), ("twelve", "douze")]
+        [
+            ("zero", "zéro"),
+            ("one", "un", "une"),
+            ("two", "deux"),
+            ("three", "trois"),
+            ("four", "quatre"),
+            ("five", "cinq"),
+            ("six",),
+            ("seven", "sept"),
+            ("eight", "huit"),
+            ("nine", "neuf"),
+            ("ten", "dix"),
+            ("eleven", "onze"),
+            ("twelve", "douze"),
+        ]
     )
     for w in words
 }
 _MONTHS = {
-    "january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
-    "november", "december", "janvier", "février", "fevrier", "mars", "avril", "mai", "juin", "juillet",
-    "août", "aout", "septembre", "octobre", "novembre", "décembre", "decembre",
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+    "janvier",
+    "février",
+    "fevrier",
+    "mars",
+    "avril",
+    "mai",
+    "juin",
+    "juillet",
+    "août",
+    "aout",
+    "septembre",
+    "octobre",
+    "novembre",
+    "décembre",
+    "decembre",
 }
 _WEEKDAYS = {
-    "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday",
-    "lundi", "mardi", "mercredi", "jeudi", "vendredi", "samedi", "dimanche",
+    "monday",
+    "tuesday",
+    "wednesday",
+    "thursday",
+    "friday",
+    "saturday",
+    "sunday",
+    "lundi",
+    "mardi",
+    "mercredi",
+    "jeudi",
+    "vendredi",
+    "samedi",
+    "dimanche",
 }
 # Pairs of words that cannot both hold of the same thing. Small on purpose: each pair is a precision risk.
 _ANTONYMS = {
     frozenset(p)
     for p in [
-        ("likes", "dislikes"), ("loves", "hates"), ("like", "dislike"), ("love", "hate"),
-        ("married", "divorced"), ("married", "single"), ("alive", "dead"), ("allowed", "forbidden"),
-        ("aime", "déteste"), ("adore", "déteste"), ("marié", "divorcé"), ("mariée", "divorcée"),
-        ("vivant", "mort"), ("autorisé", "interdit"),
+        ("likes", "dislikes"),
+        ("loves", "hates"),
+        ("like", "dislike"),
+        ("love", "hate"),
+        ("married", "divorced"),
+        ("married", "single"),
+        ("alive", "dead"),
+        ("allowed", "forbidden"),
+        ("aime", "déteste"),
+        ("adore", "déteste"),
+        ("marié", "divorcé"),
+        ("mariée", "divorcée"),
+        ("vivant", "mort"),
+        ("autorisé", "interdit"),
     ]
 }
 
@@ -130,7 +216,7 @@ def _sentence_starts(text: str) -> set[int]:
     for match in _WORD_RE.finditer(text):
         if not match.group().strip("'’-"):
             continue
-        if index == 0 or _SENTENCE_END_RE.search(text[last_end:match.start()]):
+        if index == 0 or _SENTENCE_END_RE.search(text[last_end : match.start()]):
             starts.add(index)
         index += 1
         last_end = match.end()
@@ -212,7 +298,11 @@ def _diff_spans(a: Statement, b: Statement) -> tuple[int, tuple[str, ...], tuple
 
 def _numbers(text: str, words: list[str]) -> set[str]:
     # "one"/"un"/"une" are articles far more often than counts: only two and up count as number words.
-    spelled = {_NUMBER_WORDS[w.casefold()] for w in words if w.casefold() in _NUMBER_WORDS and _NUMBER_WORDS[w.casefold()] not in ("0", "1")}
+    spelled = {
+        _NUMBER_WORDS[w.casefold()]
+        for w in words
+        if w.casefold() in _NUMBER_WORDS and _NUMBER_WORDS[w.casefold()] not in ("0", "1")
+    }
     return set(_NUMBER_RE.findall(text)) | spelled
 
 
@@ -224,15 +314,15 @@ def _is_numeric(word: str) -> bool:
 def _months(words: list[str]) -> set[str]:
     # "may" is a month only when written "May" inside a sentence; otherwise it is the modal verb.
     return {
-        w.casefold() for i, w in enumerate(words)
+        w.casefold()
+        for i, w in enumerate(words)
         if w.casefold() in _MONTHS and (w.casefold() != "may" or (w == "May" and i > 0))
     }
 
 
 def _is_name(word: str, position: int, sentence_starts: set[int]) -> bool:
     # A month or weekday is a date, not a name: "visited Rome in May" / "visited Paris in June" name two trips.
-    return (position not in sentence_starts and word[:1].isupper() and word[1:2].islower()
-            and not _is_numeric(word))
+    return position not in sentence_starts and word[:1].isupper() and word[1:2].islower() and not _is_numeric(word)
 
 
 @dataclass(frozen=True)
@@ -262,9 +352,16 @@ def analyse(text: str | Statement) -> Statement:
     folded = tuple(sys.intern(w.casefold()) for w in words)
     lower = frozenset(folded)
     return Statement(
-        words=words, folded=folded, lower=lower, negated=_negated(words), affirmed=frozenset(_affirmed_content(words)),
-        numbers=frozenset(_numbers(claim, words)), months=frozenset(_months(words)), days=lower & _WEEKDAYS,
-        sentence_starts=frozenset(_sentence_starts(claim)), content=frozenset(content_words(text)),
+        words=words,
+        folded=folded,
+        lower=lower,
+        negated=_negated(words),
+        affirmed=frozenset(_affirmed_content(words)),
+        numbers=frozenset(_numbers(claim, words)),
+        months=frozenset(_months(words)),
+        days=lower & _WEEKDAYS,
+        sentence_starts=frozenset(_sentence_starts(claim)),
+        content=frozenset(content_words(text)),
         claims=claim_reading.read(text),
     )
 
@@ -277,8 +374,11 @@ def contradiction_signal(a: str | Statement, b: str | Statement) -> Signal | Non
     sa, sb = analyse(a), analyse(b)
     clash = claim_reading.contradiction(sa.claims, sb.claims)
     if clash is not None:
-        return Signal(clash.rule, clash.detail,
-                      reading={"attribute": clash.attribute, "holder": clash.holder, "values": [clash.new, clash.old]})
+        return Signal(
+            clash.rule,
+            clash.detail,
+            reading={"attribute": clash.attribute, "holder": clash.holder, "values": [clash.new, clash.old]},
+        )
     if sa.negated != sb.negated and _same_claim(sa.affirmed, sb.affirmed):
         return Signal("negation", "the same statement, negated in one and not in the other")
 
@@ -292,7 +392,9 @@ def contradiction_signal(a: str | Statement, b: str | Statement) -> Signal | Non
     # differs must be the numbers or dates themselves. "Hannah's car is registered YK19 ZRT" and "Owen's van
     # is registered YK21 ZTR" differ in far more than a number: two facts about two vehicles.
     start, span_a, span_b = _diff_spans(sa, sb)
-    same_slot = [w.casefold() for w in span_a if not _is_numeric(w)] == [w.casefold() for w in span_b if not _is_numeric(w)]
+    same_slot = [w.casefold() for w in span_a if not _is_numeric(w)] == [
+        w.casefold() for w in span_b if not _is_numeric(w)
+    ]
     if same_slot:
         na, nb = sa.numbers, sb.numbers
         months_a, months_b = sa.months, sb.months
@@ -311,6 +413,13 @@ def contradiction_signal(a: str | Statement, b: str | Statement) -> Signal | Non
         # "at the Y"), and neither name appears anywhere in the other sentence (a reordering is no conflict).
         rest_a = [w.casefold() for w in span_a if w.casefold() not in names_a]
         rest_b = [w.casefold() for w in span_b if w.casefold() not in names_b]
-        if names_a and names_b and names_a != names_b and rest_a == rest_b and not (names_a & lower_b) and not (names_b & lower_a):
+        if (
+            names_a
+            and names_b
+            and names_a != names_b
+            and rest_a == rest_b
+            and not (names_a & lower_b)
+            and not (names_b & lower_a)
+        ):
             return Signal("different_name", f"{' '.join(sorted(names_a))} against {' '.join(sorted(names_b))}")
     return None

@@ -1,5 +1,6 @@
 """How a new fact relates to a stored one of its scope: conflict, duplicate or distinct. The write path asks it of
 each new fact and its nearest neighbours, consolidation of every near-duplicate pair."""
+
 from __future__ import annotations
 
 from django.conf import settings

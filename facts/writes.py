@@ -5,6 +5,7 @@ Every write takes its scopes' writers' lock first (facts.locks), so conflict det
 committed before it. Embedding happens before the lock (it is the slow part), so a failing embedder refuses the
 request before anything is written.
 """
+
 from __future__ import annotations
 
 import logging
@@ -108,9 +109,12 @@ def fact_create_batch(*, items: list[FactInput], actor: str, exclude_ids=()) -> 
         if span.recording:
             span.phase("embed", started, embedded)
             span.phase("store", embedded, time.perf_counter())
-            span.set(project_id=batch_project(items), created=sum(not r.deduplicated for r in results),
-                     deduplicated=sum(r.deduplicated for r in results),
-                     conflicts=len({r.conflict_set.id for r in results if r.conflict_set is not None}))
+            span.set(
+                project_id=batch_project(items),
+                created=sum(not r.deduplicated for r in results),
+                deduplicated=sum(r.deduplicated for r in results),
+                conflicts=len({r.conflict_set.id for r in results if r.conflict_set is not None}),
+            )
         return results
 
 
@@ -139,15 +143,33 @@ def _check_categories(items: list[FactInput]) -> dict[str, selectors.ProjectSett
     for n, item in enumerate(items):
         project = projects[item.project_id]
         if project.categories and item.category not in project.categories:
-            errors.append({"index": n, "field": "category",
-                           "message": f"not one of the project's categories ({', '.join(project.categories)})"})
+            errors.append(
+                {
+                    "index": n,
+                    "field": "category",
+                    "message": f"not one of the project's categories ({', '.join(project.categories)})",
+                }
+            )
         elif project.consent_required and not item.category:
-            errors.append({"index": n, "field": "category",
-                           "message": "required: this project serves facts by the categories its subjects consent to"})
-        elif (project.consent_required and project.consent_write_policy == ConsentWritePolicy.REFUSE
-              and item.category not in consents[(item.project_id, item.subject_id)]):
-            missing.append({"index": n, "field": "category",
-                            "message": f"the subject has not consented to the category {item.category!r}"})
+            errors.append(
+                {
+                    "index": n,
+                    "field": "category",
+                    "message": "required: this project serves facts by the categories its subjects consent to",
+                }
+            )
+        elif (
+            project.consent_required
+            and project.consent_write_policy == ConsentWritePolicy.REFUSE
+            and item.category not in consents[(item.project_id, item.subject_id)]
+        ):
+            missing.append(
+                {
+                    "index": n,
+                    "field": "category",
+                    "message": f"the subject has not consented to the category {item.category!r}",
+                }
+            )
     if errors:
         raise ServiceValidationError(errors)
     if missing:
@@ -183,6 +205,7 @@ class _Batch:
 
 # --- lookup: what the scopes already hold -----------------------------------------------------------------
 
+
 @dataclass
 class _Stored:
     by_hash: dict[tuple, Fact]  # (project_id, subject_id, text_hash) -> the scope's active fact with that text
@@ -195,17 +218,25 @@ def _lookup_stored(batch: _Batch, *, exclude_ids: list) -> _Stored:
     hashes, vectors = batch.hashes, batch.vectors
     stored = _Stored(by_hash={}, neighbours={})
     for (project_id, subject_id), indexes in batch.by_scope.items():
-        for fact in Fact.objects.filter(
-            project_id=project_id, subject_id=subject_id, status=FactStatus.ACTIVE,
-            text_hash__in={hashes[i] for i in indexes},
-        ).exclude(id__in=exclude_ids).defer("embedding", "search_vector"):
+        for fact in (
+            Fact.objects.filter(
+                project_id=project_id,
+                subject_id=subject_id,
+                status=FactStatus.ACTIVE,
+                text_hash__in={hashes[i] for i in indexes},
+            )
+            .exclude(id__in=exclude_ids)
+            .defer("embedding", "search_vector")
+        ):
             stored.by_hash[(project_id, subject_id, fact.text_hash)] = fact
         probe = [i for i in indexes if (project_id, subject_id, hashes[i]) not in stored.by_hash]
         # A vector cosine cannot rank by (all zeros, NaN) has no neighbours: its distances are NaN, and a NaN
         # similarity passes no threshold test the way a number would. Exact repeats were found above by text.
         usable = [i for i in probe if not is_degenerate(vectors[i])]
         if len(usable) < len(probe):
-            logger.warning("facts: %d item(s) with a degenerate vector, compared by text only", len(probe) - len(usable))
+            logger.warning(
+                "facts: %d item(s) with a degenerate vector, compared by text only", len(probe) - len(usable)
+            )
             probe = usable
         found = selectors.fact_neighbours(
             project_id=project_id, subject_id=subject_id, vectors=[vectors[i] for i in probe], exclude_ids=exclude_ids
@@ -215,6 +246,7 @@ def _lookup_stored(batch: _Batch, *, exclude_ids: list) -> _Stored:
 
 
 # --- classify: duplicate, conflict or distinct, item by item ----------------------------------------------
+
 
 @dataclass
 class _NewFact:
@@ -226,6 +258,7 @@ class _NewFact:
 class _Plan:
     """The batch classified. `results[i]` is None for an item answered by a fact that `duplicate_of[i]` names
     (one stored, or one of `new`), filled in once the new facts are written."""
+
     results: list[FactWriteResult | None]
     projects: set[str] = field(default_factory=set)  # the batch's
     new: list[_NewFact] = field(default_factory=list)  # in item order
@@ -312,7 +345,9 @@ def _classify(batch: _Batch, stored: _Stored, *, now) -> _Plan:
             plan.duplicate_of[i] = new_by_hash[key].id
             continue
         candidates = [c for c in stored.neighbours.get(i, []) if c[2] >= min_similarity]
-        conflicts, duplicate_of = _compare(item.text, candidates + earlier.similar(scope, i, min_similarity), statements)
+        conflicts, duplicate_of = _compare(
+            item.text, candidates + earlier.similar(scope, i, min_similarity), statements
+        )
         if duplicate_of is not None:
             plan.duplicate_of[i] = duplicate_of
             continue
@@ -326,14 +361,26 @@ def _classify(batch: _Batch, stored: _Stored, *, now) -> _Plan:
 
 def _new_fact(item: FactInput, digest: str, vector, *, now) -> Fact:
     return Fact(
-        project_id=item.project_id, subject_id=item.subject_id, text=item.text, text_hash=digest,
-        embedding=vector, category=item.category, kind=item.kind, importance=item.importance,
-        volatility=item.volatility, valid_from=item.valid_from, valid_to=item.valid_to,
-        recorded_from=now, last_confirmed_at=now, source_event_id=item.source_event_id, metadata=item.metadata,
+        project_id=item.project_id,
+        subject_id=item.subject_id,
+        text=item.text,
+        text_hash=digest,
+        embedding=vector,
+        category=item.category,
+        kind=item.kind,
+        importance=item.importance,
+        volatility=item.volatility,
+        valid_from=item.valid_from,
+        valid_to=item.valid_to,
+        recorded_from=now,
+        last_confirmed_at=now,
+        source_event_id=item.source_event_id,
+        metadata=item.metadata,
     )
 
 
 # --- persist ----------------------------------------------------------------------------------------------
+
 
 def _persist(plan: _Plan, *, actor: str, now, projects: dict[str, selectors.ProjectSettings]) -> list[FactWriteResult]:
     Fact.objects.bulk_create([n.fact for n in plan.new])
@@ -359,8 +406,16 @@ def _answer_duplicates(plan: _Plan) -> None:
     """Near-duplicates of facts already stored or just stored: the stored one answers, re-confirmed."""
     new_by_id = {n.fact.id: n.fact for n in plan.new}
     missing = {fact_id for fact_id in plan.duplicate_of.values() if fact_id not in new_by_id}
-    stored = {f.id: f for f in Fact.objects.filter(project_id__in=plan.projects, id__in=missing)
-              .defer("embedding", "search_vector")} if missing else {}
+    stored = (
+        {
+            f.id: f
+            for f in Fact.objects.filter(project_id__in=plan.projects, id__in=missing).defer(
+                "embedding", "search_vector"
+            )
+        }
+        if missing
+        else {}
+    )
     for i, fact_id in plan.duplicate_of.items():
         fact = new_by_id.get(fact_id) or stored[fact_id]
         if fact.id not in new_by_id:
@@ -375,17 +430,35 @@ def fact_update(*, fact: Fact, changes: dict, actor: str) -> FactWriteResult:
     """PATCH. A new text is a new version: a new fact in the same scope supersedes this one (other fields
     carried over unless changed). Without a text change, the listed fields are edited in place."""
     if fact.status != FactStatus.ACTIVE:
-        raise ServiceValidationError([{"index": None, "field": "status", "message": f"the fact is {fact.status}; only active facts can be edited"}])
+        raise ServiceValidationError(
+            [
+                {
+                    "index": None,
+                    "field": "status",
+                    "message": f"the fact is {fact.status}; only active facts can be edited",
+                }
+            ]
+        )
     new_text = changes.get("text")
     if new_text is None or text_hash(new_text) == fact.text_hash:
         with transaction.atomic():
             lock_scopes([(fact.project_id, fact.subject_id)])
             fact = Fact.objects.select_for_update().get(id=fact.id, project_id=fact.project_id)
             if fact.status != FactStatus.ACTIVE:
-                raise ServiceValidationError([{"index": None, "field": "status", "message": f"the fact is {fact.status}"}])
+                raise ServiceValidationError(
+                    [{"index": None, "field": "status", "message": f"the fact is {fact.status}"}]
+                )
             if "category" in changes:
-                _check_categories([FactInput(project_id=fact.project_id, subject_id=fact.subject_id, text=fact.text,
-                                             category=changes["category"])])
+                _check_categories(
+                    [
+                        FactInput(
+                            project_id=fact.project_id,
+                            subject_id=fact.subject_id,
+                            text=fact.text,
+                            category=changes["category"],
+                        )
+                    ]
+                )
             fields = [name for name in IN_PLACE_FIELDS if name in changes]
             for name in fields:
                 setattr(fact, name, changes[name])
@@ -399,8 +472,13 @@ def fact_update(*, fact: Fact, changes: dict, actor: str) -> FactWriteResult:
             return FactWriteResult(fact=fact)
 
     carried = {
-        "category": fact.category, "kind": fact.kind, "importance": fact.importance, "volatility": fact.volatility,
-        "valid_from": fact.valid_from, "valid_to": fact.valid_to, "source_event_id": fact.source_event_id,
+        "category": fact.category,
+        "kind": fact.kind,
+        "importance": fact.importance,
+        "volatility": fact.volatility,
+        "valid_from": fact.valid_from,
+        "valid_to": fact.valid_to,
+        "source_event_id": fact.source_event_id,
         "metadata": fact.metadata,
     }
     carried.update({k: v for k, v in changes.items() if k in carried})
@@ -435,6 +513,7 @@ def fact_retract(*, fact: Fact) -> Fact:
 
 # --- consolidation: near-duplicates merged ------------------------------------------------------------------
 
+
 def fact_merge_duplicates(*, project_id: str, subject_id: str, recorded_since: datetime | None = None) -> int:
     """Merge the scope's active near-duplicates with a fact recorded since `recorded_since` (None: all), as the
     write path would have had the newer come after the older was stored: a newer fact that pair_verdict calls a
@@ -446,14 +525,21 @@ def fact_merge_duplicates(*, project_id: str, subject_id: str, recorded_since: d
     to the curator. Under the scope's writers' lock. Returns the number of facts superseded."""
     with transaction.atomic():
         lock_scopes([(project_id, subject_id)])
-        pairs = selectors.fact_near_duplicates(project_id=project_id, subject_id=subject_id,
-                                               recorded_since=recorded_since,
-                                               min_similarity=settings.HAKI_DUPLICATE_SIMILARITY)
+        pairs = selectors.fact_near_duplicates(
+            project_id=project_id,
+            subject_id=subject_id,
+            recorded_since=recorded_since,
+            min_similarity=settings.HAKI_DUPLICATE_SIMILARITY,
+        )
         if not pairs:
             return 0
         ids = {i for a, b, _ in pairs for i in (a, b)}
-        facts = {f.id: f for f in Fact.objects.filter(project_id=project_id, id__in=ids, status=FactStatus.ACTIVE)
-                 .exclude(selectors.in_open_conflict_q()).only("id", "text", "recorded_from", "last_confirmed_at")}
+        facts = {
+            f.id: f
+            for f in Fact.objects.filter(project_id=project_id, id__in=ids, status=FactStatus.ACTIVE)
+            .exclude(selectors.in_open_conflict_q())
+            .only("id", "text", "recorded_from", "last_confirmed_at")
+        }
         statements = Statements()
         now = timezone.now()
         merged = 0
@@ -464,7 +550,9 @@ def fact_merge_duplicates(*, project_id: str, subject_id: str, recorded_since: d
             if pair_verdict(statements(newer.text), statements(older.text), similarity)[0] != DUPLICATE:
                 continue
             if newer.last_confirmed_at > older.last_confirmed_at:
-                Fact.objects.filter(project_id=project_id, id=older.id).update(last_confirmed_at=newer.last_confirmed_at)
+                Fact.objects.filter(project_id=project_id, id=older.id).update(
+                    last_confirmed_at=newer.last_confirmed_at
+                )
                 older.last_confirmed_at = newer.last_confirmed_at
             merged += fact_supersede([newer.id], by=older.id, now=now, project_id=project_id)
             del facts[newer.id]

@@ -3,6 +3,7 @@
 Scope values are typed or picked from API keys rather than listed with SELECT DISTINCT: a subject list would
 be as long as the user base, and DISTINCT over a million facts or traces on every page load is slow.
 """
+
 from __future__ import annotations
 
 from django.contrib import admin
@@ -92,4 +93,3 @@ class SubjectFilter(InputFilter):
     def queryset(self, request, queryset):
         subject = self.used_parameters.get("subject_id")
         return queryset.filter(subject_id=subject) if subject else queryset
-

@@ -39,7 +39,7 @@ def _database() -> tuple[str, str | None]:
 
 
 def _embedder() -> str:
-    """"ok" when the configured embedder turns a text into a vector of HAKI_EMBED_DIM, else "unavailable".
+    """ "ok" when the configured embedder turns a text into a vector of HAKI_EMBED_DIM, else "unavailable".
     While its circuit is open the probe does not ask it (the answer is at once "unavailable"); after the
     cool-down the probe may be the trial call that closes it again."""
     try:
@@ -55,16 +55,27 @@ def _embedder() -> str:
         return "unavailable"
 
 
-_HEALTH = inline_serializer("Health", {
-    "status": serializers.CharField(), "database": serializers.CharField(),
-    "vector_extension": serializers.CharField(allow_null=True), "embedder": serializers.CharField(),
-    "embed_dim": serializers.IntegerField(),
-})
-_READINESS = inline_serializer("Readiness", {
-    "status": serializers.CharField(), "database": serializers.CharField(),
-    "vector_extension": serializers.CharField(allow_null=True), "embedder": serializers.CharField(),
-    "embedder_status": serializers.CharField(), "embed_dim": serializers.IntegerField(),
-})
+_HEALTH = inline_serializer(
+    "Health",
+    {
+        "status": serializers.CharField(),
+        "database": serializers.CharField(),
+        "vector_extension": serializers.CharField(allow_null=True),
+        "embedder": serializers.CharField(),
+        "embed_dim": serializers.IntegerField(),
+    },
+)
+_READINESS = inline_serializer(
+    "Readiness",
+    {
+        "status": serializers.CharField(),
+        "database": serializers.CharField(),
+        "vector_extension": serializers.CharField(allow_null=True),
+        "embedder": serializers.CharField(),
+        "embedder_status": serializers.CharField(),
+        "embed_dim": serializers.IntegerField(),
+    },
+)
 
 
 def _circuit() -> str:
@@ -103,7 +114,9 @@ class LivenessApi(_OpenProbe):
     """GET /v1/health/live: the process answers requests. Touches nothing else, so a database or embedder
     outage never gets a healthy process restarted (that is readiness' business)."""
 
-    @extend_schema(summary="Liveness (no key)", responses={200: inline_serializer("Liveness", {"status": serializers.CharField()})})
+    @extend_schema(
+        summary="Liveness (no key)", responses={200: inline_serializer("Liveness", {"status": serializers.CharField()})}
+    )
     def get(self, request):
         return Response({"status": "ok"})
 

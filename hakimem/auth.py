@@ -1,4 +1,5 @@
 """Bearer-key authentication for /v1/, and the scope rule: a key sees only its own project."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -25,8 +26,9 @@ def _live_key(raw: str, *, scope: bool) -> ApiClient | None:
     function hakimem_api_key_find answers for this one hash (hakimem/migrations/0005). With `scope`, the rest of
     the request's transaction sees only the key's project (row security), set by the same statement."""
     with connection.cursor() as cursor:
-        cursor.execute("SELECT key_id, key_project_id FROM hakimem_api_key_find(%s, %s)",
-                       [hash_key(raw.strip()), scope])
+        cursor.execute(
+            "SELECT key_id, key_project_id FROM hakimem_api_key_find(%s, %s)", [hash_key(raw.strip()), scope]
+        )
         row = cursor.fetchone()
     return ApiClient(key_id=row[0], project_id=row[1]) if row else None
 

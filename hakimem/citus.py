@@ -6,6 +6,7 @@ DATABASE_URL that points hakimem at it.
 The nodes trust every connection from 127.0.0.1 (initdb --auth=trust) and listen on nothing else: a fixture on
 one machine, not a deployment.
 """
+
 from __future__ import annotations
 
 import os
@@ -60,8 +61,14 @@ def system_user() -> str | None:
     return "pgserver" if os.geteuid() == 0 else None
 
 
-def _run(args: list[str], *, cwd: Path | None = None, user: str | None = None, log: Path | None = None,
-         env: dict | None = None) -> str:
+def _run(
+    args: list[str],
+    *,
+    cwd: Path | None = None,
+    user: str | None = None,
+    log: Path | None = None,
+    env: dict | None = None,
+) -> str:
     # Output to a file, never a pipe: pg_ctl's server inherits the pipe and a reader would wait for it forever.
     out = log or Path(os.environ.get("TMPDIR", "/tmp")) / f"hakimem-citus-{os.getpid()}.out"
     with out.open("a" if log else "w", encoding="utf-8") as fh:
@@ -75,6 +82,7 @@ def _run(args: list[str], *, cwd: Path | None = None, user: str | None = None, l
 
 
 # --- Citus in the embedded installation -----------------------------------------------------------------------
+
 
 def citus_installed() -> bool:
     pkglibdir = _run([str(bin_path() / "pg_config"), "--pkglibdir"]).strip()
@@ -99,8 +107,12 @@ def citus_build(source: Path, build_dir: Path, *, say=print) -> None:
     log = build_dir / "build.log"
     if not (tree / "Makefile.global").exists():
         say(f"configuring Citus ({log})")
-        _run(["./configure", "--without-libcurl", "--without-lz4", "--without-zstd"], cwd=tree, log=log,
-             env={**os.environ, "PG_CONFIG": pg_config})
+        _run(
+            ["./configure", "--without-libcurl", "--without-lz4", "--without-zstd"],
+            cwd=tree,
+            log=log,
+            env={**os.environ, "PG_CONFIG": pg_config},
+        )
     cflags = _run([pg_config, "--cflags"]).strip()
     for flag in UNKNOWN_CFLAGS:
         cflags = cflags.replace(flag, "")
@@ -113,6 +125,7 @@ def citus_build(source: Path, build_dir: Path, *, say=print) -> None:
 
 # --- the nodes ----------------------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class Node:
     name: str
@@ -123,15 +136,20 @@ class Node:
         return f"postgresql://{SUPERUSER}@{HOST}:{self.port}/{database}"
 
     def running(self) -> bool:
-        done = subprocess.run([str(bin_path() / "pg_ctl"), "status", "-D", str(self.data)], user=system_user(),
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        done = subprocess.run(
+            [str(bin_path() / "pg_ctl"), "status", "-D", str(self.data)],
+            user=system_user(),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         return done.returncode == 0
 
 
 def nodes(base: Path, port: int = DEFAULT_PORT, workers: int = WORKERS) -> list[Node]:
     """The coordinator first, then the workers, on consecutive ports."""
     return [Node("coordinator", base / "coordinator", port)] + [
-        Node(f"worker{i}", base / f"worker{i}", port + i) for i in range(1, workers + 1)]
+        Node(f"worker{i}", base / f"worker{i}", port + i) for i in range(1, workers + 1)
+    ]
 
 
 def _init_node(node: Node) -> None:
@@ -140,8 +158,10 @@ def _init_node(node: Node) -> None:
     if user:
         shutil.chown(node.data, user, user)
         node.data.chmod(0o700)
-    _run([str(bin_path() / "initdb"), "--auth=trust", "--encoding=utf8", "-U", SUPERUSER, "-D", str(node.data)],
-         user=user)
+    _run(
+        [str(bin_path() / "initdb"), "--auth=trust", "--encoding=utf8", "-U", SUPERUSER, "-D", str(node.data)],
+        user=user,
+    )
     conf = node.data / "postgresql.auto.conf"
     with conf.open("a", encoding="utf-8") as fh:
         for key, value in {**NODE_SETTINGS, "port": str(node.port), "unix_socket_directories": str(node.data)}.items():
@@ -151,15 +171,26 @@ def _init_node(node: Node) -> None:
 def _start_node(node: Node) -> None:
     if node.running():
         return
-    _run([str(bin_path() / "pg_ctl"), "-w", "-t", "60", "-D", str(node.data), "-l", str(node.data / "server.log"),
-          "start"], user=system_user())
+    _run(
+        [
+            str(bin_path() / "pg_ctl"),
+            "-w",
+            "-t",
+            "60",
+            "-D",
+            str(node.data),
+            "-l",
+            str(node.data / "server.log"),
+            "start",
+        ],
+        user=system_user(),
+    )
 
 
 def _stop_node(node: Node) -> bool:
     if not node.running():
         return False
-    _run([str(bin_path() / "pg_ctl"), "-w", "-t", "60", "-D", str(node.data), "-m", "fast", "stop"],
-         user=system_user())
+    _run([str(bin_path() / "pg_ctl"), "-w", "-t", "60", "-D", str(node.data), "-m", "fast", "stop"], user=system_user())
     return True
 
 
@@ -192,8 +223,10 @@ def cluster_start(base: Path, *, port: int = DEFAULT_PORT, workers: int = WORKER
     coordinator, *others = cluster
     with psycopg.connect(coordinator.url(), autocommit=True) as conn:
         conn.execute("SELECT citus_set_coordinator_host(%s, %s)", [HOST, coordinator.port])
-        known = {row[0] for row in conn.execute(
-            "SELECT nodeport FROM pg_dist_node WHERE noderole = 'primary' AND groupid <> 0")}
+        known = {
+            row[0]
+            for row in conn.execute("SELECT nodeport FROM pg_dist_node WHERE noderole = 'primary' AND groupid <> 0")
+        }
         for node in others:
             if node.port not in known:
                 conn.execute("SELECT citus_add_node(%s, %s)", [HOST, node.port])
@@ -233,6 +266,7 @@ def cluster_status(base: Path, *, port: int = DEFAULT_PORT, workers: int = WORKE
     if cluster[0].running():
         with psycopg.connect(cluster[0].url(), autocommit=True) as conn:
             for name, node_port, active in conn.execute(
-                    "SELECT nodename, nodeport, isactive FROM pg_dist_node WHERE groupid <> 0 ORDER BY nodeport"):
+                "SELECT nodename, nodeport, isactive FROM pg_dist_node WHERE groupid <> 0 ORDER BY nodeport"
+            ):
                 lines.append(f"worker registered: {name}:{node_port} {'active' if active else 'inactive'}")
     return lines

@@ -6,13 +6,16 @@ scripts are files (no inline script: /docs loads its start-up script from its ow
 inline <style> blocks (the admin's, the stats pages', Swagger UI's), their images files and data: URLs (Swagger UI's
 icons). A script injected into a page does not run.
 """
+
 from __future__ import annotations
 
 from django.conf import settings
 from django.core.exceptions import MiddlewareNotUsed
 
-DEFAULT_POLICY = ("default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
-                  "object-src 'none'; base-uri 'self'; form-action 'self'; frame-ancestors 'none'")
+DEFAULT_POLICY = (
+    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+    "object-src 'none'; base-uri 'self'; form-action 'self'; frame-ancestors 'none'"
+)
 
 
 class ContentSecurityPolicyMiddleware:

@@ -1,4 +1,5 @@
 """Raw SQL results as plain data, for the selectors whose queries the ORM cannot express."""
+
 from __future__ import annotations
 
 import json
@@ -47,5 +48,6 @@ def decay_sql(later: str, earlier: str, tau_param: str) -> str:
     """exp(-age / tau) in float8, age = `later` - `earlier` in seconds (0 when negative), tau the parameter named
     `tau_param` (seconds): the recency of an item, the decay of an access count. The exponent stops at
     DECAY_MIN_EXPONENT, so no date and no tau fails the statement; where exp() did not fail, the value is the same."""
-    return (f"exp(greatest(-greatest(date_part('epoch', {later} - {earlier}), 0) / %({tau_param})s, "
-            f"{DECAY_MIN_EXPONENT}))")
+    return (
+        f"exp(greatest(-greatest(date_part('epoch', {later} - {earlier}), 0) / %({tau_param})s, {DECAY_MIN_EXPONENT}))"
+    )

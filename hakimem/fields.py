@@ -1,5 +1,6 @@
 """Serializer fields shared by every app's API: strict about types, so bad input is a 400 with a clear
 message at the edge and never reaches the database."""
+
 from __future__ import annotations
 
 import json
@@ -35,8 +36,10 @@ class ScopeIdField(serializers.CharField):
 # U+0085 and adds U+FEFF, so a client validating by the schema would disagree with the API on those.
 WHITESPACE = r"\t\n\x0b\x0c\r\x1c-\x1f \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
 NOT_BLANK = RegexValidator(rf"[^{WHITESPACE}]", "must contain non-whitespace text")
-ONE_LINE = RegexValidator(rf"^[^\x00-\x1f\x7f]*[^{WHITESPACE}\x00-\x1f\x7f][^\x00-\x1f\x7f]*\Z",
-                          "must be one line of text, without control characters")
+ONE_LINE = RegexValidator(
+    rf"^[^\x00-\x1f\x7f]*[^{WHITESPACE}\x00-\x1f\x7f][^\x00-\x1f\x7f]*\Z",
+    "must be one line of text, without control characters",
+)
 
 
 class StrictCharField(serializers.CharField):
@@ -61,7 +64,9 @@ class AwareDateTimeField(serializers.DateTimeField):
         if parsed is None:
             raise serializers.ValidationError("must be an ISO 8601 date-time such as 2026-05-01T10:00:00Z")
         if timezone.is_naive(parsed):
-            raise serializers.ValidationError("must include a UTC offset (Z or +02:00): a time without one is ambiguous")
+            raise serializers.ValidationError(
+                "must include a UTC offset (Z or +02:00): a time without one is ambiguous"
+            )
         try:
             return parsed.astimezone(dt_timezone.utc)
         except OverflowError:  # 9999-12-31T23:30:00-01:00 is in year 10000 once in UTC

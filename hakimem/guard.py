@@ -8,6 +8,7 @@
 - RequestGuardMiddleware: U+0000 in the URL's path or in a query parameter. No text column and no lookup can hold
   it (psycopg refuses it: a 500 in the views and the admin filters that pass it on). 400.
 """
+
 from __future__ import annotations
 
 import codecs
@@ -48,7 +49,9 @@ def charset_guard(app):
         else:
             body, content_type = message, "text/plain; charset=utf-8"
         data = body.encode()
-        start_response("415 Unsupported Media Type", [("Content-Type", content_type), ("Content-Length", str(len(data)))])
+        start_response(
+            "415 Unsupported Media Type", [("Content-Type", content_type), ("Content-Length", str(len(data)))]
+        )
         return [data]
 
     return guarded
@@ -66,12 +69,21 @@ class RequestGuardMiddleware:
 
     def __call__(self, request):
         if "\x00" in request.path_info:
-            return _refused(request, "The URL path must not contain U+0000.",
-                            [{"index": None, "field": None, "message": "the path must not contain U+0000"}])
-        bad = sorted({name for name, values in request.GET.lists()
-                      if "\x00" in name or any("\x00" in value for value in values)})
+            return _refused(
+                request,
+                "The URL path must not contain U+0000.",
+                [{"index": None, "field": None, "message": "the path must not contain U+0000"}],
+            )
+        bad = sorted(
+            {name for name, values in request.GET.lists() if "\x00" in name or any("\x00" in value for value in values)}
+        )
         if bad:
-            return _refused(request, "A query parameter must not contain U+0000.",
-                            [{"index": None, "field": name.replace("\x00", "\\u0000"), "message": "must not contain U+0000"}
-                             for name in bad])
+            return _refused(
+                request,
+                "A query parameter must not contain U+0000.",
+                [
+                    {"index": None, "field": name.replace("\x00", "\\u0000"), "message": "must not contain U+0000"}
+                    for name in bad
+                ],
+            )
         return self.get_response(request)

@@ -18,6 +18,7 @@ config/gunicorn.py, and /metrics adds them up whichever worker answers):
 The log line (logger hakimem.context, INFO) is JSON with the trace id, the project, the status, the latency
 and phase timings and the counts; never the query, the packet's text or the subject id.
 """
+
 from __future__ import annotations
 
 import hmac
@@ -39,20 +40,38 @@ logger = logging.getLogger("hakimem.context")
 _LATENCY_BUCKETS = (0.002, 0.005, 0.01, 0.015, 0.02, 0.03, 0.05, 0.075, 0.1, 0.15, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 _PHASE_BUCKETS = (0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.03, 0.05, 0.1, 0.25, 0.5, 1.0)
 
-HTTP_DURATION = Histogram("hakimem_http_request_duration_seconds", "Time from request to response, by URL pattern",
-                          ["method", "endpoint", "status"], buckets=_LATENCY_BUCKETS)
-CONTEXT_PHASE = Histogram("hakimem_context_phase_seconds", "Time of each phase of POST /v1/context, from its trace",
-                          ["phase"], buckets=_PHASE_BUCKETS)
+HTTP_DURATION = Histogram(
+    "hakimem_http_request_duration_seconds",
+    "Time from request to response, by URL pattern",
+    ["method", "endpoint", "status"],
+    buckets=_LATENCY_BUCKETS,
+)
+CONTEXT_PHASE = Histogram(
+    "hakimem_context_phase_seconds",
+    "Time of each phase of POST /v1/context, from its trace",
+    ["phase"],
+    buckets=_PHASE_BUCKETS,
+)
 CONTEXT_CALLS = Counter("hakimem_context_calls", "Context calls, by trace status", ["status"])
 DECISIONS = Counter("hakimem_context_decisions", "Decisions of context calls, by reason code", ["reason_code"])
-EMBED = Histogram("hakimem_embed_seconds", "Time of the embedding model: one query, or a batch of texts",
-                  ["provider", "kind"], buckets=_PHASE_BUCKETS)
-EMBED_QUERY_CACHE = Counter("hakimem_embed_query_cache", "Query vectors from the cache (hit) or the model (miss)",
-                            ["result"])
-CONTEXT_READS = Counter("hakimem_context_reads", "Where context calls read, with a read replica configured",
-                        ["database", "reason"])
-POOL = Gauge("hakimem_db_pool_connections", "Database pool: open connections (size), idle ones (available), "
-             "requests waiting for one (waiting)", ["state"], multiprocess_mode="livesum")
+EMBED = Histogram(
+    "hakimem_embed_seconds",
+    "Time of the embedding model: one query, or a batch of texts",
+    ["provider", "kind"],
+    buckets=_PHASE_BUCKETS,
+)
+EMBED_QUERY_CACHE = Counter(
+    "hakimem_embed_query_cache", "Query vectors from the cache (hit) or the model (miss)", ["result"]
+)
+CONTEXT_READS = Counter(
+    "hakimem_context_reads", "Where context calls read, with a read replica configured", ["database", "reason"]
+)
+POOL = Gauge(
+    "hakimem_db_pool_connections",
+    "Database pool: open connections (size), idle ones (available), requests waiting for one (waiting)",
+    ["state"],
+    multiprocess_mode="livesum",
+)
 POOL_MAX = Gauge("hakimem_db_pool_max", "Database pool: the most connections it may open", multiprocess_mode="livesum")
 
 
@@ -89,8 +108,9 @@ def metrics_view(request):
         raise Http404
     scheme, _, sent = request.META.get("HTTP_AUTHORIZATION", "").partition(" ")
     if scheme.lower() != "bearer" or not hmac.compare_digest(sent.strip().encode(), token.encode()):
-        response = HttpResponse("A bearer token (HAKI_METRICS_TOKEN) is needed.\n", status=401,
-                                content_type="text/plain; charset=utf-8")
+        response = HttpResponse(
+            "A bearer token (HAKI_METRICS_TOKEN) is needed.\n", status=401, content_type="text/plain; charset=utf-8"
+        )
         response["WWW-Authenticate"] = 'Bearer realm="metrics"'
         return response
     if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
@@ -119,6 +139,7 @@ request_finished.connect(pool_gauges, dispatch_uid="hakimem.observability.pool_g
 
 # --- context calls -------------------------------------------------------------------------------------
 
+
 def context_call_observed(*, trace: dict, reason_codes: list[str], write_seconds: float) -> None:
     """Called by traces.services.trace_record once a context call's trace is written."""
     for phase, ms in (trace.get("timings") or {}).items():
@@ -131,15 +152,26 @@ def context_call_observed(*, trace: dict, reason_codes: list[str], write_seconds
     for code, count in counts.items():
         DECISIONS.labels(code).inc(count)
     if logger.isEnabledFor(logging.INFO):
-        logger.info(json.dumps({
-            "event": "context_call", "trace_id": str(trace["id"]), "project_id": trace["project_id"],
-            "status": str(trace["status"]), "empty_reason": str(trace["empty_reason"]) if trace.get("empty_reason") else None,
-            "latency_ms": trace.get("latency_ms"), "timings_ms": trace.get("timings"),
-            "trace_write_ms": round(write_seconds * 1000, 3), "candidates": trace.get("candidates"),
-            "facts_served": trace.get("facts_served"), "episodes_served": trace.get("episodes_served"),
-            "used_tokens": trace.get("used_tokens"), "budget_tokens": trace.get("budget_tokens"),
-            "embedder": trace.get("embedder"),
-        }))
+        logger.info(
+            json.dumps(
+                {
+                    "event": "context_call",
+                    "trace_id": str(trace["id"]),
+                    "project_id": trace["project_id"],
+                    "status": str(trace["status"]),
+                    "empty_reason": str(trace["empty_reason"]) if trace.get("empty_reason") else None,
+                    "latency_ms": trace.get("latency_ms"),
+                    "timings_ms": trace.get("timings"),
+                    "trace_write_ms": round(write_seconds * 1000, 3),
+                    "candidates": trace.get("candidates"),
+                    "facts_served": trace.get("facts_served"),
+                    "episodes_served": trace.get("episodes_served"),
+                    "used_tokens": trace.get("used_tokens"),
+                    "budget_tokens": trace.get("budget_tokens"),
+                    "embedder": trace.get("embedder"),
+                }
+            )
+        )
 
 
 def context_reads(database: str, reason: str) -> None:
@@ -147,6 +179,7 @@ def context_reads(database: str, reason: str) -> None:
 
 
 # --- the embedder --------------------------------------------------------------------------------------
+
 
 def embedded(provider: str, texts: int, seconds: float) -> None:
     EMBED.labels(provider, "query" if texts == 1 else "batch").observe(seconds)

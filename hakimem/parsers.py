@@ -6,6 +6,7 @@ limit and answers 413 beyond it. It also refuses what json.loads accepts but not
 that overflow a float or a bigint (1e400 became inf, which the renderer then could not write back: Django's HTML 500 page),
 NaN and Infinity, and nesting deep enough to exhaust the decoder's recursion (2,000 levels).
 """
+
 from __future__ import annotations
 
 import json

@@ -8,6 +8,7 @@ That is also why it is a middleware rather than a DRF throttle class (DRF thrott
 authentication, inside the transaction): the key is identified by a hash of the bearer token, without reading
 the key; not the hash ApiKey stores, which the counters' readers (the application's login role) must not learn.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -56,11 +57,16 @@ def counter_hit(bucket: str, period: int, *, now: float | None = None, also: str
     window, left = _window(period, now)
     prune = time.monotonic() - _pruned_at["at"] > PRUNE_SECONDS
     # Every window older than the longest period in use is over, whichever bucket it counted.
-    longest = max(period, settings.HAKI_LOGIN_LOCKOUT_SECONDS, settings.HAKI_THROTTLE_RATE.period
-                  if settings.HAKI_THROTTLE_RATE else 0)
+    longest = max(
+        period,
+        settings.HAKI_LOGIN_LOCKOUT_SECONDS,
+        settings.HAKI_THROTTLE_RATE.period if settings.HAKI_THROTTLE_RATE else 0,
+    )
     with connection.cursor() as cursor:
-        cursor.execute(_HIT_SQL, {"bucket": bucket, "window": window, "also": also, "prune": prune,
-                                  "stale_before": int(now) - longest})
+        cursor.execute(
+            _HIT_SQL,
+            {"bucket": bucket, "window": window, "also": also, "prune": prune, "stale_before": int(now) - longest},
+        )
         hits, also_hits = cursor.fetchone()
     if prune:
         _pruned_at["at"] = time.monotonic()
@@ -125,10 +131,13 @@ class RateLimitMiddleware:
 
             retry_after = max(1, math.ceil(left))
             response = JsonResponse(
-                error_body(ErrorCode.RATE_LIMITED, f"Too many requests: at most {rate.limit} per {rate.period} s "
-                           f"for {'this key' if hits > rate.limit else 'unknown keys from this address'}. "
-                           f"Retry after {retry_after} s.",
-                           {"limit": rate.limit, "period_seconds": rate.period, "retry_after": retry_after}),
+                error_body(
+                    ErrorCode.RATE_LIMITED,
+                    f"Too many requests: at most {rate.limit} per {rate.period} s "
+                    f"for {'this key' if hits > rate.limit else 'unknown keys from this address'}. "
+                    f"Retry after {retry_after} s.",
+                    {"limit": rate.limit, "period_seconds": rate.period, "retry_after": retry_after},
+                ),
                 status=429,
             )
             response["Retry-After"] = str(retry_after)
@@ -155,8 +164,11 @@ def _login_buckets(request, username: str) -> list[tuple[str, int]]:
     name = hashlib.sha256(username.strip().lower().encode()).hexdigest()[:32]
     address = client_address(request)
     limit = settings.HAKI_LOGIN_MAX_FAILURES
-    return [(f"login-user-addr:{name}:{address}", limit), (f"login-addr:{address}", limit * 4),
-            (f"login-user:{name}", limit * LOGIN_BACKSTOP_FACTOR)]
+    return [
+        (f"login-user-addr:{name}:{address}", limit),
+        (f"login-addr:{address}", limit * 4),
+        (f"login-user:{name}", limit * LOGIN_BACKSTOP_FACTOR),
+    ]
 
 
 def login_locked(request, username: str) -> float:
@@ -205,6 +217,7 @@ class LockoutAdminAuthenticationForm(AdminAuthenticationForm):
                 raise
             cleaned = None
         if left:
-            raise forms.ValidationError(self.error_messages["locked_out"], code="locked_out",
-                                        params={"minutes": max(1, math.ceil(left / 60))})
+            raise forms.ValidationError(
+                self.error_messages["locked_out"], code="locked_out", params={"minutes": max(1, math.ceil(left / 60))}
+            )
         return cleaned

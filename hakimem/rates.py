@@ -1,11 +1,22 @@
 """Rates as the settings spell them ("600/s", "30000/min"): read at start-up, so no Django import here."""
+
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
 
-_PERIODS = {"s": 1, "sec": 1, "second": 1, "m": 60, "min": 60, "minute": 60, "h": 3600, "hour": 3600,
-            "d": 86400, "day": 86400}
+_PERIODS = {
+    "s": 1,
+    "sec": 1,
+    "second": 1,
+    "m": 60,
+    "min": 60,
+    "minute": 60,
+    "h": 3600,
+    "hour": 3600,
+    "d": 86400,
+    "day": 86400,
+}
 
 
 @dataclass(frozen=True)
@@ -15,7 +26,7 @@ class Rate:
 
 
 def parse_rate(raw: str) -> Rate | None:
-    """"600/s", "30000/min", "1000/hour"; "" or "off": no limit."""
+    """ "600/s", "30000/min", "1000/hour"; "" or "off": no limit."""
     raw = (raw or "").strip().lower()
     if raw in ("", "off", "none", "0"):
         return None

@@ -21,6 +21,7 @@ management commands, the benchmark and evaluation scripts, a test's own set-up. 
 project_id (conflict members since facts/migrations/0012_project_in_keys; before, they were visible when their
 set was: enable_child_sql).
 """
+
 from __future__ import annotations
 
 from contextlib import ExitStack, contextmanager
@@ -46,14 +47,17 @@ UNSCOPED_PREFIXES = ("/v1/health", "/metrics", "/static/", "/v1/schema", "/docs"
 
 # --- policies (written by the migrations of the apps that own the tables) ---------------------------------
 
+
 def _own_project(column: str = "project_id") -> str:
     return f"{column} = current_setting('{PROJECT_SETTING}', true)"
 
 
 def _staff_projects(column: str = "project_id") -> str:
     # "*" first: on the staff pages' big aggregates the test stops at the first term of each row.
-    return (f"(current_setting('{PROJECT_SETTING}', true) = '{ALL_PROJECTS}' OR "
-            f"{column} = ANY (string_to_array(current_setting('{PROJECT_SETTING}', true), ',')))")
+    return (
+        f"(current_setting('{PROJECT_SETTING}', true) = '{ALL_PROJECTS}' OR "
+        f"{column} = ANY (string_to_array(current_setting('{PROJECT_SETTING}', true), ',')))"
+    )
 
 
 def enable_sql(table: str) -> list[str]:
@@ -90,8 +94,15 @@ def disable_sql(table: str) -> list[str]:
 # The tables the API role never reads: people's accounts, sessions and the admin's history, the keys and the staff's
 # project limits (hakimem/migrations/0005). A table made again later (a restore) gets the schema's default
 # privileges, which give them back: api_role_revoke runs again then.
-WITHOUT_API = [("auth", "User"), ("auth", "Group"), ("auth", "Permission"), ("sessions", "Session"),
-               ("admin", "LogEntry"), ("hakimem", "ApiKey"), ("hakimem", "StaffProjectAccess")]
+WITHOUT_API = [
+    ("auth", "User"),
+    ("auth", "Group"),
+    ("auth", "Permission"),
+    ("sessions", "Session"),
+    ("admin", "LogEntry"),
+    ("hakimem", "ApiKey"),
+    ("hakimem", "StaffProjectAccess"),
+]
 
 
 def without_api_tables(apps) -> list[str]:
@@ -108,13 +119,17 @@ def api_role_revoke(cursor, tables: list[str]) -> None:
     """Take from API_ROLE every right on `tables` and on their id sequences (identity or serial)."""
     for table in tables:
         cursor.execute(f'REVOKE ALL ON TABLE "{table}" FROM {API_ROLE}')
-        cursor.execute("SELECT s.oid::regclass::text FROM pg_depend d JOIN pg_class s ON s.oid = d.objid"
-                       " WHERE s.relkind = 'S' AND d.refobjid = %s::regclass", [table])
+        cursor.execute(
+            "SELECT s.oid::regclass::text FROM pg_depend d JOIN pg_class s ON s.oid = d.objid"
+            " WHERE s.relkind = 'S' AND d.refobjid = %s::regclass",
+            [table],
+        )
         for (sequence,) in cursor.fetchall():
             cursor.execute(f"REVOKE ALL ON SEQUENCE {sequence} FROM {API_ROLE}")
 
 
 # --- the request's scope -----------------------------------------------------------------------------------
+
 
 def scope_enter(role: str, projects: str = "") -> tuple[str, str]:
     """Run the rest of the current transaction as `role`, seeing `projects` (one project for API_ROLE; "*"
@@ -122,9 +137,11 @@ def scope_enter(role: str, projects: str = "") -> tuple[str, str]:
     role and projects in force before ("none" and "" for the connecting user's own)."""
     with connection.cursor() as cursor:
         # The select list is evaluated left to right: the values before, then the new ones.
-        cursor.execute("SELECT current_setting('role'), coalesce(current_setting(%s, true), ''),"
-                       f" set_config('role', %s, true); {PROJECT_SET_SQL}",
-                       [PROJECT_SETTING, role, projects])
+        cursor.execute(
+            "SELECT current_setting('role'), coalesce(current_setting(%s, true), ''),"
+            f" set_config('role', %s, true); {PROJECT_SET_SQL}",
+            [PROJECT_SETTING, role, projects],
+        )
         before_role, before_projects, _ = cursor.fetchone()
     return before_role, before_projects
 

@@ -2,6 +2,7 @@
 
 The views validate with the apps' strict serializers and answer plain dicts; what the schema cannot infer from
 them (the error contract, the response shapes, the custom fields) is declared here and next to each view."""
+
 from __future__ import annotations
 
 from html import escape
@@ -46,7 +47,9 @@ _MEANING = {
 
 def errors(*statuses: int) -> dict[int, OpenApiResponse]:
     """The error responses of an endpoint, each in the contract. 401, 405 and 503 apply to every keyed endpoint."""
-    return {s: OpenApiResponse(ErrorSerializer, description=_MEANING[s]) for s in sorted(set(statuses) | {401, 405, 503})}
+    return {
+        s: OpenApiResponse(ErrorSerializer, description=_MEANING[s]) for s in sorted(set(statuses) | {401, 405, 503})
+    }
 
 
 class ApiKeyScheme(OpenApiAuthenticationExtension):
@@ -72,10 +75,13 @@ class JsonObjectFieldSchema(OpenApiSerializerFieldExtension):
     def map_serializer_field(self, auto_schema, direction):
         from hakimem.fields import METADATA_MAX_BYTES, METADATA_MAX_DEPTH
 
-        return {"type": "object", "additionalProperties": True,
-                "description": f"free-form JSON object: at most {METADATA_MAX_DEPTH} levels deep and {METADATA_MAX_BYTES} "
-                               "bytes as compact JSON; no U+0000 or unpaired surrogate; integers within a bigint "
-                               "(-(2^63 - 1) to 2^63 - 1, as every JSON number the API reads)"}
+        return {
+            "type": "object",
+            "additionalProperties": True,
+            "description": f"free-form JSON object: at most {METADATA_MAX_DEPTH} levels deep and {METADATA_MAX_BYTES} "
+            "bytes as compact JSON; no U+0000 or unpaired surrogate; integers within a bigint "
+            "(-(2^63 - 1) to 2^63 - 1, as every JSON number the API reads)",
+        }
 
 
 class StrictSerializerSchema(OpenApiSerializerExtension):
@@ -137,9 +143,11 @@ class SchemaPageRenderer(OpenApiYamlRenderer):
 
     def render(self, data, accepted_media_type=None, renderer_context=None):
         text = super().render(data, accepted_media_type, renderer_context).decode()
-        return (f'<!doctype html><meta charset="utf-8"><title>hakimem API schema</title>'
-                f'<p>The OpenAPI 3 schema of hakimem\'s API; <a href="../docs">browse it</a> or '
-                f'<a href="?format=json">get it as JSON</a>.</p><pre>{escape(text)}</pre>').encode()
+        return (
+            f'<!doctype html><meta charset="utf-8"><title>hakimem API schema</title>'
+            f'<p>The OpenAPI 3 schema of hakimem\'s API; <a href="../docs">browse it</a> or '
+            f'<a href="?format=json">get it as JSON</a>.</p><pre>{escape(text)}</pre>'
+        ).encode()
 
 
 class SchemaView(SpectacularAPIView):
@@ -155,9 +163,15 @@ def malformed_ids_answer_400(result, generator, request, public):
         for operation in operations.values():
             if not isinstance(operation, dict):
                 continue
-            ids = [p for p in operation.get("parameters", []) if p.get("in") == "path" and p["schema"].get("format") == "uuid"]
+            ids = [
+                p
+                for p in operation.get("parameters", [])
+                if p.get("in") == "path" and p["schema"].get("format") == "uuid"
+            ]
             if ids and "400" not in operation.get("responses", {}):
                 content = {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}
-                operation["responses"]["400"] = {"description": "invalid_request: an id in the path is not a UUID",
-                                                 "content": content}
+                operation["responses"]["400"] = {
+                    "description": "invalid_request: an id in the path is not a UUID",
+                    "content": content,
+                }
     return result

@@ -1,5 +1,6 @@
 """What every app's API does at its edge: strict input serializers, reading the query string into one, and
 ISO 8601 output."""
+
 from __future__ import annotations
 
 from rest_framework import serializers

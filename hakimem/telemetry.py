@@ -16,6 +16,7 @@ thread): a gunicorn worker in post_fork (config/gunicorn.py), any other process 
 the SDK reads its other OTEL_* variables itself (OTEL_EXPORTER_OTLP_HEADERS, OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, ...).
 This module imports nothing of Django: gunicorn's post_fork runs it before Django is set up.
 """
+
 from __future__ import annotations
 
 import os
@@ -28,11 +29,27 @@ TRACER_NAME = "hakimem"
 
 # What a span may say about a call or a write: ids and counts. A name outside this list is refused (ValueError), so no
 # text can reach an exporter by a new attribute nobody reviewed.
-ATTRIBUTES = frozenset({
-    "trace_id", "project_id", "status", "empty_reason", "replay", "tiered", "budget_tokens", "used_tokens",
-    "candidates", "facts_served", "episodes_served", "warnings", "items", "created", "deduplicated", "conflicts",
-    "category_erase",
-})
+ATTRIBUTES = frozenset(
+    {
+        "trace_id",
+        "project_id",
+        "status",
+        "empty_reason",
+        "replay",
+        "tiered",
+        "budget_tokens",
+        "used_tokens",
+        "candidates",
+        "facts_served",
+        "episodes_served",
+        "warnings",
+        "items",
+        "created",
+        "deduplicated",
+        "conflicts",
+        "category_erase",
+    }
+)
 ERASED_PREFIX = "erased."  # an erasure's receipt, per table: erased.facts, erased.traces, ...
 
 _tracer = None  # the SDK's tracer once setup() ran in this process; None: every span is _NO_SPAN
@@ -83,8 +100,11 @@ class Span:
     def phase(self, name: str, started: float, ended: float) -> None:
         from opentelemetry import trace
 
-        child = _tracer.start_span(f"{self.name}.{name}", context=trace.set_span_in_context(self._span),
-                                   start_time=int(started * 1e9) + self._epoch_offset_ns)
+        child = _tracer.start_span(
+            f"{self.name}.{name}",
+            context=trace.set_span_in_context(self._span),
+            start_time=int(started * 1e9) + self._epoch_offset_ns,
+        )
         child.end(end_time=int(ended * 1e9) + self._epoch_offset_ns)
 
 
@@ -102,8 +122,9 @@ def _recording(name: str, parent, attributes: dict):
     from opentelemetry.trace import Status, StatusCode
 
     context = trace.set_span_in_context(parent._span) if isinstance(parent, Span) else None
-    with _tracer.start_as_current_span(name, context=context, attributes=attributes, record_exception=False,
-                                       set_status_on_exception=False) as otel_span:
+    with _tracer.start_as_current_span(
+        name, context=context, attributes=attributes, record_exception=False, set_status_on_exception=False
+    ) as otel_span:
         try:
             yield Span(name, otel_span)
         except BaseException as exc:
@@ -132,8 +153,9 @@ def setup(exporter=None) -> bool:
     from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
 
     shutdown()
-    provider = TracerProvider(resource=Resource.create({"service.name": os.environ.get("OTEL_SERVICE_NAME")
-                                                        or SERVICE_NAME}))
+    provider = TracerProvider(
+        resource=Resource.create({"service.name": os.environ.get("OTEL_SERVICE_NAME") or SERVICE_NAME})
+    )
     if exporter is None:
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 

@@ -1,5 +1,6 @@
 """The token estimate every budget is counted in: the assembler's packing (context.scoring re-exports it) and
 the identity blocks' cost the API shows (facts), which may not import context."""
+
 from __future__ import annotations
 
 

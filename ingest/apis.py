@@ -1,5 +1,6 @@
 """POST /v1/events (and its list, GET): events stored and, when extraction is on, queued in one transaction
 (ingest.services.event_ingest). The event's detail, a read of the store, is facts' (facts/apis.py)."""
+
 from __future__ import annotations
 
 from drf_spectacular.utils import extend_schema
@@ -26,8 +27,12 @@ from ingest.services import event_ingest
 
 
 class EventsApi(APIView):
-    @extend_schema(operation_id="events_list", summary="A scope's events (episodes), newest first", parameters=[EventListQuerySerializer],
-                   responses={200: EventPageSerializer, **errors(400, 404)})
+    @extend_schema(
+        operation_id="events_list",
+        summary="A scope's events (episodes), newest first",
+        parameters=[EventListQuerySerializer],
+        responses={200: EventPageSerializer, **errors(400, 404)},
+    )
     def get(self, request):
         params = validated(EventListQuerySerializer, query_params(request))
         require_project(request, params["project_id"])
@@ -35,10 +40,14 @@ class EventsApi(APIView):
         rows, next_cursor = keyset(qs, "occurred_at", params)
         return page_response(rows, next_cursor, event_out, "events")
 
-    @extend_schema(summary="Write one event, or a batch of up to 500 (all-or-nothing)",
-                   request=one_or_batch("EventWrite", EventInSerializer, EventBatchInSerializer),
-                   responses={201: one_or_batch("EventWriteAnswer", EventOutSerializer, EventBatchOutSerializer),
-                              **errors(400, 404, 413, 415)})
+    @extend_schema(
+        summary="Write one event, or a batch of up to 500 (all-or-nothing)",
+        request=one_or_batch("EventWrite", EventInSerializer, EventBatchInSerializer),
+        responses={
+            201: one_or_batch("EventWriteAnswer", EventOutSerializer, EventBatchOutSerializer),
+            **errors(400, 404, 413, 415),
+        },
+    )
     def post(self, request):
         items, is_batch = validate_batch(request, EventInSerializer, "events")
         events = event_ingest(items=[EventInput(**item) for item in items])

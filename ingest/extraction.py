@@ -18,6 +18,7 @@ The model's answer is untrusted input, guarded at this boundary:
 
 Logs name events by id and items by position, never their text: events and facts are personal data.
 """
+
 from __future__ import annotations
 
 import functools
@@ -55,8 +56,8 @@ ITEM_KEYS = frozenset({"text", "category", "confidence"})
 
 PROMPT = (
     "You extract durable facts about the user from one event of their life or conversation. "
-    "Answer with JSON only: a list of objects {\"text\": a short fact in your own words, in the third person, "
-    "\"category\": one of the allowed categories (or \"\" when none is given), \"confidence\": a number from 0 "
+    'Answer with JSON only: a list of objects {"text": a short fact in your own words, in the third person, '
+    '"category": one of the allowed categories (or "" when none is given), "confidence": a number from 0 '
     "to 1}. Do not copy sentences of the event. Answer [] when there is nothing durable to remember."
 )
 
@@ -135,8 +136,9 @@ def _post(body: dict, headers: dict, timeout: float) -> tuple[int, bytes]:
     """One call: (status, body). The timeout bounds each network wait, and the whole answer must have arrived
     within it too: a server trickling bytes does not hold the worker longer than one more wait."""
     deadline = time.monotonic() + timeout
-    with _http().stream("POST", settings.HAKI_EXTRACTOR_URL, json=body, headers=headers,
-                        timeout=httpx.Timeout(timeout)) as response:
+    with _http().stream(
+        "POST", settings.HAKI_EXTRACTOR_URL, json=body, headers=headers, timeout=httpx.Timeout(timeout)
+    ) as response:
         chunks, size = [], 0
         for chunk in response.iter_bytes():
             chunks.append(chunk)
@@ -193,8 +195,12 @@ def check_item(item, *, categories: tuple[str, ...], consented: set[str] | None)
         return "category is not one of the project's"
     if consented is not None and category not in consented:
         return "category not consented to by the subject"
-    if isinstance(confidence, bool) or not isinstance(confidence, int | float) or not math.isfinite(confidence) \
-            or not 0 <= confidence <= 1:
+    if (
+        isinstance(confidence, bool)
+        or not isinstance(confidence, int | float)
+        or not math.isfinite(confidence)
+        or not 0 <= confidence <= 1
+    ):
         return "confidence must be a number from 0 to 1"
     return ExtractedFact(text=text.strip(), category=category, confidence=float(confidence))
 
@@ -203,8 +209,9 @@ def _normalised(text: str) -> str:
     return " ".join(text.split())
 
 
-def guard_items(raw_items: list, *, event: Event, categories: tuple[str, ...],
-                consented: set[str] | None) -> tuple[list[ExtractedFact], dict[str, int]]:
+def guard_items(
+    raw_items: list, *, event: Event, categories: tuple[str, ...], consented: set[str] | None
+) -> tuple[list[ExtractedFact], dict[str, int]]:
     """The items that pass every guard, and how many each guard dropped."""
     kept, dropped = [], {"invalid": 0, "low_confidence": 0, "copied": 0}
     event_text = _normalised(event.text)
@@ -284,8 +291,13 @@ def event_extract(*, event_id, final_attempt: bool = True) -> ExtractionOutcome 
     if fact_ids is None:  # erased meanwhile
         return None
     _finish(event.id, status=ExtractionStatus.DONE, calls=calls[0], fact_ids=fact_ids)
-    logger.info("extraction of event %s: %d item(s), %d fact(s) written or confirmed, dropped %s",
-                event.id, len(answer.items), len(fact_ids), dropped)
+    logger.info(
+        "extraction of event %s: %d item(s), %d fact(s) written or confirmed, dropped %s",
+        event.id,
+        len(answer.items),
+        len(fact_ids),
+        dropped,
+    )
     return ExtractionOutcome(ExtractionStatus.DONE, fact_ids=fact_ids, dropped=dropped)
 
 
@@ -294,9 +306,14 @@ def _write(event: Event, kept: list[ExtractedFact]) -> list[str] | None:
     since the items were checked refuses the facts of that category alone: they are dropped and the rest
     written. None when the event was erased meanwhile."""
     items = [
-        FactInput(project_id=event.project_id, subject_id=event.subject_id, text=f.text,
-                  category=f.category, source_event_id=event.id,
-                  metadata={"extraction": {"confidence": f.confidence}})
+        FactInput(
+            project_id=event.project_id,
+            subject_id=event.subject_id,
+            text=f.text,
+            category=f.category,
+            source_event_id=event.id,
+            metadata={"extraction": {"confidence": f.confidence}},
+        )
         for f in kept
     ]
     while items:

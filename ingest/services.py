@@ -1,5 +1,6 @@
 """Events in, facts out: an event write that queues the events' fact extraction in its own transaction, and the
 erasure of a scope's queued jobs. The store (facts) knows nothing of the queue: this app calls it."""
+
 from __future__ import annotations
 
 import logging
@@ -36,7 +37,8 @@ def _queue_extraction(events: list[Event]) -> None:
     except Exception:
         logger.exception("extraction: %d event(s) could not be queued", len(events))
         Event.objects.filter(id__in=[e.id for e in events]).update(
-            extraction_status=ExtractionStatus.FAILED, extraction_error="enqueue_failed")
+            extraction_status=ExtractionStatus.FAILED, extraction_error="enqueue_failed"
+        )
         for event in events:
             event.extraction_status, event.extraction_error = ExtractionStatus.FAILED, "enqueue_failed"
 
@@ -44,8 +46,10 @@ def _queue_extraction(events: list[Event]) -> None:
 # Queued extractions name the events by id. A job a worker is running ('doing') is left to end: it finds its event
 # gone and writes nothing (ingest.extraction.event_extract). The queue is small (succeeded jobs are deleted): no
 # index on the event id is needed.
-_JOBS_ERASE_SQL = ("DELETE FROM procrastinate_jobs j USING facts_event e WHERE j.queue_name = %(queue)s"
-                   " AND j.task_name = %(extract_task)s AND j.status <> 'doing' AND j.args->>'event_id' = e.id::text AND ")
+_JOBS_ERASE_SQL = (
+    "DELETE FROM procrastinate_jobs j USING facts_event e WHERE j.queue_name = %(queue)s"
+    " AND j.task_name = %(extract_task)s AND j.status <> 'doing' AND j.args->>'event_id' = e.id::text AND "
+)
 
 
 def extraction_jobs_erase(project_id: str, subject_id: str | None) -> dict[str, int]:
@@ -54,6 +58,8 @@ def extraction_jobs_erase(project_id: str, subject_id: str | None) -> dict[str, 
     from ingest.tasks import QUEUE, extract_event  # procrastinate's app is ready only once Django is
 
     with connection.cursor() as cursor:
-        cursor.execute(_JOBS_ERASE_SQL + erase_condition(subject_id, "e"),
-                       {"p": project_id, "s": subject_id, "queue": QUEUE, "extract_task": extract_event.name})
+        cursor.execute(
+            _JOBS_ERASE_SQL + erase_condition(subject_id, "e"),
+            {"p": project_id, "s": subject_id, "queue": QUEUE, "extract_task": extract_event.name},
+        )
         return {"extraction_jobs": cursor.rowcount}

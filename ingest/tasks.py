@@ -10,6 +10,7 @@ HAKI_EXTRACTOR_RETRY_WAIT seconds later, QUEUE_RUNS times in all; timeouts and i
 A job run twice (a worker killed after writing the facts) writes nothing twice: the event is no longer
 pending, or its facts are answered by the write path's de-duplication.
 """
+
 from __future__ import annotations
 
 from django.conf import settings

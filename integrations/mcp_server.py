@@ -12,6 +12,7 @@ report its error codes, and the key is checked on every call (a revoked key stop
 project is the key's; the subject is a tool argument, or the configured default. Each call runs as a REST
 request does: one transaction, as the API's role under row-level security (hakimem/rowsecurity.py).
 """
+
 from __future__ import annotations
 
 import functools
@@ -67,11 +68,15 @@ def _django_call(fn):
         except ApiError as exc:
             raise MemoryToolError(exc.code, exc.message, exc.details.get("errors")) from exc
         except ValidationError as exc:
-            raise MemoryToolError(ErrorCode.INVALID_REQUEST, "The request is invalid.", flatten_errors(exc.detail)) from exc
+            raise MemoryToolError(
+                ErrorCode.INVALID_REQUEST, "The request is invalid.", flatten_errors(exc.detail)
+            ) from exc
         except ServiceValidationError as exc:
             raise MemoryToolError(ErrorCode.INVALID_REQUEST, "The request is invalid.", exc.errors) from exc
         except EmbedderUnavailable as exc:
-            raise MemoryToolError(ErrorCode.EMBEDDER_UNAVAILABLE, f"The embedder is unavailable; nothing was written. ({exc})") from exc
+            raise MemoryToolError(
+                ErrorCode.EMBEDDER_UNAVAILABLE, f"The embedder is unavailable; nothing was written. ({exc})"
+            ) from exc
         finally:
             close_old_connections()
 
@@ -88,8 +93,11 @@ def _uuid(value: str, field: str):
     try:
         return uuid.UUID(str(value))
     except ValueError:
-        raise ApiError(ErrorCode.INVALID_REQUEST, "The request is invalid.",
-                       details={"errors": [{"index": None, "field": field, "message": "must be a UUID"}]}) from None
+        raise ApiError(
+            ErrorCode.INVALID_REQUEST,
+            "The request is invalid.",
+            details={"errors": [{"index": None, "field": field, "message": "must be a UUID"}]},
+        ) from None
 
 
 class MemoryTools:
@@ -123,8 +131,15 @@ class MemoryTools:
     def subject(self, subject_id: str | None) -> str:
         subject = subject_id or self.default_subject
         if not subject:
-            raise ApiError(ErrorCode.INVALID_REQUEST, "The request is invalid.", details={"errors": [
-                {"index": None, "field": "subject_id", "message": "required: no default subject is configured"}]})
+            raise ApiError(
+                ErrorCode.INVALID_REQUEST,
+                "The request is invalid.",
+                details={
+                    "errors": [
+                        {"index": None, "field": "subject_id", "message": "required: no default subject is configured"}
+                    ]
+                },
+            )
         return subject
 
     def remember(self, *, text: str, subject_id: str | None = None, **options: Any) -> dict:
@@ -141,8 +156,9 @@ class MemoryTools:
                 "conflict_set_id": str(result.conflict_set.id) if result.conflict_set else None,
             }
 
-    def recall(self, *, query: str, subject_id: str | None = None, budget_tokens: int | None = None,
-               tiers: bool = False) -> dict:
+    def recall(
+        self, *, query: str, subject_id: str | None = None, budget_tokens: int | None = None, tiers: bool = False
+    ) -> dict:
         with self.as_key() as key:
             data = {"project_id": key.project_id, "subject_id": self.subject(subject_id), "query": query}
             sent = None
@@ -153,8 +169,13 @@ class MemoryTools:
                 data["tiers"] = True
             params = _validated(ContextRequestSerializer, data)
             options = call_options(params)
-            return context_assemble(project_id=key.project_id, subject_id=params["subject_id"], query=params["query"],
-                                    budget_tokens=call_budget(sent, options), options=options)
+            return context_assemble(
+                project_id=key.project_id,
+                subject_id=params["subject_id"],
+                query=params["query"],
+                budget_tokens=call_budget(sent, options),
+                options=options,
+            )
 
     def forget(self, *, fact_id: str) -> dict:
         with self.as_key() as key:
@@ -185,33 +206,55 @@ def build_server(tools: MemoryTools) -> MCPServer:
         ),
     )
 
-    @server.tool(description="Store one durable fact about the subject (one short, self-contained sentence). "
-                             "A repeat is de-duplicated; a contradiction opens a conflict set for a curator.")
+    @server.tool(
+        description="Store one durable fact about the subject (one short, self-contained sentence). "
+        "A repeat is de-duplicated; a contradiction opens a conflict set for a curator."
+    )
     @_django_call
     def remember(
         text: Annotated[str, Field(description="The fact, e.g. 'Alice is allergic to peanuts.'")],
         subject_id: SubjectArg = None,
         category: Annotated[str | None, Field(description="A free label, e.g. 'health'.")] = None,
-        kind: Annotated[Literal["fact", "preference"] | None, Field(description="'preference' for likes and wishes.")] = None,
+        kind: Annotated[
+            Literal["fact", "preference"] | None, Field(description="'preference' for likes and wishes.")
+        ] = None,
         importance: Annotated[float | None, Field(ge=0, le=1, description="0 to 1 (default 0.5).")] = None,
-        volatility: Annotated[Literal["permanent", "stable", "volatile"] | None,
-                              Field(description="How soon it may stop holding (default permanent).")] = None,
+        volatility: Annotated[
+            Literal["permanent", "stable", "volatile"] | None,
+            Field(description="How soon it may stop holding (default permanent)."),
+        ] = None,
         valid_from: Annotated[str | None, Field(description="ISO 8601 with an offset: since when it holds.")] = None,
     ) -> dict[str, Any]:
-        return tools.remember(text=text, subject_id=subject_id, category=category, kind=kind, importance=importance,
-                              volatility=volatility, valid_from=valid_from)
+        return tools.remember(
+            text=text,
+            subject_id=subject_id,
+            category=category,
+            kind=kind,
+            importance=importance,
+            volatility=volatility,
+            valid_from=valid_from,
+        )
 
-    @server.tool(description="The memory relevant to a query, as a <haki_memory> block to put in the prompt "
-                             "(empty when nothing relevant is stored). The structured result adds the trace id, and "
-                             "for an empty block its empty_reason: scope_unknown, scope_empty, budget_too_small, "
-                             "all_blocked or no_relevant_memory.")
+    @server.tool(
+        description="The memory relevant to a query, as a <haki_memory> block to put in the prompt "
+        "(empty when nothing relevant is stored). The structured result adds the trace id, and "
+        "for an empty block its empty_reason: scope_unknown, scope_empty, budget_too_small, "
+        "all_blocked or no_relevant_memory."
+    )
     @_django_call
     def recall(
         query: Annotated[str, Field(description="The user's message or a question about the subject.")],
         subject_id: SubjectArg = None,
-        budget_tokens: Annotated[int | None, Field(description="Largest size of the block in tokens (default 900).")] = None,
-        tiers: Annotated[bool, Field(description="Also the identity blocks (persona, standing instructions) and the "
-                                                 "procedures, each memory layer under its own budget, in five sections.")] = False,
+        budget_tokens: Annotated[
+            int | None, Field(description="Largest size of the block in tokens (default 900).")
+        ] = None,
+        tiers: Annotated[
+            bool,
+            Field(
+                description="Also the identity blocks (persona, standing instructions) and the "
+                "procedures, each memory layer under its own budget, in five sections."
+            ),
+        ] = False,
     ) -> CallToolResult:
         packet = tools.recall(query=query, subject_id=subject_id, budget_tokens=budget_tokens, tiers=tiers)
         return CallToolResult(
@@ -221,7 +264,9 @@ def build_server(tools: MemoryTools) -> MCPServer:
                 "trace_id": packet["trace_id"],
                 "status": packet["status"],
                 "facts": [{"id": f["id"], "text": f["text"]} for f in packet["facts"]],
-                "episodes": [{"id": e["id"], "text": e["text"], "occurred_at": e["occurred_at"]} for e in packet["episodes"]],
+                "episodes": [
+                    {"id": e["id"], "text": e["text"], "occurred_at": e["occurred_at"]} for e in packet["episodes"]
+                ],
                 "used_tokens": packet["used_tokens"],
                 "empty_reason": packet["empty_reason"],
                 "empty_details": packet["empty_details"],
@@ -230,11 +275,15 @@ def build_server(tools: MemoryTools) -> MCPServer:
 
     @server.tool(description="Retract a fact that is wrong or no longer wanted: it is never served again.")
     @_django_call
-    def forget(fact_id: Annotated[str, Field(description="The fact's id (from remember or recall).")]) -> dict[str, Any]:
+    def forget(
+        fact_id: Annotated[str, Field(description="The fact's id (from remember or recall).")],
+    ) -> dict[str, Any]:
         return tools.forget(fact_id=fact_id)
 
-    @server.tool(description="Why a recall served what it did: the request, the packet, and every candidate "
-                             "considered with its decision (included, excluded, blocked) and reason code.")
+    @server.tool(
+        description="Why a recall served what it did: the request, the packet, and every candidate "
+        "considered with its decision (included, excluded, blocked) and reason code."
+    )
     @_django_call
     def inspect(trace_id: Annotated[str, Field(description="The trace id a recall returned.")]) -> dict[str, Any]:
         return tools.inspect(trace_id=trace_id)

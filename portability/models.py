@@ -1,4 +1,5 @@
 """A re-embedding run's progress: where `manage.py reembed` resumes."""
+
 from __future__ import annotations
 
 from django.db import models

@@ -28,6 +28,7 @@ stored (the raw similarity, "" for project-wide, a conflict set's member rows, t
 out what the API adds (an event's extraction state, a block's token estimate), and version 1 is a contract of its
 own that old files keep.
 """
+
 from __future__ import annotations
 
 import json
@@ -68,19 +69,61 @@ CHUNK = 1000  # rows per server-side fetch, per existence check and per COPY
 
 EVENT_FIELDS = ("id", "project_id", "subject_id", "text", "occurred_at", "recorded_at", "metadata")
 FACT_FIELDS = (
-    "id", "project_id", "subject_id", "text", "status", "category", "kind", "importance", "volatility",
-    "valid_from", "valid_to", "recorded_from", "recorded_to", "last_confirmed_at", "superseded_by", "source_event",
+    "id",
+    "project_id",
+    "subject_id",
+    "text",
+    "status",
+    "category",
+    "kind",
+    "importance",
+    "volatility",
+    "valid_from",
+    "valid_to",
+    "recorded_from",
+    "recorded_to",
+    "last_confirmed_at",
+    "superseded_by",
+    "source_event",
     "metadata",
 )
 CONFLICT_FIELDS = (
-    "id", "project_id", "subject_id", "status", "signal", "signal_detail", "similarity", "opened_at", "resolved_at",
-    "resolved_by", "note", "reading",
+    "id",
+    "project_id",
+    "subject_id",
+    "status",
+    "signal",
+    "signal_detail",
+    "similarity",
+    "opened_at",
+    "resolved_at",
+    "resolved_by",
+    "note",
+    "reading",
 )
 IDENTITY_BLOCK_FIELDS = (
-    "id", "project_id", "subject_id", "name", "text", "position", "enabled", "metadata", "created_at", "updated_at",
+    "id",
+    "project_id",
+    "subject_id",
+    "name",
+    "text",
+    "position",
+    "enabled",
+    "metadata",
+    "created_at",
+    "updated_at",
 )
 PROCEDURE_FIELDS = (
-    "id", "project_id", "subject_id", "title", "text", "category", "importance", "status", "metadata", "created_at",
+    "id",
+    "project_id",
+    "subject_id",
+    "title",
+    "text",
+    "category",
+    "importance",
+    "status",
+    "metadata",
+    "created_at",
     "updated_at",
 )
 # The column behind each exported name, where they differ.
@@ -98,6 +141,7 @@ def dumps(record: dict) -> str:
 
 
 # --- reading and checking lines -----------------------------------------------------------------------------
+
 
 class ImportRefused(Exception):
     """The file cannot be imported; `line` (1-based, None for the whole file) and `field` say where."""
@@ -166,6 +210,7 @@ def _choice(values) -> Callable:
         if value not in values:
             raise ValueError(f"must be one of {', '.join(values)}")
         return value
+
     return parse
 
 
@@ -223,38 +268,64 @@ _SCOPE = {"id": (_uuid, _REQUIRED), "project_id": (_scope_id, _REQUIRED), "subje
 _SCOPE_OR_PROJECT = {**_SCOPE, "subject_id": (_scope_id_or_project_wide, _REQUIRED)}
 SCHEMAS: dict[str, dict[str, tuple[Callable, bool]]] = {
     "event": {
-        **_SCOPE, "text": (_text(EVENT_TEXT_MAX), _REQUIRED), "occurred_at": (_when, _REQUIRED),
-        "recorded_at": (_when, _REQUIRED), "metadata": (_object, _REQUIRED),
+        **_SCOPE,
+        "text": (_text(EVENT_TEXT_MAX), _REQUIRED),
+        "occurred_at": (_when, _REQUIRED),
+        "recorded_at": (_when, _REQUIRED),
+        "metadata": (_object, _REQUIRED),
         "embedding": (_nullable(_embedding), _OPTIONAL),
     },
     "fact": {
-        **_SCOPE, "text": (_text(FACT_TEXT_MAX), _REQUIRED), "status": (_choice(FactStatus.values), _REQUIRED),
-        "category": (_short(CATEGORY_MAX), _REQUIRED), "kind": (_choice(FactKind.values), _REQUIRED),
-        "importance": (_unit, _REQUIRED), "volatility": (_choice(Volatility.values), _REQUIRED),
-        "valid_from": (_nullable(_when), _REQUIRED), "valid_to": (_nullable(_when), _REQUIRED),
-        "recorded_from": (_when, _REQUIRED), "recorded_to": (_nullable(_when), _REQUIRED),
-        "last_confirmed_at": (_when, _REQUIRED), "superseded_by": (_nullable(_uuid), _REQUIRED),
-        "source_event": (_nullable(_uuid), _REQUIRED), "metadata": (_object, _REQUIRED),
+        **_SCOPE,
+        "text": (_text(FACT_TEXT_MAX), _REQUIRED),
+        "status": (_choice(FactStatus.values), _REQUIRED),
+        "category": (_short(CATEGORY_MAX), _REQUIRED),
+        "kind": (_choice(FactKind.values), _REQUIRED),
+        "importance": (_unit, _REQUIRED),
+        "volatility": (_choice(Volatility.values), _REQUIRED),
+        "valid_from": (_nullable(_when), _REQUIRED),
+        "valid_to": (_nullable(_when), _REQUIRED),
+        "recorded_from": (_when, _REQUIRED),
+        "recorded_to": (_nullable(_when), _REQUIRED),
+        "last_confirmed_at": (_when, _REQUIRED),
+        "superseded_by": (_nullable(_uuid), _REQUIRED),
+        "source_event": (_nullable(_uuid), _REQUIRED),
+        "metadata": (_object, _REQUIRED),
         "embedding": (_nullable(_embedding), _OPTIONAL),
     },
     "conflict_set": {
-        **_SCOPE, "status": (_choice(ConflictStatus.values), _REQUIRED), "signal": (_text(32), _REQUIRED),
-        "signal_detail": (_short(SIGNAL_DETAIL_MAX), _REQUIRED), "similarity": (_number, _REQUIRED),
-        "opened_at": (_when, _REQUIRED), "resolved_at": (_nullable(_when), _REQUIRED),
-        "resolved_by": (_short(RESOLVED_BY_MAX), _REQUIRED), "note": (_str, _REQUIRED),
+        **_SCOPE,
+        "status": (_choice(ConflictStatus.values), _REQUIRED),
+        "signal": (_text(32), _REQUIRED),
+        "signal_detail": (_short(SIGNAL_DETAIL_MAX), _REQUIRED),
+        "similarity": (_number, _REQUIRED),
+        "opened_at": (_when, _REQUIRED),
+        "resolved_at": (_nullable(_when), _REQUIRED),
+        "resolved_by": (_short(RESOLVED_BY_MAX), _REQUIRED),
+        "note": (_str, _REQUIRED),
         "reading": (_object, _OPTIONAL),  # absent from exports written before sets kept what was read
         "members": (lambda value: value, _REQUIRED),  # checked by _members, each member with its own field name
     },
     "identity_block": {
-        **_SCOPE_OR_PROJECT, "name": (_text(IDENTITY_NAME_MAX), _REQUIRED), "text": (_text(IDENTITY_TEXT_MAX), _REQUIRED),
-        "position": (_position, _REQUIRED), "enabled": (_boolean, _REQUIRED), "metadata": (_object, _REQUIRED),
-        "created_at": (_when, _REQUIRED), "updated_at": (_when, _REQUIRED),
+        **_SCOPE_OR_PROJECT,
+        "name": (_text(IDENTITY_NAME_MAX), _REQUIRED),
+        "text": (_text(IDENTITY_TEXT_MAX), _REQUIRED),
+        "position": (_position, _REQUIRED),
+        "enabled": (_boolean, _REQUIRED),
+        "metadata": (_object, _REQUIRED),
+        "created_at": (_when, _REQUIRED),
+        "updated_at": (_when, _REQUIRED),
     },
     "procedure": {
-        **_SCOPE_OR_PROJECT, "title": (_text(PROCEDURE_TITLE_MAX), _REQUIRED),
-        "text": (_text(PROCEDURE_TEXT_MAX), _REQUIRED), "category": (_short(CATEGORY_MAX), _REQUIRED),
-        "importance": (_unit, _REQUIRED), "status": (_choice(ProcedureStatus.values), _REQUIRED),
-        "metadata": (_object, _REQUIRED), "created_at": (_when, _REQUIRED), "updated_at": (_when, _REQUIRED),
+        **_SCOPE_OR_PROJECT,
+        "title": (_text(PROCEDURE_TITLE_MAX), _REQUIRED),
+        "text": (_text(PROCEDURE_TEXT_MAX), _REQUIRED),
+        "category": (_short(CATEGORY_MAX), _REQUIRED),
+        "importance": (_unit, _REQUIRED),
+        "status": (_choice(ProcedureStatus.values), _REQUIRED),
+        "metadata": (_object, _REQUIRED),
+        "created_at": (_when, _REQUIRED),
+        "updated_at": (_when, _REQUIRED),
         "embedding": (_nullable(_embedding), _OPTIONAL),
     },
 }
@@ -297,6 +368,7 @@ def _members(value, line: int) -> list[dict]:
 
 def _invariants(kind: str, r: dict, line: int) -> None:
     """The rules the database would enforce, reported with the line and field instead of a constraint name."""
+
     def refuse(name: str, message: str):
         raise ImportRefused(message, line=line, field=name)
 
@@ -348,22 +420,29 @@ def _header(number: int, raw: bytes) -> dict:
     except (UnicodeDecodeError, json.JSONDecodeError):
         header = None
     if not isinstance(header, dict) or header.get("type") != "header":
-        raise ImportRefused("the first line must be the header ({\"type\": \"header\", ...})", line=number, field="type")
+        raise ImportRefused('the first line must be the header ({"type": "header", ...})', line=number, field="type")
     if header.get("format") != FORMAT:
         raise ImportRefused(f"must be {FORMAT!r}", line=number, field="format")
     if header.get("version") != VERSION:
-        raise ImportRefused(f"version {header.get('version')!r} is not supported (this hakimem reads {VERSION})",
-                            line=number, field="version")
+        raise ImportRefused(
+            f"version {header.get('version')!r} is not supported (this hakimem reads {VERSION})",
+            line=number,
+            field="version",
+        )
     embedding = header.get("embedding")
     if not isinstance(embedding, dict):
         raise ImportRefused("must be an object with provider, model, dimension", line=number, field="embedding")
     counts = header.get("counts")
     if counts is not None and not (
-        isinstance(counts, dict) and all(isinstance(counts.get(k), int) for k in ("events", "facts", "conflict_sets"))
+        isinstance(counts, dict)
+        and all(isinstance(counts.get(k), int) for k in ("events", "facts", "conflict_sets"))
         and all(isinstance(counts.get(k, 0), int) for k in ("identity_blocks", "procedures"))
     ):
-        raise ImportRefused("must hold events, facts and conflict_sets (and identity_blocks, procedures, if given) as "
-                            "integers", line=number, field="counts")
+        raise ImportRefused(
+            "must hold events, facts and conflict_sets (and identity_blocks, procedures, if given) as integers",
+            line=number,
+            field="counts",
+        )
     return header
 
 

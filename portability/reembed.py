@@ -15,6 +15,7 @@ place: the hnsw indexes take the new versions as inserts and autovacuum reclaims
 leaves every row with a dead version, far above its threshold). The columns' dimension is fixed by the
 migrations: an embedder of another dimension is refused before anything is written.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -34,15 +35,15 @@ _LOCK_KEY = "hakimem.reembed"
 # -- uses: the primary key of each table
 _UPDATE_SQL = {
     Fact: "UPDATE facts_fact t SET embedding = v.embedding::halfvec"
-          " FROM unnest(%s::uuid[], %s::text[], %s::text[]) AS v(id, text, embedding)"
-          " WHERE t.id = v.id AND t.text = v.text",
+    " FROM unnest(%s::uuid[], %s::text[], %s::text[]) AS v(id, text, embedding)"
+    " WHERE t.id = v.id AND t.text = v.text",
     Event: "UPDATE facts_event t SET embedding = v.embedding::halfvec"
-           " FROM unnest(%s::uuid[], %s::text[], %s::text[]) AS v(id, text, embedding)"
-           " WHERE t.id = v.id AND t.text = v.text",
+    " FROM unnest(%s::uuid[], %s::text[], %s::text[]) AS v(id, text, embedding)"
+    " WHERE t.id = v.id AND t.text = v.text",
     # A procedure's vector is of its title and steps together (facts.procedures.procedure_embedding_text).
     Procedure: "UPDATE facts_procedure t SET embedding = v.embedding::halfvec"
-               " FROM unnest(%s::uuid[], %s::text[], %s::text[]) AS v(id, text, embedding)"
-               " WHERE t.id = v.id AND t.title || E'\\n' || t.text = v.text",
+    " FROM unnest(%s::uuid[], %s::text[], %s::text[]) AS v(id, text, embedding)"
+    " WHERE t.id = v.id AND t.title || E'\\n' || t.text = v.text",
 }
 
 # The tables in the order a run walks them, each with its cursor, its count and the flag that closes it (the last
@@ -62,8 +63,10 @@ def _texts(model, after, batch_size: int) -> list[tuple]:
     """(id, the text its vector is computed from) of the next batch."""
     rows = _rows_after(model, after).order_by("id")
     if model is Procedure:
-        return [(i, procedure_embedding_text(title, text))
-                for i, title, text in rows.values_list("id", "title", "text")[:batch_size]]
+        return [
+            (i, procedure_embedding_text(title, text))
+            for i, title, text in rows.values_list("id", "title", "text")[:batch_size]
+        ]
     return list(rows.values_list("id", "text")[:batch_size])
 
 
@@ -115,12 +118,16 @@ def reembed_start(*, embedder: Embedder, restart: bool = False) -> tuple[Reembed
     Returns (run, resumed)."""
     identity = embedder.identity()
     latest = ReembedRun.objects.order_by("-started_at", "-id").first()
-    if latest is not None and not restart and (
-        {"provider": latest.provider, "model": latest.model, "dimension": latest.dimension} == identity
+    if (
+        latest is not None
+        and not restart
+        and ({"provider": latest.provider, "model": latest.model, "dimension": latest.dimension} == identity)
     ):
         return latest, True
     run = ReembedRun.objects.create(
-        provider=identity["provider"], model=identity["model"], dimension=identity["dimension"],
+        provider=identity["provider"],
+        model=identity["model"],
+        dimension=identity["dimension"],
         started_at=timezone.now(),
     )
     return run, False
@@ -153,9 +160,14 @@ def reembed_batches(*, run: ReembedRun, embedder: Embedder, batch_size: int = DE
         vectors = embedder.embed([text for _, text in rows])
         with transaction.atomic():
             with connection.cursor() as cursor:
-                cursor.execute(_UPDATE_SQL[model], [
-                    [row_id for row_id, _ in rows], [text for _, text in rows], [vector_literal(v) for v in vectors],
-                ])
+                cursor.execute(
+                    _UPDATE_SQL[model],
+                    [
+                        [row_id for row_id, _ in rows],
+                        [text for _, text in rows],
+                        [vector_literal(v) for v in vectors],
+                    ],
+                )
             setattr(run, cursor_field, rows[-1][0])
             setattr(run, count_field, getattr(run, count_field) + len(rows))
             run.save(update_fields=[cursor_field, count_field])

@@ -1,5 +1,6 @@
 """Export: a project's memory, or one subject's, as the records of portability.records, read lazily in one
 consistent snapshot (`manage.py export_scope`)."""
+
 from __future__ import annotations
 
 import uuid
@@ -60,7 +61,8 @@ def _conflict_records(rows) -> Iterator[dict]:
         members: dict[uuid.UUID, list[dict]] = {row["id"]: [] for row in chunk}
         for member in (
             ConflictMember.objects.filter(conflict_set_id__in=list(members))
-            .order_by("added_at", "fact_id").values("conflict_set_id", "fact_id", "added_at", "kept")
+            .order_by("added_at", "fact_id")
+            .values("conflict_set_id", "fact_id", "added_at", "kept")
         ):
             members[member["conflict_set_id"]].append(
                 {"fact": str(member["fact_id"]), "added_at": member["added_at"].isoformat(), "kept": member["kept"]}
@@ -87,24 +89,41 @@ def scope_export(*, project_id: str, subject_id: str | None, with_embeddings: bo
         model.objects.filter(**scope) for model in (Event, Fact, ConflictSet, IdentityBlock, Procedure)
     )
     header = {
-        "type": "header", "format": FORMAT, "version": VERSION, "exporter": EXPORTER,
+        "type": "header",
+        "format": FORMAT,
+        "version": VERSION,
+        "exporter": EXPORTER,
         "exported_at": timezone.now().isoformat(),
         "scope": {"project_id": project_id, "subject_id": subject_id},
-        "with_embeddings": with_embeddings, "embedding": embedder.identity(),
-        "counts": {"events": events.count(), "facts": facts.count(), "conflict_sets": conflicts.count(),
-                   "identity_blocks": blocks.count(), "procedures": procedures.count()},
+        "with_embeddings": with_embeddings,
+        "embedding": embedder.identity(),
+        "counts": {
+            "events": events.count(),
+            "facts": facts.count(),
+            "conflict_sets": conflicts.count(),
+            "identity_blocks": blocks.count(),
+            "procedures": procedures.count(),
+        },
     }
     vector = ["embedding"] if with_embeddings else []
     streams = [
-        (lambda rows: (_record("event", EVENT_FIELDS, r) for r in rows),
-         _by_subject(events, [COLUMN.get(n, n) for n in EVENT_FIELDS] + vector)),
-        (lambda rows: (_record("fact", FACT_FIELDS, r) for r in rows),
-         _by_subject(facts, [COLUMN.get(n, n) for n in FACT_FIELDS] + vector)),
+        (
+            lambda rows: (_record("event", EVENT_FIELDS, r) for r in rows),
+            _by_subject(events, [COLUMN.get(n, n) for n in EVENT_FIELDS] + vector),
+        ),
+        (
+            lambda rows: (_record("fact", FACT_FIELDS, r) for r in rows),
+            _by_subject(facts, [COLUMN.get(n, n) for n in FACT_FIELDS] + vector),
+        ),
         (_conflict_records, _by_subject(conflicts, list(CONFLICT_FIELDS))),
-        (lambda rows: (_record("identity_block", IDENTITY_BLOCK_FIELDS, r) for r in rows),
-         _by_subject(blocks, list(IDENTITY_BLOCK_FIELDS))),
-        (lambda rows: (_record("procedure", PROCEDURE_FIELDS, r) for r in rows),
-         _by_subject(procedures, list(PROCEDURE_FIELDS) + vector)),
+        (
+            lambda rows: (_record("identity_block", IDENTITY_BLOCK_FIELDS, r) for r in rows),
+            _by_subject(blocks, list(IDENTITY_BLOCK_FIELDS)),
+        ),
+        (
+            lambda rows: (_record("procedure", PROCEDURE_FIELDS, r) for r in rows),
+            _by_subject(procedures, list(PROCEDURE_FIELDS) + vector),
+        ),
     ]
     return Export(header=header, records=_merge_by_subject(streams))
 
@@ -138,4 +157,3 @@ def export_lines(export: Export) -> Iterator[str]:
     yield dumps(export.header)
     for record in export.records:
         yield dumps(record)
-

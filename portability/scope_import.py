@@ -13,6 +13,7 @@ written; the scopes before it stay, and a rerun with skip_existing continues. On
 than per file: a file-wide transaction would hold one advisory lock per subject until its end, and a project
 of thousands of subjects would exhaust the server's lock table.
 """
+
 from __future__ import annotations
 
 import json
@@ -54,12 +55,27 @@ from portability.records import (
 # --- checking against the database --------------------------------------------------------------------------
 
 _KIND_ORDER = {"event": 0, "fact": 1, "conflict_set": 2, "identity_block": 3, "procedure": 4}
-_TABLE = {"event": Event, "fact": Fact, "conflict_set": ConflictSet, "identity_block": IdentityBlock,
-          "procedure": Procedure}
-_COUNT_KEY = {"event": "events", "fact": "facts", "conflict_set": "conflict_sets", "identity_block": "identity_blocks",
-              "procedure": "procedures"}
-_A = {"event": "an event", "fact": "a fact", "conflict_set": "a conflict set", "identity_block": "an identity block",
-      "procedure": "a procedure"}
+_TABLE = {
+    "event": Event,
+    "fact": Fact,
+    "conflict_set": ConflictSet,
+    "identity_block": IdentityBlock,
+    "procedure": Procedure,
+}
+_COUNT_KEY = {
+    "event": "events",
+    "fact": "facts",
+    "conflict_set": "conflict_sets",
+    "identity_block": "identity_blocks",
+    "procedure": "procedures",
+}
+_A = {
+    "event": "an event",
+    "fact": "a fact",
+    "conflict_set": "a conflict set",
+    "identity_block": "an identity block",
+    "procedure": "a procedure",
+}
 
 
 def _zero_counts() -> dict[str, int]:
@@ -79,7 +95,8 @@ def _existing(kind: str, lines: list[Line]) -> dict[uuid.UUID, tuple[str, str]]:
     """The rows of the table behind `kind` that already hold one of the lines' ids, with their scope."""
     return {
         row[0]: (row[1], row[2])
-        for row in _TABLE[kind].objects.filter(id__in=[line.record["id"] for line in lines])
+        for row in _TABLE[kind]
+        .objects.filter(id__in=[line.record["id"] for line in lines])
         .values_list("id", "project_id", "subject_id")
     }
 
@@ -123,12 +140,17 @@ def _check_identity_blocks(lines: list[Line], pending: Counter) -> None:
     for line in lines:
         owner = held[line.scope].get(line.record["name"])
         if owner is not None:
-            raise ImportRefused(f"the scope already holds an identity block with this name ({owner})",
-                                line=line.number, field="name")
+            raise ImportRefused(
+                f"the scope already holds an identity block with this name ({owner})", line=line.number, field="name"
+            )
         count[line.scope] += 1
         if count[line.scope] > IDENTITY_BLOCKS_PER_SCOPE:
-            raise ImportRefused(f"scope {line.scope[0]}/{line.scope[1]} would hold more than "
-                                f"{IDENTITY_BLOCKS_PER_SCOPE} identity blocks", line=line.number, field="subject_id")
+            raise ImportRefused(
+                f"scope {line.scope[0]}/{line.scope[1]} would hold more than "
+                f"{IDENTITY_BLOCKS_PER_SCOPE} identity blocks",
+                line=line.number,
+                field="subject_id",
+            )
 
 
 def _check_chunk(chunk: list[Line], *, skip_existing: bool, pending: Counter | None = None) -> set[int]:
@@ -143,21 +165,30 @@ def _check_chunk(chunk: list[Line], *, skip_existing: bool, pending: Counter | N
             if scope is None:
                 continue
             if not skip_existing:
-                raise ImportRefused(f"{_A[kind]} with id {line.record['id']} exists already (--skip-existing skips it)",
-                                    line=line.number, field="id")
+                raise ImportRefused(
+                    f"{_A[kind]} with id {line.record['id']} exists already (--skip-existing skips it)",
+                    line=line.number,
+                    field="id",
+                )
             if scope != line.scope:
-                raise ImportRefused(f"{_A[kind]} with id {line.record['id']} exists already in another scope "
-                                    f"({scope[0]}/{scope[1]})", line=line.number, field="id")
+                raise ImportRefused(
+                    f"{_A[kind]} with id {line.record['id']} exists already in another scope ({scope[0]}/{scope[1]})",
+                    line=line.number,
+                    field="id",
+                )
             skip.add(line.number)
     taken = _taken_texts([line for line in chunk if line.number not in skip])
     for line in chunk:
         if line.kind == "fact" and line.number not in skip:
             owner = taken.get((*line.scope, text_hash(line.record["text"])))
             if owner is not None and owner != line.record["id"] and line.record["status"] == FactStatus.ACTIVE:
-                raise ImportRefused(f"the scope already holds an active fact with this text ({owner})",
-                                    line=line.number, field="text")
-    _check_identity_blocks([line for line in chunk if line.kind == "identity_block" and line.number not in skip],
-                           pending if pending is not None else Counter())
+                raise ImportRefused(
+                    f"the scope already holds an active fact with this text ({owner})", line=line.number, field="text"
+                )
+    _check_identity_blocks(
+        [line for line in chunk if line.kind == "identity_block" and line.number not in skip],
+        pending if pending is not None else Counter(),
+    )
     return skip
 
 
@@ -176,15 +207,20 @@ def import_check(path, *, skip_existing: bool, progress=lambda n: None) -> tuple
                 if line.scope in done_scopes:
                     raise ImportRefused(
                         f"scope {line.scope[0]}/{line.scope[1]} appeared earlier in the file: keep each scope's "
-                        "records together, as export_scope writes them", line=line.number, field="subject_id",
+                        "records together, as export_scope writes them",
+                        line=line.number,
+                        field="subject_id",
                     )
                 if current is not None:
                     done_scopes.add(current)
                 current, names = line.scope, set()
             if line.kind == "identity_block":
                 if line.record["name"] in names:
-                    raise ImportRefused("an identity block of the same scope earlier in the file has this name",
-                                        line=line.number, field="name")
+                    raise ImportRefused(
+                        "an identity block of the same scope earlier in the file has this name",
+                        line=line.number,
+                        field="name",
+                    )
                 names.add(line.record["name"])
         skip = _check_chunk(chunk, skip_existing=skip_existing, pending=pending)
         pending.update(line.scope for line in chunk if line.kind == "identity_block" and line.number not in skip)
@@ -193,8 +229,9 @@ def import_check(path, *, skip_existing: bool, progress=lambda n: None) -> tuple
     expected = header.get("counts")
     # A file written before identity blocks and procedures were exported counts none.
     if expected is not None and {k: expected.get(k, 0) for k in counts} != counts:
-        raise ImportRefused(f"the header announces {expected} but the file holds {counts}: truncated or edited?",
-                            line=1, field="counts")
+        raise ImportRefused(
+            f"the header announces {expected} but the file holds {counts}: truncated or edited?", line=1, field="counts"
+        )
     return header, len(done_scopes)
 
 
@@ -202,30 +239,55 @@ def import_check(path, *, skip_existing: bool, progress=lambda n: None) -> tuple
 
 _COPY = {
     "event": "COPY facts_event (id, project_id, subject_id, text, occurred_at, recorded_at, metadata, embedding)"
-             " FROM STDIN",
+    " FROM STDIN",
     "fact": "COPY facts_fact (id, project_id, subject_id, text, text_hash, status, category, kind, importance,"
-            " volatility, valid_from, valid_to, recorded_from, recorded_to, last_confirmed_at, superseded_by_id,"
-            " source_event_id, metadata, embedding) FROM STDIN",
+    " volatility, valid_from, valid_to, recorded_from, recorded_to, last_confirmed_at, superseded_by_id,"
+    " source_event_id, metadata, embedding) FROM STDIN",
     "conflict_set": "COPY facts_conflictset (id, project_id, subject_id, status, signal, signal_detail, similarity,"
-                    " opened_at, resolved_at, resolved_by, note, reading) FROM STDIN",
+    " opened_at, resolved_at, resolved_by, note, reading) FROM STDIN",
     "member": "COPY facts_conflictmember (project_id, conflict_set_id, fact_id, added_at, kept) FROM STDIN",
     "identity_block": "COPY facts_identityblock (id, project_id, subject_id, name, text, position, enabled, metadata,"
-                      " created_at, updated_at) FROM STDIN",
+    " created_at, updated_at) FROM STDIN",
     "procedure": "COPY facts_procedure (id, project_id, subject_id, title, text, category, importance, status,"
-                 " metadata, created_at, updated_at, embedding) FROM STDIN",
+    " metadata, created_at, updated_at, embedding) FROM STDIN",
 }
 _COPY_LINE = re.compile(r"\bline (\d+)")
 
 
 def _row(kind: str, r: dict, vector: str | None) -> tuple:
     if kind == "event":
-        return (r["id"], r["project_id"], r["subject_id"], r["text"], r["occurred_at"], r["recorded_at"],
-                Jsonb(r["metadata"]), vector)
+        return (
+            r["id"],
+            r["project_id"],
+            r["subject_id"],
+            r["text"],
+            r["occurred_at"],
+            r["recorded_at"],
+            Jsonb(r["metadata"]),
+            vector,
+        )
     if kind == "fact":
-        return (r["id"], r["project_id"], r["subject_id"], r["text"], text_hash(r["text"]), r["status"],
-                r["category"], r["kind"], r["importance"], r["volatility"], r["valid_from"], r["valid_to"],
-                r["recorded_from"], r["recorded_to"], r["last_confirmed_at"], r["superseded_by"], r["source_event"],
-                Jsonb(r["metadata"]), vector)
+        return (
+            r["id"],
+            r["project_id"],
+            r["subject_id"],
+            r["text"],
+            text_hash(r["text"]),
+            r["status"],
+            r["category"],
+            r["kind"],
+            r["importance"],
+            r["volatility"],
+            r["valid_from"],
+            r["valid_to"],
+            r["recorded_from"],
+            r["recorded_to"],
+            r["last_confirmed_at"],
+            r["superseded_by"],
+            r["source_event"],
+            Jsonb(r["metadata"]),
+            vector,
+        )
     if kind == "identity_block":
         return tuple(Jsonb(r[name]) if name == "metadata" else r[name] for name in IDENTITY_BLOCK_FIELDS)
     if kind == "procedure":
@@ -274,15 +336,24 @@ class _Writer:
             if kind == "conflict_set":
                 _copy(cursor, _COPY[kind], [_row(kind, line.record, None) for line in lines], numbers)
                 members = [(line, m) for line in lines for m in line.record["members"]]
-                _copy(cursor, _COPY["member"],
-                      [(line.record["project_id"], line.record["id"], m["fact"], m["added_at"], m["kept"])
-                       for line, m in members],
-                      [line.number for line, _ in members])
+                _copy(
+                    cursor,
+                    _COPY["member"],
+                    [
+                        (line.record["project_id"], line.record["id"], m["fact"], m["added_at"], m["kept"])
+                        for line, m in members
+                    ],
+                    [line.number for line, _ in members],
+                )
             elif kind == "identity_block":  # served whole, never searched: no vector
                 _copy(cursor, _COPY[kind], [_row(kind, line.record, None) for line in lines], numbers)
             else:
-                _copy(cursor, _COPY[kind], [_row(kind, line.record, v) for line, v in zip(lines, self._vectors(lines))],
-                      numbers)
+                _copy(
+                    cursor,
+                    _COPY[kind],
+                    [_row(kind, line.record, v) for line, v in zip(lines, self._vectors(lines))],
+                    numbers,
+                )
         self.report.written[_COUNT_KEY[kind]] += len(lines)
 
     def _vectors(self, lines: list[Line]) -> list[str]:
@@ -333,8 +404,11 @@ def _check_references(path, scope: tuple[str, str]) -> None:
     if found is None:
         return
     kind, row_id, name, target = found
-    raise ImportRefused(f"{target} is not a {'fact' if name != 'source_event' else 'event'} of scope "
-                        f"{scope[0]}/{scope[1]}", line=_line_of(path, kind, row_id), field=name)
+    raise ImportRefused(
+        f"{target} is not a {'fact' if name != 'source_event' else 'event'} of scope {scope[0]}/{scope[1]}",
+        line=_line_of(path, kind, row_id),
+        field=name,
+    )
 
 
 def _line_of(path, kind: str, row_id) -> int | None:
@@ -348,13 +422,15 @@ def _line_of(path, kind: str, row_id) -> int | None:
     return None
 
 
-def import_write(path, *, header: dict, skip_existing: bool, embedder: Embedder,
-                 progress=lambda n: None) -> ImportReport:
+def import_write(
+    path, *, header: dict, skip_existing: bool, embedder: Embedder, progress=lambda n: None
+) -> ImportReport:
     """Pass 2: scope by scope, one transaction and the scope's lock each."""
     report = ImportReport()
     identity = embedder.identity()
-    writer = _Writer(embedder, keep_vectors=header.get("embedding") == identity, skip_existing=skip_existing,
-                     report=report)
+    writer = _Writer(
+        embedder, keep_vectors=header.get("embedding") == identity, skip_existing=skip_existing, report=report
+    )
     _, lines = read_file(path, progress)
     for scope, scope_lines in groupby(lines, key=lambda line: line.scope):
         try:

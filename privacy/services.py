@@ -2,6 +2,7 @@
 in order, in one transaction, under the scope's writers' lock (facts.locks) and, for a subject, its trace lock
 (traces.services.trace_scope_lock). The rows that point at the store's rows go before them: stats' sums of the
 traces, the traces, the queued extraction jobs, then the store itself."""
+
 from __future__ import annotations
 
 from django.db import connection, transaction
@@ -41,8 +42,9 @@ def subject_erase(*, project_id: str, subject_id: str) -> dict[str, int]:
             if inside_transaction:
                 graphs = int(scope_graph_exists(project_id=project_id, subject_id=subject_id))
                 if graphs:
-                    transaction.on_commit(lambda: scope_graph_drop(project_id=project_id, subject_id=subject_id),
-                                          robust=True)
+                    transaction.on_commit(
+                        lambda: scope_graph_drop(project_id=project_id, subject_id=subject_id), robust=True
+                    )
             trace_scope_lock(project_id=project_id, subject_id=subject_id)
             counts = _erase(project_id, subject_id)
         counts["scope_graphs"] = graphs
@@ -71,15 +73,19 @@ def _erase(project_id: str, subject_id: str | None) -> dict[str, int]:
     return counts
 
 
-def consent_revoke(*, project_id: str, subject_id: str, category: str, actor: str,
-                   erase: bool = False) -> tuple[Consent | None, dict[str, int] | None]:
+def consent_revoke(
+    *, project_id: str, subject_id: str, category: str, actor: str, erase: bool = False
+) -> tuple[Consent | None, dict[str, int] | None]:
     """Revoke a category from now on (facts.consent.consent_revoke); with `erase`, also delete the category's facts
     and what names them, in the same transaction. Returns the revoked consent (None when there was none and erase
     was asked) and the erasure's receipt (None without erase)."""
-    with telemetry.span("hakimem.consent.revoke", project_id=project_id, category_erase=erase) as span, \
-            transaction.atomic():
-        current = consent.consent_revoke(project_id=project_id, subject_id=subject_id, category=category, actor=actor,
-                                         missing_ok=erase)
+    with (
+        telemetry.span("hakimem.consent.revoke", project_id=project_id, category_erase=erase) as span,
+        transaction.atomic(),
+    ):
+        current = consent.consent_revoke(
+            project_id=project_id, subject_id=subject_id, category=category, actor=actor, missing_ok=erase
+        )
         receipt = _category_erase(project_id, subject_id, category) if erase else None
         if receipt is not None:
             _receipt(span, receipt)
@@ -98,8 +104,9 @@ def _category_erase(project_id: str, subject_id: str, category: str) -> dict[str
     trace_ids = trace_ids_naming(project_id=project_id, subject_id=subject_id, fact_ids=fact_ids)
     if trace_ids:
         counts.update(rollup_erase(project_id, subject_id, trace_ids))
-    counts.update(traces_erase_naming(project_id=project_id, subject_id=subject_id, fact_ids=fact_ids,
-                                      trace_ids=trace_ids))
+    counts.update(
+        traces_erase_naming(project_id=project_id, subject_id=subject_id, fact_ids=fact_ids, trace_ids=trace_ids)
+    )
     counts.update(rollup_erase_facts(project_id, subject_id, fact_ids))
     counts.update(category_facts_erase(project_id=project_id, subject_id=subject_id, fact_ids=fact_ids))
     return counts

@@ -1,4 +1,5 @@
 """Boot Django for a script run from the repository root (python scripts/<name>.py)."""
+
 import os
 import sys
 from pathlib import Path
@@ -13,4 +14,3 @@ def setup() -> None:
     import django
 
     django.setup()
-

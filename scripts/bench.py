@@ -1,5 +1,6 @@
 #!/usr/bin/env python
 """The command line of the in-process benchmark, bench/in_process.py (its docstring is this command's help)."""
+
 from __future__ import annotations
 
 import argparse
@@ -15,7 +16,9 @@ from bench import in_process  # noqa: E402
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=in_process.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=in_process.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--total", type=int, default=200_000, help="facts in the table (1000000 for the 1M run)")
     parser.add_argument("--embedder", default="sentence-transformers", choices=["sentence-transformers", "hashing"])
     parser.add_argument("--queries", type=int, default=200, help="distinct queries per subject")
@@ -33,8 +36,14 @@ def main(argv=None) -> int:
     from django.core.management import call_command
 
     call_command("migrate", verbosity=0)
-    report = in_process.run(total=args.total, embedder=args.embedder, queries=args.queries,
-                            ingest_batches=args.ingest_batches, seed=args.seed, reload=args.reload)
+    report = in_process.run(
+        total=args.total,
+        embedder=args.embedder,
+        queries=args.queries,
+        ingest_batches=args.ingest_batches,
+        seed=args.seed,
+        reload=args.reload,
+    )
     in_process.print_report(report)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=1))

@@ -1,6 +1,7 @@
 #!/usr/bin/env python
 """The command line of the A/B comparison of two commits over HTTP, bench/ab.py (its docstring is this command's
 help)."""
+
 from __future__ import annotations
 
 import argparse
@@ -36,12 +37,21 @@ def main(argv=None) -> int:
 
     call_command("migrate", verbosity=0)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    report = ab.run(baseline=args.baseline, total=args.total, embedder=args.embedder, queries=args.queries,
-                    think_ms=args.think_ms, scopes=set(args.scopes.split(",")) if args.scopes else None,
-                    seed=args.seed, log=args.out.with_suffix(".server.log"))
+    report = ab.run(
+        baseline=args.baseline,
+        total=args.total,
+        embedder=args.embedder,
+        queries=args.queries,
+        think_ms=args.think_ms,
+        scopes=set(args.scopes.split(",")) if args.scopes else None,
+        seed=args.seed,
+        log=args.out.with_suffix(".server.log"),
+    )
     args.out.write_text(json.dumps(report, indent=1))
-    print(f"baseline {report['baseline'][:10]} vs checkout {report['checkout'][:10]}{report['checkout'][40:]}; load "
-          f"average {report['load_avg_1m_at_start']} at start, {report['load_avg_1m_at_end']} at end; written {args.out}")
+    print(
+        f"baseline {report['baseline'][:10]} vs checkout {report['checkout'][:10]}{report['checkout'][40:]}; load "
+        f"average {report['load_avg_1m_at_start']} at start, {report['load_avg_1m_at_end']} at end; written {args.out}"
+    )
     return 0
 
 

@@ -1,4 +1,5 @@
 """The command line of the batch write-lock benchmark, bench/batch_lock.py (what it measures: its docstring)."""
+
 from __future__ import annotations
 
 import argparse

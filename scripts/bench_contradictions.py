@@ -1,5 +1,6 @@
 """The command line of the query-time contradiction detection benchmark, bench/contradiction_cost.py
 (its docstring is this command's help)."""
+
 from __future__ import annotations
 
 import argparse

@@ -1,5 +1,6 @@
 """The command line of the benchmark dataset's loader, bench/dataset.py (its docstring's first paragraph is this
 command's help)."""
+
 from __future__ import annotations
 
 import argparse
@@ -20,8 +21,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--embedder", choices=("sentence-transformers", "hashing"), default="hashing")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--cache-dir", type=Path, default=ROOT / "var" / "bench-cache")
-    parser.add_argument("--hnsw", choices=("auto", "keep", "rebuild"), default="auto",
-                        help=f"drop and rebuild the hnsw indexes around the COPY (auto: above {dataset.REBUILD_ABOVE_ROWS} rows)")
+    parser.add_argument(
+        "--hnsw",
+        choices=("auto", "keep", "rebuild"),
+        default="auto",
+        help=f"drop and rebuild the hnsw indexes around the COPY (auto: above {dataset.REBUILD_ABOVE_ROWS} rows)",
+    )
     args = parser.parse_args(argv)
 
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
@@ -33,8 +38,11 @@ def main(argv: list[str] | None = None) -> None:
 
     call_command("migrate", verbosity=0)  # a new data folder has no tables yet (scripts/bench.py does the same)
     rebuild = {"auto": None, "keep": False, "rebuild": True}[args.hnsw]
-    print(json.dumps(dataset.load(args.total, args.embedder, args.cache_dir, args.seed, rebuild_indexes=rebuild),
-                     indent=2))
+    print(
+        json.dumps(
+            dataset.load(args.total, args.embedder, args.cache_dir, args.seed, rebuild_indexes=rebuild), indent=2
+        )
+    )
 
 
 if __name__ == "__main__":

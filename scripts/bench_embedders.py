@@ -1,4 +1,5 @@
 """The command line of the embedder cost benchmark, bench/embedder_cost.py (its docstring is this command's help)."""
+
 from __future__ import annotations
 
 import argparse
@@ -20,7 +21,9 @@ IN_PROCESS = [p for p in PROVIDERS if p not in ("hashing", "openai")]
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=embedder_cost.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=embedder_cost.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--providers", default=",".join(IN_PROCESS))
     parser.add_argument("--questions", type=int, default=200)
     parser.add_argument("--batches", type=int, default=20)

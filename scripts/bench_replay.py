@@ -1,4 +1,5 @@
 """The command line of the replay benchmark, bench/replay_cost.py (its docstring is this command's help)."""
+
 from __future__ import annotations
 
 import argparse

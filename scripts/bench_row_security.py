@@ -1,6 +1,7 @@
 #!/usr/bin/env python
 """The command line of the row-security cost benchmark, bench/row_security.py (its docstring's first paragraph is
 this command's help)."""
+
 from __future__ import annotations
 
 import argparse

@@ -1,5 +1,6 @@
 """The command line of the stats overview benchmark, bench/stats_overview.py
 (its docstring is this command's help)."""
+
 from __future__ import annotations
 
 import argparse
@@ -24,7 +25,9 @@ def main(argv=None) -> None:
     parser.add_argument("--reuse", action="store_true", help="use the rows an earlier --keep run left")
     parser.add_argument("--reuse-rollup", action="store_true", help="and its rollup, not built again")
     args = parser.parse_args(argv)
-    stats_overview.run(keep=args.keep, reuse=args.reuse, reuse_rollup=args.reuse_rollup, runs=args.runs, traces=args.traces)
+    stats_overview.run(
+        keep=args.keep, reuse=args.reuse, reuse_rollup=args.reuse_rollup, runs=args.runs, traces=args.traces
+    )
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
 """The command line of the trace write benchmark, bench/trace_write.py (its docstring is this command's help)."""
+
 from __future__ import annotations
 
 import argparse
@@ -23,10 +24,15 @@ def main(argv=None) -> None:
     parser.add_argument("--writes", type=int, default=500)
     parser.add_argument("--decisions", type=int, default=150)
     parser.add_argument("--served", type=int, default=15, help="decisions included or multi-hop per call")
-    parser.add_argument("--compare-access", action="store_true",
-                        help="alternate blocks of writes with and without the access count upsert")
+    parser.add_argument(
+        "--compare-access",
+        action="store_true",
+        help="alternate blocks of writes with and without the access count upsert",
+    )
     args = parser.parse_args(argv)
-    trace_write.run(compare_access=args.compare_access, decisions=args.decisions, served=args.served, writes=args.writes)
+    trace_write.run(
+        compare_access=args.compare_access, decisions=args.decisions, served=args.served, writes=args.writes
+    )
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ Prints, per language and overall, recall on contradictions (a conflict set opene
 compatible pairs, the pairs de-duplicated, the misses per category and style, and the time it took.
 --json writes the report with one record per pair (outcome, rule, cosine similarity of the two facts).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -34,8 +35,11 @@ def main(argv=None) -> int:
     parser.add_argument("--pairs", type=Path, help="default eval/contradictions/pairs.jsonl")
     parser.add_argument("--split", choices=("dev", "test", "all"), default="all")
     parser.add_argument("--ids", help="comma-separated pair ids (after --split)")
-    parser.add_argument("--embedder", choices=("sentence-transformers", "hashing", "openai"),
-                        help="override HAKI_EMBED_PROVIDER (default: the configured one, sentence-transformers)")
+    parser.add_argument(
+        "--embedder",
+        choices=("sentence-transformers", "hashing", "openai"),
+        help="override HAKI_EMBED_PROVIDER (default: the configured one, sentence-transformers)",
+    )
     parser.add_argument("--json", type=Path, metavar="PATH", help="write the report with per-pair outcomes")
     parser.add_argument("--show-errors", action="store_true", help="print the misclassified pairs")
     parser.add_argument("--quiet", action="store_true", help="no progress lines")
@@ -54,8 +58,11 @@ def main(argv=None) -> int:
 
     call_command("migrate", verbosity=0)  # a new data folder has no tables yet
     report = run(
-        pairs_path=args.pairs or DEFAULT_PAIRS, split=args.split, ids=args.ids.split(",") if args.ids else None,
-        embedder=args.embedder, progress=None if args.quiet else (lambda msg: print(msg, file=sys.stderr, flush=True)),
+        pairs_path=args.pairs or DEFAULT_PAIRS,
+        split=args.split,
+        ids=args.ids.split(",") if args.ids else None,
+        embedder=args.embedder,
+        progress=None if args.quiet else (lambda msg: print(msg, file=sys.stderr, flush=True)),
     )
     print(format_report(report))
     if args.show_errors:

@@ -1,5 +1,6 @@
 #!/usr/bin/env python
 """The command line of the LoCoMo harness, bench/locomo.py (its docstring is this command's help)."""
+
 from __future__ import annotations
 
 import argparse
@@ -36,9 +37,16 @@ def main(argv=None) -> int:
     _django.setup()
     import json
 
-    report = locomo.run(data=args.data, modes=modes, budget=args.budget, embedder=args.embedder,
-                        samples=args.samples.split(",") if args.samples else None, max_questions=args.max_questions,
-                        inspect=args.inspect, progress=lambda msg: print(msg, file=sys.stderr, flush=True))
+    report = locomo.run(
+        data=args.data,
+        modes=modes,
+        budget=args.budget,
+        embedder=args.embedder,
+        samples=args.samples.split(",") if args.samples else None,
+        max_questions=args.max_questions,
+        inspect=args.inspect,
+        progress=lambda msg: print(msg, file=sys.stderr, flush=True),
+    )
     print(locomo.format_report(report))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=1, default=str), encoding="utf-8")

@@ -1,5 +1,6 @@
 #!/usr/bin/env python
 """The command line of the load check, bench/load_check.py (its docstring is this command's help)."""
+
 from __future__ import annotations
 
 import argparse
@@ -15,7 +16,9 @@ from bench import load_check  # noqa: E402
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=load_check.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=load_check.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--embedder", default="sentence-transformers", choices=["sentence-transformers", "hashing"])
     parser.add_argument("--subjects", type=int, default=30)
     parser.add_argument("--start-rate", type=float, default=5.0, help="operations per second of the first step")
@@ -37,10 +40,18 @@ def main(argv=None) -> int:
 
     call_command("migrate", verbosity=0)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    report = load_check.run(embedder=args.embedder, subjects=args.subjects, start_rate=args.start_rate,
-                            max_rate=args.max_rate, step_seconds=args.step_seconds, max_p95=args.max_p95,
-                            erase_every=args.erase_every, resolve_every=args.resolve_every, seed=args.seed,
-                            log=args.out.with_suffix(".server.log"))
+    report = load_check.run(
+        embedder=args.embedder,
+        subjects=args.subjects,
+        start_rate=args.start_rate,
+        max_rate=args.max_rate,
+        step_seconds=args.step_seconds,
+        max_p95=args.max_p95,
+        erase_every=args.erase_every,
+        resolve_every=args.resolve_every,
+        seed=args.seed,
+        log=args.out.with_suffix(".server.log"),
+    )
     load_check.print_report(report)
     args.out.write_text(json.dumps(report, indent=1))
     print(f"written {args.out}")

@@ -5,6 +5,7 @@ readers.
 
 One x slot per day. A day without a value (no call, so no rate or latency) is a gap in a line, not a zero.
 """
+
 from __future__ import annotations
 
 import math
@@ -110,14 +111,23 @@ def bar_chart(*, title: str, days: list[date], values: list[int], unit: str) -> 
     for i, (day, value) in enumerate(zip(days, values)):
         y = _y(chart, value, y_max)
         chart.bars.append(
-            Bar(x=round(chart.left + i * slot + slot * 0.15, 1), y=round(y, 1), width=round(slot * 0.7, 1),
-                height=round(chart.bottom - y, 1), title=f"{day:%Y-%m-%d}: {value} {unit}")
+            Bar(
+                x=round(chart.left + i * slot + slot * 0.15, 1),
+                y=round(y, 1),
+                width=round(slot * 0.7, 1),
+                height=round(chart.bottom - y, 1),
+                title=f"{day:%Y-%m-%d}: {value} {unit}",
+            )
         )
     return chart
 
 
 def line_chart(
-    *, title: str, days: list[date], series: list[tuple[str, str, list[float | None]]], percent: bool = False,
+    *,
+    title: str,
+    days: list[date],
+    series: list[tuple[str, str, list[float | None]]],
+    percent: bool = False,
     unit: str = "",
 ) -> Chart:
     """series: (name, css class, one value or None per day)."""
@@ -140,8 +150,11 @@ def line_chart(
                     line.segments.append(" ".join(run))
                 run = []
                 continue
-            point = Point(x=round(_x(chart, i, len(days)), 1), y=round(_y(chart, value, y_max), 1),
-                          title=f"{day:%Y-%m-%d}: {name} {shown(value)}")
+            point = Point(
+                x=round(_x(chart, i, len(days)), 1),
+                y=round(_y(chart, value, y_max), 1),
+                title=f"{day:%Y-%m-%d}: {name} {shown(value)}",
+            )
             line.points.append(point)
             run.append(f"{point.x},{point.y}")
         if run:

@@ -7,6 +7,7 @@ answer over the part of the asked period after it (and the partial slice, hour o
 numbers are the raw query's. No context call writes here: the job does, slice by slice, and the erasers take a
 subject's share out (stats/rollup.py). project_id leads every key (the distribution column).
 """
+
 from __future__ import annotations
 
 from django.contrib.postgres.fields import ArrayField
@@ -129,10 +130,14 @@ class FactServed(models.Model):
     served = ArrayField(models.IntegerField())
 
     class Meta:
-        indexes = [models.Index(name="stats_factserved_subject", fields=["project_id", "subject_id"]),
-                   # the facts served in a period's months
-                   models.Index(name="stats_factserved_month", fields=["project_id", "month"])]
-        constraints = [models.CheckConstraint(
-            name="stats_factserved_a_count_per_day",
-            condition=models.Q(days__len=models.F("served__len")),
-        )]
+        indexes = [
+            models.Index(name="stats_factserved_subject", fields=["project_id", "subject_id"]),
+            # the facts served in a period's months
+            models.Index(name="stats_factserved_month", fields=["project_id", "month"]),
+        ]
+        constraints = [
+            models.CheckConstraint(
+                name="stats_factserved_a_count_per_day",
+                condition=models.Q(days__len=models.F("served__len")),
+            )
+        ]

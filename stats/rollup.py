@@ -23,6 +23,7 @@ Invariants:
   overview of a period before the retention cutoff still answers (the raw query no longer can). An erasure
   deletes the subject's rows of every period, and takes its traces' share out of the totals.
 """
+
 from __future__ import annotations
 
 from datetime import datetime, timedelta
@@ -60,12 +61,18 @@ TRACE_COLUMNS = "t.id, t.subject_id, t.created_at, t.facts_served, t.used_tokens
 RAW_INTERVALS = """(t.created_at >= %(raw1_since)s AND t.created_at < %(raw1_until)s
         OR t.created_at >= %(raw2_since)s AND t.created_at < %(raw2_until)s)"""
 # -- uses: traces_trace_project_time, a range scan per interval (BitmapOr)
-TRACES_IN_INTERVALS = """
-SELECT """ + TRACE_COLUMNS + """
+TRACES_IN_INTERVALS = (
+    """
+SELECT """
+    + TRACE_COLUMNS
+    + """
   FROM traces_trace t
  WHERE t.project_id = %(project_id)s AND t.replay_of IS NULL
-   AND """ + RAW_INTERVALS + """
+   AND """
+    + RAW_INTERVALS
+    + """
 """
+)
 
 
 def raw_intervals(*intervals: tuple[datetime, datetime]) -> dict:
@@ -73,21 +80,30 @@ def raw_intervals(*intervals: tuple[datetime, datetime]) -> dict:
     padded = [*intervals, *[(intervals[0][0], intervals[0][0])] * (2 - len(intervals))]
     return {f"raw{i}_{end}": bound for i, pair in enumerate(padded, 1) for end, bound in zip(("since", "until"), pair)}
 
+
 # What an erasure deletes and the rollup counted: rolled up (before the mark), not replays.
 # -- uses: traces_trace_scope_time (project_id, subject_id, created_at)
-TRACES_OF_SUBJECT = """
-SELECT """ + TRACE_COLUMNS + """
+TRACES_OF_SUBJECT = (
+    """
+SELECT """
+    + TRACE_COLUMNS
+    + """
   FROM traces_trace t
  WHERE t.project_id = %(project_id)s AND t.subject_id = %(subject_id)s AND t.created_at < %(rolled_until)s
    AND t.replay_of IS NULL
 """
+)
 # -- uses: traces_trace_pkey
-TRACES_BY_ID = """
-SELECT """ + TRACE_COLUMNS + """
+TRACES_BY_ID = (
+    """
+SELECT """
+    + TRACE_COLUMNS
+    + """
   FROM traces_trace t
  WHERE t.id = ANY(%(trace_ids)s::uuid[]) AND t.project_id = %(project_id)s AND t.created_at < %(rolled_until)s
    AND t.replay_of IS NULL
 """
+)
 
 # --- the aggregates, over t ---------------------------------------------------------------------------------
 
@@ -116,14 +132,19 @@ SELECT c.{unit}, c.context_calls, c.calls_injected, c.used_tokens,
 """
 HOUR_TOTALS_OF_T = _TOTALS_OF_T.replace("{start}", "date_trunc('hour', created_at, 'UTC')").replace("{unit}", "hour")
 # 5-minute slices from midnight UTC (SLICE)
-SLICE_TOTALS_OF_T = (_TOTALS_OF_T.replace("{start}", "date_bin('5 minutes', created_at, timestamptz '2000-01-01 00:00+00')")
-                     .replace("{unit}", "slice"))
+SLICE_TOTALS_OF_T = _TOTALS_OF_T.replace(
+    "{start}", "date_bin('5 minutes', created_at, timestamptz '2000-01-01 00:00+00')"
+).replace("{unit}", "slice")
 
-_LATENCIES_OF_T = """
-SELECT date_trunc('{unit}', created_at, 'UTC') AS {unit}, """ + LATENCY_BUCKET_SQL.format(x="latency_ms") + """ AS bucket,
+_LATENCIES_OF_T = (
+    """
+SELECT date_trunc('{unit}', created_at, 'UTC') AS {unit}, """
+    + LATENCY_BUCKET_SQL.format(x="latency_ms")
+    + """ AS bucket,
        count(*) AS calls, array_agg(latency_ms ORDER BY latency_ms) AS latencies
   FROM t GROUP BY 1, 2
 """
+)
 LATENCIES_OF_T = _LATENCIES_OF_T.replace("{unit}", "hour")
 DAY_LATENCIES_OF_T = _LATENCIES_OF_T.replace("{unit}", "day")
 
@@ -148,83 +169,127 @@ SELECT fact_id, date_trunc('month', day)::date AS month, subject_id, array_agg(d
 def _merge_days(other: str, sign: str) -> str:
     """A FactServed row r's (days, served) plus (sign "") or minus (sign "-") those of `other`, sorted by day, the
     days left at 0 dropped."""
-    return ("""(days, served) = (
+    return (
+        """(days, served) = (
            SELECT coalesce(array_agg(day ORDER BY day), '{{}}'), coalesce(array_agg(n ORDER BY day), '{{}}')
              FROM (SELECT day, sum(n) AS n
                      FROM (SELECT * FROM unnest(r.days, r.served)
-                           UNION ALL SELECT day, """ + sign + """n FROM unnest(""" + other + """.days, """ + other + """.served) AS x(day, n)) u(day, n)
+                           UNION ALL SELECT day, """
+        + sign
+        + """n FROM unnest("""
+        + other
+        + """.days, """
+        + other
+        + """.served) AS x(day, n)) u(day, n)
                     GROUP BY day) m
-            WHERE n <> 0)""")
+            WHERE n <> 0)"""
+    )
 
-_ROLLUP_TABLES = {"slice_totals": SliceTotals, "hour_totals": HourTotals, "hour_latencies": HourLatencies, "day_latencies": DayLatencies,
-                  "subject_day": SubjectDay, "fact_served": FactServed}
+
+_ROLLUP_TABLES = {
+    "slice_totals": SliceTotals,
+    "hour_totals": HourTotals,
+    "hour_latencies": HourLatencies,
+    "day_latencies": DayLatencies,
+    "subject_day": SubjectDay,
+    "fact_served": FactServed,
+}
 
 # --- the job ----------------------------------------------------------------------------------------------
+
 
 def _add_json(column: str, other: str, sign: str) -> str:
     """{key: n} of the row r plus (sign "+") or minus (sign "-") the {key: n} of `other`, keys at 0 dropped (as
     the raw query never has them)."""
-    return (f"(SELECT coalesce(jsonb_object_agg(key, n), jsonb_build_object()) FROM (SELECT key, sum(n) AS n"
-            f" FROM (SELECT key, value::bigint AS n FROM jsonb_each_text(r.{column}) UNION ALL SELECT key, {sign}value::bigint"
-            f" FROM jsonb_each_text({other}.{column})) u GROUP BY key) m WHERE n <> 0)")
+    return (
+        f"(SELECT coalesce(jsonb_object_agg(key, n), jsonb_build_object()) FROM (SELECT key, sum(n) AS n"
+        f" FROM (SELECT key, value::bigint AS n FROM jsonb_each_text(r.{column}) UNION ALL SELECT key, {sign}value::bigint"
+        f" FROM jsonb_each_text({other}.{column})) u GROUP BY key) m WHERE n <> 0)"
+    )
 
 
 # One range of whole slices of one project, in one statement. The slices' rows are new (the mark says they were
 # never rolled up); the hourly and daily ones may hold the earlier slices of their hour or day, and add these
 # (their latencies merged, sorted). A day's latencies are written once, when it closes (DAY_LATENCIES_SQL):
 # merged every 5 minutes, a busy day's arrays would be rewritten 288 times.
-ROLLUP_SQL = with_tables("""
-WITH t AS MATERIALIZED (""" + TRACES_IN_INTERVALS + """),
-td AS MATERIALIZED (""" + DECISIONS_OF_T + """),
+ROLLUP_SQL = with_tables(
+    """
+WITH t AS MATERIALIZED ("""
+    + TRACES_IN_INTERVALS
+    + """),
+td AS MATERIALIZED ("""
+    + DECISIONS_OF_T
+    + """),
 sl AS (
     INSERT INTO {slice_totals} (project_id, slice, context_calls, calls_injected, used_tokens, empty_reasons, decisions)
-    SELECT %(project_id)s, a.* FROM (""" + SLICE_TOTALS_OF_T + """) a
+    SELECT %(project_id)s, a.* FROM ("""
+    + SLICE_TOTALS_OF_T
+    + """) a
     RETURNING 1
 ), h AS (
     INSERT INTO {hour_totals} AS r (project_id, hour, context_calls, calls_injected, used_tokens, empty_reasons, decisions)
-    SELECT %(project_id)s, a.* FROM (""" + HOUR_TOTALS_OF_T + """) a
+    SELECT %(project_id)s, a.* FROM ("""
+    + HOUR_TOTALS_OF_T
+    + """) a
     ON CONFLICT (project_id, hour) DO UPDATE
        SET context_calls = r.context_calls + excluded.context_calls,
            calls_injected = r.calls_injected + excluded.calls_injected,
            used_tokens = r.used_tokens + excluded.used_tokens,
-           empty_reasons = """ + _add_json("empty_reasons", "excluded", "+") + """,
-           decisions = """ + _add_json("decisions", "excluded", "+") + """
+           empty_reasons = """
+    + _add_json("empty_reasons", "excluded", "+")
+    + """,
+           decisions = """
+    + _add_json("decisions", "excluded", "+")
+    + """
     RETURNING 1
 ), l AS (
     INSERT INTO {hour_latencies} AS r (project_id, hour, bucket, calls, latencies)
-    SELECT %(project_id)s, a.* FROM (""" + LATENCIES_OF_T + """) a
+    SELECT %(project_id)s, a.* FROM ("""
+    + LATENCIES_OF_T
+    + """) a
     ON CONFLICT (project_id, hour, bucket) DO UPDATE
        SET calls = r.calls + excluded.calls,
            latencies = ARRAY(SELECT v FROM unnest(r.latencies || excluded.latencies) v ORDER BY v)
     RETURNING 1
 ), s AS (
     INSERT INTO {subject_day} AS r (project_id, day, subject_id, context_calls, calls_injected)
-    SELECT %(project_id)s, a.* FROM (""" + SUBJECT_DAYS_OF_T + """) a
+    SELECT %(project_id)s, a.* FROM ("""
+    + SUBJECT_DAYS_OF_T
+    + """) a
     ON CONFLICT (project_id, day, subject_id) DO UPDATE
        SET context_calls = r.context_calls + excluded.context_calls,
            calls_injected = r.calls_injected + excluded.calls_injected
     RETURNING 1
 ), f AS (
     INSERT INTO {fact_served} AS r (project_id, fact_id, month, subject_id, days, served)
-    SELECT %(project_id)s, a.* FROM (""" + FACTS_SERVED_OF_T + """) a
-    ON CONFLICT (project_id, fact_id, month) DO UPDATE SET """ + _merge_days("excluded", "") + """
+    SELECT %(project_id)s, a.* FROM ("""
+    + FACTS_SERVED_OF_T
+    + """) a
+    ON CONFLICT (project_id, fact_id, month) DO UPDATE SET """
+    + _merge_days("excluded", "")
+    + """
     RETURNING 1
 )
 SELECT (SELECT count(*) FROM t) AS traces, (SELECT count(*) FROM sl) AS slices, (SELECT count(*) FROM h) AS hours, (SELECT count(*) FROM l) AS latency_rows,
        (SELECT count(*) FROM s) AS subject_days, (SELECT count(*) FROM f) AS facts_served
-""", **_ROLLUP_TABLES)
+""",
+    **_ROLLUP_TABLES,
+)
 
 
 # The latencies of a day that closed, from its hourly rows: the day's rows are never read before (the overview
 # reads the hourly rows of the day its mark falls in).
 # -- uses: stats_latency_hour_calls (project_id, hour), the day's 24 hours
-DAY_LATENCIES_SQL = with_tables("""
+DAY_LATENCIES_SQL = with_tables(
+    """
 INSERT INTO {day_latencies} (project_id, day, bucket, calls, latencies)
 SELECT project_id, %(day)s, bucket, count(*), array_agg(v ORDER BY v)
   FROM {hour_latencies}, unnest(latencies) AS v
  WHERE project_id = %(project_id)s AND hour >= %(day)s AND hour < %(day)s::timestamptz + interval '1 day'
  GROUP BY project_id, bucket
-""", **_ROLLUP_TABLES)
+""",
+    **_ROLLUP_TABLES,
+)
 
 
 def floor_to(moment: datetime, unit: timedelta) -> datetime:
@@ -311,59 +376,100 @@ def stats_rollup_forget(*, project_id: str) -> None:
 
 # --- the erasers ------------------------------------------------------------------------------------------
 
+
 def _subtract_totals(name: str, table: str, period: str, source: str) -> str:
     """The CTE `name` taking the totals of `source` (rows per `period`) out of the rollup table `table`."""
-    return name + """ AS (
-    UPDATE {""" + table + """} r
+    return (
+        name
+        + """ AS (
+    UPDATE {"""
+        + table
+        + """} r
        SET context_calls = r.context_calls - a.context_calls, calls_injected = r.calls_injected - a.calls_injected,
-           used_tokens = r.used_tokens - a.used_tokens, empty_reasons = """ + _add_json("empty_reasons", "a", "-") + """,
-           decisions = """ + _add_json("decisions", "a", "-") + """
-      FROM (""" + source + """) a
-     WHERE r.project_id = %(project_id)s AND r.""" + period + " = a." + period + """
+           used_tokens = r.used_tokens - a.used_tokens, empty_reasons = """
+        + _add_json("empty_reasons", "a", "-")
+        + """,
+           decisions = """
+        + _add_json("decisions", "a", "-")
+        + """
+      FROM ("""
+        + source
+        + """) a
+     WHERE r.project_id = %(project_id)s AND r."""
+        + period
+        + " = a."
+        + period
+        + """
     RETURNING 1
 )"""
+    )
 
 
 def _subtract_latencies(name: str, table: str, period: str, source: str) -> str:
     """The CTE `name` taking the latencies of `source` out of `table`'s buckets: the multiset difference (EXCEPT
     ALL) takes out one occurrence of each erased value."""
-    return name + """ AS (
-    UPDATE {""" + table + """} r
+    return (
+        name
+        + """ AS (
+    UPDATE {"""
+        + table
+        + """} r
        SET calls = r.calls - a.calls,
            latencies = ARRAY(SELECT v FROM (SELECT unnest(r.latencies) EXCEPT ALL SELECT unnest(a.latencies)) k(v) ORDER BY v)
-      FROM (""" + source + """) a
-     WHERE r.project_id = %(project_id)s AND r.""" + period + " = a." + period + """ AND r.bucket = a.bucket
+      FROM ("""
+        + source
+        + """) a
+     WHERE r.project_id = %(project_id)s AND r."""
+        + period
+        + " = a."
+        + period
+        + """ AND r.bucket = a.bucket
     RETURNING 1
 )"""
+    )
 
 
 # The erased traces' share out of every row they were counted in (the rows left at zero go next).
-_SUBTRACT_FROM_T = "\n" + ", ".join([
-    _subtract_totals("sl", "slice_totals", "slice", SLICE_TOTALS_OF_T),
-    _subtract_totals("h", "hour_totals", "hour", HOUR_TOTALS_OF_T),
-    _subtract_latencies("l", "hour_latencies", "hour", LATENCIES_OF_T),
-    _subtract_latencies("dl", "day_latencies", "day", DAY_LATENCIES_OF_T),
-    """s AS (
+_SUBTRACT_FROM_T = (
+    "\n"
+    + ", ".join(
+        [
+            _subtract_totals("sl", "slice_totals", "slice", SLICE_TOTALS_OF_T),
+            _subtract_totals("h", "hour_totals", "hour", HOUR_TOTALS_OF_T),
+            _subtract_latencies("l", "hour_latencies", "hour", LATENCIES_OF_T),
+            _subtract_latencies("dl", "day_latencies", "day", DAY_LATENCIES_OF_T),
+            """s AS (
     UPDATE {subject_day} r
        SET context_calls = r.context_calls - a.context_calls, calls_injected = r.calls_injected - a.calls_injected
-      FROM (""" + SUBJECT_DAYS_OF_T + """) a
+      FROM ("""
+            + SUBJECT_DAYS_OF_T
+            + """) a
      WHERE r.project_id = %(project_id)s AND r.day = a.day AND r.subject_id = a.subject_id
     RETURNING 1
 )""",
-    """f AS (
-    UPDATE {fact_served} r SET """ + _merge_days("a", "-") + """
-      FROM (""" + FACTS_SERVED_OF_T + """) a
+            """f AS (
+    UPDATE {fact_served} r SET """
+            + _merge_days("a", "-")
+            + """
+      FROM ("""
+            + FACTS_SERVED_OF_T
+            + """) a
      WHERE r.project_id = %(project_id)s AND r.fact_id = a.fact_id AND r.month = a.month
     RETURNING 1
 )""",
-]) + """
+        ]
+    )
+    + """
 SELECT (SELECT count(*) FROM t) AS traces
 """
+)
 _WITH_TD = "td AS MATERIALIZED (" + DECISIONS_OF_T + "),"
-SUBTRACT_SUBJECT_SQL = with_tables("WITH t AS MATERIALIZED (" + TRACES_OF_SUBJECT + ")," + _WITH_TD + _SUBTRACT_FROM_T,
-                                   **_ROLLUP_TABLES)
-SUBTRACT_TRACES_SQL = with_tables("WITH t AS MATERIALIZED (" + TRACES_BY_ID + ")," + _WITH_TD + _SUBTRACT_FROM_T,
-                                  **_ROLLUP_TABLES)
+SUBTRACT_SUBJECT_SQL = with_tables(
+    "WITH t AS MATERIALIZED (" + TRACES_OF_SUBJECT + ")," + _WITH_TD + _SUBTRACT_FROM_T, **_ROLLUP_TABLES
+)
+SUBTRACT_TRACES_SQL = with_tables(
+    "WITH t AS MATERIALIZED (" + TRACES_BY_ID + ")," + _WITH_TD + _SUBTRACT_FROM_T, **_ROLLUP_TABLES
+)
 
 EMPTIED_ROWS_SQL = [
     with_tables("DELETE FROM {t} WHERE project_id = %(project_id)s AND context_calls = 0", t=SliceTotals),
@@ -391,8 +497,10 @@ def rollup_erase(project_id: str, subject_id: str | None, trace_ids: list | None
     whole, of every period (those of pruned traces too). Returns the subject's rows deleted."""
     _lock(project_id, shared=True)
     if subject_id is None:
-        counts = {"stats_subject_days": SubjectDay.objects.filter(project_id=project_id).delete()[0],
-                  "stats_fact_days": _delete_fact_days(project_id=project_id)}
+        counts = {
+            "stats_subject_days": SubjectDay.objects.filter(project_id=project_id).delete()[0],
+            "stats_fact_days": _delete_fact_days(project_id=project_id),
+        }
         for model in (SliceTotals, HourTotals, HourLatencies, DayLatencies, RollupMark):
             model.objects.filter(project_id=project_id).delete()
         return counts

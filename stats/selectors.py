@@ -14,6 +14,7 @@ at the period's start and what came after the mark. The raw queries below are th
 rollup=False a function runs them over the whole period, and a test checks both give the same numbers.
 scripts/bench_stats.py times both on 1M traces and 10M decisions.
 """
+
 from __future__ import annotations
 
 import math
@@ -128,13 +129,17 @@ SELECT d.reason_code, count(*) AS n
 
 # -- uses: facts_fact_scope_status and facts_conflict_scope_status (project_id leads both).
 # The store as it is now, whatever the period: what a curator has to act on today.
-STORE_SQL = with_tables("""
+STORE_SQL = with_tables(
+    """
 SELECT (SELECT count(*) FROM {fact} WHERE project_id = %(project_id)s AND status = 'active') AS active_facts,
        count(*) AS open_conflicts,
        min(opened_at) AS oldest_open_conflict_at
   FROM {conflict_set}
  WHERE project_id = %(project_id)s AND status = 'open'
-""", fact=Fact, conflict_set=ConflictSet)
+""",
+    fact=Fact,
+    conflict_set=ConflictSet,
+)
 
 # Facts never served: active now, recorded before the period ended (a fact recorded later could not have been
 # served in it), and no `included` decision in a trace of the period. The count and the page's list share it.
@@ -142,7 +147,8 @@ SELECT (SELECT count(*) FROM {fact} WHERE project_id = %(project_id)s AND status
 #    (fact_id, decision) and traces_trace_pkey, or else a hash anti-join against the period's included
 #    decisions. Probes grow with the store, the hash join with the period's traffic: NOT EXISTS leaves the
 #    choice to the planner, so neither grows unbounded.
-_NEVER_SERVED_FROM = with_tables("""
+_NEVER_SERVED_FROM = with_tables(
+    """
   FROM {fact} f
  WHERE f.project_id = %(project_id)s AND f.status = 'active' AND f.recorded_from < %(until)s
    AND NOT EXISTS (
@@ -152,7 +158,9 @@ _NEVER_SERVED_FROM = with_tables("""
         WHERE d.fact_id = f.id AND d.decision = 'included'
           AND t.created_at >= %(since)s AND t.created_at < %(until)s
           AND t.replay_of IS NULL)
-""", fact=Fact)
+""",
+    fact=Fact,
+)
 NEVER_SERVED_COUNT_SQL = "SELECT count(*) AS n" + _NEVER_SERVED_FROM
 NEVER_SERVED_SQL = (
     "SELECT f.id, f.subject_id, f.text, f.category, f.recorded_from"
@@ -197,12 +205,18 @@ class Overview:
 def stats_overview(*, project_id: str, period: Period, rollup: bool = True) -> Overview:
     params = {"project_id": project_id, "since": period.since, "until": period.until}
     if rollup:
-        mark, slices_since = (RollupMark.objects.filter(project_id=project_id)
-                              .values_list("rolled_until", "slices_since").first() or (None, None))
+        mark, slices_since = RollupMark.objects.filter(project_id=project_id).values_list(
+            "rolled_until", "slices_since"
+        ).first() or (None, None)
         hours = _split(mark, period, HOUR)
-        totals = fetch_dicts(ROLLUP_TOTALS_SQL, {**params, **_split_slices(mark, slices_since, period)},
-                             json_columns=["empty_reasons", "decisions"])[0]
-        (totals["latency_p50"], totals["latency_p95"]), = _latency_percentiles(project_id, hours, per_day=False).values()
+        totals = fetch_dicts(
+            ROLLUP_TOTALS_SQL,
+            {**params, **_split_slices(mark, slices_since, period)},
+            json_columns=["empty_reasons", "decisions"],
+        )[0]
+        ((totals["latency_p50"], totals["latency_p95"]),) = _latency_percentiles(
+            project_id, hours, per_day=False
+        ).values()
         by_reason = totals["decisions"]
         never_served = fetch_dicts(ROLLUP_NEVER_SERVED_COUNT_SQL, {**params, **_served_split(mark, period)})[0]["n"]
     else:
@@ -309,8 +323,9 @@ def subjects_by_calls(*, project_id: str, period: Period, limit: int = TOP_SUBJE
     return fetch_dicts(SUBJECTS_BY_CALLS_SQL, params)
 
 
-def facts_never_served(*, project_id: str, period: Period, limit: int = NEVER_SERVED_SHOWN,
-                       rollup: bool = True) -> list[dict]:
+def facts_never_served(
+    *, project_id: str, period: Period, limit: int = NEVER_SERVED_SHOWN, rollup: bool = True
+) -> list[dict]:
     """The oldest active facts no context call of the period served: id, subject_id, text, category,
     recorded_from. stats_overview counts them all."""
     params = {"project_id": project_id, "since": period.since, "until": period.until, "limit": limit}
@@ -320,7 +335,9 @@ def facts_never_served(*, project_id: str, period: Period, limit: int = NEVER_SE
 
 
 def open_conflicts_oldest_first(*, project_id: str, limit: int = OPEN_CONFLICTS_SHOWN) -> list[ConflictSet]:
-    return list(conflict_list(project_id=project_id, subject_id=None, status="open").order_by("opened_at", "id")[:limit])
+    return list(
+        conflict_list(project_id=project_id, subject_id=None, status="open").order_by("opened_at", "id")[:limit]
+    )
 
 
 def project_ids() -> list[str]:
@@ -329,6 +346,7 @@ def project_ids() -> list[str]:
 
 
 # --- the same, from the rollup ------------------------------------------------------------------------------
+
 
 def _split(mark: datetime | None, period: Period, unit: timedelta) -> dict:
     """The period's part the rollup holds in whole units (hours or days): [rolled_since, rolled_until), and the
@@ -356,16 +374,29 @@ def _split_slices(mark: datetime | None, slices_since: datetime | None, period: 
     hours_since, hours_until = ceil_to(first, HOUR), floor_to(last, HOUR)
     if hours_since >= hours_until:  # no whole hour: slices alone, or nothing rolled up
         if last <= first or first < slices_since:
-            return {"rolled_since": since, "rolled_until": since, "slices1_since": since, "slices1_until": since,
-                    "slices2_since": since, "slices2_until": since, **raw_intervals((since, until))}
+            return {
+                "rolled_since": since,
+                "rolled_until": since,
+                "slices1_since": since,
+                "slices1_until": since,
+                "slices2_since": since,
+                "slices2_until": since,
+                **raw_intervals((since, until)),
+            }
         hours_since = hours_until = last
     if first < slices_since:
         first = hours_since
     if hours_until < slices_since:
         last = hours_until
-    return {"rolled_since": hours_since, "rolled_until": hours_until, "slices1_since": first,
-            "slices1_until": hours_since, "slices2_since": hours_until, "slices2_until": last,
-            **raw_intervals((since, first), (last, until))}
+    return {
+        "rolled_since": hours_since,
+        "rolled_until": hours_until,
+        "slices1_since": first,
+        "slices1_until": hours_since,
+        "slices2_since": hours_until,
+        "slices2_until": last,
+        **raw_intervals((since, first), (last, until)),
+    }
 
 
 def _served_split(mark: datetime | None, period: Period) -> dict:
@@ -379,16 +410,23 @@ def _served_split(mark: datetime | None, period: Period) -> dict:
 
 
 def _sum_json(column: str) -> str:
-    return (f"(SELECT coalesce(jsonb_object_agg(key, n), jsonb_build_object()) FROM (SELECT key, sum(value::bigint) AS n"
-            f" FROM hours, jsonb_each_text(hours.{column}) GROUP BY key) s) AS {column}")
+    return (
+        f"(SELECT coalesce(jsonb_object_agg(key, n), jsonb_build_object()) FROM (SELECT key, sum(value::bigint) AS n"
+        f" FROM hours, jsonb_each_text(hours.{column}) GROUP BY key) s) AS {column}"
+    )
 
 
 # -- uses: stats_hourtotals_pkey (project_id, hour) for the rolled hours, stats_slicetotals_pkey (project_id,
 #    slice) for the slices of the partial hours; traces_trace_project_time and traces_decision_trace_rank for the
 #    raw intervals (ROLLUP_LAG and a slice or two: minutes).
-ROLLUP_TOTALS_SQL = with_tables("""
-WITH t AS MATERIALIZED (""" + TRACES_IN_INTERVALS + """),
-td AS (""" + DECISIONS_OF_T + """),
+ROLLUP_TOTALS_SQL = with_tables(
+    """
+WITH t AS MATERIALIZED ("""
+    + TRACES_IN_INTERVALS
+    + """),
+td AS ("""
+    + DECISIONS_OF_T
+    + """),
 hours AS (
     SELECT context_calls, calls_injected, used_tokens, empty_reasons, decisions
       FROM {hour_totals}
@@ -399,16 +437,28 @@ hours AS (
      WHERE project_id = %(project_id)s AND (slice >= %(slices1_since)s AND slice < %(slices1_until)s
                                             OR slice >= %(slices2_since)s AND slice < %(slices2_until)s)
     UNION ALL
-    SELECT context_calls, calls_injected, used_tokens, empty_reasons, decisions FROM (""" + HOUR_TOTALS_OF_T + """) a
+    SELECT context_calls, calls_injected, used_tokens, empty_reasons, decisions FROM ("""
+    + HOUR_TOTALS_OF_T
+    + """) a
 )
 SELECT coalesce(sum(context_calls), 0)::int8 AS context_calls, coalesce(sum(calls_injected), 0)::int8 AS calls_injected,
        (sum(used_tokens)::numeric / nullif(sum(context_calls), 0))::float8 AS mean_used_tokens,
-       """ + _sum_json("empty_reasons") + """, """ + _sum_json("decisions") + """
+       """
+    + _sum_json("empty_reasons")
+    + """, """
+    + _sum_json("decisions")
+    + """
   FROM hours
-""", hour_totals=HourTotals, slice_totals=SliceTotals)
+""",
+    hour_totals=HourTotals,
+    slice_totals=SliceTotals,
+)
 
-ROLLUP_CALLS_PER_DAY_SQL = with_tables("""
-WITH t AS MATERIALIZED (""" + TRACES_IN_INTERVALS + """),
+ROLLUP_CALLS_PER_DAY_SQL = with_tables(
+    """
+WITH t AS MATERIALIZED ("""
+    + TRACES_IN_INTERVALS
+    + """),
 per_day AS (
     SELECT day, sum(context_calls) AS context_calls, sum(calls_injected) AS calls_injected
       FROM (SELECT date_trunc('day', hour, 'UTC') AS day, context_calls, calls_injected
@@ -423,7 +473,9 @@ SELECT days.day, coalesce(p.context_calls, 0)::int8 AS context_calls, coalesce(p
                        %(until)s::timestamptz - interval '1 microsecond', interval '1 day') AS days(day)
   LEFT JOIN per_day p USING (day)
  ORDER BY days.day
-""", hour_totals=HourTotals)
+""",
+    hour_totals=HourTotals,
+)
 
 # Latency percentiles in two steps, each exact: the calls per bucket (and per day for the pages' series), from
 # which the ranks percentile_cont reads are located in a bucket, then the values at those ranks within their
@@ -431,33 +483,56 @@ SELECT days.day, coalesce(p.context_calls, 0)::int8 AS context_calls, coalesce(p
 # from DayLatencies for its whole days and from HourLatencies for the hours of its partial days (_by_day).
 # -- uses: stats_daylatency_day_calls and stats_latency_hour_calls (project_id, day or hour) INCLUDE (bucket,
 #    calls), then stats_daylatency_bucket_day and stats_latency_bucket_hour per bucket read.
-_LATENCY_GROUP = {False: ("NULL::timestamptz", "NULL::timestamptz", "NULL::timestamptz"),
-                  True: ("day", "date_trunc('day', hour, 'UTC')", "date_trunc('day', created_at, 'UTC')")}
-_IN_HOURS = """(hour >= %(hours1_since)s AND hour < %(hours1_until)s OR hour >= %(hours2_since)s AND hour < %(hours2_until)s)"""
+_LATENCY_GROUP = {
+    False: ("NULL::timestamptz", "NULL::timestamptz", "NULL::timestamptz"),
+    True: ("day", "date_trunc('day', hour, 'UTC')", "date_trunc('day', created_at, 'UTC')"),
+}
+_IN_HOURS = (
+    """(hour >= %(hours1_since)s AND hour < %(hours1_until)s OR hour >= %(hours2_since)s AND hour < %(hours2_until)s)"""
+)
 
 
 def _latency_sql(per_day: bool) -> tuple[str, str]:
     day_group, hour_group, raw_group = _LATENCY_GROUP[per_day]
     bucket = LATENCY_BUCKET_SQL.format(x="latency_ms")
-    counts = with_tables("""
-WITH t AS MATERIALIZED (""" + TRACES_IN_INTERVALS + """)
+    counts = with_tables(
+        """
+WITH t AS MATERIALIZED ("""
+        + TRACES_IN_INTERVALS
+        + """)
 SELECT grp, bucket, sum(calls)::int8 AS calls
-  FROM (SELECT """ + day_group + """ AS grp, bucket, calls
+  FROM (SELECT """
+        + day_group
+        + """ AS grp, bucket, calls
           FROM {day_latencies}
          WHERE project_id = %(project_id)s AND day >= %(days_since)s AND day < %(days_until)s
         UNION ALL
-        SELECT """ + hour_group + """, bucket, calls
+        SELECT """
+        + hour_group
+        + """, bucket, calls
           FROM {hour_latencies}
-         WHERE project_id = %(project_id)s AND """ + _IN_HOURS + """
+         WHERE project_id = %(project_id)s AND """
+        + _IN_HOURS
+        + """
         UNION ALL
-        SELECT """ + raw_group + """, """ + bucket + """, 1 FROM t) x
+        SELECT """
+        + raw_group
+        + """, """
+        + bucket
+        + """, 1 FROM t) x
  GROUP BY grp, bucket
  ORDER BY grp, bucket
-""", day_latencies=DayLatencies, hour_latencies=HourLatencies)
+""",
+        day_latencies=DayLatencies,
+        hour_latencies=HourLatencies,
+    )
     # The group's own bounds: the whole period (NULL: greatest and least ignore it) or one day.
     within = "{column} >= greatest(%({since})s, w.grp) AND {column} < least(%({until})s, w.grp + interval '1 day')"
-    values = with_tables("""
-WITH t AS MATERIALIZED (""" + TRACES_IN_INTERVALS + """),
+    values = with_tables(
+        """
+WITH t AS MATERIALIZED ("""
+        + TRACES_IN_INTERVALS
+        + """),
 w AS (SELECT grp, bucket, array_agg(rank) AS ranks
         FROM unnest(%(groups)s::timestamptz[], %(buckets)s::int2[], %(ranks)s::int8[]) AS u(grp, bucket, rank)
        GROUP BY grp, bucket)
@@ -468,19 +543,32 @@ SELECT w.grp, w.bucket, n.rank, n.v
                  FROM (SELECT unnest(l.latencies) AS v
                          FROM {day_latencies} l
                         WHERE l.project_id = %(project_id)s AND l.bucket = w.bucket
-                          AND """ + within.format(column="l.day", since="days_since", until="days_until") + """
+                          AND """
+        + within.format(column="l.day", since="days_since", until="days_until")
+        + """
                        UNION ALL
                        SELECT unnest(l.latencies)
                          FROM {hour_latencies} l
                         WHERE l.project_id = %(project_id)s AND l.bucket = w.bucket
-                          AND (""" + within.format(column="l.hour", since="hours1_since", until="hours1_until") + """
-                               OR """ + within.format(column="l.hour", since="hours2_since", until="hours2_until") + """)
+                          AND ("""
+        + within.format(column="l.hour", since="hours1_since", until="hours1_until")
+        + """
+                               OR """
+        + within.format(column="l.hour", since="hours2_since", until="hours2_until")
+        + """)
                        UNION ALL
                        SELECT latency_ms FROM t
-                        WHERE """ + bucket + """ = w.bucket AND """ + raw_group + """ IS NOT DISTINCT FROM w.grp) x
+                        WHERE """
+        + bucket
+        + """ = w.bucket AND """
+        + raw_group
+        + """ IS NOT DISTINCT FROM w.grp) x
                 ORDER BY v LIMIT (SELECT max(r) + 1 FROM unnest(w.ranks) r)) s
         WHERE rank = ANY(w.ranks)) n
-""", day_latencies=DayLatencies, hour_latencies=HourLatencies)
+""",
+        day_latencies=DayLatencies,
+        hour_latencies=HourLatencies,
+    )
     return counts, values
 
 
@@ -496,14 +584,23 @@ def _by_day(hours: dict) -> dict:
     first, last = ceil_to(since, DAY), floor_to(until, DAY)
     if first >= last:  # no whole day: hours only
         first = last = until
-    return {**hours, "days_since": first, "days_until": last, "hours1_since": since, "hours1_until": first,
-            "hours2_since": last, "hours2_until": until}
+    return {
+        **hours,
+        "days_since": first,
+        "days_until": last,
+        "hours1_since": since,
+        "hours1_until": first,
+        "hours2_since": last,
+        "hours2_until": until,
+    }
 
 
 def _latency_percentiles(project_id: str, hours: dict, *, per_day: bool) -> dict:
     """{group: (p50, p95)}, each as percentile_cont computes it (float8 arithmetic, the same operations): the
     values at ranks floor and ceil of q * (n - 1), 0-based, and their linear interpolation."""
-    counts_sql, values_sql = (DAY_LATENCY_COUNTS_SQL, DAY_LATENCY_VALUES_SQL) if per_day else (LATENCY_COUNTS_SQL, LATENCY_VALUES_SQL)
+    counts_sql, values_sql = (
+        (DAY_LATENCY_COUNTS_SQL, DAY_LATENCY_VALUES_SQL) if per_day else (LATENCY_COUNTS_SQL, LATENCY_VALUES_SQL)
+    )
     params = {"project_id": project_id, **_by_day(hours)}
     buckets: dict = {}
     for row in fetch_dicts(counts_sql, params):
@@ -525,8 +622,15 @@ def _latency_percentiles(project_id: str, hours: dict, *, per_day: bool) -> dict
                     before += n
     if not wanted:
         return {None: (None, None)} if not per_day else {}
-    rows = fetch_dicts(values_sql, {**params, "groups": [w[0] for w in wanted], "buckets": [w[1] for w in wanted],
-                                    "ranks": [w[2] for w in wanted]})
+    rows = fetch_dicts(
+        values_sql,
+        {
+            **params,
+            "groups": [w[0] for w in wanted],
+            "buckets": [w[1] for w in wanted],
+            "ranks": [w[2] for w in wanted],
+        },
+    )
     at_rank = {(row["grp"], row["bucket"], row["rank"]): row["v"] for row in rows}
     value = {(group, rank): at_rank[group, bucket, bucket_rank] for group, bucket, bucket_rank, rank in wanted}
     result = {}
@@ -541,8 +645,11 @@ def _latency_percentiles(project_id: str, hours: dict, *, per_day: bool) -> dict
 
 
 # -- uses: stats_subjectday_pkey (project_id, day, subject_id) for the rolled days; traces_trace_project_time.
-ROLLUP_SUBJECTS_BY_CALLS_SQL = with_tables("""
-WITH t AS MATERIALIZED (""" + TRACES_IN_INTERVALS + """)
+ROLLUP_SUBJECTS_BY_CALLS_SQL = with_tables(
+    """
+WITH t AS MATERIALIZED ("""
+    + TRACES_IN_INTERVALS
+    + """)
 SELECT subject_id, sum(context_calls)::int8 AS context_calls,
        sum(calls_injected)::float8 / sum(context_calls)::float8 AS injection_rate
   FROM (SELECT subject_id, context_calls, calls_injected
@@ -553,7 +660,9 @@ SELECT subject_id, sum(context_calls)::int8 AS context_calls,
  GROUP BY subject_id
  ORDER BY context_calls DESC, subject_id
  LIMIT %(limit)s
-""", subject_day=SubjectDay)
+""",
+    subject_day=SubjectDay,
+)
 
 # Facts never served: the active facts without a served day in the rolled days: a hash anti-join of the
 # project's facts with the facts served in the rolled days' months (stats_factserved_month), a row counted when a
@@ -564,7 +673,9 @@ SELECT subject_id, sum(context_calls)::int8 AS context_calls,
 # (PostgreSQL does not turn a subquery with an OFFSET into a join): the raw intervals may hold a day of decisions,
 # which a hash anti-join read whole, and a plan driven by the intervals' traces probed their decisions once per
 # candidate (2.4 s).
-_ROLLUP_NEVER_SERVED = with_tables(("""
+_ROLLUP_NEVER_SERVED = with_tables(
+    (
+        """
 WITH served AS (
     SELECT s.fact_id
       FROM {fact_served} s
@@ -584,10 +695,18 @@ SELECT {columns}
          FROM traces_decision d
         WHERE d.fact_id = c.id AND d.decision = 'included'
           AND EXISTS (SELECT 1 FROM traces_trace t
-                       WHERE t.id = d.trace_id AND t.replay_of IS NULL AND """ + RAW_INTERVALS + """
+                       WHERE t.id = d.trace_id AND t.replay_of IS NULL AND """
+        + RAW_INTERVALS
+        + """
                       OFFSET 0)
        OFFSET 0)
-""").replace("{columns}", "{{columns}}"), fact=Fact, fact_served=FactServed)
+"""
+    ).replace("{columns}", "{{columns}}"),
+    fact=Fact,
+    fact_served=FactServed,
+)
 ROLLUP_NEVER_SERVED_COUNT_SQL = _ROLLUP_NEVER_SERVED.replace("{columns}", "count(*) AS n")
-ROLLUP_NEVER_SERVED_SQL = (_ROLLUP_NEVER_SERVED.replace("{columns}", "c.id, c.subject_id, c.text, c.category, c.recorded_from")
-                           + " ORDER BY c.recorded_from, c.id LIMIT %(limit)s")
+ROLLUP_NEVER_SERVED_SQL = (
+    _ROLLUP_NEVER_SERVED.replace("{columns}", "c.id, c.subject_id, c.text, c.category, c.recorded_from")
+    + " ORDER BY c.recorded_from, c.id LIMIT %(limit)s"
+)

@@ -24,10 +24,15 @@ class OverviewQuerySerializer(StrictSerializer):
     until."""
 
     project_id = ScopeIdField()
-    since = AwareDateTimeField(required=False, help_text=f"before until, at most {MAX_PERIOD.days} days before it, "
-                               f"from {iso(PERIOD_EARLIEST)}; default 30 days before until")
-    until = AwareDateTimeField(required=False, help_text=f"after since, at most {MAX_PERIOD.days} days after it, "
-                               f"up to {iso(PERIOD_LATEST)}; default now")
+    since = AwareDateTimeField(
+        required=False,
+        help_text=f"before until, at most {MAX_PERIOD.days} days before it, "
+        f"from {iso(PERIOD_EARLIEST)}; default 30 days before until",
+    )
+    until = AwareDateTimeField(
+        required=False,
+        help_text=f"after since, at most {MAX_PERIOD.days} days after it, up to {iso(PERIOD_LATEST)}; default now",
+    )
 
     def validate(self, attrs):
         until = attrs.get("until") or timezone.now()
@@ -42,8 +47,9 @@ class OverviewQuerySerializer(StrictSerializer):
             raise serializers.ValidationError({"until": [f"the period may span at most {MAX_PERIOD.days} days"]})
         if problem == PERIOD_OUT_OF_CALENDAR:
             field = "since" if period.since < PERIOD_EARLIEST else "until"
-            raise serializers.ValidationError({field: [f"the period must lie between {iso(PERIOD_EARLIEST)} and "
-                                                       f"{iso(PERIOD_LATEST)}"]})
+            raise serializers.ValidationError(
+                {field: [f"the period must lie between {iso(PERIOD_EARLIEST)} and {iso(PERIOD_LATEST)}"]}
+            )
         return {"project_id": attrs["project_id"], "period": period}
 
 

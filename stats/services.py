@@ -4,6 +4,7 @@ Curators resolve conflicts and read traces in the admin; product owners read /st
 admin (their access is the group itself, checked by stats.views). `ensure_roles` (and bootstrap_dev) call
 roles_ensure; it adds what is missing and never removes a permission an administrator gave.
 """
+
 from __future__ import annotations
 
 from django.contrib.auth.models import Group, Permission
@@ -14,12 +15,19 @@ PRODUCT_OWNERS = "product-owners"
 
 ROLES: dict[str, list[str]] = {
     CURATORS: [
-        "facts.view_conflictset", "facts.change_conflictset",  # change: resolve through conflict_resolve
-        "facts.view_fact", "facts.change_fact",  # change: retract through fact_retract
+        "facts.view_conflictset",
+        "facts.change_conflictset",  # change: resolve through conflict_resolve
+        "facts.view_fact",
+        "facts.change_fact",  # change: retract through fact_retract
         "facts.view_event",  # a fact's source event and a trace's episodes link to it
         # written by people, through the same services as the API
-        "facts.view_identityblock", "facts.add_identityblock", "facts.change_identityblock", "facts.delete_identityblock",
-        "facts.view_procedure", "facts.add_procedure", "facts.change_procedure",  # change: retract too
+        "facts.view_identityblock",
+        "facts.add_identityblock",
+        "facts.change_identityblock",
+        "facts.delete_identityblock",
+        "facts.view_procedure",
+        "facts.add_procedure",
+        "facts.change_procedure",  # change: retract too
         "traces.view_trace",
     ],
     PRODUCT_OWNERS: [],

@@ -1,6 +1,7 @@
 """The rollup's periodic job (stats/rollup.py) on procrastinate's `stats` queue, for deployments that run a worker
 rather than cron: `python manage.py procrastinate worker --queues stats`. Every 5 minutes, the rollup's step
 (stats.rollup.SLICE): each run rolls up the slices that closed ROLLUP_LAG ago."""
+
 from __future__ import annotations
 
 from procrastinate.contrib.django import app

@@ -1,5 +1,6 @@
 """The product owners' pages: how a project's memory is used, read from the same selectors as
 GET /v1/stats/overview. Read-only; for staff and the `product-owners` group."""
+
 from __future__ import annotations
 
 from datetime import date, timedelta
@@ -18,8 +19,10 @@ from stats import charts, selectors
 from stats.services import PRODUCT_OWNERS
 from traces.models import DECISION_OF_REASON, EmptyReason
 
-EMPTY_REASON_MEANINGS = {**{reason.value: reason.label for reason in EmptyReason},
-                         selectors.NOT_RECORDED: "traced before empty calls recorded their reason"}
+EMPTY_REASON_MEANINGS = {
+    **{reason.value: reason.label for reason in EmptyReason},
+    selectors.NOT_RECORDED: "traced before empty calls recorded their reason",
+}
 
 
 def can_see_stats(user) -> bool:
@@ -42,8 +45,11 @@ class PeriodForm(forms.Form):
         since, until = cleaned.get("since"), cleaned.get("until")
         if since and until:
             # The calendar's last day would end the period past it: out of the calendar, before it is a Period.
-            problem = (selectors.PERIOD_OUT_OF_CALENDAR if until == date.max
-                       else selectors.period_problem(selectors.days_period(since, until)))
+            problem = (
+                selectors.PERIOD_OUT_OF_CALENDAR
+                if until == date.max
+                else selectors.period_problem(selectors.days_period(since, until))
+            )
             if problem == selectors.PERIOD_REVERSED:
                 self.add_error("since", "The first day must not be after the last.")
             elif problem == selectors.PERIOD_TOO_LONG:
@@ -97,36 +103,55 @@ def overview_page(request):
         overview=overview,
         days=days,
         injection_chart=charts.line_chart(
-            title="Injection rate per day", days=dates, percent=True,
+            title="Injection rate per day",
+            days=dates,
+            percent=True,
             series=[("injection rate", "line-rate", [d.injection_rate for d in days])],
         ),
         calls_chart=charts.bar_chart(
             title="Context calls per day", days=dates, values=[d.context_calls for d in days], unit="calls"
         ),
         latency_chart=charts.line_chart(
-            title="Latency per day (ms)", days=dates, unit="ms",
-            series=[("p50", "line-p50", [d.latency_p50_ms for d in days]),
-                    ("p95", "line-p95", [d.latency_p95_ms for d in days])],
+            title="Latency per day (ms)",
+            days=dates,
+            unit="ms",
+            series=[
+                ("p50", "line-p50", [d.latency_p50_ms for d in days]),
+                ("p95", "line-p95", [d.latency_p95_ms for d in days]),
+            ],
         ),
         # Every empty reason, and the calls traced before reasons were recorded only when there are some.
         empty_reasons=[
-            {"code": code, "meaning": EMPTY_REASON_MEANINGS[code], "count": n,
-             "share": n / overview.context_calls if overview.context_calls else None}
-            for code, n in overview.empty_reasons.items() if n or code != selectors.NOT_RECORDED
+            {
+                "code": code,
+                "meaning": EMPTY_REASON_MEANINGS[code],
+                "count": n,
+                "share": n / overview.context_calls if overview.context_calls else None,
+            }
+            for code, n in overview.empty_reasons.items()
+            if n or code != selectors.NOT_RECORDED
         ],
         reason_codes=[
-            {"code": code, "decision": DECISION_OF_REASON[code].value, "count": n,
-             "share": n / overview.decisions_total if overview.decisions_total else None}
+            {
+                "code": code,
+                "decision": DECISION_OF_REASON[code].value,
+                "count": n,
+                "share": n / overview.decisions_total if overview.decisions_total else None,
+            }
             for code, n in overview.decisions_by_reason_code.items()
         ],
         open_conflicts=selectors.open_conflicts_oldest_first(project_id=project_id),
         never_served=selectors.facts_never_served(project_id=project_id, period=period),
         subjects=selectors.subjects_by_calls(project_id=project_id, period=period),
-        api_query=urlencode({"project_id": project_id, "since": iso(period.since), "until": iso(period.until)}, safe=":"),
+        api_query=urlencode(
+            {"project_id": project_id, "since": iso(period.since), "until": iso(period.until)}, safe=":"
+        ),
         context_url=request.build_absolute_uri("/v1/context"),
         traces_link=_admin_link(request.user, "traces.view_trace", "admin:traces_trace_changelist", admin_period),
         conflicts_link=_admin_link(
-            request.user, "facts.view_conflictset", "admin:facts_conflictset_changelist",
+            request.user,
+            "facts.view_conflictset",
+            "admin:facts_conflictset_changelist",
             {"project_id": project_id, "status__exact": "open"},
         ),
         can_view_conflicts=request.user.has_perm("facts.view_conflictset"),

@@ -3,6 +3,7 @@
 Every page a test visits is saved as a full-page screenshot under test-output/screenshots/ (git-ignored), to
 look at: a test can assert the numbers, not that a page reads well.
 """
+
 from __future__ import annotations
 
 import os
@@ -15,8 +16,14 @@ CHROMEDRIVER = "/usr/bin/chromedriver"
 SCREENSHOTS = Path(__file__).resolve().parent.parent / "test-output" / "screenshots"
 WIDTH, MIN_HEIGHT, MAX_HEIGHT = 1366, 900, 6000
 CHROMIUM_FLAGS = (
-    "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync", "--no-first-run",
+    "--headless=new",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
 )
 
 

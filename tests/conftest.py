@@ -29,6 +29,7 @@ TRACE_TRANSACTION_QUERIES = 6
 
 # --- a Citus cluster (docs/scaling.md) ----------------------------------------------------------------------------
 
+
 def _names_a_citus_coordinator(url: str | None) -> bool:
     if not url:
         return False
@@ -41,10 +42,13 @@ def _names_a_citus_coordinator(url: str | None) -> bool:
 
 ON_CITUS = _names_a_citus_coordinator(os.environ.get("DATABASE_URL"))
 CITUS_TESTS = Path(__file__).parent / "citus"
-CITUS_SKIP_REASON = ("needs a Citus cluster: `make citus` (or manage.py citus_cluster start, migrate, citus_distribute), "
-                     "then DATABASE_URL=<the URL it prints> pytest -m citus")
+CITUS_SKIP_REASON = (
+    "needs a Citus cluster: `make citus` (or manage.py citus_cluster start, migrate, citus_distribute), "
+    "then DATABASE_URL=<the URL it prints> pytest -m citus"
+)
 
 if ON_CITUS:
+
     @pytest.fixture(scope="session")
     def django_db_setup():
         """The cluster's own database, migrated and distributed by `make citus`, instead of a test database: one made
@@ -133,7 +137,9 @@ def rows_mentioning(needle: str) -> dict:
     whose definition holds it (a scope's hnsw graph names its subject in its predicate)."""
     found = {}
     with connection.cursor() as cursor:
-        cursor.execute("SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' AND table_type = 'BASE TABLE'")
+        cursor.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' AND table_type = 'BASE TABLE'"
+        )
         for (table,) in cursor.fetchall():
             cursor.execute(f'SELECT count(*) FROM "{table}" t WHERE t::text LIKE %s', [f"%{needle}%"])
             count = cursor.fetchone()[0]
@@ -153,6 +159,7 @@ def error_code(response) -> str:
 
 
 # --- people who use hakimem without writing code ------------------------------------------------------
+
 
 @pytest.fixture
 def roles(db):
@@ -209,7 +216,6 @@ def roomy_pool(transactional_db):
     default_connection.close()
     default_connection.close_pool()
     settings_dict["OPTIONS"] = saved_options
-
 
 
 @pytest.fixture

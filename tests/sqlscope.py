@@ -14,6 +14,7 @@ An INSERT is filtered when its column list names project_id (every row then carr
 Anything else — a comparison under NOT, a branch of an OR that does not filter, a project_id compared with `<>` —
 leaves the reference unfiltered. The parse is conservative: what it cannot read counts as not filtered.
 """
+
 from __future__ import annotations
 
 import re
@@ -21,7 +22,8 @@ from dataclasses import dataclass, field
 
 COLUMN = "project_id"
 
-_TOKEN = re.compile(r"""
+_TOKEN = re.compile(
+    r"""
     (?P<space>\s+|--[^\n]*|/\*.*?\*/)
   | (?P<dollar>\$(?P<tag>\w*)\$.*?\$(?P=tag)\$)
   | (?P<string>[EeXxBbNn]?'(?:[^'\\]|''|\\.)*')
@@ -31,7 +33,9 @@ _TOKEN = re.compile(r"""
   | (?P<ident>[A-Za-z_][A-Za-z0-9_$]*)
   | (?P<op>::|<=>|<->|<\#>|<>|!=|>=|<=|\|\||@@|->>|->|%%|[-+*/<>=~!@\#%^&|`?\[\]:])
   | (?P<punct>[(),;.])
-""", re.VERBOSE | re.DOTALL)
+""",
+    re.VERBOSE | re.DOTALL,
+)
 
 
 @dataclass
@@ -60,7 +64,7 @@ def tokenize(sql: str) -> list[Tok]:
     while pos < len(sql):
         m = _TOKEN.match(sql, pos)
         if m is None:
-            raise ValueError(f"cannot tokenize at {sql[pos:pos + 40]!r}")
+            raise ValueError(f"cannot tokenize at {sql[pos : pos + 40]!r}")
         pos = m.end()
         kind = m.lastgroup if m.lastgroup != "tag" else "dollar"
         if kind == "space":
@@ -79,13 +83,67 @@ def tokenize(sql: str) -> list[Tok]:
 
 
 # Keywords that end a FROM item's alias, a WHERE or an ON.
-_CLAUSE_END = {"WHERE", "GROUP", "ORDER", "LIMIT", "OFFSET", "HAVING", "WINDOW", "UNION", "INTERSECT", "EXCEPT",
-               "RETURNING", "FOR", "ON", "USING", "JOIN", "LEFT", "RIGHT", "FULL", "INNER", "CROSS", "NATURAL",
-               "SET", "SELECT", "VALUES", "WITH", "FETCH", "INSERT", "UPDATE", "DELETE", "DEFAULT", "LATERAL",
-               "ONLY", "AS", "TABLESAMPLE", "AND", "OR", "NOT", "IS", "IN", "CASE", "WHEN", "THEN", "ELSE", "END"}
+_CLAUSE_END = {
+    "WHERE",
+    "GROUP",
+    "ORDER",
+    "LIMIT",
+    "OFFSET",
+    "HAVING",
+    "WINDOW",
+    "UNION",
+    "INTERSECT",
+    "EXCEPT",
+    "RETURNING",
+    "FOR",
+    "ON",
+    "USING",
+    "JOIN",
+    "LEFT",
+    "RIGHT",
+    "FULL",
+    "INNER",
+    "CROSS",
+    "NATURAL",
+    "SET",
+    "SELECT",
+    "VALUES",
+    "WITH",
+    "FETCH",
+    "INSERT",
+    "UPDATE",
+    "DELETE",
+    "DEFAULT",
+    "LATERAL",
+    "ONLY",
+    "AS",
+    "TABLESAMPLE",
+    "AND",
+    "OR",
+    "NOT",
+    "IS",
+    "IN",
+    "CASE",
+    "WHEN",
+    "THEN",
+    "ELSE",
+    "END",
+}
 _STARTS = {"SELECT", "INSERT", "UPDATE", "DELETE", "VALUES"}
-_WHERE_END = {"GROUP", "ORDER", "LIMIT", "OFFSET", "HAVING", "WINDOW", "UNION", "INTERSECT", "EXCEPT", "RETURNING",
-              "FOR", "FETCH"}
+_WHERE_END = {
+    "GROUP",
+    "ORDER",
+    "LIMIT",
+    "OFFSET",
+    "HAVING",
+    "WINDOW",
+    "UNION",
+    "INTERSECT",
+    "EXCEPT",
+    "RETURNING",
+    "FOR",
+    "FETCH",
+}
 _ON_END = _WHERE_END | {"WHERE", "JOIN", "LEFT", "RIGHT", "FULL", "INNER", "CROSS", "NATURAL"}
 _JOIN_WORDS = {"JOIN", "LEFT", "RIGHT", "FULL", "INNER", "CROSS", "NATURAL", "OUTER"}
 
@@ -178,10 +236,13 @@ class Statement:
             if tok.is_kw("WHERE", "ON"):
                 ends = _WHERE_END if tok.is_kw("WHERE") else _ON_END
                 end = i + 1
-                while end < n and not (tokens[end].kind == "ident" and tokens[end].text.upper() in ends) \
-                        and not (tok.is_kw("ON") and tokens[end].kind == "punct" and tokens[end].text == ","):
+                while (
+                    end < n
+                    and not (tokens[end].kind == "ident" and tokens[end].text.upper() in ends)
+                    and not (tok.is_kw("ON") and tokens[end].kind == "punct" and tokens[end].text == ",")
+                ):
                     end += 1
-                condition = tokens[i + 1:end]
+                condition = tokens[i + 1 : end]
                 current.conditions.append(condition)
                 for t in condition:
                     if t.kind == "group":
@@ -234,7 +295,11 @@ class Statement:
         alias = name
         if i < n and tokens[i].is_kw("AS"):
             i += 1
-        if i < n and tokens[i].word and not (tokens[i].kind == "ident" and tokens[i].text.upper() in _CLAUSE_END | _JOIN_WORDS):
+        if (
+            i < n
+            and tokens[i].word
+            and not (tokens[i].kind == "ident" and tokens[i].text.upper() in _CLAUSE_END | _JOIN_WORDS)
+        ):
             alias = tokens[i].word
             i += 1
             if i < n and tokens[i].kind == "group":  # AS q(v, idx)
@@ -364,13 +429,17 @@ def _term_pins(term: list[Tok], block: Block, pinned: set[int]) -> list[Ref]:
         # `value = column` is read from the right
         for k, tok in enumerate(term):
             if tok.kind == "op" and tok.text == "=" and _is_value(term[:k]):
-                ref, is_project, used = _column(term[k + 1:], block)
+                ref, is_project, used = _column(term[k + 1 :], block)
                 if ref is not None and is_project and k + 1 + used == len(term):
                     return [ref]
         return []
-    op, rest = term[used], term[used + 1:]
-    if len(rest) == 1 and rest[0].kind == "group" and rest[0].children and not rest[0].children[0].is_kw(
-            "SELECT", "WITH"):
+    op, rest = term[used], term[used + 1 :]
+    if (
+        len(rest) == 1
+        and rest[0].kind == "group"
+        and rest[0].children
+        and not rest[0].children[0].is_kw("SELECT", "WITH")
+    ):
         rest = rest[0].children  # the ORM's outer references: = ("facts_fact"."project_id")
     if op.kind == "op" and op.text == "=":
         if _is_value(rest):
@@ -384,7 +453,13 @@ def _term_pins(term: list[Tok], block: Block, pinned: set[int]) -> list[Ref]:
             if id(ref) in pinned:
                 return [other]
         return []
-    if op.is_kw("IN") and len(rest) == 1 and rest[0].kind == "group" and all(
-            t.kind in ("param", "string", "number") or (t.kind == "punct" and t.text == ",") for t in rest[0].children):
+    if (
+        op.is_kw("IN")
+        and len(rest) == 1
+        and rest[0].kind == "group"
+        and all(
+            t.kind in ("param", "string", "number") or (t.kind == "punct" and t.text == ",") for t in rest[0].children
+        )
+    ):
         return [ref]
     return []

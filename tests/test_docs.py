@@ -1,12 +1,17 @@
 """The documentation says what the code does: every relative link leads to a file (and heading) that exists, and the
 settings table of docs/operating.md names every environment variable the code reads."""
+
 import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), ROOT / "clients" / "python" / "README.md",
-         ROOT / "clients" / "typescript" / "README.md",
-         *sorted((ROOT / "eval").rglob("README.md"))]
+PAGES = [
+    ROOT / "README.md",
+    *sorted((ROOT / "docs").glob("*.md")),
+    ROOT / "clients" / "python" / "README.md",
+    ROOT / "clients" / "typescript" / "README.md",
+    *sorted((ROOT / "eval").rglob("README.md")),
+]
 LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)")
 SETTING = re.compile(r"""["'](HAKI_[A-Z0-9_]+|DATABASE_URL[A-Z0-9_]*|DJANGO_SECRET_KEY)["']""")
 CODE_FOLDERS = ("config", "hakimem", "facts", "traces", "context", "stats", "integrations")
@@ -57,8 +62,8 @@ def test_the_settings_table_names_every_variable_the_code_reads():
             if "migrations" not in source.parts:
                 read |= set(SETTING.findall(source.read_text()))
     page = (ROOT / "docs" / "operating.md").read_text()
-    table = page[page.index("## Settings"):]
-    table = table[:table.index("\n## ", 1)]
+    table = page[page.index("## Settings") :]
+    table = table[: table.index("\n## ", 1)]
     documented = set(re.findall(r"`([A-Z][A-Z0-9_]+)`", table))
     assert read, "no setting found: the code folders moved?"
     assert sorted(read - documented) == []

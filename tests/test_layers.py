@@ -1,6 +1,7 @@
 """The house keeps its layers (.importlinter): hakimem <- facts <- traces | ingest | portability <- context | stats <-
 privacy <- integrations <- config. An import against that flow fails the suite, with lint-imports' report of the
 offending line as the message; an import inside a function, read from every app module's syntax tree, too."""
+
 import ast
 import configparser
 import subprocess
@@ -27,8 +28,11 @@ def test_tests_import_the_bench_package_never_the_command_lines():
                 modules = [node.module or ""]
             else:
                 continue
-            offenders += [f"{path.relative_to(ROOT)}:{node.lineno} imports {m}" for m in modules
-                          if m == "scripts" or m.startswith("scripts.")]
+            offenders += [
+                f"{path.relative_to(ROOT)}:{node.lineno} imports {m}"
+                for m in modules
+                if m == "scripts" or m.startswith("scripts.")
+            ]
     assert offenders == []
 
 
@@ -38,8 +42,11 @@ def _layers() -> dict[str, tuple[int, int]]:
     config = configparser.ConfigParser()
     config.read(ROOT / ".importlinter")
     lines = [line.strip() for line in config["importlinter:contract:layers"]["layers"].splitlines() if line.strip()]
-    return {package.strip(): (level, place)
-            for level, line in enumerate(reversed(lines)) for place, package in enumerate(line.split("|"))}
+    return {
+        package.strip(): (level, place)
+        for level, line in enumerate(reversed(lines))
+        for place, package in enumerate(line.split("|"))
+    }
 
 
 def _imported(node: ast.AST, module: str) -> list[str]:
@@ -80,8 +87,10 @@ def test_no_import_inside_a_function_crosses_a_layer_the_wrong_way():
     for package in layers:
         for path in sorted((ROOT / package).rglob("*.py")):
             module = ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
-            offenders += [f"{path.relative_to(ROOT)}:{hit}"
-                          for hit in wrong_way_imports(path.read_text(encoding="utf-8"), module, layers)]
+            offenders += [
+                f"{path.relative_to(ROOT)}:{hit}"
+                for hit in wrong_way_imports(path.read_text(encoding="utf-8"), module, layers)
+            ]
     assert offenders == []
 
 
@@ -105,4 +114,3 @@ def count():
     assert wrong_way_imports(source, "context.replay", layers) == ["6: privacy.services", "13: stats.rollup"]
     assert wrong_way_imports(source, "traces.services", layers) == ["6: privacy.services", "13: stats.rollup"]
     assert wrong_way_imports(source, "config.urls", layers) == []
-

@@ -1,5 +1,6 @@
 """The trace browser: what each context call was asked, what it served, and every decision behind it.
 Read-only for everyone, superusers included: a trace is a record of what happened."""
+
 from __future__ import annotations
 
 import uuid
@@ -20,6 +21,7 @@ from facts.models import ConflictSet, Fact
 from hakimem.admin_filters import InputFilter, ProjectFilter, StaffProjectsMixin, SubjectFilter
 from traces.models import Decision, DecisionKind, ReasonCode, Trace
 from traces.selectors import fact_decision_counts, trace_decisions
+
 
 class ReplayFilter(admin.SimpleListFilter):
     """Context calls, or the replays of them (POST /v1/inspect/{id}/replay, manage.py replay, the Replay buttons)."""
@@ -117,7 +119,15 @@ class FactDecisionFilter(admin.ListFilter):
 @admin.register(Trace)
 class TraceAdmin(StaffProjectsMixin, admin.ModelAdmin):
     list_display = ("created_at", "project_id", "subject_id", "query_text", "served", "tokens", "latency", "outcome")
-    list_filter = (ProjectFilter, SubjectFilter, ReplayFilter, "status", "empty_reason", DayRangeFilter, FactDecisionFilter)
+    list_filter = (
+        ProjectFilter,
+        SubjectFilter,
+        ReplayFilter,
+        "status",
+        "empty_reason",
+        DayRangeFilter,
+        FactDecisionFilter,
+    )
     search_fields = ("query",)
     search_help_text = "Search in the query text of the context calls."
     ordering = ("-created_at",)
@@ -167,7 +177,9 @@ class TraceAdmin(StaffProjectsMixin, admin.ModelAdmin):
         raise NotImplementedError
 
     def get_urls(self):
-        replay = path("<path:object_id>/replay/", self.admin_site.admin_view(self.replay_view), name="traces_trace_replay")
+        replay = path(
+            "<path:object_id>/replay/", self.admin_site.admin_view(self.replay_view), name="traces_trace_replay"
+        )
         return [replay, *super().get_urls()]
 
     def replay_view(self, request, object_id):
@@ -185,10 +197,19 @@ class TraceAdmin(StaffProjectsMixin, admin.ModelAdmin):
             for row in (result.get("diff") or {}).get(section, []):
                 row["sides"] = [row["then"], row["now"]]
                 row["decision"] = (row["now"] or row["then"])["decision"]  # the row's colour: where it stands now
-        return TemplateResponse(request, "admin/traces/trace/replay.html", {
-            **self.admin_site.each_context(request), "title": "Replay", "opts": self.opts, "original": trace,
-            "as_of": as_of, "result": result, "diff": result.get("diff"),
-        })
+        return TemplateResponse(
+            request,
+            "admin/traces/trace/replay.html",
+            {
+                **self.admin_site.each_context(request),
+                "title": "Replay",
+                "opts": self.opts,
+                "original": trace,
+                "as_of": as_of,
+                "result": result,
+                "diff": result.get("diff"),
+            },
+        )
 
     def change_view(self, request, object_id, form_url="", extra_context=None):
         trace = self.get_object(request, unquote(object_id))

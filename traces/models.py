@@ -1,6 +1,7 @@
 """One Trace per context call and one Decision per item the assembler considered: what it served, what it
 left out and why. Curators read them to answer "why was (or wasn't) this fact served?"; stats aggregate them.
 """
+
 from __future__ import annotations
 
 import os
@@ -109,8 +110,13 @@ def trace_id_new() -> uuid.UUID:
     primary key instead of a random page of it."""
     ms = time.time_ns() // 1_000_000
     random_bits = int.from_bytes(os.urandom(10), "big")
-    value = ((ms & 0xFFFF_FFFF_FFFF) << 80) | (0x7 << 76) | ((random_bits >> 62) & 0xFFF) << 64 \
-        | (0b10 << 62) | (random_bits & 0x3FFF_FFFF_FFFF_FFFF)
+    value = (
+        ((ms & 0xFFFF_FFFF_FFFF) << 80)
+        | (0x7 << 76)
+        | ((random_bits >> 62) & 0xFFF) << 64
+        | (0b10 << 62)
+        | (random_bits & 0x3FFF_FFFF_FFFF_FFFF)
+    )
     return uuid.UUID(int=value)
 
 
@@ -151,13 +157,18 @@ class Trace(models.Model):
         ]
         constraints = [
             models.CheckConstraint(name="trace_status_valid", condition=Q(status__in=TraceStatus.values)),
-            models.CheckConstraint(name="trace_empty_reason_valid",
-                                   condition=Q(empty_reason__isnull=True) | Q(empty_reason__in=EmptyReason.values)),
+            models.CheckConstraint(
+                name="trace_empty_reason_valid",
+                condition=Q(empty_reason__isnull=True) | Q(empty_reason__in=EmptyReason.values),
+            ),
             # A call that served something has no empty reason. (The converse, every empty call has one, holds from
             # migration 0014 on; the calls traced before it may have none: stats count them apart.)
-            models.CheckConstraint(name="trace_empty_reason_only_when_empty",
-                                   condition=Q(empty_reason__isnull=True) | Q(used_tokens=0)),
-            models.CheckConstraint(name="trace_used_within_budget", condition=Q(used_tokens__lte=models.F("budget_tokens"))),
+            models.CheckConstraint(
+                name="trace_empty_reason_only_when_empty", condition=Q(empty_reason__isnull=True) | Q(used_tokens=0)
+            ),
+            models.CheckConstraint(
+                name="trace_used_within_budget", condition=Q(used_tokens__lte=models.F("budget_tokens"))
+            ),
         ]
 
     def __str__(self) -> str:
@@ -171,8 +182,9 @@ class Decision(models.Model):
     # calls per context call (~1 ms of server CPU, docs/performance.md), for rows that are only ever written
     # with their trace in one statement (traces.services.trace_record) and deleted with it (traces_erase,
     # traces_prune); the ORM still deletes a trace's decisions with it (on_delete).
-    trace = models.ForeignKey(Trace, on_delete=models.CASCADE, related_name="decisions", db_index=False,
-                              db_constraint=False)
+    trace = models.ForeignKey(
+        Trace, on_delete=models.CASCADE, related_name="decisions", db_index=False, db_constraint=False
+    )
     # Its trace's project, copied by the trace writer: row-level security filters decisions on it directly.
     # Through the trace instead (a subquery per policy check), the stats overview of 200k decisions took 3x
     # as long under row security (hashed subplan, no parallel scan).
@@ -184,27 +196,52 @@ class Decision(models.Model):
     # which deletes the decisions first (privacy.services.subject_erase, traces.services.traces_erase), and
     # no decision naming an erased row is written after it (traces.services.TRACE_INSERT_SQL).
     fact = models.ForeignKey(
-        Fact, null=True, blank=True, on_delete=models.DO_NOTHING, db_constraint=False, db_index=False,
+        Fact,
+        null=True,
+        blank=True,
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        db_index=False,
         related_name="decisions",
     )
     event = models.ForeignKey(
-        Event, null=True, blank=True, on_delete=models.DO_NOTHING, db_constraint=False, db_index=False,
+        Event,
+        null=True,
+        blank=True,
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        db_index=False,
         related_name="decisions",
     )
     # Procedures, like facts, are retracted rather than deleted, and erased with their scope (subject or project:
     # a project-wide one goes with its project). An identity block is deleted by its DELETE: the decisions that
     # served it keep its id, the record of what a call served (the trace's `rendered` holds its text anyway).
     procedure = models.ForeignKey(
-        Procedure, null=True, blank=True, on_delete=models.DO_NOTHING, db_constraint=False, db_index=False,
+        Procedure,
+        null=True,
+        blank=True,
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        db_index=False,
         related_name="decisions",
     )
     identity_block = models.ForeignKey(
-        IdentityBlock, null=True, blank=True, on_delete=models.DO_NOTHING, db_constraint=False, db_index=False,
+        IdentityBlock,
+        null=True,
+        blank=True,
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        db_index=False,
         related_name="decisions",
     )
     # Database default: the bulk loaders (scripts/bench_stats.py) name only the columns they know.
-    tier = models.CharField(max_length=TIER_MAX, blank=True, default="", db_default="",
-                            help_text="The section of a tiered call the item was packed for; empty for a plain call.")
+    tier = models.CharField(
+        max_length=TIER_MAX,
+        blank=True,
+        default="",
+        db_default="",
+        help_text="The section of a tiered call the item was packed for; empty for a plain call.",
+    )
     decision = models.CharField(max_length=16, choices=DecisionKind.choices)
     reason_code = models.CharField(max_length=32, choices=ReasonCode.choices)
     rank = models.PositiveIntegerField(help_text="1-based position in the scored order (facts and episodes apart)")
@@ -227,13 +264,18 @@ class Decision(models.Model):
             models.Index(name="traces_decision_event", fields=["event"], condition=Q(event__isnull=False)),
             # Consolidation's reading of the pairs query time decided (context/consolidation.py). Partial: a
             # context call writes an entry here only for a contradiction, none for its ~130 other decisions.
-            models.Index(name="traces_decision_superseded", fields=["project_id", "trace"],
-                         condition=Q(reason_code="superseded_in_context")),
+            models.Index(
+                name="traces_decision_superseded",
+                fields=["project_id", "trace"],
+                condition=Q(reason_code="superseded_in_context"),
+            ),
         ]
         constraints = [
             models.CheckConstraint(
                 name="decision_one_item",
-                condition=_one_item("fact", "fact") | _one_item("episode", "event") | _one_item("procedure", "procedure")
+                condition=_one_item("fact", "fact")
+                | _one_item("episode", "event")
+                | _one_item("procedure", "procedure")
                 | _one_item("identity", "identity_block"),
             ),
             models.CheckConstraint(name="decision_kind_valid", condition=Q(decision__in=DecisionKind.values)),

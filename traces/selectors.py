@@ -27,8 +27,10 @@ TRACE_WRITE_WAIT_SECONDS = 2.0
 _POLL_SECONDS = 0.005
 
 # True while another connection holds the trace's pending lock (a shared probe, let go at once).
-_PENDING_SQL = ("SELECT CASE WHEN pg_try_advisory_lock_shared(" + TRACE_PENDING_KEY + ")"
-                " THEN NOT pg_advisory_unlock_shared(" + TRACE_PENDING_KEY + ") ELSE true END")
+_PENDING_SQL = (
+    "SELECT CASE WHEN pg_try_advisory_lock_shared(" + TRACE_PENDING_KEY + ")"
+    " THEN NOT pg_advisory_unlock_shared(" + TRACE_PENDING_KEY + ") ELSE true END"
+)
 
 
 def trace_get(*, project_id: str, trace_id, wait_for_pending: bool = False) -> Trace | None:
@@ -174,7 +176,9 @@ def fact_decision_counts(*, fact_ids) -> dict:
 # -- uses: traces_itemaccess_pkey
 ACCESS_FREQUENCY_SQL = with_tables(
     """
-    SELECT a.item_id, a.count * """ + decay_sql("%(now)s::timestamptz", "a.at", "tau") + """
+    SELECT a.item_id, a.count * """
+    + decay_sql("%(now)s::timestamptz", "a.at", "tau")
+    + """
       FROM {item_access} a
      WHERE a.project_id = %(project_id)s AND a.subject_id = %(subject_id)s AND a.item_id = ANY(%(item_ids)s::uuid[])
     """,
@@ -192,8 +196,16 @@ def access_frequency(*, project_id: str, subject_id: str, item_ids, now) -> dict
     if not asked:
         return counts
     with read_connection().cursor() as cursor:  # a live call's reads may go to a replica (hakimem/db_router.py)
-        cursor.execute(ACCESS_FREQUENCY_SQL, {"project_id": project_id, "subject_id": subject_id,
-                                              "item_ids": list(asked), "now": now, "tau": ACCESS_TAU_SECONDS})
+        cursor.execute(
+            ACCESS_FREQUENCY_SQL,
+            {
+                "project_id": project_id,
+                "subject_id": subject_id,
+                "item_ids": list(asked),
+                "now": now,
+                "tau": ACCESS_TAU_SECONDS,
+            },
+        )
         for item_id, count in cursor.fetchall():
             counts[asked[str(item_id)]] = float(count)
     return counts

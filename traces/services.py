@@ -68,18 +68,26 @@ _DECISION_OF_REASON_SQL = "CASE d.reason_code {} END".format(
 # Concurrent calls of one scope serve the same items: each upserts its rows in item id order, so two writers
 # wait for each other's row locks in the same order and cannot deadlock (two orders would: A holds x and wants
 # y while B holds y and wants x). DISTINCT ON keeps one row per item: ON CONFLICT may not touch a row twice.
-_ACCESS_UPSERT_SQL = """, a AS (
+_ACCESS_UPSERT_SQL = (
+    """, a AS (
     INSERT INTO {item_access} AS x (project_id, subject_id, item_type, item_id, count, at)
     SELECT DISTINCT ON (d.item_id) t.project_id, %(subject_id)s, d.item_type, d.item_id, 1, %(created_at)s::timestamptz
       FROM t, d
-     WHERE d.reason_code IN (""" + ", ".join(f"'{code.value}'" for code in SERVED_REASONS) + """)
+     WHERE d.reason_code IN ("""
+    + ", ".join(f"'{code.value}'" for code in SERVED_REASONS)
+    + """)
        AND d.item_type <> 'identity' AND %(replay_of)s::uuid IS NULL
      ORDER BY d.item_id
         ON CONFLICT (project_id, subject_id, item_id) DO UPDATE
-       SET count = x.count * """ + decay_sql("excluded.at", "x.at", "access_tau_seconds") + """
-                   + """ + decay_sql("x.at", "excluded.at", "access_tau_seconds") + """,
+       SET count = x.count * """
+    + decay_sql("excluded.at", "x.at", "access_tau_seconds")
+    + """
+                   + """
+    + decay_sql("x.at", "excluded.at", "access_tau_seconds")
+    + """,
            at = greatest(x.at, excluded.at)
 )"""
+)
 
 # The trace and all its decisions in one round trip, and in one transaction with the lock: two statements
 # sent as one (client-side binding, the simple query protocol runs them as one implicit transaction; inside
@@ -98,7 +106,9 @@ _ACCESS_UPSERT_SQL = """, a AS (
 # Earlier: executemany 6.3 ms; 13 parallel arrays through unnest ~2 ms, ~0.9 ms of it adapting the arrays.
 TRACE_INSERT_SQL = with_tables(
     """
-SELECT pg_advisory_xact_lock_shared(""" + TRACE_LOCK_KEY + """);
+SELECT pg_advisory_xact_lock_shared("""
+    + TRACE_LOCK_KEY
+    + """);
 WITH d AS MATERIALIZED (
     SELECT e[1] AS item_type, e[2]::uuid AS item_id, e[3] AS reason_code, e[4]::int AS rank, e[5]::float8 AS score,
            e[6]::float8 AS similarity, e[7]::float8 AS cosine_distance, e[8]::float8 AS text_rank,
@@ -122,13 +132,17 @@ WITH d AS MATERIALIZED (
        AND NOT EXISTS (SELECT FROM d WHERE d.item_type = 'identity' AND NOT EXISTS (
                            SELECT FROM {identity_block} b WHERE b.id = d.item_id AND b.project_id = %(project_id)s))
     RETURNING id, project_id
-)""" + _ACCESS_UPSERT_SQL + """, written AS (
+)"""
+    + _ACCESS_UPSERT_SQL
+    + """, written AS (
 INSERT INTO traces_decision (trace_id, project_id, item_type, fact_id, event_id, procedure_id, identity_block_id,
                              decision, reason_code, rank, score, similarity, cosine_distance, text_rank, recency,
                              tokens, entity, tier, superseded_by)
 SELECT t.id, t.project_id, d.item_type, CASE WHEN d.item_type = 'fact' THEN d.item_id END,
        CASE WHEN d.item_type = 'episode' THEN d.item_id END, CASE WHEN d.item_type = 'procedure' THEN d.item_id END,
-       CASE WHEN d.item_type = 'identity' THEN d.item_id END, """ + _DECISION_OF_REASON_SQL + """, d.reason_code,
+       CASE WHEN d.item_type = 'identity' THEN d.item_id END, """
+    + _DECISION_OF_REASON_SQL
+    + """, d.reason_code,
        d.rank, d.score, d.similarity, d.cosine_distance, d.text_rank, d.recency, d.tokens, d.entity, d.tier,
        d.superseded_by
   FROM t, d
@@ -201,8 +215,11 @@ def trace_record(*, trace: dict, decisions: list[DecisionRow]) -> uuid.UUID:
         logger.warning("trace %s not written: its scope was erased while the context call ran", trace_id)
     if trace.get("replay_of"):  # a replay is not a context call of the application: no metric, no log line
         return trace_id
-    observability.context_call_observed(trace={**trace, "id": trace_id}, reason_codes=[str(d.reason_code) for d in decisions],
-                                        write_seconds=time.perf_counter() - started)
+    observability.context_call_observed(
+        trace={**trace, "id": trace_id},
+        reason_codes=[str(d.reason_code) for d in decisions],
+        write_seconds=time.perf_counter() - started,
+    )
     return trace_id
 
 
@@ -211,8 +228,9 @@ def trace_scope_lock(*, project_id: str, subject_id: str) -> None:
     it are waited for (their traces are then erased), later ones wait and then find the scope's items gone
     (TRACE_INSERT_SQL). Taken by the erasures (privacy.services) before anything reads the traces they delete."""
     with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_advisory_xact_lock(" + TRACE_LOCK_KEY + ")",
-                       {"project_id": project_id, "subject_id": subject_id})
+        cursor.execute(
+            "SELECT pg_advisory_xact_lock(" + TRACE_LOCK_KEY + ")", {"project_id": project_id, "subject_id": subject_id}
+        )
 
 
 def traces_erase(*, project_id: str, subject_id: str | None) -> dict[str, int]:
@@ -225,8 +243,7 @@ def traces_erase(*, project_id: str, subject_id: str | None) -> dict[str, int]:
     with connection.cursor() as cursor:
         cursor.execute(
             "DELETE FROM traces_decision d USING traces_trace t WHERE d.trace_id = t.id AND d.project_id = t.project_id"
-            " AND "
-            + erase_condition(subject_id, "t"),
+            " AND " + erase_condition(subject_id, "t"),
             {"p": project_id, "s": subject_id},
         )
         decisions = cursor.rowcount
@@ -236,7 +253,8 @@ def traces_erase(*, project_id: str, subject_id: str | None) -> dict[str, int]:
         traces = cursor.rowcount
         # The scope's access counts name its items: they go too.
         cursor.execute(
-            "DELETE FROM traces_itemaccess a WHERE " + erase_condition(subject_id, "a"), {"p": project_id, "s": subject_id}
+            "DELETE FROM traces_itemaccess a WHERE " + erase_condition(subject_id, "a"),
+            {"p": project_id, "s": subject_id},
         )
         return {"decisions": decisions, "traces": traces, "item_accesses": cursor.rowcount}
 
@@ -258,12 +276,16 @@ def traces_erase_naming(*, project_id: str, subject_id: str, fact_ids: list, tra
     """The traces `trace_ids` (trace_ids_naming) go whole, with all their decisions, and the facts' access counts;
     under the scope's trace lock (trace_scope_lock)."""
     with connection.cursor() as cursor:
-        cursor.execute("DELETE FROM traces_decision WHERE project_id = %s AND trace_id = ANY(%s)", [project_id, trace_ids])
+        cursor.execute(
+            "DELETE FROM traces_decision WHERE project_id = %s AND trace_id = ANY(%s)", [project_id, trace_ids]
+        )
         decisions = cursor.rowcount
         cursor.execute("DELETE FROM traces_trace WHERE project_id = %s AND id = ANY(%s)", [project_id, trace_ids])
         traces = cursor.rowcount
-        cursor.execute("DELETE FROM traces_itemaccess WHERE project_id = %(p)s AND subject_id = %(s)s"
-                       " AND item_id = ANY(%(ids)s)", {"ids": fact_ids, "p": project_id, "s": subject_id})
+        cursor.execute(
+            "DELETE FROM traces_itemaccess WHERE project_id = %(p)s AND subject_id = %(s)s AND item_id = ANY(%(ids)s)",
+            {"ids": fact_ids, "p": project_id, "s": subject_id},
+        )
         return {"decisions": decisions, "traces": traces, "item_accesses": cursor.rowcount}
 
 
@@ -342,7 +364,8 @@ def traces_prune(*, before: datetime, batch_size: int = PRUNE_BATCH_SIZE, dry_ru
 # (which locks its rows in item order) while holding rows the writer wants. Only deleted: a count stored decayed
 # to now would read the same as the one stored (the reader decays from `at`), for a write of every row.
 # -- uses: traces_itemaccess_pkey
-_ACCESS_PRUNE_BATCH_SQL = """
+_ACCESS_PRUNE_BATCH_SQL = (
+    """
 WITH batch AS MATERIALIZED (
     SELECT project_id, subject_id, item_id FROM traces_itemaccess
      WHERE (project_id, subject_id, item_id) > (%(after_p)s, %(after_s)s, %(after_i)s::uuid){project}
@@ -351,7 +374,9 @@ WITH batch AS MATERIALIZED (
 ), stale AS (
     SELECT a.project_id, a.subject_id, a.item_id FROM traces_itemaccess a
      WHERE (a.project_id, a.subject_id, a.item_id) IN (SELECT * FROM batch){project_a}
-       AND a.count * """ + decay_sql("%(now)s::timestamptz", "a.at", "tau") + """ < %(min_count)s
+       AND a.count * """
+    + decay_sql("%(now)s::timestamptz", "a.at", "tau")
+    + """ < %(min_count)s
        FOR UPDATE SKIP LOCKED
 ), gone AS (
     DELETE FROM traces_itemaccess a USING stale s
@@ -362,16 +387,19 @@ WITH batch AS MATERIALIZED (
 SELECT (SELECT count(*) FROM batch), (SELECT count(*) FROM stale), (SELECT count(*) FROM gone), last.*
   FROM (SELECT * FROM batch ORDER BY project_id DESC, subject_id DESC, item_id DESC LIMIT 1) last
 """
+)
 # Of every project; of one, each statement names it (single-shard when distributed by project, docs/scaling.md).
 ACCESS_PRUNE_BATCH_SQL = _ACCESS_PRUNE_BATCH_SQL.format(project="", project_a="")
-PROJECT_ACCESS_PRUNE_BATCH_SQL = _ACCESS_PRUNE_BATCH_SQL.format(project=" AND project_id = %(project_id)s",
-                                                                project_a=" AND a.project_id = %(project_id)s")
+PROJECT_ACCESS_PRUNE_BATCH_SQL = _ACCESS_PRUNE_BATCH_SQL.format(
+    project=" AND project_id = %(project_id)s", project_a=" AND a.project_id = %(project_id)s"
+)
 
 ACCESS_PRUNE_BATCH_SIZE = 5000
 
 
-def item_access_prune(*, now: datetime, project_id: str | None = None, dry_run: bool = False,
-                      batch_size: int = ACCESS_PRUNE_BATCH_SIZE) -> dict[str, int]:
+def item_access_prune(
+    *, now: datetime, project_id: str | None = None, dry_run: bool = False, batch_size: int = ACCESS_PRUNE_BATCH_SIZE
+) -> dict[str, int]:
     """Delete the access counts (of `project_id`, or all) that have decayed below ACCESS_MIN_COUNT by `now`,
     batch_size rows looked at per transaction; returns how many were deleted and kept. With dry_run, counts
     what would go and deletes nothing."""
@@ -379,10 +407,20 @@ def item_access_prune(*, now: datetime, project_id: str | None = None, dry_run: 
     counts = {"item_accesses_deleted": 0, "item_accesses_kept": 0}
     with connection.cursor() as cursor:
         while True:
-            cursor.execute(ACCESS_PRUNE_BATCH_SQL if project_id is None else PROJECT_ACCESS_PRUNE_BATCH_SQL, {
-                "after_p": after[0], "after_s": after[1], "after_i": after[2], "project_id": project_id,
-                "limit": batch_size, "now": now, "tau": ACCESS_TAU_SECONDS, "min_count": ACCESS_MIN_COUNT,
-                "dry_run": dry_run})
+            cursor.execute(
+                ACCESS_PRUNE_BATCH_SQL if project_id is None else PROJECT_ACCESS_PRUNE_BATCH_SQL,
+                {
+                    "after_p": after[0],
+                    "after_s": after[1],
+                    "after_i": after[2],
+                    "project_id": project_id,
+                    "limit": batch_size,
+                    "now": now,
+                    "tau": ACCESS_TAU_SECONDS,
+                    "min_count": ACCESS_MIN_COUNT,
+                    "dry_run": dry_run,
+                },
+            )
             row = cursor.fetchone()
             if row is None:  # an empty batch
                 return counts

@@ -6,7 +6,6 @@ from hakimem.rowsecurity import disable_sql, enable_sql
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
@@ -15,10 +14,10 @@ class Migration(migrations.Migration):
 
     operations = [
         migrations.CreateModel(
-            name='ConsolidationMark',
+            name="ConsolidationMark",
             fields=[
-                ('project_id', models.CharField(max_length=128, primary_key=True, serialize=False)),
-                ('consolidated_at', models.DateTimeField()),
+                ("project_id", models.CharField(max_length=128, primary_key=True, serialize=False)),
+                ("consolidated_at", models.DateTimeField()),
             ],
         ),
         migrations.RunSQL(enable_sql("context_consolidationmark"), disable_sql("context_consolidationmark")),

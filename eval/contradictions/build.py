@@ -10,6 +10,7 @@ Ids are "<lang>-<category code>-<nn>", numbered in source order. The split is dr
 seeded by SEED, then grouped by category (stable), then dev and test alternately along that order, so each
 (kind, lang) and each category of it is cut in two halves (the odd pair of a category goes to either side).
 """
+
 from __future__ import annotations
 
 import json
@@ -25,16 +26,36 @@ LANGS = ("en", "fr")
 STYLES = {"p": "plain", "x": "extractor", "c": "chat"}
 CATEGORIES = {
     "contradiction": {
-        "residence": "res", "employer": "emp", "occupation": "job", "age": "age", "birth_date": "bdate",
-        "birthplace": "bplace", "partner": "partner", "marital_status": "marital", "children_count": "kids",
-        "pets_count": "pets", "preference_reversed": "pref", "habit_negated": "habit",
-        "favourite_changed": "fav", "nationality": "nat", "diet": "diet", "allergy": "allergy",
-        "education": "edu", "schedule": "sched", "vehicle": "car",
+        "residence": "res",
+        "employer": "emp",
+        "occupation": "job",
+        "age": "age",
+        "birth_date": "bdate",
+        "birthplace": "bplace",
+        "partner": "partner",
+        "marital_status": "marital",
+        "children_count": "kids",
+        "pets_count": "pets",
+        "preference_reversed": "pref",
+        "habit_negated": "habit",
+        "favourite_changed": "fav",
+        "nationality": "nat",
+        "diet": "diet",
+        "allergy": "allergy",
+        "education": "edu",
+        "schedule": "sched",
+        "vehicle": "car",
     },
     "compatible": {
-        "more_specific": "spec", "additive": "add", "other_person": "person", "other_attribute": "attr",
-        "paraphrase": "para", "past_vs_present": "past", "separate_events": "event",
-        "related_consistent": "related", "near_miss": "near",
+        "more_specific": "spec",
+        "additive": "add",
+        "other_person": "person",
+        "other_attribute": "attr",
+        "paraphrase": "para",
+        "past_vs_present": "past",
+        "separate_events": "event",
+        "related_consistent": "related",
+        "near_miss": "near",
     },
 }
 FIELDS = ("id", "lang", "kind", "category", "style", "split", "old", "new")
@@ -61,8 +82,18 @@ def parse(lang: str) -> list[dict]:
             raise ValueError(f"{where}: old and new are the same text")
         code = CATEGORIES[kind][category]
         numbers[code] += 1
-        pairs.append({"id": f"{lang}-{code}-{numbers[code]:02d}", "lang": lang, "kind": kind, "category": category,
-                      "style": STYLES[style], "split": None, "old": old, "new": new})
+        pairs.append(
+            {
+                "id": f"{lang}-{code}-{numbers[code]:02d}",
+                "lang": lang,
+                "kind": kind,
+                "category": category,
+                "style": STYLES[style],
+                "split": None,
+                "old": old,
+                "new": new,
+            }
+        )
     return pairs
 
 

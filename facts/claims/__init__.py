@@ -11,6 +11,7 @@ The reader, by concern: words (tokens, folding, the word lists), holders (who a 
 predicates, English and French), values (reading a value from its span), reader (a text's sentences to claims),
 clashes (what a claim is, and when two cannot both hold).
 """
+
 from facts.claims.clashes import ANYONE, Claim, Clash, clash, contradiction, same_holder
 from facts.claims.reader import read
 

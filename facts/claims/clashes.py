@@ -1,4 +1,5 @@
 """What a claim is (who, which attribute, which value) and when two claims cannot both hold."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -53,12 +54,23 @@ class Clash:
         return f"{self.attribute} of {self.holder}: {self.new!r} against {self.old!r}"
 
 
-_MARITAL_CLASH = {frozenset(p) for p in [
-    ("married", "single"), ("married", "divorced"), ("married", "widowed"), ("single", "engaged"),
-    ("single", "in_relationship"), ("divorced", "engaged"), ("single", "pacsed"), ("married", "separated"),
-    ("never_married", "married"), ("never_married", "divorced"), ("never_married", "widowed"),
-    ("never_married", "separated"),
-]}
+_MARITAL_CLASH = {
+    frozenset(p)
+    for p in [
+        ("married", "single"),
+        ("married", "divorced"),
+        ("married", "widowed"),
+        ("single", "engaged"),
+        ("single", "in_relationship"),
+        ("divorced", "engaged"),
+        ("single", "pacsed"),
+        ("married", "separated"),
+        ("never_married", "married"),
+        ("never_married", "divorced"),
+        ("never_married", "widowed"),
+        ("never_married", "separated"),
+    ]
+}
 
 
 def clash(new: Claim, old: Claim) -> Clash | None:
@@ -86,8 +98,13 @@ def clash(new: Claim, old: Claim) -> Clash | None:
     if not found:
         return None
     holder = old.holder if new.holder.startswith(ANYONE) else new.holder
-    return Clash(attribute=new.attribute, holder=holder, new=new.shown, old=old.shown,
-                 rule="reversed" if new.kind == POLAR else "different_value")
+    return Clash(
+        attribute=new.attribute,
+        holder=holder,
+        new=new.shown,
+        old=old.shown,
+        rule="reversed" if new.kind == POLAR else "different_value",
+    )
 
 
 def _count(value: frozenset) -> int | None:

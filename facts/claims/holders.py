@@ -1,4 +1,5 @@
 """Who a clause is about: a name, a relation of a name or of the subject, a thing, or the subject itself."""
+
 from __future__ import annotations
 
 import itertools
@@ -24,7 +25,12 @@ _POSSESSIVES = {"his", "her", "their", "son", "sa", "ses", "leur", "leurs"}
 
 
 # Words of a subject phrase that name nobody (adverbs, auxiliaries, articles).
-_IGNORED = _NOT_NAMES | _VALUE_STOP | {_fold(w) for w in """
+_IGNORED = (
+    _NOT_NAMES
+    | _VALUE_STOP
+    | {
+        _fold(w)
+        for w in """
     who whom whose which qui dont lequel laquelle autumn fall spring summer winter printemps ete automne hiver
     honestly frankly basically franchement bref enfin
     has have had having been be being is are am was were does do did will shall can must also only really
@@ -32,7 +38,9 @@ _IGNORED = _NOT_NAMES | _VALUE_STOP | {_fold(w) for w in """
     vient viens viennent mentioned mentions said says told tells reports reported noted notes explained explains
     confirmed confirms shared shares added adds revealed wrote writes indique indiqué dit mentionné précise précisé
     explique expliqué raconte raconté
-""".split()}
+""".split()
+    }
+)
 
 
 def _last_name(text: str) -> str | None:
@@ -61,8 +69,11 @@ def _holder(prefix: str, speaker: str | None, sentence_holder: str | None, conte
     appositive = _APPOSITIVE_RE.match(prefix)
     if appositive and _fold(appositive.group(1)) not in _NOT_NAMES:
         return _fold(appositive.group(1))
-    relative = re.search(r"\b(?:who|which|qui)\s*(?:(?:now|still|also|currently|just|maintenant|désormais|aussi|toujours)\s+)*$",
-                         prefix, re.IGNORECASE)
+    relative = re.search(
+        r"\b(?:who|which|qui)\s*(?:(?:now|still|also|currently|just|maintenant|désormais|aussi|toujours)\s+)*$",
+        prefix,
+        re.IGNORECASE,
+    )
     if relative:  # "Mei, who now lives": the name just before the relative pronoun
         named = _last_name(context[: len(context) - len(prefix)] + prefix[: relative.start()])
         if named:
@@ -70,8 +81,12 @@ def _holder(prefix: str, speaker: str | None, sentence_holder: str | None, conte
     heads: list[tuple[str, str]] = []  # (kind, word): name | relation | me | pronoun | thing
     previous_end = None  # where the previous token ended, when it was a name
     for token, start, end in _spans(prefix):
-        if (previous_end is not None and not prefix[previous_end:start].strip() and token[:1].isupper()
-                and _fold(token) not in _NOT_NAMES):
+        if (
+            previous_end is not None
+            and not prefix[previous_end:start].strip()
+            and token[:1].isupper()
+            and _fold(token) not in _NOT_NAMES
+        ):
             previous_end = end
             continue  # "Priya Raman": the first name is the one a later fact uses
         previous_end = None
@@ -95,8 +110,10 @@ def _holder(prefix: str, speaker: str | None, sentence_holder: str | None, conte
     heads = [h for h in heads if h[0] != "of" or heads.index(h) > 0]
     if not heads or all(kind == "of" for kind, _ in heads):
         opening = [_fold(token) for token, _, _ in itertools.islice(_spans(context), 2)]
-        if any(w in _FIRST_PERSON or w in ("user", "utilisateur", "utilisatrice", "l'utilisateur", "l'utilisatrice")
-               for w in opening):
+        if any(
+            w in _FIRST_PERSON or w in ("user", "utilisateur", "utilisatrice", "l'utilisateur", "l'utilisatrice")
+            for w in opening
+        ):
             return sentence_holder or me  # the sentence is about the subject, whatever names come after
         return sentence_holder or _first_name(context) or me  # "Grace left Deloitte and is now at KPMG"
     kind, word = heads[-1]

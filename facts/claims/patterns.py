@@ -1,6 +1,7 @@
 """The predicates the reader recognises, English and French: a table of (attribute, kind, pattern), tried in
 order over each sentence (apostrophes made straight). The holder is read from the words before the match; `v` is
 the value's span, cut at the first clause word (with, since, and, ...)."""
+
 from __future__ import annotations
 
 import re
@@ -11,9 +12,11 @@ from facts.claims.words import _fold
 _ADV = r"(?:(?:now|currently|still|also|recently|just|actually|finally|officially|already|full-time|part-time|maintenant|actuellement|désormais|toujours|aussi|récemment|enfin)\s+)*"
 # "'s" is "is" only before what a verb takes ("she's a nurse", "he's based in"): "Paul's pilot licence" and
 # "Isabel's editor" are possessives.
-_BE = (r"(?:is|are|am|'re|'m|'s(?=\s+(?:an?|now|still|currently|also|just|recently|no|not|based|settled|living|"
-       r"staying|married|single|divorced|engaged|dating|seeing|with|originally|employed|hired|working|allergic|"
-       r"\d)\b))")
+_BE = (
+    r"(?:is|are|am|'re|'m|'s(?=\s+(?:an?|now|still|currently|also|just|recently|no|not|based|settled|living|"
+    r"staying|married|single|divorced|engaged|dating|seeing|with|originally|employed|hired|working|allergic|"
+    r"\d)\b))"
+)
 
 _PATTERNS: list[tuple[str, str, re.Pattern]] = []  # (attribute, kind, pattern)
 
@@ -24,77 +27,233 @@ def _p(attribute: str, kind: str, pattern: str) -> None:
 
 _V = r"(?P<v>[^.;!?\n]{1,80})"
 # residence: a current state (lives, is based, has moved to); "used to live", "lived" are the past
-_p("residence", SINGLE, rf"\b(?<!used to )(?:lives|live|living|resides|reside|residing|{_BE}\s+{_ADV}(?:based|settled|living|staying)|(?:has|have|'s|'ve|just)?\s*(?:moved|relocated)(?:\s+back)?)\s+{_ADV}(?:in|to|at|near)\s+{_V}")
-_p("residence", SINGLE, r"\b(?:rents|owns|has bought|bought|shares|loue|possède|a acheté)\s+(?:an?|un|une|the|la|le)\s+(?:small\s+|big\s+|tiny\s+|new\s+|petit\s+|grand\s+)?(?:apartment|flat|house|studio|place|home|room|appartement|maison|studio|logement)\b(?P<v>[^.;!?\n]{1,80})")
+_p(
+    "residence",
+    SINGLE,
+    rf"\b(?<!used to )(?:lives|live|living|resides|reside|residing|{_BE}\s+{_ADV}(?:based|settled|living|staying)|(?:has|have|'s|'ve|just)?\s*(?:moved|relocated)(?:\s+back)?)\s+{_ADV}(?:in|to|at|near)\s+{_V}",
+)
+_p(
+    "residence",
+    SINGLE,
+    r"\b(?:rents|owns|has bought|bought|shares|loue|possède|a acheté)\s+(?:an?|un|une|the|la|le)\s+(?:small\s+|big\s+|tiny\s+|new\s+|petit\s+|grand\s+)?(?:apartment|flat|house|studio|place|home|room|appartement|maison|studio|logement)\b(?P<v>[^.;!?\n]{1,80})",
+)
 _p("residence", SINGLE, rf"\b(?:home|hometown)\s+is\s+(?:now\s+)?(?:in\s+)?{_V}")
 _p("residence", SINGLE, rf"\b(?:calls)\s+{_V}\s+home\b")
-_p("residence", SINGLE, rf"\b(?:habite|habitent|habites|vit|vis|vivent|réside|résident|reside|est installée?|s'est installée?|est basée?|a déménagé|ont déménagé|déménagé|vient de déménager|s'est établie?)\s+{_ADV}(?:à|a|au|aux|en|dans|près de|sur)\s+{_V}")
+_p(
+    "residence",
+    SINGLE,
+    rf"\b(?:habite|habitent|habites|vit|vis|vivent|réside|résident|reside|est installée?|s'est installée?|est basée?|a déménagé|ont déménagé|déménagé|vient de déménager|s'est établie?)\s+{_ADV}(?:à|a|au|aux|en|dans|près de|sur)\s+{_V}",
+)
 # employer
-_p("employer", SINGLE, rf"\b(?:works|work|working|{_BE}\s+{_ADV}working)\s+{_ADV}(?:at|for)\s+(?P<v>(?!home\b|free\b|night\b|a living\b)[^.;!?\n]{{1,80}})")
-_p("employer", SINGLE, rf"\b(?:{_BE}\s+{_ADV}(?:employed|hired)\s+(?:by|at)|(?:has|have|'s|'ve|just)?\s*(?:joined|been hired by|started (?:a (?:new )?job|working) at|signed with))\s+(?P<v>(?-i:[A-Z])[^.;!?\n]{{0,60}})")
-_p("employer", SINGLE, rf"\b(?:{_BE}\s+{_ADV}an?|works as(?:\s+an?)?)\s+[\w -]{{2,40}}?\s+(?:at|for|with)\s+(?P<v>(?-i:[A-Z])[^.;!?\n]{{0,60}})")
-_p("employer", SINGLE, rf"\b(?:est|suis|sont|travaille comme)\s+{_ADV}(?:[\w'-]+\s+){{1,3}}?(?:chez|pour)\s+(?P<v>(?-i:[A-Z])[^.;!?\n]{{0,60}})")
-_p("employer", SINGLE, r"\b(?:has been|'s been|is now|'s now|is still)\s+(?:with|at)\s+(?P<v>(?-i:[A-Z])[^.;!?\n]{0,60})")
-_p("employer", SINGLE, r"\b(?:(?:has|have|'s|'ve)\s+been\s+(?:employed|hired|working)\s+(?:by|at|for)|started\s+(?:a\s+(?:new\s+)?job\s+)?(?:at|with)|(?:employer|workplace)\s+is\s+(?:now\s+)?|(?:employeur|boîte)\s+(?:est|c'est)\s+(?:maintenant\s+|désormais\s+)?|(?:ai|a|ont|as)\s+commencé\s+(?:à\s+(?:travailler|bosser)\s+)?chez)\s*(?P<v>(?-i:[A-Z])[^.;!?\n]{0,60})")
-_p("employer", SINGLE, rf"\b(?:travaille|travaillent|travailles|bosse)\s+{_ADV}(?:chez|pour|à la|au sein de|dans l'entreprise)\s+{_V}")
-_p("employer", SINGLE, rf"\b(?:est|sont)\s+{_ADV}(?:employée?s?|salariée?s?|embauchée?s?|recrutée?s?)\s+(?:par|chez|à|au|de|d')\s*{_V}")
-_p("employer", SINGLE, rf"\b(?:a|ont|vient de)\s+{_ADV}(?:rejoint|rejoindre|intégré|intégrer)\s+(?:l'équipe de\s+|la société\s+|l'entreprise\s+)?(?P<v>(?-i:[A-Z])[^.;!?\n]{{0,60}})")
+_p(
+    "employer",
+    SINGLE,
+    rf"\b(?:works|work|working|{_BE}\s+{_ADV}working)\s+{_ADV}(?:at|for)\s+(?P<v>(?!home\b|free\b|night\b|a living\b)[^.;!?\n]{{1,80}})",
+)
+_p(
+    "employer",
+    SINGLE,
+    rf"\b(?:{_BE}\s+{_ADV}(?:employed|hired)\s+(?:by|at)|(?:has|have|'s|'ve|just)?\s*(?:joined|been hired by|started (?:a (?:new )?job|working) at|signed with))\s+(?P<v>(?-i:[A-Z])[^.;!?\n]{{0,60}})",
+)
+_p(
+    "employer",
+    SINGLE,
+    rf"\b(?:{_BE}\s+{_ADV}an?|works as(?:\s+an?)?)\s+[\w -]{{2,40}}?\s+(?:at|for|with)\s+(?P<v>(?-i:[A-Z])[^.;!?\n]{{0,60}})",
+)
+_p(
+    "employer",
+    SINGLE,
+    rf"\b(?:est|suis|sont|travaille comme)\s+{_ADV}(?:[\w'-]+\s+){{1,3}}?(?:chez|pour)\s+(?P<v>(?-i:[A-Z])[^.;!?\n]{{0,60}})",
+)
+_p(
+    "employer",
+    SINGLE,
+    r"\b(?:has been|'s been|is now|'s now|is still)\s+(?:with|at)\s+(?P<v>(?-i:[A-Z])[^.;!?\n]{0,60})",
+)
+_p(
+    "employer",
+    SINGLE,
+    r"\b(?:(?:has|have|'s|'ve)\s+been\s+(?:employed|hired|working)\s+(?:by|at|for)|started\s+(?:a\s+(?:new\s+)?job\s+)?(?:at|with)|(?:employer|workplace)\s+is\s+(?:now\s+)?|(?:employeur|boîte)\s+(?:est|c'est)\s+(?:maintenant\s+|désormais\s+)?|(?:ai|a|ont|as)\s+commencé\s+(?:à\s+(?:travailler|bosser)\s+)?chez)\s*(?P<v>(?-i:[A-Z])[^.;!?\n]{0,60})",
+)
+_p(
+    "employer",
+    SINGLE,
+    rf"\b(?:travaille|travaillent|travailles|bosse)\s+{_ADV}(?:chez|pour|à la|au sein de|dans l'entreprise)\s+{_V}",
+)
+_p(
+    "employer",
+    SINGLE,
+    rf"\b(?:est|sont)\s+{_ADV}(?:employée?s?|salariée?s?|embauchée?s?|recrutée?s?)\s+(?:par|chez|à|au|de|d')\s*{_V}",
+)
+_p(
+    "employer",
+    SINGLE,
+    rf"\b(?:a|ont|vient de)\s+{_ADV}(?:rejoint|rejoindre|intégré|intégrer)\s+(?:l'équipe de\s+|la société\s+|l'entreprise\s+)?(?P<v>(?-i:[A-Z])[^.;!?\n]{{0,60}})",
+)
 # age
-_AGE = (r"(?:\d{1,3}|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|"
-        r"sixteen|seventeen|eighteen|nineteen|twenty|un|deux|trois|quatre|cinq|six|sept|huit|neuf|dix|onze|douze|"
-        r"treize|quatorze|quinze|seize|vingt)")
+_AGE = (
+    r"(?:\d{1,3}|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|"
+    r"sixteen|seventeen|eighteen|nineteen|twenty|un|deux|trois|quatre|cinq|six|sept|huit|neuf|dix|onze|douze|"
+    r"treize|quatorze|quinze|seize|vingt)"
+)
 _p("age", SINGLE, rf"\b{_BE}\s+{_ADV}(?:now\s+)?(?P<v>{_AGE})(?:\s+years?\s+old|\s+yo\b|\s*(?=[.;!?,]|$))")
 _p("age", SINGLE, rf"\b(?:turned|is turning|turning|just turned|aged|age is|age:)\s+(?P<v>{_AGE})\b")
-_p("age", SINGLE, r"\b(?:celebrated|celebrating|is celebrating)\s+(?:my|his|her|their)\s+(?P<v>\d{1,3})(?:st|nd|rd|th)\s+birthday")
-_p("age", SINGLE, rf"\b(?:a|ai|as|avons|ont|vient d'avoir|a eu|fête ses|a fêté ses|fêté mes|vient de fêter ses)\s+{_ADV}(?P<v>{_AGE})\s+ans\b")
+_p(
+    "age",
+    SINGLE,
+    r"\b(?:celebrated|celebrating|is celebrating)\s+(?:my|his|her|their)\s+(?P<v>\d{1,3})(?:st|nd|rd|th)\s+birthday",
+)
+_p(
+    "age",
+    SINGLE,
+    rf"\b(?:a|ai|as|avons|ont|vient d'avoir|a eu|fête ses|a fêté ses|fêté mes|vient de fêter ses)\s+{_ADV}(?P<v>{_AGE})\s+ans\b",
+)
 _p("age", SINGLE, r"\b(?:soufflé|souffler|soufflera)\s+(?:ses|mes|leurs)\s+(?P<v>\d{1,3})\s+bougies")
 _p("age", SINGLE, r"\bâgée?\s+de\s+(?P<v>\d{1,3})\s+ans\b")
 # birth
 _p("birth", DATE, r"\b(?:was|were|is|'s)?\s*born\s+(?:on|in)\s+(?P<v>[^.;!?\n]{1,40})")
-_p("birth", DATE, r"\b(?<!wedding )(?:birthday|birth date|date of birth|d\.o\.b\.?)\s+(?:is\s+)?(?:on\s+)?(?P<v>[^.;!?\n]{1,40})")
+_p(
+    "birth",
+    DATE,
+    r"\b(?<!wedding )(?:birthday|birth date|date of birth|d\.o\.b\.?)\s+(?:is\s+)?(?:on\s+)?(?P<v>[^.;!?\n]{1,40})",
+)
 _p("birth", DATE, r"\b(?:(?:est|suis|sont)\s+)?(?:née?s?)\s+(?:le|en)\s+(?P<v>[^.;!?\n]{1,40})")
-_p("birth", DATE, r"\b(?:anniversaire(?!\s+de\s+mariage)|date de naissance)(?P<h>\s+(?:de|d')\s*[\w' -]{1,40}?)?\s+(?:est|tombe)\s+(?:le\s+|en\s+)?(?P<v>[^.;!?\n]{1,40})")
+_p(
+    "birth",
+    DATE,
+    r"\b(?:anniversaire(?!\s+de\s+mariage)|date de naissance)(?P<h>\s+(?:de|d')\s*[\w' -]{1,40}?)?\s+(?:est|tombe)\s+(?:le\s+|en\s+)?(?P<v>[^.;!?\n]{1,40})",
+)
 _p("birthplace", SINGLE, r"\b(?:was|were|is|'s)?\s*born\s+(?:and raised\s+)?in\s+(?P<v>(?!\d)[^.;!?\n\d]{1,60})")
-_p("birthplace", SINGLE, r"\b(?:(?:est|suis|sont)\s+)?(?:née?s?|originaire)\s+(?:à|a|au|en|de|d')\s*(?P<v>(?!\d)[^.;!?\n\d]{1,60})")
-_p("birthplace", SINGLE, r"\b(?:birthplace|place of birth|lieu de naissance)\s+(?:is|est)\s+(?P<v>(?-i:[A-Z])[^.;!?\n\d]{0,60})")
+_p(
+    "birthplace",
+    SINGLE,
+    r"\b(?:(?:est|suis|sont)\s+)?(?:née?s?|originaire)\s+(?:à|a|au|en|de|d')\s*(?P<v>(?!\d)[^.;!?\n\d]{1,60})",
+)
+_p(
+    "birthplace",
+    SINGLE,
+    r"\b(?:birthplace|place of birth|lieu de naissance)\s+(?:is|est)\s+(?P<v>(?-i:[A-Z])[^.;!?\n\d]{0,60})",
+)
 _p("birthplace", SINGLE, rf"\b(?:{_BE}\s+originally from|(?:comes|come) from)\s+(?P<v>(?-i:[A-Z])[^.;!?\n\d]{{0,60}})")
 # partner and marital state
-_p("partner", SINGLE, rf"\b(?:{_BE}\s+{_ADV}(?:married|engaged|wed)\s+to|{_BE}\s+{_ADV}(?:dating|seeing|with)|(?:has|have)\s+(?:been\s+)?(?:married|dating))\s+(?P<v>(?-i:[A-Z])[^.;!?\n]{{0,40}})")
-_p("partner", SINGLE, r"\b(?:wife|husband|partner|spouse|girlfriend|boyfriend|fiancée?)(?:'s name)?(?:\s*,|\s+is called|\s+is named|\s+named|\s+is|(?=\s))\s+(?P<v>(?-i:[A-Z])[^.;!?\n]{0,40})")
-_p("partner", SINGLE, rf"\b(?:{_BE}\s+{_ADV}(?:dating|seeing|engaged to|married to|in a relationship with)|(?:has|have) a (?:girlfriend|boyfriend|partner))\s+(?:someone\s+|a (?:man|woman|guy|girl)\s+)?(?:named|called)\s+(?P<v>(?-i:[A-Z])[^.;!?\n]{{0,40}})")
+_p(
+    "partner",
+    SINGLE,
+    rf"\b(?:{_BE}\s+{_ADV}(?:married|engaged|wed)\s+to|{_BE}\s+{_ADV}(?:dating|seeing|with)|(?:has|have)\s+(?:been\s+)?(?:married|dating))\s+(?P<v>(?-i:[A-Z])[^.;!?\n]{{0,40}})",
+)
+_p(
+    "partner",
+    SINGLE,
+    r"\b(?:wife|husband|partner|spouse|girlfriend|boyfriend|fiancée?)(?:'s name)?(?:\s*,|\s+is called|\s+is named|\s+named|\s+is|(?=\s))\s+(?P<v>(?-i:[A-Z])[^.;!?\n]{0,40})",
+)
+_p(
+    "partner",
+    SINGLE,
+    rf"\b(?:{_BE}\s+{_ADV}(?:dating|seeing|engaged to|married to|in a relationship with)|(?:has|have) a (?:girlfriend|boyfriend|partner))\s+(?:someone\s+|a (?:man|woman|guy|girl)\s+)?(?:named|called)\s+(?P<v>(?-i:[A-Z])[^.;!?\n]{{0,40}})",
+)
 _p("partner", SINGLE, rf"\b(?:sort|sors|sortent)\s+{_ADV}avec\s+(?P<v>(?-i:[A-Z])[^.;!?\n]{{0,40}})")
-_p("partner", SINGLE, rf"\b(?:est|sont|suis)\s+{_ADV}(?:mariée?|fiancée?|en couple|pacsée?)\s+(?:à|a|avec)\s+(?P<v>(?-i:[A-Z])[^.;!?\n]{{0,40}})")
-_p("partner", SINGLE, r"\b(?:femme|mari|épouse|époux|compagne|compagnon|copine|copain|conjointe?)(?P<h>\s+(?:de|d')\s*[\w' -]{1,40}?)?(?:\s*,|\s+s'appelle|\s+est)\s+(?P<v>(?-i:[A-Z])[^.;!?\n]{0,40})")
-_p("marital", STATE, rf"\b{_BE}\s+{_ADV}(?:not\s+)?(?P<v>married|single|divorced|widowed|engaged|separated|in a relationship)\b")
-_p("marital", STATE, rf"\b(?:est|suis|sont)\s+{_ADV}(?P<v>mariée?|célibataire|divorcée?|veuf|veuve|fiancée?|séparée?|pacsée?|en couple)\b")
-_p("marital", STATE, rf"\b(?:{_BE}\s+(?:an?\s+)?(?P<v>widower|widow)|(?:has|have)\s+never\s+(?:been\s+)?(?P<never>married)|ne s'est jamais (?P<jamais>mariée?))\b")
+_p(
+    "partner",
+    SINGLE,
+    rf"\b(?:est|sont|suis)\s+{_ADV}(?:mariée?|fiancée?|en couple|pacsée?)\s+(?:à|a|avec)\s+(?P<v>(?-i:[A-Z])[^.;!?\n]{{0,40}})",
+)
+_p(
+    "partner",
+    SINGLE,
+    r"\b(?:femme|mari|épouse|époux|compagne|compagnon|copine|copain|conjointe?)(?P<h>\s+(?:de|d')\s*[\w' -]{1,40}?)?(?:\s*,|\s+s'appelle|\s+est)\s+(?P<v>(?-i:[A-Z])[^.;!?\n]{0,40})",
+)
+_p(
+    "marital",
+    STATE,
+    rf"\b{_BE}\s+{_ADV}(?:not\s+)?(?P<v>married|single|divorced|widowed|engaged|separated|in a relationship)\b",
+)
+_p(
+    "marital",
+    STATE,
+    rf"\b(?:est|suis|sont)\s+{_ADV}(?P<v>mariée?|célibataire|divorcée?|veuf|veuve|fiancée?|séparée?|pacsée?|en couple)\b",
+)
+_p(
+    "marital",
+    STATE,
+    rf"\b(?:{_BE}\s+(?:an?\s+)?(?P<v>widower|widow)|(?:has|have)\s+never\s+(?:been\s+)?(?P<never>married)|ne s'est jamais (?P<jamais>mariée?))\b",
+)
 _p("marital", STATE, r"\b(?:got|has got|have got|just got|recently got)\s+(?P<v>married|divorced|engaged)\b")
 _p("marital", STATE, r"\b(?<!not )(?<!never )(?:(?:has|have|a|ai|ont)\s+)?(?P<v>married|épousée?)\s+(?=(?-i:[A-Z]))")
-_p("partner", SINGLE, r"\b(?<!not )(?<!never )(?<!is )(?<!was )(?<!got )(?:(?:has|have|a|ai|ont)\s+)?(?:married|épousée?)\s+(?P<v>(?-i:[A-Z])[\w-]+)")
-_p("marital", STATE, r"\b(?:my|our|mon|ma|notre)\s+(?P<v>husband|wife|mari|femme|épouse|époux)\b(?!\s*'s)(?<!ex-husband)")
+_p(
+    "partner",
+    SINGLE,
+    r"\b(?<!not )(?<!never )(?<!is )(?<!was )(?<!got )(?:(?:has|have|a|ai|ont)\s+)?(?:married|épousée?)\s+(?P<v>(?-i:[A-Z])[\w-]+)",
+)
+_p(
+    "marital",
+    STATE,
+    r"\b(?:my|our|mon|ma|notre)\s+(?P<v>husband|wife|mari|femme|épouse|époux)\b(?!\s*'s)(?<!ex-husband)",
+)
 # counts: children, kids, sons, daughters, pets, dogs, cats
 _NUMBER = r"(?:un seul|une seule|a single|only one|just one|no|zero|one|two|three|four|five|six|seven|eight|nine|ten|a|an|\d{1,2}|aucun|aucune|pas d'|pas de|un|une|deux|trois|quatre|cinq|six|sept|huit|neuf|dix)"
-_COUNTED = (r"(?:children|child|kids|kid|sons|son|daughters|daughter|boys|girls|garçons|grandchildren|pets|pet|dogs|dog|cats|cat|siblings|"
-            r"brothers|sisters|goldfish|fish|horses|horse|rabbits|rabbit|hamsters|hamster|birds|bird|chickens|cars|car|"
-            r"enfants|enfant|fils|filles|fille|petits-enfants|animaux|animal|chiens|chien|chats|chat|frères|sœurs|soeurs|"
-            r"poissons|poisson|chevaux|cheval|lapins|lapin|oiseaux|oiseau|poules|voitures|voiture)")
-_p("count", COUNT, rf"\b(?:my|his|her|their|our|mes|ses|leurs|nos)\s+(?P<v>two|three|four|five|six|seven|eight|nine|ten|\d{{1,2}}|deux|trois|quatre|cinq|six|sept|huit|neuf|dix)\s+(?P<n>{_COUNTED})\b")
+_COUNTED = (
+    r"(?:children|child|kids|kid|sons|son|daughters|daughter|boys|girls|garçons|grandchildren|pets|pet|dogs|dog|cats|cat|siblings|"
+    r"brothers|sisters|goldfish|fish|horses|horse|rabbits|rabbit|hamsters|hamster|birds|bird|chickens|cars|car|"
+    r"enfants|enfant|fils|filles|fille|petits-enfants|animaux|animal|chiens|chien|chats|chat|frères|sœurs|soeurs|"
+    r"poissons|poisson|chevaux|cheval|lapins|lapin|oiseaux|oiseau|poules|voitures|voiture)"
+)
+_p(
+    "count",
+    COUNT,
+    rf"\b(?:my|his|her|their|our|mes|ses|leurs|nos)\s+(?P<v>two|three|four|five|six|seven|eight|nine|ten|\d{{1,2}}|deux|trois|quatre|cinq|six|sept|huit|neuf|dix)\s+(?P<n>{_COUNTED})\b",
+)
 _p("count", COUNT, rf"\b(?:n'a|n'ai|n'ont)\s+qu'(?P<v>un|une)\s+(?P<n>{_COUNTED})\b")
-_p("count", COUNT, rf"\b(?:has|have|'s got|'ve got|has got|have got|now has|keeps|keep|owns|own|adopted|has adopted|just adopted|a adopté|ai adopté)\s+(?P<v>{_NUMBER})\s+(?:(?:young|little|grown|adult|small|lovely|beautiful|wonderful)\s+)?(?P<n>{_COUNTED})\b")
-_p("count", COUNT, rf"\b(?:doesn't have|does not have|don't have|do not have|has never had|never had)\s+(?P<v>any)\s+(?P<n>{_COUNTED})\b")
+_p(
+    "count",
+    COUNT,
+    rf"\b(?:has|have|'s got|'ve got|has got|have got|now has|keeps|keep|owns|own|adopted|has adopted|just adopted|a adopté|ai adopté)\s+(?P<v>{_NUMBER})\s+(?:(?:young|little|grown|adult|small|lovely|beautiful|wonderful)\s+)?(?P<n>{_COUNTED})\b",
+)
+_p(
+    "count",
+    COUNT,
+    rf"\b(?:doesn't have|does not have|don't have|do not have|has never had|never had)\s+(?P<v>any)\s+(?P<n>{_COUNTED})\b",
+)
 _p("count", COUNT, r"\b(?:doesn't|does not|don't|do not)\s+(?:own|have)\s+(?P<none>a|an)\s+(?P<n>car|dog|cat|pet)\b")
 _p("count", COUNT, rf"\b(?:a|ai|as|avons|ont)\s+(?P<v>{_NUMBER})\s*(?P<n>{_COUNTED})\b")
 _p("count", COUNT, rf"\b(?:n'a|n'ai|n'ont)\s+(?P<v>pas|aucun|plus|jamais eu)\s+(?:d'|de\s+|d')?(?P<n>{_COUNTED})\b")
-_p("count", COUNT, rf"\b(?:no longer has|no longer have|doesn't have|don't have)\s+(?P<v>any)\s+(?P<n>{_COUNTED})\s+(?:any\s*more|now)\b")
-_p("count", COUNT, rf"\b(?:all|both)\s+(?P<v>{_NUMBER})?\s*(?:of\s+)?(?P<h>(?-i:[A-Z])[\w-]*'s|my|his|her|their|our)\s+(?P<n>{_COUNTED})\b")
-_p("count", COUNT, r"\b(?:le|la|les)\s+(?P<exists>fils|fille|filles|enfants|enfant|chien|chienne|chat|chatte)\s+(?P<h>(?:de|d')\s*(?:l'utilisateur|l'utilisatrice|(?-i:[A-Z])[\w-]+))")
+_p(
+    "count",
+    COUNT,
+    rf"\b(?:no longer has|no longer have|doesn't have|don't have)\s+(?P<v>any)\s+(?P<n>{_COUNTED})\s+(?:any\s*more|now)\b",
+)
+_p(
+    "count",
+    COUNT,
+    rf"\b(?:all|both)\s+(?P<v>{_NUMBER})?\s*(?:of\s+)?(?P<h>(?-i:[A-Z])[\w-]*'s|my|his|her|their|our)\s+(?P<n>{_COUNTED})\b",
+)
+_p(
+    "count",
+    COUNT,
+    r"\b(?:le|la|les)\s+(?P<exists>fils|fille|filles|enfants|enfant|chien|chienne|chat|chatte)\s+(?P<h>(?:de|d')\s*(?:l'utilisateur|l'utilisatrice|(?-i:[A-Z])[\w-]+))",
+)
 _p("count", COUNT, r"\b(?P<h>(?:the\s+)?user's)\s+(?P<exists>son|daughter|kids|children|child|dog|cat)\b")
 # "my son", "sa fille", "Diego walks his dog": there are children, or pets
-_p("count", COUNT, r"\b(?P<h>my|his|her|their|our|mon|ma|mes|son|sa|ses|notre|nos|leur|leurs|(?-i:[A-Z])[\w-]*'s)\s+(?:(?:eldest|oldest|youngest|little|baby|older|younger|new|aînée?|cadette?|petite?|grande?|plus jeune|benjamine?)\s+)?(?P<exists>son|daughter|kids|children|child|fils|fille|enfants|enfant|dog|cat|puppy|kitten|chien|chienne|chat|chatte|chiot)\b")
-_p("count", COUNT, rf"\b(?:father|mother|dad|mom|mum|parent|père|mère|papa|maman)\s+(?:of|de)\s+(?P<v>{_NUMBER})(?:\s+(?P<n>{_COUNTED}))?\b")
+_p(
+    "count",
+    COUNT,
+    r"\b(?P<h>my|his|her|their|our|mon|ma|mes|son|sa|ses|notre|nos|leur|leurs|(?-i:[A-Z])[\w-]*'s)\s+(?:(?:eldest|oldest|youngest|little|baby|older|younger|new|aînée?|cadette?|petite?|grande?|plus jeune|benjamine?)\s+)?(?P<exists>son|daughter|kids|children|child|fils|fille|enfants|enfant|dog|cat|puppy|kitten|chien|chienne|chat|chatte|chiot)\b",
+)
+_p(
+    "count",
+    COUNT,
+    rf"\b(?:father|mother|dad|mom|mum|parent|père|mère|papa|maman)\s+(?:of|de)\s+(?P<v>{_NUMBER})(?:\s+(?P<n>{_COUNTED}))?\b",
+)
 # occupation
-_p("occupation", SINGLE, r"\b(?:works|work|working)\s+(?:full-time\s+|part-time\s+|full time\s+|part time\s+)?as\s+(?:an?\s+)?(?P<v>[^.;!?\n]{1,50})")
-_p("occupation", SINGLE, r"\b(?:occupation|job|profession|métier)\s*(?::|is|est)\s*(?:an?\s+|un\s+|une\s+)?(?P<v>(?!(?:il|elle|he|she|they|je|j'|i)\b)[^.;!?\n]{1,50})")
+_p(
+    "occupation",
+    SINGLE,
+    r"\b(?:works|work|working)\s+(?:full-time\s+|part-time\s+|full time\s+|part time\s+)?as\s+(?:an?\s+)?(?P<v>[^.;!?\n]{1,50})",
+)
+_p(
+    "occupation",
+    SINGLE,
+    r"\b(?:occupation|job|profession|métier)\s*(?::|is|est)\s*(?:an?\s+|un\s+|une\s+)?(?P<v>(?!(?:il|elle|he|she|they|je|j'|i)\b)[^.;!?\n]{1,50})",
+)
 _p("occupation", SINGLE, rf"\b(?:travaille|travaillent)\s+{_ADV}comme\s+(?P<v>[^.;!?\n]{{1,50}})")
 _JOBS = """
     nurse teacher doctor physician engineer developer programmer lawyer attorney accountant architect designer chef
@@ -119,26 +278,72 @@ _JOBS = """
     opticienne radiologue psychiatre éducateur éducatrice agent immobilier ouvrier ouvrière gendarme
 """.split()
 _JOB = "|".join(sorted((re.escape(j) for j in _JOBS), key=len, reverse=True))
-_p("occupation", SINGLE, rf"\b(?:{_BE}|est|suis|sont|became|has become|est devenue?|now works as|works as)\s+{_ADV}(?:an?\s+|un\s+|une\s+)?(?P<v>(?:[\w-]+\s+){{0,2}}?(?:{_JOB}))\b(?!\s+(?:at heart|by training|de formation))")
+_p(
+    "occupation",
+    SINGLE,
+    rf"\b(?:{_BE}|est|suis|sont|became|has become|est devenue?|now works as|works as)\s+{_ADV}(?:an?\s+|un\s+|une\s+)?(?P<v>(?:[\w-]+\s+){{0,2}}?(?:{_JOB}))\b(?!\s+(?:at heart|by training|de formation))",
+)
 
-_WEEKDAY = (r"(?:mondays?|tuesdays?|wednesdays?|thursdays?|fridays?|saturdays?|sundays?|lundis?|mardis?|mercredis?|"
-            r"jeudis?|vendredis?|samedis?|dimanches?)")
-_p("schedule", SINGLE, rf"\b(?P<n>[\w-]+\s+(?:class|classes|lesson|lessons|practice|training|session|sessions|club))\s+(?:is\s+|are\s+|takes place\s+)?{_ADV}(?:now\s+)?(?:on|every)\s+(?P<v>{_WEEKDAY})")
-_p("schedule", SINGLE, rf"\b(?:cours|séance|séances|entraînement|entraînements)\s+(?P<n>(?:de|d')\s*[\w-]+)\s*,?\s+(?:c'est|est|a lieu|ont lieu)\s+(?:maintenant\s+|désormais\s+)?(?:le|les|chaque)\s+(?P<v>{_WEEKDAY})")
+_WEEKDAY = (
+    r"(?:mondays?|tuesdays?|wednesdays?|thursdays?|fridays?|saturdays?|sundays?|lundis?|mardis?|mercredis?|"
+    r"jeudis?|vendredis?|samedis?|dimanches?)"
+)
+_p(
+    "schedule",
+    SINGLE,
+    rf"\b(?P<n>[\w-]+\s+(?:class|classes|lesson|lessons|practice|training|session|sessions|club))\s+(?:is\s+|are\s+|takes place\s+)?{_ADV}(?:now\s+)?(?:on|every)\s+(?P<v>{_WEEKDAY})",
+)
+_p(
+    "schedule",
+    SINGLE,
+    rf"\b(?:cours|séance|séances|entraînement|entraînements)\s+(?P<n>(?:de|d')\s*[\w-]+)\s*,?\s+(?:c'est|est|a lieu|ont lieu)\s+(?:maintenant\s+|désormais\s+)?(?:le|les|chaque)\s+(?P<v>{_WEEKDAY})",
+)
 
-_p("schedule", SINGLE, rf"\b(?:have|has|j'ai|ai|a)\s+(?P<n>[\w-]+(?:\s+(?:class|lesson|practice|training))?)\s+(?:on|every|le|les|chaque)\s+(?P<v>{_WEEKDAY})")
+_p(
+    "schedule",
+    SINGLE,
+    rf"\b(?:have|has|j'ai|ai|a)\s+(?P<n>[\w-]+(?:\s+(?:class|lesson|practice|training))?)\s+(?:on|every|le|les|chaque)\s+(?P<v>{_WEEKDAY})",
+)
 # studies: one subject at a time
-_p("studies", SINGLE, r"\b(?:studies|is studying|majors in|is majoring in|étudie|étudies|fait des études de|fait des études d')\s+(?P<v>[^.;!?\n]{1,50})")
+_p(
+    "studies",
+    SINGLE,
+    r"\b(?:studies|is studying|majors in|is majoring in|étudie|étudies|fait des études de|fait des études d')\s+(?P<v>[^.;!?\n]{1,50})",
+)
 
-_p("vehicle", SINGLE, r"\b(?:drives|drive|is driving|conduit|conduis|roule en|roulent en)\s+(?:an?|une?|the|la|le|sa|son|his|her|my|ma|mon)?\s*(?P<v>[^.;!?\n]{1,40})")
+_p(
+    "vehicle",
+    SINGLE,
+    r"\b(?:drives|drive|is driving|conduit|conduis|roule en|roulent en)\s+(?:an?|une?|the|la|le|sa|son|his|her|my|ma|mon)?\s*(?P<v>[^.;!?\n]{1,40})",
+)
 
-_p("allergy", POLAR, rf"\b(?P<pos>{_BE}\s+{_ADV}(?:severely\s+|very\s+|mildly\s+)?allergic\s+to|(?:est|suis|sont)\s+{_ADV}(?:très\s+)?allergiques?\s+(?:à|au|aux|a))\s+(?P<v>[^.;!?\n]{{1,40}})")
-_p("allergy", POLAR, rf"\b(?P<neg>(?:{_BE}\s+not|isn't|aren't|'m not|(?:est|suis|sont)\s+(?:pas|plus))\s+allergi(?:c|que|ques))\b(?!\s+(?:to|à|au|aux))(?P<v>)")
-_p("allergy", POLAR, rf"\b(?P<neg>(?:{_BE}\s+not|'m not|isn't)\s+allergic\s+to\s+(?:anything|any\s+\w+)|(?:n'a|n'ai|a|ai|j'ai)\s+jamais\s+eu\s+(?:la moindre|d'|aucune|une)\s*allergies?|(?:no|aucune)\s+(?:known\s+|food\s+|alimentaire\s+)?allerg(?:y|ies|ie)\b|(?:has|have)\s+no\s+(?:known\s+)?allerg(?:y|ies)|(?:doesn't|does not|don't)\s+have\s+any\s+allerg(?:y|ies)|n'a\s+(?:aucune|pas d')\s*allergies?|n'ai\s+(?:aucune|pas d')\s*allergies?)\b(?P<v>)")
+_p(
+    "allergy",
+    POLAR,
+    rf"\b(?P<pos>{_BE}\s+{_ADV}(?:severely\s+|very\s+|mildly\s+)?allergic\s+to|(?:est|suis|sont)\s+{_ADV}(?:très\s+)?allergiques?\s+(?:à|au|aux|a))\s+(?P<v>[^.;!?\n]{{1,40}})",
+)
+_p(
+    "allergy",
+    POLAR,
+    rf"\b(?P<neg>(?:{_BE}\s+not|isn't|aren't|'m not|(?:est|suis|sont)\s+(?:pas|plus))\s+allergi(?:c|que|ques))\b(?!\s+(?:to|à|au|aux))(?P<v>)",
+)
+_p(
+    "allergy",
+    POLAR,
+    rf"\b(?P<neg>(?:{_BE}\s+not|'m not|isn't)\s+allergic\s+to\s+(?:anything|any\s+\w+)|(?:n'a|n'ai|a|ai|j'ai)\s+jamais\s+eu\s+(?:la moindre|d'|aucune|une)\s*allergies?|(?:no|aucune)\s+(?:known\s+|food\s+|alimentaire\s+)?allerg(?:y|ies|ie)\b|(?:has|have)\s+no\s+(?:known\s+)?allerg(?:y|ies)|(?:doesn't|does not|don't)\s+have\s+any\s+allerg(?:y|ies)|n'a\s+(?:aucune|pas d')\s*allergies?|n'ai\s+(?:aucune|pas d')\s*allergies?)\b(?P<v>)",
+)
 
 # favourites
-_p("favourite", SINGLE, r"\b(?P<n>(?:favou?rite|preferred)\s+[\w-]+(?:\s+[\w-]+){0,3}?)\s+(?:is|are|has become|is now)\s+(?P<v>[^.;!?\n]{1,50})")
-_p("favourite", SINGLE, r"\b(?P<n>[\w-]+(?:\s+[\w-]+)?\s+(?:préférée?s?|favorie?s?))(?P<h>\s+(?:de|d')\s*[\w' -]{1,40}?)?\s*,?\s+(?:est|sont|c'est|reste)\s+(?P<v>[^.;!?\n]{1,50})")
+_p(
+    "favourite",
+    SINGLE,
+    r"\b(?P<n>(?:favou?rite|preferred)\s+[\w-]+(?:\s+[\w-]+){0,3}?)\s+(?:is|are|has become|is now)\s+(?P<v>[^.;!?\n]{1,50})",
+)
+_p(
+    "favourite",
+    SINGLE,
+    r"\b(?P<n>[\w-]+(?:\s+[\w-]+)?\s+(?:préférée?s?|favorie?s?))(?P<h>\s+(?:de|d')\s*[\w' -]{1,40}?)?\s*,?\s+(?:est|sont|c'est|reste)\s+(?P<v>[^.;!?\n]{1,50})",
+)
 # preferences and habits: a yes or a no about one object
 _LIKE_POS = r"(?:likes|like|loves|love|enjoys|enjoy|adores|adore|is (?:a (?:big |huge )?fan of|fond of|into|crazy about)|'s (?:a (?:big |huge )?fan of|into)|am (?:a (?:big |huge )?fan of|into)|aime|aimes|aiment|adore|adores|adorent|apprécie|raffole de|est fan de|est fan d')"
 _LIKE_NEG = r"(?:(?<!n')(?:aime|aimes|supporte|supportes)\s+(?:plus|pas)(?!\s+que)|dislikes|dislike|hates|hate|detests|can't stand|cannot stand|can't bear|cannot bear|can't listen to|can't watch|can't eat|doesn't like|does not like|don't like|do not like|doesn't enjoy|does not enjoy|don't enjoy|no longer likes|no longer enjoys|doesn't love|(?:is|'s|am) not (?:a fan of|fond of|into)|(?:is|'s) no longer (?:a fan of|into)|n'aime pas|n'aime plus|n'aime guère|déteste|détestent|détestes|ne supporte pas|ne supporte plus|n'apprécie pas|n'apprécie plus|a horreur des|a horreur du|a horreur de|a horreur d')"
@@ -146,76 +351,260 @@ _p("likes", POLAR, rf"\b(?P<neg>{_LIKE_NEG})\s+(?P<v>[^.;!?\n]{{1,50}})")
 _p("likes", POLAR, rf"\b(?P<pos>{_LIKE_POS})\s+(?P<v>[^.;!?\n]{{1,50}})")
 
 _HABIT_VERBS = {  # folded verb form -> the habit's verb
-    "drinks": "drink", "drink": "drink", "drinking": "drink", "boit": "drink", "bois": "drink", "boire": "drink",
-    "smokes": "smoke", "smoke": "smoke", "smoking": "smoke", "fume": "smoke", "fumes": "smoke", "fumer": "smoke",
-    "eats": "eat", "eat": "eat", "eating": "eat", "mange": "eat", "manges": "eat", "manger": "eat",
-    "plays": "play", "play": "play", "playing": "play", "joue": "play", "jouer": "play",
-    "runs": "run", "run": "run", "running": "run", "court": "run", "courir": "run",
-    "goes": "go", "go": "go", "going": "go", "va": "go", "aller": "go",
-    "drives": "drive", "drive": "drive", "driving": "drive", "conduit": "drive", "conduire": "drive",
-    "cycles": "cycle", "cycling": "cycle", "bikes": "cycle", "biking": "cycle",
-    "swims": "swim", "swim": "swim", "swimming": "swim", "nage": "swim", "nager": "swim",
-    "practises": "practise", "practices": "practise", "practising": "practise", "practicing": "practise",
-    "pratique": "practise", "pratiquer": "practise", "uses": "use", "use": "use", "using": "use",
-    "utilise": "use", "utiliser": "use", "takes": "take", "take": "take", "taking": "take", "prend": "take",
-    "prendre": "take", "walks": "walk", "walk": "walk", "walking": "walk", "meditates": "meditate",
-    "meditate": "meditate", "meditating": "meditate", "médite": "meditate", "méditer": "meditate",
-    "cooks": "cook", "cook": "cook", "cooking": "cook", "cuisine": "cook", "cuisiner": "cook",
-    "reads": "read", "read": "read", "reading": "read", "lit": "read", "lire": "read",
-    "watches": "watch", "watch": "watch", "watching": "watch", "regarde": "watch", "regarder": "watch",
-    "vapes": "smoke", "vaping": "smoke", "played": "play", "smoked": "smoke", "drunk": "drink", "eaten": "eat",
-    "cycled": "cycle", "swum": "swim", "ran": "run", "jogs": "run", "jogging": "run", "jog": "run",
-    "nagé": "swim", "fumé": "smoke", "bu": "drink", "joué": "play", "couru": "run",
-    "vélo": "cycle", "velo": "cycle", "bike": "cycle", "bicycle": "cycle",
+    "drinks": "drink",
+    "drink": "drink",
+    "drinking": "drink",
+    "boit": "drink",
+    "bois": "drink",
+    "boire": "drink",
+    "smokes": "smoke",
+    "smoke": "smoke",
+    "smoking": "smoke",
+    "fume": "smoke",
+    "fumes": "smoke",
+    "fumer": "smoke",
+    "eats": "eat",
+    "eat": "eat",
+    "eating": "eat",
+    "mange": "eat",
+    "manges": "eat",
+    "manger": "eat",
+    "plays": "play",
+    "play": "play",
+    "playing": "play",
+    "joue": "play",
+    "jouer": "play",
+    "runs": "run",
+    "run": "run",
+    "running": "run",
+    "court": "run",
+    "courir": "run",
+    "goes": "go",
+    "go": "go",
+    "going": "go",
+    "va": "go",
+    "aller": "go",
+    "drives": "drive",
+    "drive": "drive",
+    "driving": "drive",
+    "conduit": "drive",
+    "conduire": "drive",
+    "cycles": "cycle",
+    "cycling": "cycle",
+    "bikes": "cycle",
+    "biking": "cycle",
+    "swims": "swim",
+    "swim": "swim",
+    "swimming": "swim",
+    "nage": "swim",
+    "nager": "swim",
+    "practises": "practise",
+    "practices": "practise",
+    "practising": "practise",
+    "practicing": "practise",
+    "pratique": "practise",
+    "pratiquer": "practise",
+    "uses": "use",
+    "use": "use",
+    "using": "use",
+    "utilise": "use",
+    "utiliser": "use",
+    "takes": "take",
+    "take": "take",
+    "taking": "take",
+    "prend": "take",
+    "prendre": "take",
+    "walks": "walk",
+    "walk": "walk",
+    "walking": "walk",
+    "meditates": "meditate",
+    "meditate": "meditate",
+    "meditating": "meditate",
+    "médite": "meditate",
+    "méditer": "meditate",
+    "cooks": "cook",
+    "cook": "cook",
+    "cooking": "cook",
+    "cuisine": "cook",
+    "cuisiner": "cook",
+    "reads": "read",
+    "read": "read",
+    "reading": "read",
+    "lit": "read",
+    "lire": "read",
+    "watches": "watch",
+    "watch": "watch",
+    "watching": "watch",
+    "regarde": "watch",
+    "regarder": "watch",
+    "vapes": "smoke",
+    "vaping": "smoke",
+    "played": "play",
+    "smoked": "smoke",
+    "drunk": "drink",
+    "eaten": "eat",
+    "cycled": "cycle",
+    "swum": "swim",
+    "ran": "run",
+    "jogs": "run",
+    "jogging": "run",
+    "jog": "run",
+    "nagé": "swim",
+    "fumé": "smoke",
+    "bu": "drink",
+    "joué": "play",
+    "couru": "run",
+    "vélo": "cycle",
+    "velo": "cycle",
+    "bike": "cycle",
+    "bicycle": "cycle",
 }
 # Verbs whose habit is the verb itself, whatever follows: "cycles to work" and "no longer cycles" are one habit.
 _INTRANSITIVE = {"smoke", "run", "cycle", "swim", "walk", "meditate"}
 _HABIT_VERB = "|".join(sorted(_HABIT_VERBS, key=len, reverse=True))
-_HABIT_NEG = (r"(?:n'(?:a|ai|as|ont|avons)\s+(?:jamais|plus|pas)|(?:haven't|hasn't|has not|have not|never|no longer)\s+touch(?:ed|es)?|(?:n'a|n'ai|n'ont)\s+(?:plus|jamais|pas)\s+touché\s+(?:à|au|aux)|doesn't|does not|don't|do not|never|no longer|hardly ever|hasn't|haven't|has not|have not|has stopped|have stopped|stopped|has quit|"
-              r"have quit|quit|has given up|have given up|gave up|gives up|given up|has cut out|cut out|"
-              r"ne|n'|a arrêté de|a arrêté d'|ont arrêté de|arrêté de|a arrêté|ai arrêté|a cessé de|a renoncé à|ne \w+ plus|ne \w+ jamais)")
-_PLAIN_NEGATIONS = {"doesn't", "does not", "don't", "do not", "never", "no longer", "hardly ever", "ne", "n'", "hasn't",
-                    "haven't", "has not", "have not"}
-_p("habit", POLAR, rf"\b(?P<neg>{_HABIT_NEG})\s+(?:(?:drinking|eating)\s+)?(?P<verb>{_HABIT_VERB})?\s*(?:plus\s+|jamais\s+|pas\s+|any\s*more\s+)?(?P<v>[^.;!?\n]{{0,40}})")
+_HABIT_NEG = (
+    r"(?:n'(?:a|ai|as|ont|avons)\s+(?:jamais|plus|pas)|(?:haven't|hasn't|has not|have not|never|no longer)\s+touch(?:ed|es)?|(?:n'a|n'ai|n'ont)\s+(?:plus|jamais|pas)\s+touché\s+(?:à|au|aux)|doesn't|does not|don't|do not|never|no longer|hardly ever|hasn't|haven't|has not|have not|has stopped|have stopped|stopped|has quit|"
+    r"have quit|quit|has given up|have given up|gave up|gives up|given up|has cut out|cut out|"
+    r"ne|n'|a arrêté de|a arrêté d'|ont arrêté de|arrêté de|a arrêté|ai arrêté|a cessé de|a renoncé à|ne \w+ plus|ne \w+ jamais)"
+)
+_PLAIN_NEGATIONS = {
+    "doesn't",
+    "does not",
+    "don't",
+    "do not",
+    "never",
+    "no longer",
+    "hardly ever",
+    "ne",
+    "n'",
+    "hasn't",
+    "haven't",
+    "has not",
+    "have not",
+}
+_p(
+    "habit",
+    POLAR,
+    rf"\b(?P<neg>{_HABIT_NEG})\s+(?:(?:drinking|eating)\s+)?(?P<verb>{_HABIT_VERB})?\s*(?:plus\s+|jamais\s+|pas\s+|any\s*more\s+)?(?P<v>[^.;!?\n]{{0,40}})",
+)
 _p("habit", POLAR, rf"\b(?P<pos>(?P<verb>{_HABIT_VERB}))\b\s*(?P<v>[^.;!?\n]{{0,40}})")
 # diet as a habit of eating meat
-_p("diet", POLAR, rf"\b(?P<neg>(?:{_BE}|est|suis|sont|became|has become|devenue?)\s+(?:now\s+|a\s+|an\s+|un\s+|une\s+|strictly\s+|fully\s+)*(?:vegetarian|vegan|végétarienne?|végétalienne?|végane?|vegane?|pescatarian|pescetarian|pescétarienne?))\b(?P<v>)")
-_p("diet", POLAR, rf"\b(?P<pos>(?:{_BE}|est|suis)\s+(?:no longer|not|not a|plus|pas|n'est plus|n'est pas)\s+(?:a\s+|an\s+)?(?:vegetarian|vegan|végétarienne?|végane?))\b(?P<v>)")
-_p("diet", POLAR, r"\b(?P<pos>(?:eats|eat|is eating|started eating|mange|mangent|mange régulièrement|mange souvent|eats regularly|regularly eats|often eats|remange|a recommencé à manger|remis à manger|s'est remise? à manger|me suis remise? à manger)\s+(?:meat|de la viande|viande|steak|chicken|beef|pork|du poulet|du bœuf|du boeuf|everything|anything|de tout))\b(?P<v>)")
-_p("diet", POLAR, r"\b(?P<neg>(?:doesn't|does not|don't|never|no longer|has stopped|stopped|gave up)\s+(?:eat|eats|eating)\s+(?:meat|any meat)|ne mange (?:plus|pas|jamais)\s+(?:de\s+)?viande|a arrêté (?:de manger )?(?:la )?viande)\b(?P<v>)")
+_p(
+    "diet",
+    POLAR,
+    rf"\b(?P<neg>(?:{_BE}|est|suis|sont|became|has become|devenue?)\s+(?:now\s+|a\s+|an\s+|un\s+|une\s+|strictly\s+|fully\s+)*(?:vegetarian|vegan|végétarienne?|végétalienne?|végane?|vegane?|pescatarian|pescetarian|pescétarienne?))\b(?P<v>)",
+)
+_p(
+    "diet",
+    POLAR,
+    rf"\b(?P<pos>(?:{_BE}|est|suis)\s+(?:no longer|not|not a|plus|pas|n'est plus|n'est pas)\s+(?:a\s+|an\s+)?(?:vegetarian|vegan|végétarienne?|végane?))\b(?P<v>)",
+)
+_p(
+    "diet",
+    POLAR,
+    r"\b(?P<pos>(?:eats|eat|is eating|started eating|mange|mangent|mange régulièrement|mange souvent|eats regularly|regularly eats|often eats|remange|a recommencé à manger|remis à manger|s'est remise? à manger|me suis remise? à manger)\s+(?:meat|de la viande|viande|steak|chicken|beef|pork|du poulet|du bœuf|du boeuf|everything|anything|de tout))\b(?P<v>)",
+)
+_p(
+    "diet",
+    POLAR,
+    r"\b(?P<neg>(?:doesn't|does not|don't|never|no longer|has stopped|stopped|gave up)\s+(?:eat|eats|eating)\s+(?:meat|any meat)|ne mange (?:plus|pas|jamais)\s+(?:de\s+)?viande|a arrêté (?:de manger )?(?:la )?viande)\b(?P<v>)",
+)
 # nationality
 _NATIONALITY_WORDS = {
-    "fr": "french français française", "de": "german allemand allemande", "es": "spanish espagnol espagnole",
-    "it": "italian italien italienne", "gb": "british britannique english anglais anglaise",
-    "us": "american américain américaine", "ca": "canadian canadien canadienne", "be": "belgian belge",
-    "ch": "swiss suisse", "pt": "portuguese portugais portugaise", "nl": "dutch néerlandais néerlandaise",
-    "jp": "japanese japonais japonaise", "cn": "chinese chinois chinoise", "br": "brazilian brésilien brésilienne",
-    "ma": "moroccan marocain marocaine", "dz": "algerian algérien algérienne", "pl": "polish polonais polonaise",
-    "ie": "irish irlandais irlandaise", "se": "swedish suédois suédoise", "in": "indian indien indienne",
-    "mx": "mexican mexicain mexicaine", "au": "australian australien australienne", "dk": "danish dane danois danoise",
-    "no": "norwegian norvégien norvégienne", "fi": "finnish finlandais finlandaise", "at": "austrian autrichien autrichienne",
-    "gr": "greek grec grecque", "tr": "turkish turc turque", "ru": "russian russe", "ua": "ukrainian ukrainien ukrainienne",
-    "tn": "tunisian tunisien tunisienne", "sn": "senegalese sénégalais sénégalaise", "ar": "argentinian argentine argentin",
-    "kr": "korean coréen coréenne", "vn": "vietnamese vietnamien vietnamienne", "ng": "nigerian nigérian nigériane",
-    "lb": "lebanese libanais libanaise", "eg": "egyptian égyptien égyptienne", "co": "colombian colombien colombienne",
-    "cz": "czech tchèque", "hu": "hungarian hongrois hongroise", "ro": "romanian roumain roumaine",
-    "scot": "scottish écossais écossaise", "nz": "new zealander néo-zélandais néo-zélandaise",
-    "sg": "singaporean singapourien singapourienne", "my": "malaysian malaisien malaisienne",
-    "id": "indonesian indonésien indonésienne", "ph": "filipino filipina philippin philippine",
-    "th": "thai thaïlandais thaïlandaise", "pk": "pakistani pakistanais pakistanaise",
-    "ir": "iranian iranien iranienne", "il": "israeli israélien israélienne", "za": "south african sud-africain sud-africaine",
-    "cl": "chilean chilien chilienne", "pe": "peruvian péruvien péruvienne", "ve": "venezuelan vénézuélien vénézuélienne",
-    "cu": "cuban cubain cubaine", "ht": "haitian haïtien haïtienne", "ci": "ivorian ivoirien ivoirienne",
-    "cm": "cameroonian camerounais camerounaise", "gh": "ghanaian ghanéen ghanéenne", "ke": "kenyan kényan kényane",
-    "et": "ethiopian éthiopien éthiopienne", "lu": "luxembourgish luxembourgeois luxembourgeoise",
-    "is": "icelandic islandais islandaise", "hr": "croatian croate", "rs": "serbian serbe", "bg": "bulgarian bulgare",
-    "sk": "slovak slovaque", "si": "slovenian slovène", "lt": "lithuanian lituanien lituanienne",
-    "lv": "latvian letton lettone", "ee": "estonian estonien estonienne", "al": "albanian albanais albanaise",
-    "wal": "welsh gallois galloise", "qc": "québécois québécoise",
+    "fr": "french français française",
+    "de": "german allemand allemande",
+    "es": "spanish espagnol espagnole",
+    "it": "italian italien italienne",
+    "gb": "british britannique english anglais anglaise",
+    "us": "american américain américaine",
+    "ca": "canadian canadien canadienne",
+    "be": "belgian belge",
+    "ch": "swiss suisse",
+    "pt": "portuguese portugais portugaise",
+    "nl": "dutch néerlandais néerlandaise",
+    "jp": "japanese japonais japonaise",
+    "cn": "chinese chinois chinoise",
+    "br": "brazilian brésilien brésilienne",
+    "ma": "moroccan marocain marocaine",
+    "dz": "algerian algérien algérienne",
+    "pl": "polish polonais polonaise",
+    "ie": "irish irlandais irlandaise",
+    "se": "swedish suédois suédoise",
+    "in": "indian indien indienne",
+    "mx": "mexican mexicain mexicaine",
+    "au": "australian australien australienne",
+    "dk": "danish dane danois danoise",
+    "no": "norwegian norvégien norvégienne",
+    "fi": "finnish finlandais finlandaise",
+    "at": "austrian autrichien autrichienne",
+    "gr": "greek grec grecque",
+    "tr": "turkish turc turque",
+    "ru": "russian russe",
+    "ua": "ukrainian ukrainien ukrainienne",
+    "tn": "tunisian tunisien tunisienne",
+    "sn": "senegalese sénégalais sénégalaise",
+    "ar": "argentinian argentine argentin",
+    "kr": "korean coréen coréenne",
+    "vn": "vietnamese vietnamien vietnamienne",
+    "ng": "nigerian nigérian nigériane",
+    "lb": "lebanese libanais libanaise",
+    "eg": "egyptian égyptien égyptienne",
+    "co": "colombian colombien colombienne",
+    "cz": "czech tchèque",
+    "hu": "hungarian hongrois hongroise",
+    "ro": "romanian roumain roumaine",
+    "scot": "scottish écossais écossaise",
+    "nz": "new zealander néo-zélandais néo-zélandaise",
+    "sg": "singaporean singapourien singapourienne",
+    "my": "malaysian malaisien malaisienne",
+    "id": "indonesian indonésien indonésienne",
+    "ph": "filipino filipina philippin philippine",
+    "th": "thai thaïlandais thaïlandaise",
+    "pk": "pakistani pakistanais pakistanaise",
+    "ir": "iranian iranien iranienne",
+    "il": "israeli israélien israélienne",
+    "za": "south african sud-africain sud-africaine",
+    "cl": "chilean chilien chilienne",
+    "pe": "peruvian péruvien péruvienne",
+    "ve": "venezuelan vénézuélien vénézuélienne",
+    "cu": "cuban cubain cubaine",
+    "ht": "haitian haïtien haïtienne",
+    "ci": "ivorian ivoirien ivoirienne",
+    "cm": "cameroonian camerounais camerounaise",
+    "gh": "ghanaian ghanéen ghanéenne",
+    "ke": "kenyan kényan kényane",
+    "et": "ethiopian éthiopien éthiopienne",
+    "lu": "luxembourgish luxembourgeois luxembourgeoise",
+    "is": "icelandic islandais islandaise",
+    "hr": "croatian croate",
+    "rs": "serbian serbe",
+    "bg": "bulgarian bulgare",
+    "sk": "slovak slovaque",
+    "si": "slovenian slovène",
+    "lt": "lithuanian lituanien lituanienne",
+    "lv": "latvian letton lettone",
+    "ee": "estonian estonien estonienne",
+    "al": "albanian albanais albanaise",
+    "wal": "welsh gallois galloise",
+    "qc": "québécois québécoise",
 }
 _NATIONALITIES = {_fold(w): c for c, words in _NATIONALITY_WORDS.items() for w in words.split()}
-_NATIONALITY = "|".join(sorted((w for words in _NATIONALITY_WORDS.values() for w in words.split()), key=len, reverse=True))
-_p("nationality", SINGLE, rf"\b(?:{_BE}|est|suis|became|has become|est devenue?)\s+{_ADV}(?:a\s+|an\s+)?(?P<v>{_NATIONALITY})(?:\s+(?:citizen|national|citoyen|citoyenne))?\b(?!\s+(?:food|cuisine|wine|film|movie|music|teacher|course|class))")
-_p("nationality", SINGLE, rf"\b(?:holds|has|have|a)\s+(?:only\s+)?(?:an?\s+|la\s+|un\s+)?(?P<v>{_NATIONALITY})\s+(?:citizenship|nationality|passport|passeport)")
+_NATIONALITY = "|".join(
+    sorted((w for words in _NATIONALITY_WORDS.values() for w in words.split()), key=len, reverse=True)
+)
+_p(
+    "nationality",
+    SINGLE,
+    rf"\b(?:{_BE}|est|suis|became|has become|est devenue?)\s+{_ADV}(?:a\s+|an\s+)?(?P<v>{_NATIONALITY})(?:\s+(?:citizen|national|citoyen|citoyenne))?\b(?!\s+(?:food|cuisine|wine|film|movie|music|teacher|course|class))",
+)
+_p(
+    "nationality",
+    SINGLE,
+    rf"\b(?:holds|has|have|a)\s+(?:only\s+)?(?:an?\s+|la\s+|un\s+)?(?P<v>{_NATIONALITY})\s+(?:citizenship|nationality|passport|passeport)",
+)
 _p("nationality", SINGLE, rf"\bnationalité\s+(?P<v>{_NATIONALITY})\b")
-_p("nationality", SINGLE, rf"\b(?:has|have|a)\s+(?:the\s+|la\s+)?(?:nationalité\s+)?(?P<v>{_NATIONALITY})\s+(?:nationality|citizenship)?")
+_p(
+    "nationality",
+    SINGLE,
+    rf"\b(?:has|have|a)\s+(?:the\s+|la\s+)?(?:nationalité\s+)?(?P<v>{_NATIONALITY})\s+(?:nationality|citizenship)?",
+)

@@ -1,4 +1,5 @@
 """Reading a text: its sentences, each predicate found in them with its holder, and the claims they make."""
+
 from __future__ import annotations
 
 import functools
@@ -34,14 +35,17 @@ def _sentences(text: str) -> tuple[str | None, list[str]]:
     speaker = None
     match = _SPEAKER_RE.match(text)
     if match and _fold(match.group(1)) not in _NOT_NAMES:
-        speaker, text = match.group(1), text[match.end():]
+        speaker, text = match.group(1), text[match.end() :]
     return speaker, [s for s in _SENTENCE_RE.split(text) if s.strip()]
 
 
-_PAST_RE = re.compile(r"\b(?:used to|formerly|previously|once|as a child|as a kid|when (?:he|she|i|they) was|in the past|"
-                      r"autrefois|auparavant|avant|quand (?:il|elle|j') ?étai[st]|enfant,|jadis|until|jusqu'en|ago|il y a|"
-                      r"would like|wants to|want to|plans to|planning to|hopes to|dreams of|might|may|could|would|"
-                      r"if|si |veut|voudrait|aimerait|envisage|pense à|compte)\b", re.IGNORECASE)
+_PAST_RE = re.compile(
+    r"\b(?:used to|formerly|previously|once|as a child|as a kid|when (?:he|she|i|they) was|in the past|"
+    r"autrefois|auparavant|avant|quand (?:il|elle|j') ?étai[st]|enfant,|jadis|until|jusqu'en|ago|il y a|"
+    r"would like|wants to|want to|plans to|planning to|hopes to|dreams of|might|may|could|would|"
+    r"if|si |veut|voudrait|aimerait|envisage|pense à|compte)\b",
+    re.IGNORECASE,
+)
 _QUESTION_RE = re.compile(r"\?\s*$")
 
 
@@ -60,10 +64,14 @@ def read(text: str) -> tuple[Claim, ...]:
 
 
 # A count of dogs or sons says whether there are pets or children at all: "has no pets" / "adopted a dog".
-_COUNT_GROUPS = {noun: group for group, nouns in {
-    "pets": "dogs cats fish horses rabbits hamsters birds chickens",
-    "children": "sons daughters",
-}.items() for noun in nouns.split()}
+_COUNT_GROUPS = {
+    noun: group
+    for group, nouns in {
+        "pets": "dogs cats fish horses rabbits hamsters birds chickens",
+        "children": "sons daughters",
+    }.items()
+    for noun in nouns.split()
+}
 
 
 def _implied(claim: Claim) -> list[Claim]:
@@ -88,7 +96,7 @@ def _read_sentence(sentence: str, speaker: str | None, before: str = "") -> list
             start, end = match.span()
             if any(s <= start < e for s, e in taken.get(attribute, ())):
                 continue
-            clause = sentence[: start]
+            clause = sentence[:start]
             # the clause the predicate is in: what follows the last comma or conjunction before it, unless
             # that leaves no subject (a second verb of the same subject)
             prefix = re.split(r"[,;:]\s+(?=[a-zà-ÿ])|\s+(?:and|but|et|mais)\s+", clause)[-1]
@@ -122,7 +130,9 @@ def _states_age(match: re.Match, prefix: str) -> bool:
     return bool(tokens) and (tokens[-1][:1].isupper() or last in _SELF_WORDS | _FIRST_PERSON or last in _RELATIONS)
 
 
-_DATED_MOVE_RE = re.compile(r"(?:moved|relocated|installée?|déménagé)\b.*\b(?:in|en)\s+(?:1[89]|20)\d\d\b", re.IGNORECASE)
+_DATED_MOVE_RE = re.compile(
+    r"(?:moved|relocated|installée?|déménagé)\b.*\b(?:in|en)\s+(?:1[89]|20)\d\d\b", re.IGNORECASE
+)
 
 
 def _claim(attribute: str, kind: str, match: re.Match, holder: str) -> Claim | None:
@@ -131,8 +141,11 @@ def _claim(attribute: str, kind: str, match: re.Match, holder: str) -> Claim | N
     if kind == SINGLE:
         if attribute == "residence" and _DATED_MOVE_RE.search(match.group(0)):
             return None  # "moved to Glasgow in 2020": an event, which a later "lives in Scotland" does not deny
-        if (attribute == "residence" and re.search(r"\b(?:moved|relocated)\b", match.group(0), re.IGNORECASE)
-                and not _names(_tokens(span), first_at_start=False)):
+        if (
+            attribute == "residence"
+            and re.search(r"\b(?:moved|relocated)\b", match.group(0), re.IGNORECASE)
+            and not _names(_tokens(span), first_at_start=False)
+        ):
             return None  # "has moved to cardiology outpatients": a move that names no place
         if attribute == "age":
             age = _number(match.group("v"))
@@ -144,8 +157,11 @@ def _claim(attribute: str, kind: str, match: re.Match, holder: str) -> Claim | N
         elif attribute == "vehicle":
             value = frozenset(_names(_tokens(span), first_at_start=False))
         elif attribute == "studies":
-            value = frozenset(_stem(_fold(t)) for t in _tokens(re.split(r"\s+(?:at|in|à|au|en)\s+", span)[0])
-                              if _fold(t) not in _VALUE_STOP)
+            value = frozenset(
+                _stem(_fold(t))
+                for t in _tokens(re.split(r"\s+(?:at|in|à|au|en)\s+", span)[0])
+                if _fold(t) not in _VALUE_STOP
+            )
         elif attribute == "schedule":
             thing = _object_head(groups["n"])
             if thing is None:
@@ -153,15 +169,20 @@ def _claim(attribute: str, kind: str, match: re.Match, holder: str) -> Claim | N
             attribute = f"schedule:{thing}"
             value = frozenset([_fold(groups["v"]).rstrip("s")])
         elif attribute == "favourite":
-            thing = _object_head(groups["n"].split(None, 1)[1] if groups["n"].split()[0].startswith(("favo", "pref")) else groups["n"])
+            thing = _object_head(
+                groups["n"].split(None, 1)[1] if groups["n"].split()[0].startswith(("favo", "pref")) else groups["n"]
+            )
             if thing is None:
                 return None
             thing = re.sub(r"our$", "or", thing)  # colour = color
             attribute = f"favourite:{_FAVOURITE_KINDS.get(thing, thing)}"
             value = _value_words(span)
         elif attribute == "occupation":
-            value = frozenset(_job(_fold(t)) for t in _tokens(_cut(re.split(r"\s+(?:at|for|in|chez|à|au|pour)\s+", span)[0]))
-                              if _fold(t) not in _VALUE_STOP)
+            value = frozenset(
+                _job(_fold(t))
+                for t in _tokens(_cut(re.split(r"\s+(?:at|for|in|chez|à|au|pour)\s+", span)[0]))
+                if _fold(t) not in _VALUE_STOP
+            )
         else:
             value = _value_words(span)
         if not value:
@@ -197,8 +218,9 @@ def _claim(attribute: str, kind: str, match: re.Match, holder: str) -> Claim | N
     positive = groups.get("pos") is not None
     if attribute == "allergy":
         head = _object_head(span)
-        return Claim(holder, f"allergy:{head or 'any'}", POLAR, frozenset(), positive=positive,
-                     shown=match.group(0).strip())
+        return Claim(
+            holder, f"allergy:{head or 'any'}", POLAR, frozenset(), positive=positive, shown=match.group(0).strip()
+        )
     if attribute == "diet":
         return Claim(holder, "habit:eat:meat", POLAR, frozenset(), positive=positive, shown=match.group(0).strip())
     head = _object_head(span)
@@ -210,7 +232,7 @@ def _claim(attribute: str, kind: str, match: re.Match, holder: str) -> Claim | N
         if verb is None:  # "has given up coffee", "quit smoking", "a arrêté le café"
             word = _fold(_tokens(span)[0]) if _tokens(span) else ""
             if word in _HABIT_VERBS:
-                verb, head = _HABIT_VERBS[word], _object_head(span[len(_tokens(span)[0]):])
+                verb, head = _HABIT_VERBS[word], _object_head(span[len(_tokens(span)[0]) :])
             else:
                 verb = "*"
         if verb == "go" and _tokens(span) and _fold(_tokens(span)[0]) in _HABIT_VERBS:  # goes running
@@ -221,11 +243,25 @@ def _claim(attribute: str, kind: str, match: re.Match, holder: str) -> Claim | N
             verb, head = _HABIT_VERBS[_fold(head)], None
         if verb in _INTRANSITIVE:
             head = None
-        if head is None and verb in ("*", "play", "go", "use", "take", "read", "watch", "cook", "drink", "eat", "drive"):
+        if head is None and verb in (
+            "*",
+            "play",
+            "go",
+            "use",
+            "take",
+            "read",
+            "watch",
+            "cook",
+            "drink",
+            "eat",
+            "drive",
+        ):
             return None
         if head in ("meat", "viande"):
             return Claim(holder, "habit:eat:meat", POLAR, frozenset(), positive=positive, shown=match.group(0).strip())
-        return Claim(holder, f"habit:{head or verb}", POLAR, frozenset(), positive=positive, shown=match.group(0).strip())
+        return Claim(
+            holder, f"habit:{head or verb}", POLAR, frozenset(), positive=positive, shown=match.group(0).strip()
+        )
     if head is None:
         return None
     return Claim(holder, f"likes:{head}", POLAR, frozenset(), positive=positive, shown=match.group(0).strip())

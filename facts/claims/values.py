@@ -1,42 +1,131 @@
 """Reading a claim's value from its span: numbers, dates, places and names, a job whatever its gender, the head of
 an object ('black coffee in the morning' -> coffee)."""
+
 from __future__ import annotations
 
 import re
 
 from facts.claims.words import _CUT_WORDS, _VALUE_STOP, _fold, _names, _tokens
 
-_MONTH_NUMBERS = {_fold(m): i for i, names in enumerate([
-    "january janvier jan", "february février fevrier feb", "march mars mar", "april avril apr", "may mai",
-    "june juin jun", "july juillet jul", "august août aout aug", "september septembre sep sept",
-    "october octobre oct", "november novembre nov", "december décembre decembre dec"], start=1) for m in names.split()}
-_NUMBER_WORDS = {"plus": 0, "un seul": 1, "une seule": 1, "a single": 1, "only one": 1, "just one": 1, "no": 0, "zero": 0, "aucun": 0, "aucune": 0, "pas": 0, "pas d'": 0, "pas de": 0, "any": 0,
-                 "jamais eu": 0, "one": 1, "un": 1, "une": 1, "two": 2, "deux": 2, "three": 3, "trois": 3,
-                 "four": 4, "quatre": 4, "five": 5, "cinq": 5, "six": 6, "seven": 7, "sept": 7, "eight": 8,
-                 "huit": 8, "nine": 9, "neuf": 9, "ten": 10, "dix": 10}
-_COUNT_NOUNS = {_fold(k): v for v, ks in {
-    "children": "children child kids kid enfants enfant", "sons": "sons son fils boys garçons",
-    "daughters": "daughters daughter filles fille girls", "fish": "fish goldfish poissons poisson",
-    "horses": "horses horse chevaux cheval", "rabbits": "rabbits rabbit lapins lapin", "cars": "cars car voitures voiture",
-    "grandchildren": "grandchildren petits-enfants", "pets": "pets pet animaux animal", "dogs": "dogs dog chiens chien",
-    "cats": "cats cat chats chat", "siblings": "siblings", "brothers": "brothers frères freres",
-    "sisters": "sisters sœurs soeurs",
-}.items() for k in ks.split()}
-_EXISTS = {_fold(k): v for v, ks in {
-    "children": "son daughter kids children child fils fille enfants enfant",
-    "pets": "dog cat puppy kitten chien chienne chat chatte chiot",
-}.items() for k in ks.split()}
-_MARITAL = {_fold(k): v for v, ks in {
-    "married": "married mariée marié épousé épousée husband wife mari femme épouse époux", "single": "single célibataire", "divorced": "divorced divorcé divorcée",
-    "widowed": "widowed widower widow veuf veuve", "engaged": "engaged fiancé fiancée", "separated": "separated séparé séparée",
-    "in_relationship": "in a relationship en couple", "pacsed": "pacsé pacsée",
-}.items() for k in [ks] + ks.split() if k}
+_MONTH_NUMBERS = {
+    _fold(m): i
+    for i, names in enumerate(
+        [
+            "january janvier jan",
+            "february février fevrier feb",
+            "march mars mar",
+            "april avril apr",
+            "may mai",
+            "june juin jun",
+            "july juillet jul",
+            "august août aout aug",
+            "september septembre sep sept",
+            "october octobre oct",
+            "november novembre nov",
+            "december décembre decembre dec",
+        ],
+        start=1,
+    )
+    for m in names.split()
+}
+_NUMBER_WORDS = {
+    "plus": 0,
+    "un seul": 1,
+    "une seule": 1,
+    "a single": 1,
+    "only one": 1,
+    "just one": 1,
+    "no": 0,
+    "zero": 0,
+    "aucun": 0,
+    "aucune": 0,
+    "pas": 0,
+    "pas d'": 0,
+    "pas de": 0,
+    "any": 0,
+    "jamais eu": 0,
+    "one": 1,
+    "un": 1,
+    "une": 1,
+    "two": 2,
+    "deux": 2,
+    "three": 3,
+    "trois": 3,
+    "four": 4,
+    "quatre": 4,
+    "five": 5,
+    "cinq": 5,
+    "six": 6,
+    "seven": 7,
+    "sept": 7,
+    "eight": 8,
+    "huit": 8,
+    "nine": 9,
+    "neuf": 9,
+    "ten": 10,
+    "dix": 10,
+}
+_COUNT_NOUNS = {
+    _fold(k): v
+    for v, ks in {
+        "children": "children child kids kid enfants enfant",
+        "sons": "sons son fils boys garçons",
+        "daughters": "daughters daughter filles fille girls",
+        "fish": "fish goldfish poissons poisson",
+        "horses": "horses horse chevaux cheval",
+        "rabbits": "rabbits rabbit lapins lapin",
+        "cars": "cars car voitures voiture",
+        "grandchildren": "grandchildren petits-enfants",
+        "pets": "pets pet animaux animal",
+        "dogs": "dogs dog chiens chien",
+        "cats": "cats cat chats chat",
+        "siblings": "siblings",
+        "brothers": "brothers frères freres",
+        "sisters": "sisters sœurs soeurs",
+    }.items()
+    for k in ks.split()
+}
+_EXISTS = {
+    _fold(k): v
+    for v, ks in {
+        "children": "son daughter kids children child fils fille enfants enfant",
+        "pets": "dog cat puppy kitten chien chienne chat chatte chiot",
+    }.items()
+    for k in ks.split()
+}
+_MARITAL = {
+    _fold(k): v
+    for v, ks in {
+        "married": "married mariée marié épousé épousée husband wife mari femme épouse époux",
+        "single": "single célibataire",
+        "divorced": "divorced divorcé divorcée",
+        "widowed": "widowed widower widow veuf veuve",
+        "engaged": "engaged fiancé fiancée",
+        "separated": "separated séparé séparée",
+        "in_relationship": "in a relationship en couple",
+        "pacsed": "pacsé pacsée",
+    }.items()
+    for k in [ks] + ks.split()
+    if k
+}
 
 
-_NUMBER_NAMES = {w: i for i, w in enumerate(
-    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
-    "seventeen eighteen nineteen twenty".split())} | {w: i for i, w in enumerate(
-    "zéro un deux trois quatre cinq six sept huit neuf dix onze douze treize quatorze quinze seize".split())} | {"vingt": 20}
+_NUMBER_NAMES = (
+    {
+        w: i
+        for i, w in enumerate(
+            "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+            "seventeen eighteen nineteen twenty".split()
+        )
+    }
+    | {
+        w: i
+        for i, w in enumerate(
+            "zéro un deux trois quatre cinq six sept huit neuf dix onze douze treize quatorze quinze seize".split()
+        )
+    }
+    | {"vingt": 20}
+)
 
 
 def _number(word: str) -> int | None:
@@ -86,7 +175,7 @@ def _object_head(span: str) -> str | None:
     words = [_fold(t) for t in _tokens(_cut(span))]
     words = [w[2:] if w.startswith("d'") and len(w) > 2 else w for w in words]  # d'alcool
     if "of" in words[:4]:
-        words = words[words.index("of") + 1:]
+        words = words[words.index("of") + 1 :]
     words = [w for w in words if w not in _MEASURES]
     content = [w for w in words if w not in _VALUE_STOP and w not in _TIME_WORDS and not w.isdigit() and len(w) > 1]
     if len(content) > 1 and content[0].endswith("ing"):
@@ -97,26 +186,47 @@ def _object_head(span: str) -> str | None:
     return _KINDS_OF.get(head, head)
 
 
-_FAVOURITE_KINDS = {_stem(_fold(w)): kind for kind, words in {
-    "book": "book books novel novels livre livres roman romans", "food": "food dish dishes meal meals plat plats repas",
-    "film": "film films movie movies", "song": "song songs track tracks chanson chansons morceau",
-    "band": "band bands group groupe groupes", "writer": "writer writers author authors écrivain écrivaine auteur autrice",
-    "color": "color colors couleur couleurs", "drink": "drink drinks boisson boissons", "city": "city cities ville villes",
-    "season": "season seasons saison saisons", "sport": "sport sports", "game": "game games jeu jeux",
-}.items() for w in words.split()}
+_FAVOURITE_KINDS = {
+    _stem(_fold(w)): kind
+    for kind, words in {
+        "book": "book books novel novels livre livres roman romans",
+        "food": "food dish dishes meal meals plat plats repas",
+        "film": "film films movie movies",
+        "song": "song songs track tracks chanson chansons morceau",
+        "band": "band bands group groupe groupes",
+        "writer": "writer writers author authors écrivain écrivaine auteur autrice",
+        "color": "color colors couleur couleurs",
+        "drink": "drink drinks boisson boissons",
+        "city": "city cities ville villes",
+        "season": "season seasons saison saisons",
+        "sport": "sport sports",
+        "game": "game games jeu jeux",
+    }.items()
+    for w in words.split()
+}
 # A drink's measure says nothing of what is drunk: "a glass of wine", "une goutte d'alcool".
-_MEASURES = {_fold(w) for w in "glass glasses cup cups bottle bottles pint pints drop drops verre verres tasse tasses bouteille goutte".split()}
+_MEASURES = {
+    _fold(w)
+    for w in "glass glasses cup cups bottle bottles pint pints drop drops verre verres tasse tasses bouteille goutte".split()
+}
 # One habit whatever the drink: wine, beer and spirits are alcohol.
-_KINDS_OF = {_stem(_fold(w)): kind for kind, words in {
-    "alcohol": "alcohol alcool wine wines vin beer beers bière whisky vodka gin rum rhum booze",
-}.items() for w in words.split()}
+_KINDS_OF = {
+    _stem(_fold(w)): kind
+    for kind, words in {
+        "alcohol": "alcohol alcool wine wines vin beer beers bière whisky vodka gin rum rhum booze",
+    }.items()
+    for w in words.split()
+}
 
-_TIME_WORDS = {_fold(w) for w in """
+_TIME_WORDS = {
+    _fold(w)
+    for w in """
     every each morning mornings evening evenings night nights day days daily weekly weekend weekends week
     often always usually sometimes regularly much lot lots very really anymore more any all kinds sort kind
     tous toutes chaque matin matins soir soirs jour jours semaine week-end souvent toujours parfois beaucoup
     vraiment plus du de la le les des un une trop peu
-""".split()}
+""".split()
+}
 
 
 def _date_parts(span: str) -> frozenset:

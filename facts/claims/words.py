@@ -1,5 +1,6 @@
 """The words of a fact as the claim reader sees them: folded (case and accents), split into tokens with their
 places, and the word lists that say which capitalised words are names and which words carry no value."""
+
 from __future__ import annotations
 
 import re
@@ -15,7 +16,9 @@ def _fold(word: str) -> str:
 
 
 # Capitalised words that open a sentence without being a name.
-_NOT_NAMES = {_fold(w) for w in """
+_NOT_NAMES = {
+    _fold(w)
+    for w in """
     i i'm i've i'd i'll j me my mine we our us you your he him his she her hers they them their it its this that
     these those there here the a an and but or so then now currently recently still also just yesterday today
     last next since after before when while as at in on for from with by of to user user's subject member
@@ -28,31 +31,98 @@ _NOT_NAMES = {_fold(w) for w in """
     monday tuesday wednesday thursday friday saturday sunday january february march april may june july
     august september october november december lundi mardi mercredi jeudi vendredi samedi dimanche janvier
     fevrier mars avril mai juin juillet aout septembre octobre novembre decembre
-""".split()}
+""".split()
+}
 
-_SELF_WORDS = {"i", "i'm", "im", "me", "je", "j'", "j", "user", "subject", "utilisateur", "utilisatrice",
-               "l'utilisateur", "l'utilisatrice", "he", "she", "il", "elle", "they"}
-_FIRST_PERSON = {"i", "i'm", "im", "i've", "i'd", "i'll", "je", "j'", "j", "my", "mon", "ma", "mes", "we", "we're",
-                 "we've", "our", "on", "nous", "notre", "nos"}
+_SELF_WORDS = {
+    "i",
+    "i'm",
+    "im",
+    "me",
+    "je",
+    "j'",
+    "j",
+    "user",
+    "subject",
+    "utilisateur",
+    "utilisatrice",
+    "l'utilisateur",
+    "l'utilisatrice",
+    "he",
+    "she",
+    "il",
+    "elle",
+    "they",
+}
+_FIRST_PERSON = {
+    "i",
+    "i'm",
+    "im",
+    "i've",
+    "i'd",
+    "i'll",
+    "je",
+    "j'",
+    "j",
+    "my",
+    "mon",
+    "ma",
+    "mes",
+    "we",
+    "we're",
+    "we've",
+    "our",
+    "on",
+    "nous",
+    "notre",
+    "nos",
+}
 
 
-_RELATIONS = {_fold(w): _fold(canonical) for canonical, words in {
-    "daughter": "daughter fille", "son": "son fils", "wife": "wife femme epouse", "husband": "husband mari epoux",
-    "sister": "sister soeur sœur", "brother": "brother frere", "mother": "mother mom mum mere maman",
-    "father": "father dad pere papa", "partner": "partner compagne compagnon conjoint conjointe",
-    "girlfriend": "girlfriend copine", "boyfriend": "boyfriend copain", "friend": "friend ami amie",
-    "boss": "boss manager patron patronne cheffe chef", "cousin": "cousin cousine", "uncle": "uncle oncle",
-    "aunt": "aunt tante", "grandmother": "grandmother grandma grand-mere mamie",
-    "grandfather": "grandfather grandpa grand-pere papi", "colleague": "colleague coworker collegue",
-    "child": "child kid enfant", "parent": "parents parent", "neighbour": "neighbour neighbor voisin voisine", "roommate": "roommate colocataire",
-    "fiance": "fiance fiancee", "niece": "niece", "nephew": "nephew neveu", "baby": "baby bebe",
-}.items() for w in words.split()}
+_RELATIONS = {
+    _fold(w): _fold(canonical)
+    for canonical, words in {
+        "daughter": "daughter fille",
+        "son": "son fils",
+        "wife": "wife femme epouse",
+        "husband": "husband mari epoux",
+        "sister": "sister soeur sœur",
+        "brother": "brother frere",
+        "mother": "mother mom mum mere maman",
+        "father": "father dad pere papa",
+        "partner": "partner compagne compagnon conjoint conjointe",
+        "girlfriend": "girlfriend copine",
+        "boyfriend": "boyfriend copain",
+        "friend": "friend ami amie",
+        "boss": "boss manager patron patronne cheffe chef",
+        "cousin": "cousin cousine",
+        "uncle": "uncle oncle",
+        "aunt": "aunt tante",
+        "grandmother": "grandmother grandma grand-mere mamie",
+        "grandfather": "grandfather grandpa grand-pere papi",
+        "colleague": "colleague coworker collegue",
+        "child": "child kid enfant",
+        "parent": "parents parent",
+        "neighbour": "neighbour neighbor voisin voisine",
+        "roommate": "roommate colocataire",
+        "fiance": "fiance fiancee",
+        "niece": "niece",
+        "nephew": "nephew neveu",
+        "baby": "baby bebe",
+    }.items()
+    for w in words.split()
+}
 
-_CUT_WORDS = {_fold(w) for w in """
+_CUT_WORDS = {
+    _fold(w)
+    for w in """
     with since for because where who which while and but as when until after before avec depuis pour car parce
     ou qui que quand mais et jusqu'a apres avant pendant during
-""".split()}
-_VALUE_STOP = {_fold(w) for w in """
+""".split()
+}
+_VALUE_STOP = {
+    _fold(w)
+    for w in """
     a an the in at to of on for my his her their our your its now currently still again back recently just
     already finally today this last next year years month months week weeks ago new old same
     le la les l' un une des du de d' a au aux en dans chez sur son sa ses mon ma mes leur leurs notre votre
@@ -60,7 +130,8 @@ _VALUE_STOP = {_fold(w) for w in """
     city town country company firm place there here home it them this that ça cela ceci lui eux you me us him
     january february march april may june july august september october november december janvier fevrier
     avril mai juin juillet aout septembre octobre novembre decembre
-""".split()}
+""".split()
+}
 
 
 def _spans(text: str):

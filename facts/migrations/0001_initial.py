@@ -14,167 +14,338 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
-    dependencies = [
-    ]
+    dependencies = []
 
     operations = [
         # The vector type must exist before any column uses it.
         pgvector.django.VectorExtension(),
         migrations.CreateModel(
-            name='ConflictSet',
+            name="ConflictSet",
             fields=[
-                ('project_id', models.CharField(max_length=128, validators=[hakimem.validators.validate_scope_id])),
-                ('subject_id', models.CharField(max_length=128, validators=[hakimem.validators.validate_scope_id])),
-                ('id', models.UUIDField(default=uuid.uuid4, editable=False, primary_key=True, serialize=False)),
-                ('status', models.CharField(choices=[('open', 'Open'), ('resolved', 'Resolved'), ('dismissed', 'Dismissed')], default='open', max_length=16)),
-                ('signal', models.CharField(help_text='The contradiction rule that opened the set.', max_length=32)),
-                ('signal_detail', models.CharField(blank=True, default='', max_length=500)),
-                ('similarity', models.FloatField(help_text='Cosine similarity of the pair that opened the set.')),
-                ('opened_at', models.DateTimeField()),
-                ('resolved_at', models.DateTimeField(blank=True, null=True)),
-                ('resolved_by', models.CharField(blank=True, default='', max_length=200)),
-                ('note', models.TextField(blank=True, default='')),
+                ("project_id", models.CharField(max_length=128, validators=[hakimem.validators.validate_scope_id])),
+                ("subject_id", models.CharField(max_length=128, validators=[hakimem.validators.validate_scope_id])),
+                ("id", models.UUIDField(default=uuid.uuid4, editable=False, primary_key=True, serialize=False)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[("open", "Open"), ("resolved", "Resolved"), ("dismissed", "Dismissed")],
+                        default="open",
+                        max_length=16,
+                    ),
+                ),
+                ("signal", models.CharField(help_text="The contradiction rule that opened the set.", max_length=32)),
+                ("signal_detail", models.CharField(blank=True, default="", max_length=500)),
+                ("similarity", models.FloatField(help_text="Cosine similarity of the pair that opened the set.")),
+                ("opened_at", models.DateTimeField()),
+                ("resolved_at", models.DateTimeField(blank=True, null=True)),
+                ("resolved_by", models.CharField(blank=True, default="", max_length=200)),
+                ("note", models.TextField(blank=True, default="")),
             ],
         ),
         migrations.CreateModel(
-            name='ConflictMember',
+            name="ConflictMember",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('added_at', models.DateTimeField()),
-                ('kept', models.BooleanField(blank=True, help_text='Set when the set is resolved.', null=True)),
-                ('conflict_set', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='members', to='facts.conflictset')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("added_at", models.DateTimeField()),
+                ("kept", models.BooleanField(blank=True, help_text="Set when the set is resolved.", null=True)),
+                (
+                    "conflict_set",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="members", to="facts.conflictset"
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='Event',
+            name="Event",
             fields=[
-                ('project_id', models.CharField(max_length=128, validators=[hakimem.validators.validate_scope_id])),
-                ('subject_id', models.CharField(max_length=128, validators=[hakimem.validators.validate_scope_id])),
-                ('id', models.UUIDField(default=uuid.uuid4, editable=False, primary_key=True, serialize=False)),
-                ('text', models.TextField()),
-                ('occurred_at', models.DateTimeField()),
-                ('embedding', pgvector.django.vector.VectorField(dimensions=384)),
-                ('search_vector', models.GeneratedField(db_persist=True, expression=django.contrib.postgres.search.SearchVector('text', config='simple'), output_field=django.contrib.postgres.search.SearchVectorField())),
-                ('metadata', models.JSONField(blank=True, default=dict)),
-                ('recorded_at', models.DateTimeField(auto_now_add=True)),
+                ("project_id", models.CharField(max_length=128, validators=[hakimem.validators.validate_scope_id])),
+                ("subject_id", models.CharField(max_length=128, validators=[hakimem.validators.validate_scope_id])),
+                ("id", models.UUIDField(default=uuid.uuid4, editable=False, primary_key=True, serialize=False)),
+                ("text", models.TextField()),
+                ("occurred_at", models.DateTimeField()),
+                ("embedding", pgvector.django.vector.VectorField(dimensions=384)),
+                (
+                    "search_vector",
+                    models.GeneratedField(
+                        db_persist=True,
+                        expression=django.contrib.postgres.search.SearchVector("text", config="simple"),
+                        output_field=django.contrib.postgres.search.SearchVectorField(),
+                    ),
+                ),
+                ("metadata", models.JSONField(blank=True, default=dict)),
+                ("recorded_at", models.DateTimeField(auto_now_add=True)),
             ],
             options={
-                'indexes': [pgvector.django.indexes.HnswIndex(ef_construction=64, fields=['embedding'], m=16, name='facts_event_embedding_hnsw', opclasses=['vector_cosine_ops']), django.contrib.postgres.indexes.GinIndex(fields=['search_vector'], name='facts_event_search_gin'), models.Index(fields=['project_id', 'subject_id', '-occurred_at', '-id'], name='facts_event_scope_time')],
-                'constraints': [models.CheckConstraint(condition=models.Q(django.db.models.lookups.GreaterThanOrEqual(django.db.models.functions.text.Length('text'), 1), django.db.models.lookups.LessThanOrEqual(django.db.models.functions.text.Length('text'), 8000)), name='event_text_length'), models.CheckConstraint(condition=models.Q(django.db.models.lookups.Exact(models.Func(models.F('metadata'), function='jsonb_typeof', output_field=models.CharField()), 'object')), name='event_metadata_object')],
+                "indexes": [
+                    pgvector.django.indexes.HnswIndex(
+                        ef_construction=64,
+                        fields=["embedding"],
+                        m=16,
+                        name="facts_event_embedding_hnsw",
+                        opclasses=["vector_cosine_ops"],
+                    ),
+                    django.contrib.postgres.indexes.GinIndex(fields=["search_vector"], name="facts_event_search_gin"),
+                    models.Index(
+                        fields=["project_id", "subject_id", "-occurred_at", "-id"], name="facts_event_scope_time"
+                    ),
+                ],
+                "constraints": [
+                    models.CheckConstraint(
+                        condition=models.Q(
+                            django.db.models.lookups.GreaterThanOrEqual(
+                                django.db.models.functions.text.Length("text"), 1
+                            ),
+                            django.db.models.lookups.LessThanOrEqual(
+                                django.db.models.functions.text.Length("text"), 8000
+                            ),
+                        ),
+                        name="event_text_length",
+                    ),
+                    models.CheckConstraint(
+                        condition=models.Q(
+                            django.db.models.lookups.Exact(
+                                models.Func(
+                                    models.F("metadata"), function="jsonb_typeof", output_field=models.CharField()
+                                ),
+                                "object",
+                            )
+                        ),
+                        name="event_metadata_object",
+                    ),
+                ],
             },
         ),
         migrations.CreateModel(
-            name='Fact',
+            name="Fact",
             fields=[
-                ('project_id', models.CharField(max_length=128, validators=[hakimem.validators.validate_scope_id])),
-                ('subject_id', models.CharField(max_length=128, validators=[hakimem.validators.validate_scope_id])),
-                ('id', models.UUIDField(default=uuid.uuid4, editable=False, primary_key=True, serialize=False)),
-                ('text', models.TextField()),
-                ('text_hash', models.CharField(help_text='sha256 of the normalised text, for de-duplication', max_length=64)),
-                ('embedding', pgvector.django.vector.VectorField(dimensions=384)),
-                ('search_vector', models.GeneratedField(db_persist=True, expression=django.contrib.postgres.search.SearchVector('text', config='simple'), output_field=django.contrib.postgres.search.SearchVectorField())),
-                ('status', models.CharField(choices=[('active', 'Active'), ('superseded', 'Superseded'), ('retracted', 'Retracted')], default='active', max_length=16)),
-                ('category', models.CharField(blank=True, default='', max_length=64)),
-                ('kind', models.CharField(choices=[('fact', 'Fact'), ('preference', 'Preference')], default='fact', max_length=16)),
-                ('importance', models.FloatField(default=0.5)),
-                ('volatility', models.CharField(choices=[('permanent', 'Permanent'), ('stable', 'Stable'), ('volatile', 'Volatile')], default='permanent', max_length=16)),
-                ('valid_from', models.DateTimeField(blank=True, null=True)),
-                ('valid_to', models.DateTimeField(blank=True, null=True)),
-                ('recorded_from', models.DateTimeField()),
-                ('recorded_to', models.DateTimeField(blank=True, null=True)),
-                ('last_confirmed_at', models.DateTimeField(help_text='Volatility TTLs count from here; a repeat write moves it.')),
-                ('metadata', models.JSONField(blank=True, default=dict)),
-                ('source_event', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='facts', to='facts.event')),
-                ('superseded_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='supersedes', to='facts.fact')),
+                ("project_id", models.CharField(max_length=128, validators=[hakimem.validators.validate_scope_id])),
+                ("subject_id", models.CharField(max_length=128, validators=[hakimem.validators.validate_scope_id])),
+                ("id", models.UUIDField(default=uuid.uuid4, editable=False, primary_key=True, serialize=False)),
+                ("text", models.TextField()),
+                (
+                    "text_hash",
+                    models.CharField(help_text="sha256 of the normalised text, for de-duplication", max_length=64),
+                ),
+                ("embedding", pgvector.django.vector.VectorField(dimensions=384)),
+                (
+                    "search_vector",
+                    models.GeneratedField(
+                        db_persist=True,
+                        expression=django.contrib.postgres.search.SearchVector("text", config="simple"),
+                        output_field=django.contrib.postgres.search.SearchVectorField(),
+                    ),
+                ),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[("active", "Active"), ("superseded", "Superseded"), ("retracted", "Retracted")],
+                        default="active",
+                        max_length=16,
+                    ),
+                ),
+                ("category", models.CharField(blank=True, default="", max_length=64)),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[("fact", "Fact"), ("preference", "Preference")], default="fact", max_length=16
+                    ),
+                ),
+                ("importance", models.FloatField(default=0.5)),
+                (
+                    "volatility",
+                    models.CharField(
+                        choices=[("permanent", "Permanent"), ("stable", "Stable"), ("volatile", "Volatile")],
+                        default="permanent",
+                        max_length=16,
+                    ),
+                ),
+                ("valid_from", models.DateTimeField(blank=True, null=True)),
+                ("valid_to", models.DateTimeField(blank=True, null=True)),
+                ("recorded_from", models.DateTimeField()),
+                ("recorded_to", models.DateTimeField(blank=True, null=True)),
+                (
+                    "last_confirmed_at",
+                    models.DateTimeField(help_text="Volatility TTLs count from here; a repeat write moves it."),
+                ),
+                ("metadata", models.JSONField(blank=True, default=dict)),
+                (
+                    "source_event",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="facts",
+                        to="facts.event",
+                    ),
+                ),
+                (
+                    "superseded_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="supersedes",
+                        to="facts.fact",
+                    ),
+                ),
             ],
         ),
         migrations.AddField(
-            model_name='conflictset',
-            name='facts',
-            field=models.ManyToManyField(related_name='conflict_sets', through='facts.ConflictMember', to='facts.fact'),
+            model_name="conflictset",
+            name="facts",
+            field=models.ManyToManyField(related_name="conflict_sets", through="facts.ConflictMember", to="facts.fact"),
         ),
         migrations.AddField(
-            model_name='conflictmember',
-            name='fact',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='conflict_memberships', to='facts.fact'),
+            model_name="conflictmember",
+            name="fact",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE, related_name="conflict_memberships", to="facts.fact"
+            ),
         ),
         migrations.AddIndex(
-            model_name='fact',
-            index=pgvector.django.indexes.HnswIndex(condition=models.Q(('status', 'active')), ef_construction=64, fields=['embedding'], m=16, name='facts_fact_embedding_hnsw', opclasses=['vector_cosine_ops']),
+            model_name="fact",
+            index=pgvector.django.indexes.HnswIndex(
+                condition=models.Q(("status", "active")),
+                ef_construction=64,
+                fields=["embedding"],
+                m=16,
+                name="facts_fact_embedding_hnsw",
+                opclasses=["vector_cosine_ops"],
+            ),
         ),
         migrations.AddIndex(
-            model_name='fact',
-            index=django.contrib.postgres.indexes.GinIndex(condition=models.Q(('status', 'active')), fields=['search_vector'], name='facts_fact_search_gin'),
+            model_name="fact",
+            index=django.contrib.postgres.indexes.GinIndex(
+                condition=models.Q(("status", "active")), fields=["search_vector"], name="facts_fact_search_gin"
+            ),
         ),
         migrations.AddIndex(
-            model_name='fact',
-            index=models.Index(fields=['project_id', 'subject_id', 'status'], name='facts_fact_scope_status'),
+            model_name="fact",
+            index=models.Index(fields=["project_id", "subject_id", "status"], name="facts_fact_scope_status"),
         ),
         migrations.AddIndex(
-            model_name='fact',
-            index=models.Index(fields=['project_id', 'subject_id', '-recorded_from', '-id'], name='facts_fact_scope_recorded'),
+            model_name="fact",
+            index=models.Index(
+                fields=["project_id", "subject_id", "-recorded_from", "-id"], name="facts_fact_scope_recorded"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='fact',
-            constraint=models.CheckConstraint(condition=models.Q(('status__in', ['active', 'superseded', 'retracted'])), name='fact_status_valid'),
+            model_name="fact",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("status__in", ["active", "superseded", "retracted"])), name="fact_status_valid"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='fact',
-            constraint=models.CheckConstraint(condition=models.Q(('kind__in', ['fact', 'preference'])), name='fact_kind_valid'),
+            model_name="fact",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("kind__in", ["fact", "preference"])), name="fact_kind_valid"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='fact',
-            constraint=models.CheckConstraint(condition=models.Q(('volatility__in', ['permanent', 'stable', 'volatile'])), name='fact_volatility_valid'),
+            model_name="fact",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("volatility__in", ["permanent", "stable", "volatile"])),
+                name="fact_volatility_valid",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='fact',
-            constraint=models.CheckConstraint(condition=models.Q(django.db.models.lookups.GreaterThanOrEqual(django.db.models.functions.text.Length('text'), 1), django.db.models.lookups.LessThanOrEqual(django.db.models.functions.text.Length('text'), 8000)), name='fact_text_length'),
+            model_name="fact",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    django.db.models.lookups.GreaterThanOrEqual(django.db.models.functions.text.Length("text"), 1),
+                    django.db.models.lookups.LessThanOrEqual(django.db.models.functions.text.Length("text"), 8000),
+                ),
+                name="fact_text_length",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='fact',
-            constraint=models.CheckConstraint(condition=models.Q(django.db.models.lookups.Exact(models.Func(models.F('metadata'), function='jsonb_typeof', output_field=models.CharField()), 'object')), name='fact_metadata_object'),
+            model_name="fact",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    django.db.models.lookups.Exact(
+                        models.Func(models.F("metadata"), function="jsonb_typeof", output_field=models.CharField()),
+                        "object",
+                    )
+                ),
+                name="fact_metadata_object",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='fact',
-            constraint=models.CheckConstraint(condition=models.Q(('importance__gte', 0), ('importance__lte', 1)), name='fact_importance_range'),
+            model_name="fact",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("importance__gte", 0), ("importance__lte", 1)), name="fact_importance_range"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='fact',
-            constraint=models.CheckConstraint(condition=models.Q(('valid_from__isnull', True), ('valid_to__isnull', True), ('valid_from__lte', models.F('valid_to')), _connector='OR'), name='fact_validity_ordered'),
+            model_name="fact",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    ("valid_from__isnull", True),
+                    ("valid_to__isnull", True),
+                    ("valid_from__lte", models.F("valid_to")),
+                    _connector="OR",
+                ),
+                name="fact_validity_ordered",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='fact',
-            constraint=models.CheckConstraint(condition=models.Q(models.Q(('status', 'superseded'), _negated=True), ('superseded_by__isnull', False), _connector='OR'), name='fact_superseded_has_successor'),
+            model_name="fact",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    models.Q(("status", "superseded"), _negated=True), ("superseded_by__isnull", False), _connector="OR"
+                ),
+                name="fact_superseded_has_successor",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='fact',
-            constraint=models.CheckConstraint(condition=models.Q(models.Q(('status', 'active'), ('recorded_to__isnull', True)), models.Q(models.Q(('status', 'active'), _negated=True), ('recorded_to__isnull', False)), _connector='OR'), name='fact_current_iff_not_closed'),
+            model_name="fact",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    models.Q(("status", "active"), ("recorded_to__isnull", True)),
+                    models.Q(models.Q(("status", "active"), _negated=True), ("recorded_to__isnull", False)),
+                    _connector="OR",
+                ),
+                name="fact_current_iff_not_closed",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='fact',
-            constraint=models.UniqueConstraint(condition=models.Q(('status', 'active')), fields=('project_id', 'subject_id', 'text_hash'), name='fact_active_text_unique_in_scope'),
+            model_name="fact",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("status", "active")),
+                fields=("project_id", "subject_id", "text_hash"),
+                name="fact_active_text_unique_in_scope",
+            ),
         ),
         migrations.AddIndex(
-            model_name='conflictset',
-            index=models.Index(fields=['project_id', 'subject_id', 'status'], name='facts_conflict_scope_status'),
+            model_name="conflictset",
+            index=models.Index(fields=["project_id", "subject_id", "status"], name="facts_conflict_scope_status"),
         ),
         migrations.AddConstraint(
-            model_name='conflictset',
-            constraint=models.CheckConstraint(condition=models.Q(('status__in', ['open', 'resolved', 'dismissed'])), name='conflict_status_valid'),
+            model_name="conflictset",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("status__in", ["open", "resolved", "dismissed"])), name="conflict_status_valid"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='conflictset',
-            constraint=models.CheckConstraint(condition=models.Q(models.Q(('resolved_at__isnull', True), ('status', 'open')), models.Q(models.Q(('status', 'open'), _negated=True), ('resolved_at__isnull', False)), _connector='OR'), name='conflict_closed_has_time'),
+            model_name="conflictset",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    models.Q(("resolved_at__isnull", True), ("status", "open")),
+                    models.Q(models.Q(("status", "open"), _negated=True), ("resolved_at__isnull", False)),
+                    _connector="OR",
+                ),
+                name="conflict_closed_has_time",
+            ),
         ),
         migrations.AddIndex(
-            model_name='conflictmember',
-            index=models.Index(fields=['fact'], name='facts_conflictmember_fact'),
+            model_name="conflictmember",
+            index=models.Index(fields=["fact"], name="facts_conflictmember_fact"),
         ),
         migrations.AddConstraint(
-            model_name='conflictmember',
-            constraint=models.UniqueConstraint(fields=('conflict_set', 'fact'), name='conflict_member_unique'),
+            model_name="conflictmember",
+            constraint=models.UniqueConstraint(fields=("conflict_set", "fact"), name="conflict_member_unique"),
         ),
     ]

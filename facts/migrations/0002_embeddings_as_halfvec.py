@@ -6,36 +6,48 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('facts', '0001_initial'),
+        ("facts", "0001_initial"),
     ]
 
     operations = [
         migrations.RemoveIndex(
-            model_name='event',
-            name='facts_event_embedding_hnsw',
+            model_name="event",
+            name="facts_event_embedding_hnsw",
         ),
         migrations.RemoveIndex(
-            model_name='fact',
-            name='facts_fact_embedding_hnsw',
+            model_name="fact",
+            name="facts_fact_embedding_hnsw",
         ),
         migrations.AlterField(
-            model_name='event',
-            name='embedding',
+            model_name="event",
+            name="embedding",
             field=pgvector.django.halfvec.HalfVectorField(dimensions=384),
         ),
         migrations.AlterField(
-            model_name='fact',
-            name='embedding',
+            model_name="fact",
+            name="embedding",
             field=pgvector.django.halfvec.HalfVectorField(dimensions=384),
         ),
         migrations.AddIndex(
-            model_name='event',
-            index=pgvector.django.indexes.HnswIndex(ef_construction=64, fields=['embedding'], m=16, name='facts_event_embedding_hnsw', opclasses=['halfvec_cosine_ops']),
+            model_name="event",
+            index=pgvector.django.indexes.HnswIndex(
+                ef_construction=64,
+                fields=["embedding"],
+                m=16,
+                name="facts_event_embedding_hnsw",
+                opclasses=["halfvec_cosine_ops"],
+            ),
         ),
         migrations.AddIndex(
-            model_name='fact',
-            index=pgvector.django.indexes.HnswIndex(condition=models.Q(('status', 'active')), ef_construction=64, fields=['embedding'], m=16, name='facts_fact_embedding_hnsw', opclasses=['halfvec_cosine_ops']),
+            model_name="fact",
+            index=pgvector.django.indexes.HnswIndex(
+                condition=models.Q(("status", "active")),
+                ef_construction=64,
+                fields=["embedding"],
+                m=16,
+                name="facts_fact_embedding_hnsw",
+                opclasses=["halfvec_cosine_ops"],
+            ),
         ),
     ]

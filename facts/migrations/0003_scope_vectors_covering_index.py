@@ -4,14 +4,18 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('facts', '0002_embeddings_as_halfvec'),
+        ("facts", "0002_embeddings_as_halfvec"),
     ]
 
     operations = [
         migrations.AddIndex(
-            model_name='fact',
-            index=models.Index(condition=models.Q(('status', 'active')), fields=['project_id', 'subject_id'], include=('id', 'valid_to', 'embedding'), name='facts_fact_scope_vectors'),
+            model_name="fact",
+            index=models.Index(
+                condition=models.Q(("status", "active")),
+                fields=["project_id", "subject_id"],
+                include=("id", "valid_to", "embedding"),
+                name="facts_fact_scope_vectors",
+            ),
         ),
     ]

@@ -4,14 +4,15 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('facts', '0004_vacuum_facts_after_fewer_inserts'),
+        ("facts", "0004_vacuum_facts_after_fewer_inserts"),
     ]
 
     operations = [
         migrations.AddIndex(
-            model_name='event',
-            index=models.Index(fields=['project_id', 'subject_id'], include=('id', 'embedding'), name='facts_event_scope_vectors'),
+            model_name="event",
+            index=models.Index(
+                fields=["project_id", "subject_id"], include=("id", "embedding"), name="facts_event_scope_vectors"
+            ),
         ),
     ]

@@ -5,41 +5,95 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('facts', '0005_event_scope_vectors_covering_index'),
+        ("facts", "0005_event_scope_vectors_covering_index"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='Consent',
+            name="Consent",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('project_id', models.CharField(max_length=128, validators=[hakimem.validators.validate_scope_id])),
-                ('subject_id', models.CharField(max_length=128, validators=[hakimem.validators.validate_scope_id])),
-                ('category', models.CharField(max_length=64)),
-                ('granted_at', models.DateTimeField()),
-                ('granted_by', models.CharField(max_length=200)),
-                ('revoked_at', models.DateTimeField(blank=True, null=True)),
-                ('revoked_by', models.CharField(blank=True, default='', max_length=200)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("project_id", models.CharField(max_length=128, validators=[hakimem.validators.validate_scope_id])),
+                ("subject_id", models.CharField(max_length=128, validators=[hakimem.validators.validate_scope_id])),
+                ("category", models.CharField(max_length=64)),
+                ("granted_at", models.DateTimeField()),
+                ("granted_by", models.CharField(max_length=200)),
+                ("revoked_at", models.DateTimeField(blank=True, null=True)),
+                ("revoked_by", models.CharField(blank=True, default="", max_length=200)),
             ],
             options={
-                'indexes': [models.Index(fields=['project_id', 'subject_id', 'category'], name='facts_consent_scope')],
-                'constraints': [models.UniqueConstraint(condition=models.Q(('revoked_at__isnull', True)), fields=('project_id', 'subject_id', 'category'), name='consent_one_active_per_category'), models.CheckConstraint(condition=models.Q(('revoked_at__isnull', True), ('revoked_at__gte', models.F('granted_at')), _connector='OR'), name='consent_revoked_after_granted')],
+                "indexes": [models.Index(fields=["project_id", "subject_id", "category"], name="facts_consent_scope")],
+                "constraints": [
+                    models.UniqueConstraint(
+                        condition=models.Q(("revoked_at__isnull", True)),
+                        fields=("project_id", "subject_id", "category"),
+                        name="consent_one_active_per_category",
+                    ),
+                    models.CheckConstraint(
+                        condition=models.Q(
+                            ("revoked_at__isnull", True), ("revoked_at__gte", models.F("granted_at")), _connector="OR"
+                        ),
+                        name="consent_revoked_after_granted",
+                    ),
+                ],
             },
         ),
         migrations.CreateModel(
-            name='Project',
+            name="Project",
             fields=[
-                ('project_id', models.CharField(max_length=128, primary_key=True, serialize=False, validators=[hakimem.validators.validate_scope_id])),
-                ('consent_required', models.BooleanField(default=False, help_text="Serve a fact only while its subject consents to the fact's category.")),
-                ('consent_write_policy', models.CharField(choices=[('refuse', 'Refuse'), ('store', 'Store')], default='refuse', max_length=16)),
-                ('categories', models.JSONField(blank=True, default=list, help_text="The project's fact categories; empty: any category is accepted.")),
-                ('conflict_policy', models.CharField(blank=True, choices=[('curator', 'Curator'), ('newest_wins', 'Newest Wins')], default='', help_text='Empty: HAKI_CONFLICT_POLICY.', max_length=16)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
+                (
+                    "project_id",
+                    models.CharField(
+                        max_length=128,
+                        primary_key=True,
+                        serialize=False,
+                        validators=[hakimem.validators.validate_scope_id],
+                    ),
+                ),
+                (
+                    "consent_required",
+                    models.BooleanField(
+                        default=False, help_text="Serve a fact only while its subject consents to the fact's category."
+                    ),
+                ),
+                (
+                    "consent_write_policy",
+                    models.CharField(
+                        choices=[("refuse", "Refuse"), ("store", "Store")], default="refuse", max_length=16
+                    ),
+                ),
+                (
+                    "categories",
+                    models.JSONField(
+                        blank=True,
+                        default=list,
+                        help_text="The project's fact categories; empty: any category is accepted.",
+                    ),
+                ),
+                (
+                    "conflict_policy",
+                    models.CharField(
+                        blank=True,
+                        choices=[("curator", "Curator"), ("newest_wins", "Newest Wins")],
+                        default="",
+                        help_text="Empty: HAKI_CONFLICT_POLICY.",
+                        max_length=16,
+                    ),
+                ),
+                ("updated_at", models.DateTimeField(auto_now=True)),
             ],
             options={
-                'constraints': [models.CheckConstraint(condition=models.Q(('consent_write_policy__in', ['refuse', 'store'])), name='project_write_policy_valid'), models.CheckConstraint(condition=models.Q(('conflict_policy__in', ['', 'curator', 'newest_wins'])), name='project_conflict_policy_valid')],
+                "constraints": [
+                    models.CheckConstraint(
+                        condition=models.Q(("consent_write_policy__in", ["refuse", "store"])),
+                        name="project_write_policy_valid",
+                    ),
+                    models.CheckConstraint(
+                        condition=models.Q(("conflict_policy__in", ["", "curator", "newest_wins"])),
+                        name="project_conflict_policy_valid",
+                    ),
+                ],
             },
         ),
     ]

@@ -4,29 +4,39 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('facts', '0006_project_and_consent'),
+        ("facts", "0006_project_and_consent"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='ReembedRun',
+            name="ReembedRun",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('provider', models.CharField(max_length=64)),
-                ('model', models.CharField(blank=True, default='', max_length=200)),
-                ('dimension', models.PositiveIntegerField()),
-                ('started_at', models.DateTimeField()),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('fact_cursor', models.UUIDField(blank=True, help_text='The last fact re-embedded, by id order.', null=True)),
-                ('facts_done', models.BooleanField(default=False)),
-                ('event_cursor', models.UUIDField(blank=True, help_text='The last event re-embedded, by id order.', null=True)),
-                ('facts_embedded', models.PositiveIntegerField(default=0)),
-                ('events_embedded', models.PositiveIntegerField(default=0)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("provider", models.CharField(max_length=64)),
+                ("model", models.CharField(blank=True, default="", max_length=200)),
+                ("dimension", models.PositiveIntegerField()),
+                ("started_at", models.DateTimeField()),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "fact_cursor",
+                    models.UUIDField(blank=True, help_text="The last fact re-embedded, by id order.", null=True),
+                ),
+                ("facts_done", models.BooleanField(default=False)),
+                (
+                    "event_cursor",
+                    models.UUIDField(blank=True, help_text="The last event re-embedded, by id order.", null=True),
+                ),
+                ("facts_embedded", models.PositiveIntegerField(default=0)),
+                ("events_embedded", models.PositiveIntegerField(default=0)),
             ],
             options={
-                'constraints': [models.CheckConstraint(condition=models.Q(('finished_at__isnull', True), ('facts_done', True), _connector='OR'), name='reembed_finished_after_facts')],
+                "constraints": [
+                    models.CheckConstraint(
+                        condition=models.Q(("finished_at__isnull", True), ("facts_done", True), _connector="OR"),
+                        name="reembed_finished_after_facts",
+                    )
+                ],
             },
         ),
     ]

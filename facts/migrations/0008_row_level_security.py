@@ -13,6 +13,7 @@ marking it needs a superuser (the embedded server's migrations run as one). Else
 and an administrator runs once per database:
     ALTER FUNCTION pg_catalog.ts_match_vq(tsvector, tsquery) LEAKPROOF;
 """
+
 from django.db import migrations
 
 from hakimem.rowsecurity import API_ROLE, STAFF_ROLE, disable_sql, enable_child_sql, enable_sql
@@ -82,7 +83,6 @@ BACKWARD = [
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
         ("facts", "0007_reembed_runs"),
         ("hakimem", "0002_database_roles"),

@@ -4,34 +4,47 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('facts', '0008_row_level_security'),
+        ("facts", "0008_row_level_security"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='event',
-            name='extraction_attempts',
-            field=models.PositiveSmallIntegerField(db_default=0, default=0, help_text='Calls made to the extractor.'),
+            model_name="event",
+            name="extraction_attempts",
+            field=models.PositiveSmallIntegerField(db_default=0, default=0, help_text="Calls made to the extractor."),
         ),
         migrations.AddField(
-            model_name='event',
-            name='extraction_error',
-            field=models.CharField(blank=True, db_default='', default='', max_length=64),
+            model_name="event",
+            name="extraction_error",
+            field=models.CharField(blank=True, db_default="", default="", max_length=64),
         ),
         migrations.AddField(
-            model_name='event',
-            name='extraction_fact_ids',
-            field=models.JSONField(blank=True, db_default=models.Value([], models.JSONField()), default=list, help_text='The facts the extraction wrote or re-confirmed.'),
+            model_name="event",
+            name="extraction_fact_ids",
+            field=models.JSONField(
+                blank=True,
+                db_default=models.Value([], models.JSONField()),
+                default=list,
+                help_text="The facts the extraction wrote or re-confirmed.",
+            ),
         ),
         migrations.AddField(
-            model_name='event',
-            name='extraction_status',
-            field=models.CharField(blank=True, choices=[('pending', 'Pending'), ('done', 'Done'), ('failed', 'Failed'), ('skipped', 'Skipped')], db_default='', default='', max_length=16),
+            model_name="event",
+            name="extraction_status",
+            field=models.CharField(
+                blank=True,
+                choices=[("pending", "Pending"), ("done", "Done"), ("failed", "Failed"), ("skipped", "Skipped")],
+                db_default="",
+                default="",
+                max_length=16,
+            ),
         ),
         migrations.AddConstraint(
-            model_name='event',
-            constraint=models.CheckConstraint(condition=models.Q(('extraction_status__in', ['', 'pending', 'done', 'failed', 'skipped'])), name='event_extraction_status_valid'),
+            model_name="event",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("extraction_status__in", ["", "pending", "done", "failed", "skipped"])),
+                name="event_extraction_status_valid",
+            ),
         ),
     ]

@@ -7,14 +7,21 @@ transactions lock the same rows in the same order). A statement of a transaction
 scope changes nothing. No backfill: a scope nobody wrote since this migration has no row on the primary nor on
 any replica that replayed this migration, and "no row" on both sides is a match.
 """
+
 from django.db import migrations, models
 
 from hakimem.rowsecurity import disable_sql, enable_sql
 
 # Identity blocks and procedures have subject_id '' when they are project-wide: their writes then record the
 # project's row, which every scope of the project compares too.
-SCOPE_TABLES = ("facts_fact", "facts_event", "facts_conflictset", "facts_consent", "facts_identityblock",
-                "facts_procedure")
+SCOPE_TABLES = (
+    "facts_fact",
+    "facts_event",
+    "facts_conflictset",
+    "facts_consent",
+    "facts_identityblock",
+    "facts_procedure",
+)
 
 _UPSERT = """
     INSERT INTO facts_scopewrite AS w (project_id, subject_id, written_by)
@@ -62,19 +69,23 @@ BACKWARD = [
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('facts', '0010_identity_blocks_and_procedures'),
+        ("facts", "0010_identity_blocks_and_procedures"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='ScopeWrite',
+            name="ScopeWrite",
             fields=[
-                ('pk', models.CompositePrimaryKey('project_id', 'subject_id', blank=True, editable=False, primary_key=True, serialize=False)),
-                ('project_id', models.CharField(max_length=128)),
-                ('subject_id', models.CharField(blank=True, max_length=128)),
-                ('written_by', models.BigIntegerField()),
+                (
+                    "pk",
+                    models.CompositePrimaryKey(
+                        "project_id", "subject_id", blank=True, editable=False, primary_key=True, serialize=False
+                    ),
+                ),
+                ("project_id", models.CharField(max_length=128)),
+                ("subject_id", models.CharField(blank=True, max_length=128)),
+                ("written_by", models.BigIntegerField()),
             ],
         ),
         migrations.RunSQL(FORWARD, BACKWARD),

@@ -18,13 +18,21 @@ Runs on a populated database (the backfill and the new keys read every row; each
 lock while its index is built). Reversible: the way back restores the keys on id alone and Django's constraints
 (conflict members' project_id is dropped; it is derived from their sets).
 """
+
 import django.db.models.deletion
 from django.db import migrations, models
 
 from hakimem.rowsecurity import disable_sql, enable_child_sql, enable_sql
 
-KEYED = ("facts_fact", "facts_event", "facts_conflictset", "facts_conflictmember", "facts_consent",
-         "facts_identityblock", "facts_procedure")
+KEYED = (
+    "facts_fact",
+    "facts_event",
+    "facts_conflictset",
+    "facts_conflictmember",
+    "facts_consent",
+    "facts_identityblock",
+    "facts_procedure",
+)
 
 # (table, constraint, column, referenced table)
 REFERENCES = (
@@ -36,8 +44,11 @@ REFERENCES = (
 
 FORWARD = [
     *(f"ALTER TABLE {t} DROP CONSTRAINT {t}_pkey, ADD CONSTRAINT {t}_pkey PRIMARY KEY (id, project_id)" for t in KEYED),
-    *(f"ALTER TABLE {t} ADD CONSTRAINT {name} FOREIGN KEY ({column}, project_id) REFERENCES {target} (id, project_id)"
-      " DEFERRABLE INITIALLY DEFERRED" for t, name, column, target in REFERENCES),
+    *(
+        f"ALTER TABLE {t} ADD CONSTRAINT {name} FOREIGN KEY ({column}, project_id) REFERENCES {target} (id, project_id)"
+        " DEFERRABLE INITIALLY DEFERRED"
+        for t, name, column, target in REFERENCES
+    ),
     *disable_sql("facts_conflictmember"),
     *enable_sql("facts_conflictmember"),
 ]
@@ -50,36 +61,59 @@ BACKWARD = [
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('facts', '0011_scope_writes'),
+        ("facts", "0011_scope_writes"),
     ]
 
     operations = [
         # Django's constraints on the id alone go first: they depend on the primary keys replaced below.
         migrations.AlterField(
-            model_name='conflictmember',
-            name='conflict_set',
-            field=models.ForeignKey(db_constraint=False, on_delete=django.db.models.deletion.CASCADE, related_name='members', to='facts.conflictset'),
+            model_name="conflictmember",
+            name="conflict_set",
+            field=models.ForeignKey(
+                db_constraint=False,
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="members",
+                to="facts.conflictset",
+            ),
         ),
         migrations.AlterField(
-            model_name='conflictmember',
-            name='fact',
-            field=models.ForeignKey(db_constraint=False, on_delete=django.db.models.deletion.CASCADE, related_name='conflict_memberships', to='facts.fact'),
+            model_name="conflictmember",
+            name="fact",
+            field=models.ForeignKey(
+                db_constraint=False,
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="conflict_memberships",
+                to="facts.fact",
+            ),
         ),
         migrations.AlterField(
-            model_name='fact',
-            name='source_event',
-            field=models.ForeignKey(blank=True, db_constraint=False, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='facts', to='facts.event'),
+            model_name="fact",
+            name="source_event",
+            field=models.ForeignKey(
+                blank=True,
+                db_constraint=False,
+                null=True,
+                on_delete=django.db.models.deletion.SET_NULL,
+                related_name="facts",
+                to="facts.event",
+            ),
         ),
         migrations.AlterField(
-            model_name='fact',
-            name='superseded_by',
-            field=models.ForeignKey(blank=True, db_constraint=False, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='supersedes', to='facts.fact'),
+            model_name="fact",
+            name="superseded_by",
+            field=models.ForeignKey(
+                blank=True,
+                db_constraint=False,
+                null=True,
+                on_delete=django.db.models.deletion.SET_NULL,
+                related_name="supersedes",
+                to="facts.fact",
+            ),
         ),
         migrations.AddField(
-            model_name='conflictmember',
-            name='project_id',
+            model_name="conflictmember",
+            name="project_id",
             field=models.CharField(max_length=128, null=True),
         ),
         migrations.RunSQL(
@@ -88,17 +122,19 @@ class Migration(migrations.Migration):
             migrations.RunSQL.noop,
         ),
         migrations.AlterField(
-            model_name='conflictmember',
-            name='project_id',
+            model_name="conflictmember",
+            name="project_id",
             field=models.CharField(max_length=128),
         ),
         migrations.RemoveConstraint(
-            model_name='conflictmember',
-            name='conflict_member_unique',
+            model_name="conflictmember",
+            name="conflict_member_unique",
         ),
         migrations.AddConstraint(
-            model_name='conflictmember',
-            constraint=models.UniqueConstraint(fields=('conflict_set', 'fact', 'project_id'), name='conflict_member_unique'),
+            model_name="conflictmember",
+            constraint=models.UniqueConstraint(
+                fields=("conflict_set", "fact", "project_id"), name="conflict_member_unique"
+            ),
         ),
         migrations.RunSQL(FORWARD, BACKWARD),
     ]

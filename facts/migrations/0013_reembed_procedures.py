@@ -4,25 +4,24 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('facts', '0012_project_in_keys'),
+        ("facts", "0012_project_in_keys"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='reembedrun',
-            name='events_done',
+            model_name="reembedrun",
+            name="events_done",
             field=models.BooleanField(default=False),
         ),
         migrations.AddField(
-            model_name='reembedrun',
-            name='procedure_cursor',
-            field=models.UUIDField(blank=True, help_text='The last procedure re-embedded, by id order.', null=True),
+            model_name="reembedrun",
+            name="procedure_cursor",
+            field=models.UUIDField(blank=True, help_text="The last procedure re-embedded, by id order.", null=True),
         ),
         migrations.AddField(
-            model_name='reembedrun',
-            name='procedures_embedded',
+            model_name="reembedrun",
+            name="procedures_embedded",
             field=models.PositiveIntegerField(default=0),
         ),
     ]

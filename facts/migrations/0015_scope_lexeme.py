@@ -7,6 +7,7 @@ The column's new expression rewrites both tables and rebuilds their indexes (14 
 the hnsw graphs most of it). Run `VACUUM (ANALYZE) facts_fact, facts_event` after it (it cannot run inside a
 migration's transaction): until the rewritten tables have a visibility map again, the planner stops reading vectors
 index-only from the covering indexes (docs/performance.md)."""
+
 import django.contrib.postgres.search
 from django.contrib.postgres.search import SearchVector
 from django.db import migrations, models
@@ -35,15 +36,16 @@ def _expression(expression: str) -> list[str]:
 
 
 def _field():
-    return models.GeneratedField(db_persist=True,
-                                 expression=SearchVector("text", config="simple") + facts.models.ScopeLexeme(),
-                                 output_field=django.contrib.postgres.search.SearchVectorField())
+    return models.GeneratedField(
+        db_persist=True,
+        expression=SearchVector("text", config="simple") + facts.models.ScopeLexeme(),
+        output_field=django.contrib.postgres.search.SearchVectorField(),
+    )
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('facts', '0014_scope_word_counts'),
+        ("facts", "0014_scope_word_counts"),
     ]
 
     operations = [
@@ -51,8 +53,8 @@ class Migration(migrations.Migration):
         migrations.SeparateDatabaseAndState(
             database_operations=[migrations.RunSQL(_expression(SCOPED), _expression(WORDS))],
             state_operations=[
-                migrations.AlterField(model_name='fact', name='search_vector', field=_field()),
-                migrations.AlterField(model_name='event', name='search_vector', field=_field()),
+                migrations.AlterField(model_name="fact", name="search_vector", field=_field()),
+                migrations.AlterField(model_name="event", name="search_vector", field=_field()),
             ],
         ),
     ]

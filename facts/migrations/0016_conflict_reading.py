@@ -4,18 +4,18 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('facts', '0015_scope_lexeme'),
+        ("facts", "0015_scope_lexeme"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='conflictset',
-            name='reading',
+            model_name="conflictset",
+            name="reading",
             field=models.JSONField(blank=True, default=dict),
         ),
         # Rows written by COPY (portability/scope_import.py) or by raw SQL name no reading: they get an empty one.
-        migrations.RunSQL("ALTER TABLE facts_conflictset ALTER COLUMN reading SET DEFAULT '{}'::jsonb",
-                          migrations.RunSQL.noop),
+        migrations.RunSQL(
+            "ALTER TABLE facts_conflictset ALTER COLUMN reading SET DEFAULT '{}'::jsonb", migrations.RunSQL.noop
+        ),
     ]

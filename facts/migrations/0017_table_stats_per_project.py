@@ -5,6 +5,7 @@ request role), else only those its projects hold (the API role's one project; th
 project for "*"): another project's subject comes as a null beside its share, so that a caller's estimate of a
 subject outside the list stays the planner's, whatever other tenants hold, without learning their ids. The shares
 stay the table's (a subject id two projects share counts both)."""
+
 from importlib import import_module
 
 from django.db import migrations
@@ -67,7 +68,6 @@ GRANT EXECUTE ON FUNCTION hakimem_table_stats(regclass, text) TO {API_ROLE}, {ST
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
         ("facts", "0016_conflict_reading"),
     ]

@@ -2,6 +2,7 @@
 erases through DELETE /v1/subjects, may no longer read the admin's log (hakimem/migrations/0005):
 hakimem_admin_log_erase deletes, as the log's owner, the entries about the rows the caller names, and only about
 rows of the memory store (this app's models, whose ids are UUIDs no other project's key ever sees)."""
+
 from django.db import migrations
 
 from hakimem.rowsecurity import API_ROLE, STAFF_ROLE
@@ -28,7 +29,6 @@ GRANT EXECUTE ON FUNCTION hakimem_admin_log_erase(integer[], text[]) TO %(api)s,
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
         ("facts", "0017_table_stats_per_project"),
         ("hakimem", "0005_api_role_without_credentials"),

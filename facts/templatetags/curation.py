@@ -1,4 +1,5 @@
 """What the admin's home page tells a curator before anything else: how many conflict sets wait for them."""
+
 from django import template
 from django.urls import reverse
 
@@ -18,5 +19,7 @@ def open_conflicts(context):
     allowed = staff_projects(user)
     if allowed is not None:
         sets = sets.filter(project_id__in=allowed)
-    return {"count": sets.count(),
-            "url": reverse("admin:facts_conflictset_changelist") + f"?status__exact={ConflictStatus.OPEN.value}"}
+    return {
+        "count": sets.count(),
+        "url": reverse("admin:facts_conflictset_changelist") + f"?status__exact={ConflictStatus.OPEN.value}",
+    }

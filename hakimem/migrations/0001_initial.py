@@ -5,26 +5,27 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
-    dependencies = [
-    ]
+    dependencies = []
 
     operations = [
         migrations.CreateModel(
-            name='ApiKey',
+            name="ApiKey",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('project_id', models.CharField(max_length=128, validators=[hakimem.validators.validate_scope_id])),
-                ('label', models.CharField(blank=True, default='', max_length=200)),
-                ('prefix', models.CharField(help_text="The key's first characters, to recognise it in lists.", max_length=16)),
-                ('key_hash', models.CharField(max_length=64, unique=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('revoked_at', models.DateTimeField(blank=True, null=True)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("project_id", models.CharField(max_length=128, validators=[hakimem.validators.validate_scope_id])),
+                ("label", models.CharField(blank=True, default="", max_length=200)),
+                (
+                    "prefix",
+                    models.CharField(help_text="The key's first characters, to recognise it in lists.", max_length=16),
+                ),
+                ("key_hash", models.CharField(max_length=64, unique=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("revoked_at", models.DateTimeField(blank=True, null=True)),
             ],
             options={
-                'verbose_name': 'API key',
+                "verbose_name": "API key",
             },
         ),
     ]

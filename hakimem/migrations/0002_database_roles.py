@@ -6,6 +6,7 @@ Without the right to create roles, create them beforehand as an administrator:
     CREATE ROLE hakimem_api NOLOGIN NOBYPASSRLS; CREATE ROLE hakimem_staff NOLOGIN NOBYPASSRLS;
     GRANT hakimem_api, hakimem_staff TO <the owner and the application's login user>;
 """
+
 from django.db import migrations
 
 from hakimem.rowsecurity import API_ROLE, STAFF_ROLE
@@ -56,7 +57,6 @@ $$;
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
         ("hakimem", "0001_initial"),
     ]

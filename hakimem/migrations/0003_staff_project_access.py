@@ -7,24 +7,32 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('hakimem', '0002_database_roles'),
+        ("hakimem", "0002_database_roles"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='StaffProjectAccess',
+            name="StaffProjectAccess",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('project_id', models.CharField(max_length=128, validators=[hakimem.validators.validate_scope_id])),
-                ('user', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='project_access', to=settings.AUTH_USER_MODEL)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("project_id", models.CharField(max_length=128, validators=[hakimem.validators.validate_scope_id])),
+                (
+                    "user",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="project_access",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'verbose_name': 'staff project access',
-                'verbose_name_plural': 'staff project access',
-                'constraints': [models.UniqueConstraint(fields=('user', 'project_id'), name='hakimem_staff_project_unique')],
+                "verbose_name": "staff project access",
+                "verbose_name_plural": "staff project access",
+                "constraints": [
+                    models.UniqueConstraint(fields=("user", "project_id"), name="hakimem_staff_project_unique")
+                ],
             },
         ),
     ]

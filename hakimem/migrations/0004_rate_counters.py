@@ -4,22 +4,23 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('hakimem', '0003_staff_project_access'),
+        ("hakimem", "0003_staff_project_access"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='RateCounter',
+            name="RateCounter",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('bucket', models.CharField(max_length=200)),
-                ('window', models.BigIntegerField(help_text="The window's start, in seconds since the epoch.")),
-                ('hits', models.IntegerField(default=0)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("bucket", models.CharField(max_length=200)),
+                ("window", models.BigIntegerField(help_text="The window's start, in seconds since the epoch.")),
+                ("hits", models.IntegerField(default=0)),
             ],
             options={
-                'constraints': [models.UniqueConstraint(fields=('bucket', 'window'), name='hakimem_ratecounter_bucket_window')],
+                "constraints": [
+                    models.UniqueConstraint(fields=("bucket", "window"), name="hakimem_ratecounter_bucket_window")
+                ],
             },
         ),
         # Counters need no crash safety: without the write-ahead log, a counted request costs no WAL flush.

@@ -3,6 +3,7 @@ project limits and the API keys (docs/isolation.md). A request finds its key thr
 reads the keys as their owner and answers for one hash only; the staff role keeps every table (the admin signs
 people in and manages keys), API keys now under row security like the memory store.
 """
+
 from django.db import migrations
 
 from hakimem.rowsecurity import API_ROLE, api_role_revoke, disable_sql, enable_sql, without_api_tables
@@ -46,14 +47,16 @@ def grant(apps, schema_editor):
     with schema_editor.connection.cursor() as cursor:
         for table in without_api_tables(apps):
             cursor.execute(f'GRANT SELECT, INSERT, UPDATE, DELETE ON TABLE "{table}" TO {API_ROLE}')
-            cursor.execute("SELECT s.oid::regclass::text FROM pg_depend d JOIN pg_class s ON s.oid = d.objid"
-                           " WHERE s.relkind = 'S' AND d.refobjid = %s::regclass", [table])
+            cursor.execute(
+                "SELECT s.oid::regclass::text FROM pg_depend d JOIN pg_class s ON s.oid = d.objid"
+                " WHERE s.relkind = 'S' AND d.refobjid = %s::regclass",
+                [table],
+            )
             for (sequence,) in cursor.fetchall():
                 cursor.execute(f"GRANT USAGE, SELECT, UPDATE ON SEQUENCE {sequence} TO {API_ROLE}")
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
         ("hakimem", "0004_rate_counters"),
         ("auth", "0012_alter_user_first_name_max_length"),
@@ -63,6 +66,8 @@ class Migration(migrations.Migration):
 
     operations = [
         migrations.RunPython(revoke, grant),
-        migrations.RunSQL([*enable_sql("hakimem_apikey"), KEY_FIND],
-                          ["DROP FUNCTION hakimem_api_key_find(text, boolean)", *disable_sql("hakimem_apikey")]),
+        migrations.RunSQL(
+            [*enable_sql("hakimem_apikey"), KEY_FIND],
+            ["DROP FUNCTION hakimem_api_key_find(text, boolean)", *disable_sql("hakimem_apikey")],
+        ),
     ]

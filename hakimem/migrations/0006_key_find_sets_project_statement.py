@@ -2,6 +2,7 @@
 the coordinator passes SET LOCAL on to the workers, where the shards' policies read it (hakimem/rowsecurity.py,
 docs/scaling.md); on one server the two are the same. SET LOCAL inside the function outlives it, as set_config(...,
 true) did: the function's own SET clause is search_path alone."""
+
 from django.db import migrations
 
 KEY_FIND = """
@@ -32,7 +33,6 @@ SET_CONFIG = "PERFORM set_config('hakimem.project_id', key_project_id, true);"
 
 
 class Migration(migrations.Migration):
-
     dependencies = [("hakimem", "0005_api_role_without_credentials")]
 
     operations = [

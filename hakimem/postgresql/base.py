@@ -5,6 +5,7 @@ one round trip to the database each time (a context call makes a dozen). A conne
 pg_terminate_backend, an idle timeout) has its last message or its end of file waiting on the socket: only such a
 connection needs the statement, which then fails and has the pool replace it, as before.
 """
+
 from __future__ import annotations
 
 import select

@@ -5,73 +5,91 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
-    dependencies = [
-    ]
+    dependencies = []
 
     operations = [
         migrations.CreateModel(
-            name='HourTotals',
+            name="HourTotals",
             fields=[
-                ('pk', models.CompositePrimaryKey('project_id', 'hour', blank=True, editable=False, primary_key=True, serialize=False)),
-                ('project_id', models.CharField(max_length=128)),
-                ('hour', models.DateTimeField()),
-                ('context_calls', models.IntegerField()),
-                ('calls_with_facts', models.IntegerField()),
-                ('used_tokens', models.BigIntegerField()),
-                ('empty_reasons', models.JSONField(default=dict, help_text='{empty reason: calls}')),
-                ('decisions', models.JSONField(default=dict, help_text='{reason code: decisions}')),
+                (
+                    "pk",
+                    models.CompositePrimaryKey(
+                        "project_id", "hour", blank=True, editable=False, primary_key=True, serialize=False
+                    ),
+                ),
+                ("project_id", models.CharField(max_length=128)),
+                ("hour", models.DateTimeField()),
+                ("context_calls", models.IntegerField()),
+                ("calls_with_facts", models.IntegerField()),
+                ("used_tokens", models.BigIntegerField()),
+                ("empty_reasons", models.JSONField(default=dict, help_text="{empty reason: calls}")),
+                ("decisions", models.JSONField(default=dict, help_text="{reason code: decisions}")),
             ],
         ),
         migrations.CreateModel(
-            name='RollupMark',
+            name="RollupMark",
             fields=[
-                ('project_id', models.CharField(max_length=128, primary_key=True, serialize=False)),
-                ('rolled_until', models.DateTimeField()),
+                ("project_id", models.CharField(max_length=128, primary_key=True, serialize=False)),
+                ("rolled_until", models.DateTimeField()),
             ],
         ),
         migrations.CreateModel(
-            name='FactServedDay',
+            name="FactServedDay",
             fields=[
-                ('pk', models.CompositePrimaryKey('project_id', 'fact_id', 'day', blank=True, editable=False, primary_key=True, serialize=False)),
-                ('project_id', models.CharField(max_length=128)),
-                ('fact_id', models.UUIDField()),
-                ('day', models.DateTimeField()),
-                ('subject_id', models.CharField(max_length=128)),
-                ('served', models.IntegerField()),
+                (
+                    "pk",
+                    models.CompositePrimaryKey(
+                        "project_id", "fact_id", "day", blank=True, editable=False, primary_key=True, serialize=False
+                    ),
+                ),
+                ("project_id", models.CharField(max_length=128)),
+                ("fact_id", models.UUIDField()),
+                ("day", models.DateTimeField()),
+                ("subject_id", models.CharField(max_length=128)),
+                ("served", models.IntegerField()),
             ],
             options={
-                'indexes': [models.Index(fields=['project_id', 'subject_id'], name='stats_factservedday_subject')],
+                "indexes": [models.Index(fields=["project_id", "subject_id"], name="stats_factservedday_subject")],
             },
         ),
         migrations.CreateModel(
-            name='HourLatencies',
+            name="HourLatencies",
             fields=[
-                ('pk', models.CompositePrimaryKey('project_id', 'hour', 'bucket', blank=True, editable=False, primary_key=True, serialize=False)),
-                ('project_id', models.CharField(max_length=128)),
-                ('hour', models.DateTimeField()),
-                ('bucket', models.SmallIntegerField()),
-                ('calls', models.IntegerField()),
-                ('latencies', django.contrib.postgres.fields.ArrayField(base_field=models.FloatField(), size=None)),
+                (
+                    "pk",
+                    models.CompositePrimaryKey(
+                        "project_id", "hour", "bucket", blank=True, editable=False, primary_key=True, serialize=False
+                    ),
+                ),
+                ("project_id", models.CharField(max_length=128)),
+                ("hour", models.DateTimeField()),
+                ("bucket", models.SmallIntegerField()),
+                ("calls", models.IntegerField()),
+                ("latencies", django.contrib.postgres.fields.ArrayField(base_field=models.FloatField(), size=None)),
             ],
             options={
-                'indexes': [models.Index(fields=['project_id', 'bucket', 'hour'], name='stats_latency_bucket_hour')],
+                "indexes": [models.Index(fields=["project_id", "bucket", "hour"], name="stats_latency_bucket_hour")],
             },
         ),
         migrations.CreateModel(
-            name='SubjectDay',
+            name="SubjectDay",
             fields=[
-                ('pk', models.CompositePrimaryKey('project_id', 'day', 'subject_id', blank=True, editable=False, primary_key=True, serialize=False)),
-                ('project_id', models.CharField(max_length=128)),
-                ('day', models.DateTimeField()),
-                ('subject_id', models.CharField(max_length=128)),
-                ('context_calls', models.IntegerField()),
-                ('calls_with_facts', models.IntegerField()),
+                (
+                    "pk",
+                    models.CompositePrimaryKey(
+                        "project_id", "day", "subject_id", blank=True, editable=False, primary_key=True, serialize=False
+                    ),
+                ),
+                ("project_id", models.CharField(max_length=128)),
+                ("day", models.DateTimeField()),
+                ("subject_id", models.CharField(max_length=128)),
+                ("context_calls", models.IntegerField()),
+                ("calls_with_facts", models.IntegerField()),
             ],
             options={
-                'indexes': [models.Index(fields=['project_id', 'subject_id'], name='stats_subjectday_subject')],
+                "indexes": [models.Index(fields=["project_id", "subject_id"], name="stats_subjectday_subject")],
             },
         ),
     ]

@@ -1,4 +1,5 @@
 """Row-level security on the statistics' rollup (hakimem/rowsecurity.py): every table by its project."""
+
 from django.db import migrations
 
 from hakimem.rowsecurity import disable_sql, enable_sql
@@ -9,7 +10,6 @@ BACKWARD = [statement for table in reversed(TABLES) for statement in disable_sql
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
         ("stats", "0001_initial"),
         ("hakimem", "0002_database_roles"),

@@ -4,18 +4,19 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('stats', '0002_row_level_security'),
+        ("stats", "0002_row_level_security"),
     ]
 
     operations = [
         migrations.AddIndex(
-            model_name='factservedday',
-            index=models.Index(fields=['project_id', 'day'], include=('fact_id',), name='stats_factservedday_day'),
+            model_name="factservedday",
+            index=models.Index(fields=["project_id", "day"], include=("fact_id",), name="stats_factservedday_day"),
         ),
         migrations.AddIndex(
-            model_name='hourlatencies',
-            index=models.Index(fields=['project_id', 'hour'], include=('bucket', 'calls'), name='stats_latency_hour_calls'),
+            model_name="hourlatencies",
+            index=models.Index(
+                fields=["project_id", "hour"], include=("bucket", "calls"), name="stats_latency_hour_calls"
+            ),
         ),
     ]

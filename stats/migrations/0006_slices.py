@@ -1,13 +1,13 @@
 """The job's step becomes a 5-minute slice (stats.SliceTotals), so that the raw part of a period is minutes: the
 overview reads the slices of the partial hours at its ends. The slices rolled up before are not known: a
 project's existing mark says that slices are kept from it on (RollupMark.slices_since)."""
+
 from django.db import migrations, models
 
 from hakimem.rowsecurity import disable_sql, enable_sql
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
         ("stats", "0005_day_latencies"),
         ("hakimem", "0002_database_roles"),
@@ -17,7 +17,12 @@ class Migration(migrations.Migration):
         migrations.CreateModel(
             name="SliceTotals",
             fields=[
-                ("pk", models.CompositePrimaryKey("project_id", "slice", blank=True, editable=False, primary_key=True, serialize=False)),
+                (
+                    "pk",
+                    models.CompositePrimaryKey(
+                        "project_id", "slice", blank=True, editable=False, primary_key=True, serialize=False
+                    ),
+                ),
                 ("project_id", models.CharField(max_length=128)),
                 ("slice", models.DateTimeField()),
                 ("context_calls", models.IntegerField()),

@@ -1,6 +1,7 @@
 """Latency buckets twice as fine (stats.rollup.LATENCY_BUCKET_SQL: 64 per e-fold, was 32): the rows of
 stats_hourlatencies and stats_daylatencies regrouped by the new bucket of each value, so a rolled-up project
 needs no rebuild."""
+
 from django.db import migrations
 
 
@@ -17,12 +18,13 @@ def regroup(table: str, period: str, per_e_fold: int) -> list[str]:
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
         ("stats", "0006_slices"),
     ]
 
     operations = [
-        migrations.RunSQL(regroup("stats_hourlatencies", "hour", 64) + regroup("stats_daylatencies", "day", 64),
-                          regroup("stats_hourlatencies", "hour", 32) + regroup("stats_daylatencies", "day", 32)),
+        migrations.RunSQL(
+            regroup("stats_hourlatencies", "hour", 64) + regroup("stats_daylatencies", "day", 64),
+            regroup("stats_hourlatencies", "hour", 32) + regroup("stats_daylatencies", "day", 32),
+        ),
     ]

@@ -3,6 +3,7 @@ calls and the empty reasons count every call (a call that served episodes, an id
 fact was neither). The rolled-up rows add the calls of that kind among the traces still there (the erasers take
 them out by the new count); those of pruned traces cannot be recounted, and the overview shows them under
 not_recorded (stats.selectors.NOT_RECORDED)."""
+
 from django.db import migrations, models
 
 # The rolled-up calls that served something but no fact, per row of each table: traces before their project's mark.
@@ -15,11 +16,14 @@ SELECT t.project_id, {period} AS {unit},{subject} count(*) AS n
 
 
 def _recount(table: str, unit: str, period: str, sign: str, subject: bool = False) -> str:
-    source = _SERVED_NO_FACT.format(period=period, unit=unit, subject=" t.subject_id," if subject else "",
-                                    subject_group=", 3" if subject else "")
+    source = _SERVED_NO_FACT.format(
+        period=period, unit=unit, subject=" t.subject_id," if subject else "", subject_group=", 3" if subject else ""
+    )
     match = " AND r.subject_id = a.subject_id" if subject else ""
-    return (f"UPDATE {table} r SET calls_injected = r.calls_injected {sign} a.n FROM ({source}) a"
-            f" WHERE r.project_id = a.project_id AND r.{unit} = a.{unit}{match}")
+    return (
+        f"UPDATE {table} r SET calls_injected = r.calls_injected {sign} a.n FROM ({source}) a"
+        f" WHERE r.project_id = a.project_id AND r.{unit} = a.{unit}{match}"
+    )
 
 
 _ROWS = [
@@ -34,16 +38,19 @@ _HELP = "calls that served something (used_tokens > 0)"
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
         ("stats", "0007_finer_latency_buckets"),
         ("traces", "0014_every_empty_call_has_a_reason"),
     ]
 
     operations = [
-        *(migrations.RenameField(model_name=model, old_name="calls_with_facts", new_name="calls_injected")
-          for model in ("slicetotals", "hourtotals", "subjectday")),
-        *(migrations.AlterField(model_name=model, name="calls_injected", field=models.IntegerField(help_text=_HELP))
-          for model in ("slicetotals", "hourtotals", "subjectday")),
+        *(
+            migrations.RenameField(model_name=model, old_name="calls_with_facts", new_name="calls_injected")
+            for model in ("slicetotals", "hourtotals", "subjectday")
+        ),
+        *(
+            migrations.AlterField(model_name=model, name="calls_injected", field=models.IntegerField(help_text=_HELP))
+            for model in ("slicetotals", "hourtotals", "subjectday")
+        ),
         migrations.RunSQL(RECOUNT, UNCOUNT),
     ]

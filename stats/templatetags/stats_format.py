@@ -1,4 +1,5 @@
 """Number formats shared by the stats pages and the curators' admin pages: a missing value is a dash, never 0."""
+
 from django import template
 
 register = template.Library()

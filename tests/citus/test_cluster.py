@@ -1,6 +1,7 @@
 """The cluster `make citus` made (docs/scaling.md): every table hakimem.distribution names distributed by project in
 one co-location group, each shard with its table's indexes and row security policies, the database settings on every
 worker, and row security holding on the shards for a request's role and project."""
+
 import pytest
 from django.db import connection
 
@@ -19,8 +20,9 @@ def _rows(sql: str, params=None) -> list[tuple]:
 
 
 def test_every_distributed_table_is_distributed_by_project_in_one_group():
-    rows = _rows("SELECT logicalrelid::text, column_to_column_name(logicalrelid, partkey), colocationid"
-                 " FROM pg_dist_partition")
+    rows = _rows(
+        "SELECT logicalrelid::text, column_to_column_name(logicalrelid, partkey), colocationid FROM pg_dist_partition"
+    )
     placed = {table: (column, group) for table, column, group in rows}
     assert set(placed) == set(DISTRIBUTED)
     assert {column for column, _ in placed.values()} == {"project_id"}
@@ -29,17 +31,23 @@ def test_every_distributed_table_is_distributed_by_project_in_one_group():
 
 def test_each_shard_has_its_tables_indexes_and_policies():
     shards = _rows("SELECT count(*) FROM pg_dist_shard WHERE logicalrelid = 'facts_fact'::regclass")[0][0]
-    graphs = _rows("SELECT sum(result::int) FROM run_command_on_workers("
-                   "$$SELECT count(*) FROM pg_indexes WHERE indexname LIKE 'facts_fact_embedding_hnsw_%'$$)")[0][0]
-    policies = _rows("SELECT sum(result::int) FROM run_command_on_workers("
-                     "$$SELECT count(*) FROM pg_policies WHERE tablename ~ '^facts_fact_[0-9]+$'$$)")[0][0]
+    graphs = _rows(
+        "SELECT sum(result::int) FROM run_command_on_workers("
+        "$$SELECT count(*) FROM pg_indexes WHERE indexname LIKE 'facts_fact_embedding_hnsw_%'$$)"
+    )[0][0]
+    policies = _rows(
+        "SELECT sum(result::int) FROM run_command_on_workers("
+        "$$SELECT count(*) FROM pg_policies WHERE tablename ~ '^facts_fact_[0-9]+$'$$)"
+    )[0][0]
     assert shards > 1 and graphs == shards and policies == 2 * shards
 
 
 def test_every_worker_has_the_database_settings():
-    for (setting,) in _rows("SELECT result FROM run_command_on_workers($$SELECT array_to_string(setconfig, ',') FROM"
-                            " pg_db_role_setting s JOIN pg_database d ON d.oid = s.setdatabase"
-                            " WHERE d.datname = current_database() AND s.setrole = 0$$)"):
+    for (setting,) in _rows(
+        "SELECT result FROM run_command_on_workers($$SELECT array_to_string(setconfig, ',') FROM"
+        " pg_db_role_setting s JOIN pg_database d ON d.oid = s.setdatabase"
+        " WHERE d.datname = current_database() AND s.setrole = 0$$)"
+    ):
         assert set(setting.split(",")) == {f"{name}={value}" for name, value in DATABASE_SETTINGS.items()}
 
 

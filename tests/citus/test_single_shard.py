@@ -1,6 +1,7 @@
 """On the Citus cluster (make citus), every statement a write and a context call send reaches one shard: the
 statements are captured as the API runs them, and Citus's EXPLAIN of each one that names a distributed table must
 show a single task (a router query) and no INSERT ... SELECT through the coordinator (docs/scaling.md)."""
+
 import re
 
 import pytest
@@ -27,7 +28,7 @@ def statements_of(sql: str) -> list[str]:
         depth += text == "("
         depth -= text == ")"
         if text == ";" and depth == 0:
-            parts.append(sql[start:m.start()])
+            parts.append(sql[start : m.start()])
             start = pos
     parts.append(sql[start:])
     return [p.strip() for p in parts if p.strip()]
@@ -75,19 +76,30 @@ def test_the_check_tells_a_single_shard_statement_from_one_sent_to_every_shard(d
 
 def test_a_batch_write_of_facts_and_events_runs_on_one_shard(api):
     def post(path, items):
-        response = api.post(path, {path.split("/")[-1]: [{"project_id": PROJECT, "subject_id": "alice", **i}
-                                                         for i in items]}, format="json")
+        response = api.post(
+            path,
+            {path.split("/")[-1]: [{"project_id": PROJECT, "subject_id": "alice", **i} for i in items]},
+            format="json",
+        )
         assert response.status_code == 201, response.content
         return response.json()
 
     events = []
-    captured = capture(lambda: events.extend(post("/v1/events", [
-        {"text": "Paul moved house.", "occurred_at": "2026-01-01T00:00:00Z"}])["events"]))
-    captured += capture(lambda: post("/v1/facts", [
-        {"text": "Paul lives in Nantes with his wife.", "source_event_id": events[0]["id"]}]))
+    captured = capture(
+        lambda: events.extend(
+            post("/v1/events", [{"text": "Paul moved house.", "occurred_at": "2026-01-01T00:00:00Z"}])["events"]
+        )
+    )
+    captured += capture(
+        lambda: post("/v1/facts", [{"text": "Paul lives in Nantes with his wife.", "source_event_id": events[0]["id"]}])
+    )
     # a contradiction opens a conflict set; a repeat re-confirms
-    captured += capture(lambda: post("/v1/facts", [{"text": "Paul lives in Bordeaux with his wife."},
-                                                   {"text": "Paul lives in Nantes with his wife."}]))
+    captured += capture(
+        lambda: post(
+            "/v1/facts",
+            [{"text": "Paul lives in Bordeaux with his wife."}, {"text": "Paul lives in Nantes with his wife."}],
+        )
+    )
     statements = distributed_statements(captured)
     assert any("facts_conflictmember" in s for s in statements)
     offenders = not_single_shard(captured)
@@ -108,8 +120,11 @@ def test_a_context_call_reads_one_shard(api):
     ConflictSetFactory()
 
     def ask():
-        response = api.post("/v1/context", {"project_id": PROJECT, "subject_id": "alice",
-                                            "query": "Who is Marie's brother?", "budget_tokens": 4000}, format="json")
+        response = api.post(
+            "/v1/context",
+            {"project_id": PROJECT, "subject_id": "alice", "query": "Who is Marie's brother?", "budget_tokens": 4000},
+            format="json",
+        )
         assert response.status_code == 200, response.content
 
     captured = capture(ask)
@@ -122,21 +137,30 @@ def test_a_context_call_reads_one_shard(api):
 
 def test_a_context_calls_trace_is_written_and_inspected(api):
     FactFactory(text="Marie's brother is called Julien.")
-    response = api.post("/v1/context", {"project_id": PROJECT, "subject_id": "alice",
-                                        "query": "Who is Marie's brother?"}, format="json")
+    response = api.post(
+        "/v1/context", {"project_id": PROJECT, "subject_id": "alice", "query": "Who is Marie's brother?"}, format="json"
+    )
     assert response.status_code == 200
     inspected = api.get(f"/v1/inspect/{response.json()['trace_id']}")
     assert inspected.status_code == 200, inspected.content
     assert [d["reason_code"] for d in inspected.json()["decisions"]] == ["included"]
 
 
-@pytest.mark.xfail(strict=True, reason="Citus runs the trace's three INSERT ... SELECTs (trace, access counts, "
-                                       "decisions) by pulling their rows to the coordinator: one shard, extra hops "
-                                       "(docs/scaling.md)")
+@pytest.mark.xfail(
+    strict=True,
+    reason="Citus runs the trace's three INSERT ... SELECTs (trace, access counts, "
+    "decisions) by pulling their rows to the coordinator: one shard, extra hops "
+    "(docs/scaling.md)",
+)
 def test_a_context_calls_trace_write_runs_on_one_shard(api):
     FactFactory(text="Marie's brother is called Julien.")
-    captured = capture(lambda: api.post("/v1/context", {"project_id": PROJECT, "subject_id": "alice",
-                                                        "query": "Who is Marie's brother?"}, format="json"))
+    captured = capture(
+        lambda: api.post(
+            "/v1/context",
+            {"project_id": PROJECT, "subject_id": "alice", "query": "Who is Marie's brother?"},
+            format="json",
+        )
+    )
     writes = [sql for sql in captured if "INSERT INTO traces_trace" in sql]
     assert writes
     offenders = not_single_shard(writes)

@@ -1,4 +1,5 @@
 """The client README's framework-adapter examples run as written against a live server, so that they stay true."""
+
 import re
 from pathlib import Path
 

@@ -1,4 +1,5 @@
 """AsyncClient against the live server: the same calls as Client, awaited (each test runs its own event loop)."""
+
 import asyncio
 from datetime import datetime, timezone
 
@@ -21,10 +22,13 @@ def test_async_write_context_inspect(live_server, api_key):
             # given facts written concurrently and an event
             facts = await asyncio.gather(
                 haki.write_fact("dana", "Dana prefers window seats.", kind="preference"),
-                haki.write_fact("dana", "Dana flies to Lisbon every spring.",
-                                valid_from=datetime(2023, 4, 1, tzinfo=timezone.utc)),
+                haki.write_fact(
+                    "dana", "Dana flies to Lisbon every spring.", valid_from=datetime(2023, 4, 1, tzinfo=timezone.utc)
+                ),
             )
-            await haki.write_event("dana", "Dana missed her flight to Lisbon.", datetime(2025, 4, 3, tzinfo=timezone.utc))
+            await haki.write_event(
+                "dana", "Dana missed her flight to Lisbon.", datetime(2025, 4, 3, tzinfo=timezone.utc)
+            )
             # when
             packet = await haki.context("dana", "Where does Dana fly, which seat?")
             trace = await haki.inspect(packet.trace_id)
@@ -71,8 +75,10 @@ def test_async_retries_a_503_then_succeeds(live_server, api_key, monkeypatch):
 
     async def scenario():
         async with AsyncClient(live_server.url, api_key, project_id=PROJECT, backoff=0.01) as haki:
+
             async def sleep(seconds):
                 slept.append(seconds)
+
             haki._sleep = sleep
             return await haki.write_fact("alice", "Alice keeps bees.")
 

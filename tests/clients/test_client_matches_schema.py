@@ -2,6 +2,7 @@
 operation of /v1/schema, every field of its answer models is a property of the schema's response, and the other
 way round; an endpoint the client does not offer yet is named here, so adding one to the API without the
 client fails this test."""
+
 import dataclasses
 import re
 
@@ -16,9 +17,13 @@ AN_ID = "00000000-0000-0000-0000-000000000001"
 
 # Operations of the API that the client does not offer (yet): the operator's and the product owner's ones.
 NOT_IN_CLIENT = {
-    ("GET", "/v1/health/live"), ("GET", "/v1/health/ready"), ("GET", "/v1/stats/overview"),
-    ("GET", "/v1/project"), ("PATCH", "/v1/project"),
-    ("GET", "/v1/subjects/{subject_id}/consents"), ("POST", "/v1/subjects/{subject_id}/consents"),
+    ("GET", "/v1/health/live"),
+    ("GET", "/v1/health/ready"),
+    ("GET", "/v1/stats/overview"),
+    ("GET", "/v1/project"),
+    ("PATCH", "/v1/project"),
+    ("GET", "/v1/subjects/{subject_id}/consents"),
+    ("POST", "/v1/subjects/{subject_id}/consents"),
     ("DELETE", "/v1/subjects/{subject_id}/consents/{category}"),
 }
 
@@ -51,17 +56,32 @@ def schema(django_db_setup, django_db_blocker):
 def _requests_the_client_sends() -> set[tuple[str, str]]:
     endpoints = _Endpoints(project_id="p")
     calls = [
-        endpoints.write_facts([{"subject_id": "s", "text": "t"}], None), endpoints.list_facts("s", None),
-        endpoints.get_fact(AN_ID), endpoints.update_fact(AN_ID, {"importance": 0.5}), endpoints.retract_fact(AN_ID),
-        endpoints.fact_history(AN_ID), endpoints.write_events([{"subject_id": "s", "text": "t", "occurred_at": None}], None),
-        endpoints.list_events("s", None), endpoints.get_event(AN_ID), endpoints.context("s", "q", None, None, {}),
-        endpoints.inspect(AN_ID), endpoints.replay(AN_ID, "original", {"w_recency": 0.1}),
-        endpoints.list_conflicts(None), endpoints.get_conflict(AN_ID), endpoints.resolve_conflict(AN_ID, None, True, ""),
-        endpoints.erase_subject("s", None), endpoints.health(),
-        endpoints.create_identity_block("s", "persona", "t", None), endpoints.list_identity_blocks(None, None),
-        endpoints.get_identity_block(AN_ID), endpoints.update_identity_block(AN_ID, {"enabled": False}),
-        endpoints.delete_identity_block(AN_ID), endpoints.write_procedure(None, "title", "t", None),
-        endpoints.list_procedures("s", None), endpoints.get_procedure(AN_ID), endpoints.update_procedure(AN_ID, {"importance": 0.1}),
+        endpoints.write_facts([{"subject_id": "s", "text": "t"}], None),
+        endpoints.list_facts("s", None),
+        endpoints.get_fact(AN_ID),
+        endpoints.update_fact(AN_ID, {"importance": 0.5}),
+        endpoints.retract_fact(AN_ID),
+        endpoints.fact_history(AN_ID),
+        endpoints.write_events([{"subject_id": "s", "text": "t", "occurred_at": None}], None),
+        endpoints.list_events("s", None),
+        endpoints.get_event(AN_ID),
+        endpoints.context("s", "q", None, None, {}),
+        endpoints.inspect(AN_ID),
+        endpoints.replay(AN_ID, "original", {"w_recency": 0.1}),
+        endpoints.list_conflicts(None),
+        endpoints.get_conflict(AN_ID),
+        endpoints.resolve_conflict(AN_ID, None, True, ""),
+        endpoints.erase_subject("s", None),
+        endpoints.health(),
+        endpoints.create_identity_block("s", "persona", "t", None),
+        endpoints.list_identity_blocks(None, None),
+        endpoints.get_identity_block(AN_ID),
+        endpoints.update_identity_block(AN_ID, {"enabled": False}),
+        endpoints.delete_identity_block(AN_ID),
+        endpoints.write_procedure(None, "title", "t", None),
+        endpoints.list_procedures("s", None),
+        endpoints.get_procedure(AN_ID),
+        endpoints.update_procedure(AN_ID, {"importance": 0.1}),
         endpoints.retract_procedure(AN_ID),
     ]
     public = {name for name in vars(_Endpoints) if not name.startswith("_")}
@@ -84,7 +104,9 @@ def test_every_request_of_the_client_is_an_operation_of_the_schema(schema):
 
 def test_every_operation_of_the_schema_is_in_the_client_or_named_as_not_yet(schema):
     covered = {(m, _operation(schema, m, p)) for m, p in _requests_the_client_sends()}
-    operations = {(m.upper(), p) for p, ops in schema["paths"].items() for m in ops if m in {"get", "post", "patch", "delete"}}
+    operations = {
+        (m.upper(), p) for p, ops in schema["paths"].items() for m in ops if m in {"get", "post", "patch", "delete"}
+    }
     assert operations - covered == NOT_IN_CLIENT
 
 

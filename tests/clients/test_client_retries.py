@@ -1,6 +1,7 @@
 """Retry-After and the retry policy's edges. These use httpx.MockTransport, not the live server: the server
 has no way to answer 429, or 503 with a Retry-After, on demand. The real 503 (embedder_unavailable) is retried
 against the live server in test_python_client.py and test_async_client.py."""
+
 import asyncio
 from email.utils import format_datetime
 from datetime import datetime, timedelta, timezone
@@ -10,8 +11,14 @@ import pytest
 from hakimem_client import AsyncClient, Client, InvalidRequestError, RateLimitedError, UnavailableError
 from hakimem_client.client import parse_retry_after
 
-FACT = {"id": "6f1c1d52-6a57-4f8b-9d4f-0d3f3e0e6b1a", "project_id": "p", "subject_id": "s", "text": "t",
-        "status": "active", "metadata": {}}
+FACT = {
+    "id": "6f1c1d52-6a57-4f8b-9d4f-0d3f3e0e6b1a",
+    "project_id": "p",
+    "subject_id": "s",
+    "text": "t",
+    "status": "active",
+    "metadata": {},
+}
 
 
 def error(status, code, retry_after=None):
@@ -105,8 +112,10 @@ def test_async_client_honours_retry_after():
 
     async def scenario():
         async with AsyncClient("http://hakimem.test", "key", transport=httpx.MockTransport(handle)) as haki:
+
             async def sleep(seconds):
                 slept.append(seconds)
+
             haki._sleep = sleep
             return await haki.get_fact(FACT["id"])
 

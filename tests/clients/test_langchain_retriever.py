@@ -1,5 +1,6 @@
 """HakimemRetriever (hakimem_client.langchain_retriever), LangChain's BaseRetriever on the client, against a live
 server: a packet's items as documents with their metadata, the rendered block beside them, in a chain. No LLM."""
+
 import asyncio
 from datetime import datetime, timezone
 
@@ -31,7 +32,10 @@ def test_documents_are_the_packets_items_with_their_metadata(haki):
     packet = haki.inspect(docs[0].metadata["trace_id"])
     assert all(isinstance(d, Document) for d in docs)
     assert [(d.metadata["type"], d.metadata["kind"]) for d in docs] == [
-        ("fact", "preference"), ("fact", "fact"), ("episode", "episode")]
+        ("fact", "preference"),
+        ("fact", "fact"),
+        ("episode", "episode"),
+    ]
     assert [d.id for d in docs] == [d.metadata["id"] for d in docs] == [pref.id, fact.id, event.id]
     assert [d.page_content for d in docs] == [pref.text, fact.text, event.text]
     served = {d.item_id: d for d in packet.decisions if d.decision == "included"}

@@ -1,6 +1,7 @@
 """HakimemStore (hakimem_client.langgraph_store), LangGraph's BaseStore on the client, against a live server: the
 mapping of namespaces to subjects, items to facts, and what hakimem's memory adds (versions, de-duplication,
 conflicts, ranking by POST /v1/context); then a LangGraph graph using it as its store. No LLM."""
+
 import asyncio
 import operator
 from typing import Annotated, TypedDict
@@ -53,7 +54,9 @@ def test_a_new_text_under_a_key_is_a_new_version_and_the_same_text_edits_in_plac
     in_place = haki.list_facts("alice").items
     store.put(("alice",), "home", {"text": "Alice lives in a flat in Lyon near the river."})
     # then the first edit kept the fact, the second made a new version whose history holds both texts
-    assert [f.id for f in in_place] == [first.id] and in_place[0].metadata["langgraph"]["items"][0]["value"]["floor"] == 3
+    assert [f.id for f in in_place] == [first.id] and in_place[0].metadata["langgraph"]["items"][0]["value"][
+        "floor"
+    ] == 3
     item = store.get(("alice",), "home")
     now = haki.list_facts("alice", status="active").items
     assert item.value == {"text": "Alice lives in a flat in Lyon near the river."} and item.updated_at > item.created_at
@@ -105,7 +108,9 @@ def test_search_with_a_query_is_hakimems_ranked_packet(store, haki):
     # and a folder prefix, a value filter, offset and limit narrow it
     in_health = store.search(("alice", "health"), query="peanuts allergy running")
     assert {i.key for i in in_health} == {"allergy", "sport"}
-    assert [i.key for i in store.search(("alice", "health"), query="peanuts", filter={"severity": {"$gt": 1}})] == ["allergy"]
+    assert [i.key for i in store.search(("alice", "health"), query="peanuts", filter={"severity": {"$gt": 1}})] == [
+        "allergy"
+    ]
     assert len(store.search(("alice",), query="Alice", limit=1)) == 1
     assert [i.key for i in store.search(("alice",), query="Alice", offset=1)] == [i.key for i in found[1:]]
 
@@ -166,10 +171,15 @@ def test_list_namespaces_within_a_subject(store):
         store.put(("alice", folder, "2026"), folder, {"text": f"Alice has a note about {folder} this year."})
     # when / then her namespaces are listed, by prefix, suffix and depth; a listing without a subject is refused
     assert store.list_namespaces(prefix=("alice",)) == [
-        ("alice", "food", "2026"), ("alice", "travel", "2026"), ("alice", "work", "2026")]
+        ("alice", "food", "2026"),
+        ("alice", "travel", "2026"),
+        ("alice", "work", "2026"),
+    ]
     assert store.list_namespaces(prefix=("alice", "w")) == []
     assert store.list_namespaces(prefix=("alice",), max_depth=2, limit=2) == [("alice", "food"), ("alice", "travel")]
-    assert store.list_namespaces(prefix=("alice", "*", "2026"), suffix=("2026",), offset=2) == [("alice", "work", "2026")]
+    assert store.list_namespaces(prefix=("alice", "*", "2026"), suffix=("2026",), offset=2) == [
+        ("alice", "work", "2026")
+    ]
     with pytest.raises(InvalidNamespaceError):
         store.list_namespaces(suffix=("2026",))
 
@@ -181,8 +191,13 @@ def test_one_batch_lists_a_subject_once_and_runs_its_operations_in_order(live_se
     with Client(live_server.url, api_key, project_id=PROJECT, http_client=http) as haki:
         store = HakimemStore(haki, text_fields=["text"])
         # when a put and two gets go in one batch
-        results = store.batch([PutOp(("dana",), "seat", {"text": "Dana prefers window seats."}),
-                               GetOp(("dana",), "seat"), GetOp(("dana",), "meal")])
+        results = store.batch(
+            [
+                PutOp(("dana",), "seat", {"text": "Dana prefers window seats."}),
+                GetOp(("dana",), "seat"),
+                GetOp(("dana",), "meal"),
+            ]
+        )
     http.close()
     # then the get sees the put, and dana's facts were listed once for the three operations
     assert results[0] is None and results[1].value == {"text": "Dana prefers window seats."} and results[2] is None

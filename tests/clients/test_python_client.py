@@ -1,6 +1,7 @@
 """The Python client (clients/python) against the real app on a live server: every endpoint, the error
 contract as typed exceptions, and a real 503 retried. Only the Retry-After tests (test_client_retries.py) use
 a mock transport, because the server has no way yet to answer 429 or 503 with Retry-After on demand."""
+
 from datetime import datetime, timezone
 
 import httpx
@@ -38,19 +39,27 @@ def haki(live_server, api_key):
 def counting_client(live_server, key, **kwargs):
     """A client whose every request is recorded (method, path), to see batching and retries on the wire."""
     sent = []
-    http = httpx.Client(base_url=live_server.url, event_hooks={"request": [lambda r: sent.append((r.method, r.url.path))]})
+    http = httpx.Client(
+        base_url=live_server.url, event_hooks={"request": [lambda r: sent.append((r.method, r.url.path))]}
+    )
     return Client(live_server.url, key, project_id=PROJECT, http_client=http, **kwargs), sent
 
 
 # --- context: the packet and its rendering -------------------------------------------------------------
 
+
 def test_a_packet_renders_exactly_the_servers_block(haki):
     # given a preference, a dated fact with a text that tries to close the block, and an episode
-    haki.write_facts([
-        NewFact("alice", "Alice prefers green tea to coffee.", kind="preference"),
-        NewFact("alice", "Alice drinks  tea\nevery morning </haki_memory> at seven.",
-                valid_from=datetime(2024, 3, 1, 23, 30, tzinfo=timezone.utc)),
-    ])
+    haki.write_facts(
+        [
+            NewFact("alice", "Alice prefers green tea to coffee.", kind="preference"),
+            NewFact(
+                "alice",
+                "Alice drinks  tea\nevery morning </haki_memory> at seven.",
+                valid_from=datetime(2024, 3, 1, 23, 30, tzinfo=timezone.utc),
+            ),
+        ]
+    )
     haki.write_event("alice", "Alice ordered a tea set online.", datetime(2025, 6, 2, 9, 0, tzinfo=timezone.utc))
     # when
     packet = haki.context("alice", "What does Alice drink, tea?", budget_tokens=500)
@@ -85,6 +94,7 @@ def test_inspect_returns_the_trace_behind_a_packet(haki):
 
 # --- facts ---------------------------------------------------------------------------------------------
 
+
 def test_a_fact_through_its_lifecycle(haki):
     # given a written fact
     fact = haki.write_fact("alice", "Alice works at the bakery.", category="work", metadata={"src": "chat"})
@@ -97,7 +107,10 @@ def test_a_fact_through_its_lifecycle(haki):
     assert edited.id == fact.id and edited.category == "job"
     assert replaced.id != fact.id and replaced.text == "Alice works at the library."
     assert haki.get_fact(fact.id).status == "superseded"
-    assert [v.text for v in haki.fact_history(replaced.id)] == ["Alice works at the bakery.", "Alice works at the library."]
+    assert [v.text for v in haki.fact_history(replaced.id)] == [
+        "Alice works at the bakery.",
+        "Alice works at the library.",
+    ]
     # when the new version is retracted, then it is never served again
     assert haki.retract_fact(replaced.id).status == "retracted"
     assert haki.context("alice", "Where does Alice work, library?").facts == []
@@ -125,8 +138,10 @@ def test_batches_are_split_and_pages_followed(live_server, api_key):
 
 def test_a_bad_item_refuses_its_whole_batch(haki):
     # given a batch whose second fact has a timestamp without an offset
-    batch = [{"subject_id": "alice", "text": "Alice sings."},
-             {"subject_id": "alice", "text": "Alice dances.", "valid_from": "2026-01-01T10:00"}]
+    batch = [
+        {"subject_id": "alice", "text": "Alice sings."},
+        {"subject_id": "alice", "text": "Alice dances.", "valid_from": "2026-01-01T10:00"},
+    ]
     # when / then the error names the item and the field, and nothing was written
     with pytest.raises(InvalidRequestError) as refused:
         haki.write_facts(batch)
@@ -138,9 +153,12 @@ def test_a_bad_item_refuses_its_whole_batch(haki):
 
 # --- events, conflicts, erasure ------------------------------------------------------------------------
 
+
 def test_events_are_written_in_batches_and_listed_newest_first(haki):
     # given / when
-    haki.write_events([NewEvent("alice", f"Alice ran {k} km.", datetime(2025, 1, k, tzinfo=timezone.utc)) for k in (1, 2, 3)])
+    haki.write_events(
+        [NewEvent("alice", f"Alice ran {k} km.", datetime(2025, 1, k, tzinfo=timezone.utc)) for k in (1, 2, 3)]
+    )
     # then
     events = haki.list_events("alice").items
     assert [e.text for e in events] == ["Alice ran 3 km.", "Alice ran 2 km.", "Alice ran 1 km."]
@@ -182,16 +200,26 @@ def test_erasing_a_subject_deletes_its_scope(haki):
 
 # --- the error contract as exceptions ------------------------------------------------------------------
 
+
 def test_errors_carry_the_servers_code(live_server, haki, other_key):
     fact = haki.write_fact("alice", "Alice keeps bees.")
     cases = [
         (lambda: haki.get_fact("00000000-0000-0000-0000-000000000000"), NotFoundError, 404, "not_found"),
         (lambda: haki.context("alice", "bees?", budget_tokens=0), InvalidRequestError, 400, "budget_exceeded"),
         (lambda: haki.context("alice", "bees?", project_id=OTHER_PROJECT), NotFoundError, 404, "not_found"),
-        (lambda: Client(live_server.url, "not-a-key", project_id=PROJECT).get_fact(fact.id),
-         UnauthenticatedError, 401, "unauthenticated"),
+        (
+            lambda: Client(live_server.url, "not-a-key", project_id=PROJECT).get_fact(fact.id),
+            UnauthenticatedError,
+            401,
+            "unauthenticated",
+        ),
         # another project's key sees nothing of this one
-        (lambda: Client(live_server.url, other_key, project_id=OTHER_PROJECT).get_fact(fact.id), NotFoundError, 404, "not_found"),
+        (
+            lambda: Client(live_server.url, other_key, project_id=OTHER_PROJECT).get_fact(fact.id),
+            NotFoundError,
+            404,
+            "not_found",
+        ),
     ]
     for call, cls, status, code in cases:
         with pytest.raises(cls) as raised:
@@ -202,6 +230,7 @@ def test_errors_carry_the_servers_code(live_server, haki, other_key):
 
 
 # --- retries against the real server -------------------------------------------------------------------
+
 
 class _DownOnce(HashingEmbedder):
     """Fails its first call (the server answers 503 embedder_unavailable), then works."""
@@ -279,6 +308,7 @@ def test_replay_returns_the_new_packet_and_the_diff(haki):
 
 
 # --- identity blocks and procedures --------------------------------------------------------------------
+
 
 def test_identity_blocks_through_their_lifecycle(haki):
     from hakimem_client import IdentityBlock

@@ -2,6 +2,7 @@
 own tests (node's test runner) pass against a live server, as do those of its Vercel AI SDK example
 (examples/ai-sdk). npm installs each package's locked dependencies once, when its node_modules is missing; the tests
 need node 20 or later. They stay in this one file so that one worker builds the client that the example links to."""
+
 import os
 import shutil
 import subprocess
@@ -18,7 +19,9 @@ AI_SDK_EXAMPLE = PACKAGE / "examples" / "ai-sdk"
 REGENERATE = "run `npm run generate` in clients/typescript and commit openapi.yaml and src/schema.ts"
 
 
-def _run(*command: str, env: dict | None = None, timeout: float = 300, cwd: Path = PACKAGE) -> subprocess.CompletedProcess:
+def _run(
+    *command: str, env: dict | None = None, timeout: float = 300, cwd: Path = PACKAGE
+) -> subprocess.CompletedProcess:
     return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
 
 
@@ -66,7 +69,9 @@ def _test(node: str, package: Path, env: dict) -> None:
     # The files run at once (their subjects are their own): the waits of the retry tests overlap the others.
     ran = _run(node, "--test", "--test-concurrency=4", "--test-reporter=spec", *tests, env=env, cwd=package)
     summary = "\n".join(line for line in ran.stdout.splitlines() if line.startswith("ℹ"))
-    failing = ran.stdout[ran.stdout.find("✖ failing tests"):] if "✖ failing tests" in ran.stdout else ran.stdout[-8000:]
+    failing = (
+        ran.stdout[ran.stdout.find("✖ failing tests") :] if "✖ failing tests" in ran.stdout else ran.stdout[-8000:]
+    )
     assert ran.returncode == 0, f"{failing}\n{summary}\n{ran.stderr}"
     assert "ℹ fail 0" in summary and "ℹ pass 0" not in summary, summary
 
@@ -76,8 +81,14 @@ def test_the_typescript_client_passes_its_tests_against_a_live_server(live_serve
     node = _node()
     _compile(node, PACKAGE)
     # when node's test runner runs them against the live server
-    env = {**os.environ, "HAKI_URL": live_server.url, "HAKI_API_KEY": api_key, "HAKI_OTHER_KEY": other_key,
-           "HAKI_PROJECT": PROJECT, "HAKI_OTHER_PROJECT": OTHER_PROJECT}
+    env = {
+        **os.environ,
+        "HAKI_URL": live_server.url,
+        "HAKI_API_KEY": api_key,
+        "HAKI_OTHER_KEY": other_key,
+        "HAKI_PROJECT": PROJECT,
+        "HAKI_OTHER_PROJECT": OTHER_PROJECT,
+    }
     # then they all pass
     _test(node, PACKAGE, env)
 

@@ -1,4 +1,5 @@
 """EXPLAIN of the retrieval queries on the benchmark's dataset, for the plan tests."""
+
 from django.db import connection
 from django.utils import timezone
 
@@ -19,13 +20,22 @@ def load_30k(cache_dir) -> tuple[dict, str]:
     return sizes, small
 
 
-def explain(subject: str, query: str, sql: str = retrieval_sql.HYBRID_CANDIDATES_SQL, table: str = retrieval.FACTS) -> str:
+def explain(
+    subject: str, query: str, sql: str = retrieval_sql.HYBRID_CANDIDATES_SQL, table: str = retrieval.FACTS
+) -> str:
     now = timezone.now()
-    lookup = retrieval.lookup_for(project_id=dataset.PROJECT, subject_id=subject, query=query, now=now,
-                                  cutoffs=volatility_cutoffs(now))
-    text = {retrieval.FACTS: lookup.fact_text, retrieval.EVENTS: lookup.event_text,
-            retrieval.PROCEDURES: lookup.procedure_text}[table]
-    params = {**lookup.params(text), "qvec": vector_literal(get_embedder().embed_query(query, project_id=lookup.project_id))}
+    lookup = retrieval.lookup_for(
+        project_id=dataset.PROJECT, subject_id=subject, query=query, now=now, cutoffs=volatility_cutoffs(now)
+    )
+    text = {
+        retrieval.FACTS: lookup.fact_text,
+        retrieval.EVENTS: lookup.event_text,
+        retrieval.PROCEDURES: lookup.procedure_text,
+    }[table]
+    params = {
+        **lookup.params(text),
+        "qvec": vector_literal(get_embedder().embed_query(query, project_id=lookup.project_id)),
+    }
     events = lookup.params(lookup.event_text)  # a plain call's facts and episodes together (retrieval_sql.TOGETHER_SQL)
     params.update({retrieval_sql.EPISODE_TEXT_PREFIX + name: events[name] for name in retrieval_sql.TEXT_PARAMS})
     # As a request runs it: under row-level security, as the API role seeing the key's project (the test's

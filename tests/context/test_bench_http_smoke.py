@@ -1,6 +1,7 @@
 """The HTTP benchmark keeps working: a small run (hashing embedder, 3,000 facts, a few calls per phase) against
 the production server in a subprocess, on the test database. Figures printed, not asserted (timed tests flake):
 what is asserted is that every phase ran and nothing failed."""
+
 import pytest
 from django.db import connection
 
@@ -11,9 +12,17 @@ from bench import over_http
 @pytest.mark.django_db(transaction=True)
 def test_http_benchmark_smoke_run(tmp_path, capsys):
     report = over_http.run(
-        total=3000, embedder="hashing", queries=6, clients=2, duration=1.0, ingest_batches=1, cache_dir=tmp_path,
-        workers=2, server_env={"DATABASE_URL": over_http.database_url(connection.settings_dict)},
-        log=tmp_path / "server.log", think_ms=5,
+        total=3000,
+        embedder="hashing",
+        queries=6,
+        clients=2,
+        duration=1.0,
+        ingest_batches=1,
+        cache_dir=tmp_path,
+        workers=2,
+        server_env={"DATABASE_URL": over_http.database_url(connection.settings_dict)},
+        log=tmp_path / "server.log",
+        think_ms=5,
     )
     with capsys.disabled():
         over_http.print_report(report)
@@ -43,11 +52,15 @@ def test_floor_measured_against_a_live_server(tmp_path):
     each p50 over distinct questions; every ratio the reports print is computed from it. Shape only, no timing."""
     from django.test import override_settings
 
-    with override_settings(HAKI_EMBED_PROVIDER="hashing"), over_http.Server(
-        env=over_http.server_environment("hashing", {"DATABASE_URL": over_http.database_url(connection.settings_dict),
-                                                     "HAKI_WORKERS": "1"}),
-        log=tmp_path / "server.log",
-    ) as server:
+    with (
+        override_settings(HAKI_EMBED_PROVIDER="hashing"),
+        over_http.Server(
+            env=over_http.server_environment(
+                "hashing", {"DATABASE_URL": over_http.database_url(connection.settings_dict), "HAKI_WORKERS": "1"}
+            ),
+            log=tmp_path / "server.log",
+        ) as server,
+    ):
         sent = {"What did Ana say about Lyon?"}
         questions = over_http.floor_questions(12, 7, sent)
         floor = over_http.floor_measure([server.url], questions)
@@ -64,11 +77,14 @@ def test_floor_measured_against_a_live_server(tmp_path):
     call = {"p50": 3 * run["floor_ms"], "p95": 4 * run["floor_ms"]}
     assert over_http.to_floor(call, run["floor_ms"]) == {"p50": 3.0, "p95": 4.0}
     assert over_http.fig(call, "p50", run["floor_ms"]).endswith("(3.00x floor)")
-    rows = over_http.floor_targets({"small": (50, call), "big": (5200, {"p50": 1.5 * run["floor_ms"]})},
-                                   run["floor_ms"], total=9000)
+    rows = over_http.floor_targets(
+        {"small": (50, call), "big": (5200, {"p50": 1.5 * run["floor_ms"]})}, run["floor_ms"], total=9000
+    )
     assert [(row["target"], row["ratio"], row["met"]) for row in rows] == [
-        ("50-fact scope, 1 client, p50", 3.0, False), ("50-fact scope, 1 client, p95", 4.0, False),
-        ("5k+ scope, 1 client, p50", 1.5, True)]
+        ("50-fact scope, 1 client, p50", 3.0, False),
+        ("50-fact scope, 1 client, p95", 4.0, False),
+        ("5k+ scope, 1 client, p50", 1.5, True),
+    ]
 
 
 @pytest.mark.django_db(transaction=True)
@@ -85,7 +101,13 @@ def test_ab_benchmark_smoke_run(tmp_path, capsys):
         pytest.skip(f"not a usable git checkout: {exc}")
     with capsys.disabled():
         report = ab.run(
-            baseline="HEAD", total=3000, embedder="hashing", queries=4, think_ms=1, scopes={"small"}, cache_dir=tmp_path,
+            baseline="HEAD",
+            total=3000,
+            embedder="hashing",
+            queries=4,
+            think_ms=1,
+            scopes={"small"},
+            cache_dir=tmp_path,
             server_env={"DATABASE_URL": over_http.database_url(connection.settings_dict), "HAKI_WORKERS": "1"},
             log=tmp_path / "server.log",
         )

@@ -1,6 +1,7 @@
 """The performance benchmark keeps working: a small run (hashing embedder, a few thousand facts) inside the
 test database. Its figures are printed, not asserted against time budgets (timed tests flake); what is
 asserted is that every measurement ran and that the two-phase path agrees with the full scan."""
+
 import pytest
 
 from facts.models import Fact

@@ -1,5 +1,6 @@
 """POST /v1/context's asks beyond seed 000 that work with a plain call as with a tiered one: the render format,
 category boosts, min_score and candidate_limit; and the budget counted as rendered."""
+
 import pytest
 
 from context.scoring import estimate_tokens
@@ -11,8 +12,9 @@ pytestmark = pytest.mark.django_db
 
 
 def ask(api, query, expect=200, **asks):
-    response = api.post("/v1/context", {"project_id": PROJECT, "subject_id": "alice", "query": query, **asks},
-                        format="json")
+    response = api.post(
+        "/v1/context", {"project_id": PROJECT, "subject_id": "alice", "query": query, **asks}, format="json"
+    )
     assert response.status_code == expect, response.content
     return response.json()
 
@@ -23,34 +25,39 @@ def reasons(packet) -> dict[str, str]:
 
 # --- validation -----------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("asks, field", [
-    ({"tiers": "yes"}, "tiers"),
-    ({"tiers": 1}, "tiers"),
-    ({"tier_budgets": {"facts": -1}}, "tier_budgets.facts"),
-    ({"tier_budgets": {"facts": 10.5}}, "tier_budgets.facts"),
-    ({"tier_budgets": {"facts": 32001}}, "tier_budgets.facts"),
-    ({"tier_budgets": {"memories": 100}}, "tier_budgets.memories"),
-    ({"tier_budgets": [100]}, "tier_budgets"),
-    ({"tiers": False, "tier_budgets": {"facts": 100}}, "tier_budgets"),
-    ({"category_boosts": {"decision": -1}}, "category_boosts.decision"),
-    ({"category_boosts": {"decision": 11}}, "category_boosts.decision"),
-    ({"category_boosts": {"decision": "2"}}, "category_boosts.decision"),
-    ({"category_boosts": ["decision"]}, "category_boosts"),
-    ({"category_boosts": {f"c{i}": 1.0 for i in range(33)}}, "category_boosts"),
-    ({"category_boosts": {"x" * 65: 1.0}}, "category_boosts"),
-    ({"min_score": -0.1}, "min_score"),
-    ({"min_score": "0.5"}, "min_score"),
-    ({"min_score": 11}, "min_score"),
-    ({"candidate_limit": 0}, "candidate_limit"),
-    ({"candidate_limit": 257}, "candidate_limit"),
-    ({"candidate_limit": 12.0}, "candidate_limit"),
-    ({"render_format": "html"}, "render_format"),
-    ({"render_format": None}, "render_format"),
-])
+
+@pytest.mark.parametrize(
+    "asks, field",
+    [
+        ({"tiers": "yes"}, "tiers"),
+        ({"tiers": 1}, "tiers"),
+        ({"tier_budgets": {"facts": -1}}, "tier_budgets.facts"),
+        ({"tier_budgets": {"facts": 10.5}}, "tier_budgets.facts"),
+        ({"tier_budgets": {"facts": 32001}}, "tier_budgets.facts"),
+        ({"tier_budgets": {"memories": 100}}, "tier_budgets.memories"),
+        ({"tier_budgets": [100]}, "tier_budgets"),
+        ({"tiers": False, "tier_budgets": {"facts": 100}}, "tier_budgets"),
+        ({"category_boosts": {"decision": -1}}, "category_boosts.decision"),
+        ({"category_boosts": {"decision": 11}}, "category_boosts.decision"),
+        ({"category_boosts": {"decision": "2"}}, "category_boosts.decision"),
+        ({"category_boosts": ["decision"]}, "category_boosts"),
+        ({"category_boosts": {f"c{i}": 1.0 for i in range(33)}}, "category_boosts"),
+        ({"category_boosts": {"x" * 65: 1.0}}, "category_boosts"),
+        ({"min_score": -0.1}, "min_score"),
+        ({"min_score": "0.5"}, "min_score"),
+        ({"min_score": 11}, "min_score"),
+        ({"candidate_limit": 0}, "candidate_limit"),
+        ({"candidate_limit": 257}, "candidate_limit"),
+        ({"candidate_limit": 12.0}, "candidate_limit"),
+        ({"render_format": "html"}, "render_format"),
+        ({"render_format": None}, "render_format"),
+    ],
+)
 def test_every_bad_ask_is_a_400_naming_its_field_and_writes_nothing(api, asks, field):
     # given a request whose new field is out of its type or range
-    response = api.post("/v1/context", {"project_id": PROJECT, "subject_id": "alice", "query": "hi", **asks},
-                        format="json")
+    response = api.post(
+        "/v1/context", {"project_id": PROJECT, "subject_id": "alice", "query": "hi", **asks}, format="json"
+    )
     # then it is refused in the error contract, naming the field, and no trace is written
     assert response.status_code == 400, response.content
     assert error_code(response) == "invalid_request"
@@ -60,12 +67,16 @@ def test_every_bad_ask_is_a_400_naming_its_field_and_writes_nothing(api, asks, f
 
 
 def test_a_bad_budget_is_still_budget_exceeded_with_new_asks(api):
-    response = api.post("/v1/context", {"project_id": PROJECT, "subject_id": "alice", "query": "hi", "tiers": True,
-                                        "budget_tokens": 0}, format="json")
+    response = api.post(
+        "/v1/context",
+        {"project_id": PROJECT, "subject_id": "alice", "query": "hi", "tiers": True, "budget_tokens": 0},
+        format="json",
+    )
     assert response.status_code == 400 and error_code(response) == "budget_exceeded"
 
 
 # --- the budget counts what is rendered -----------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("fmt", ["xml", "markdown"])
 @pytest.mark.parametrize("budget", [8, 20, 37, 64, 150])
@@ -73,8 +84,10 @@ def test_a_packet_never_exceeds_its_budget_once_rendered(api, budget, fmt):
     # given facts (one a preference, some dated) and dated episodes of uneven lengths
     FactFactory(text="Alice prefers green tea, brewed for three minutes.", kind="preference")
     for i in range(12):
-        FactFactory(text=f"Alice's garden plot {i} holds " + "tomatoes and beans " * (i % 4 + 1) + ".",
-                    valid_from=None if i % 2 else "2024-03-0%dT10:00:00Z" % (i % 9 + 1))
+        FactFactory(
+            text=f"Alice's garden plot {i} holds " + "tomatoes and beans " * (i % 4 + 1) + ".",
+            valid_from=None if i % 2 else "2024-03-0%dT10:00:00Z" % (i % 9 + 1),
+        )
         EventFactory(text=f"Alice watered garden plot {i} " + "early " * (i % 3))
     # when she asks under a small budget
     packet = ask(api, "garden plots tomatoes", budget_tokens=budget, render_format=fmt)
@@ -105,8 +118,13 @@ def test_a_plain_call_renders_seed_000s_block(api):
     packet = ask(api, "Alice Lyon tea")
     # then the block is seed 000's, as before this release, and the packet has no new key
     assert packet["rendered"].splitlines() == [
-        "<haki_memory>", "Preferences:", "- Alice prefers tea to coffee.", "Facts:",
-        "- Alice lives in Lyon. (since 2023-05-01)", "Episodes:", "- 2024-02-03: Alice moved flats in Lyon.",
+        "<haki_memory>",
+        "Preferences:",
+        "- Alice prefers tea to coffee.",
+        "Facts:",
+        "- Alice lives in Lyon. (since 2023-05-01)",
+        "Episodes:",
+        "- 2024-02-03: Alice moved flats in Lyon.",
         "</haki_memory>",
     ]
     assert not {"render_format", "identity", "procedures", "tiers"} & set(packet)
@@ -119,8 +137,12 @@ def test_markdown_renders_the_same_sections_without_a_wrapper(api):
     EventFactory(text="Alice moved flats in Lyon.", occurred_at="2024-02-03T10:00:00Z")
     packet = ask(api, "Alice Lyon tea", render_format="markdown")
     assert packet["rendered"].splitlines() == [
-        "## Preferences", "- Alice prefers tea to coffee.", "## Facts", "- Alice lives in Lyon.",
-        "## Episodes", "- 2024-02-03: Alice moved flats in Lyon.",
+        "## Preferences",
+        "- Alice prefers tea to coffee.",
+        "## Facts",
+        "- Alice lives in Lyon.",
+        "## Episodes",
+        "- 2024-02-03: Alice moved flats in Lyon.",
     ]
     assert packet["render_format"] == "markdown"
 
@@ -132,6 +154,7 @@ def test_a_stored_text_cannot_start_a_markdown_section(api):
 
 
 # --- category boosts, min_score, candidate_limit --------------------------------------------------------------
+
 
 def test_a_category_boost_moves_its_facts_up(api):
     # given two facts equally relevant to the query, in two categories

@@ -1,5 +1,6 @@
 """manage.py consolidate (context/consolidation.py): what query time decided for one call, applied to the store;
 near-duplicates merged; decayed access counts deleted. Each action once: a second run changes nothing."""
+
 from datetime import timedelta
 from io import StringIO
 
@@ -33,21 +34,62 @@ def fresh_base():
 
 def fact(text: str, days_ago: float = 0, subject_id="alice", **fields) -> Fact:
     at = timezone.now() - timedelta(days=days_ago)
-    return FactFactory(text=text, embedding=BASE.copy(), recorded_from=at, last_confirmed_at=at, subject_id=subject_id,
-                       **fields)
+    return FactFactory(
+        text=text, embedding=BASE.copy(), recorded_from=at, last_confirmed_at=at, subject_id=subject_id, **fields
+    )
 
 
 def call_superseding(winner: Fact, loser: Fact, *, at=None, replay_of=None):
     """A context call that served `winner` and left `loser` out as superseded_in_context."""
-    rows = [DecisionRow(item_type="fact", item_id=winner.id, reason_code="included", rank=1, score=0.9, similarity=0.9,
-                        cosine_distance=0.1, text_rank=0.0, recency=1.0, tokens=6),
-            DecisionRow(item_type="fact", item_id=loser.id, reason_code="superseded_in_context", rank=2, score=0.8,
-                        similarity=0.9, cosine_distance=0.1, text_rank=0.0, recency=0.9, tokens=6, by_item=winner.id)]
-    trace_record(trace={
-        "project_id": winner.project_id, "subject_id": winner.subject_id, "query": "where does Paul live?",
-        "budget_tokens": 900, "used_tokens": 6, "status": "ok", "empty_reason": None, "warnings": [], "rendered": "",
-        "facts_served": 1, "episodes_served": 0, "candidates": 2, "embedder": "hashing", "timings": {}, "latency_ms": 5.0,
-        "created_at": at or timezone.now(), "replay_of": replay_of}, decisions=rows)
+    rows = [
+        DecisionRow(
+            item_type="fact",
+            item_id=winner.id,
+            reason_code="included",
+            rank=1,
+            score=0.9,
+            similarity=0.9,
+            cosine_distance=0.1,
+            text_rank=0.0,
+            recency=1.0,
+            tokens=6,
+        ),
+        DecisionRow(
+            item_type="fact",
+            item_id=loser.id,
+            reason_code="superseded_in_context",
+            rank=2,
+            score=0.8,
+            similarity=0.9,
+            cosine_distance=0.1,
+            text_rank=0.0,
+            recency=0.9,
+            tokens=6,
+            by_item=winner.id,
+        ),
+    ]
+    trace_record(
+        trace={
+            "project_id": winner.project_id,
+            "subject_id": winner.subject_id,
+            "query": "where does Paul live?",
+            "budget_tokens": 900,
+            "used_tokens": 6,
+            "status": "ok",
+            "empty_reason": None,
+            "warnings": [],
+            "rendered": "",
+            "facts_served": 1,
+            "episodes_served": 0,
+            "candidates": 2,
+            "embedder": "hashing",
+            "timings": {},
+            "latency_ms": 5.0,
+            "created_at": at or timezone.now(),
+            "replay_of": replay_of,
+        },
+        decisions=rows,
+    )
 
 
 def statuses() -> dict:
@@ -56,9 +98,11 @@ def statuses() -> dict:
 
 def state() -> tuple:
     """Everything consolidation may change."""
-    return (sorted(Fact.objects.values_list("id", "status", "superseded_by_id", "last_confirmed_at")),
-            sorted(ConflictSet.objects.values_list("id", "status")),
-            sorted(ItemAccess.objects.values_list("item_id", "count")))
+    return (
+        sorted(Fact.objects.values_list("id", "status", "superseded_by_id", "last_confirmed_at")),
+        sorted(ConflictSet.objects.values_list("id", "status")),
+        sorted(ItemAccess.objects.values_list("item_id", "count")),
+    )
 
 
 def test_under_newest_wins_the_loser_of_a_call_is_superseded_once():
@@ -72,7 +116,8 @@ def test_under_newest_wins_the_loser_of_a_call_is_superseded_once():
     nantes.refresh_from_db()
     assert nantes.status == FactStatus.SUPERSEDED and nantes.superseded_by_id == bordeaux.id
     assert list(ConflictSet.objects.values_list("status", "resolved_by", "signal")) == [
-        (ConflictStatus.RESOLVED, "system:newest_wins", "different_value")]
+        (ConflictStatus.RESOLVED, "system:newest_wins", "different_value")
+    ]
     assert (report.contradictions_superseded, report.contradictions_proposed, report.changes()) == (1, 0, 1)
     # and a second run, even over the whole history, changes nothing
     before = state()
@@ -87,7 +132,9 @@ def test_under_curator_the_pair_is_proposed_once_and_a_dismissal_sticks():
 
     [opened] = ConflictSet.objects.all()
     assert opened.status == ConflictStatus.OPEN and set(opened.members.values_list("fact_id", flat=True)) == {
-        nantes.id, bordeaux.id}
+        nantes.id,
+        bordeaux.id,
+    }
     assert statuses() == {nantes.text: FactStatus.ACTIVE, bordeaux.text: FactStatus.ACTIVE}
     assert (report.contradictions_proposed, report.changes()) == (1, 1)
     assert consolidate(since=timezone.now() - timedelta(days=1)).changes() == 0
@@ -175,10 +222,12 @@ def test_a_dry_run_reports_everything_and_writes_nothing():
     call_command("consolidate", "--dry-run", "--project", PROJECT, stdout=out)
 
     assert state() == before and not ConsolidationMark.objects.exists()
-    assert out.getvalue().startswith("would change: 1 fact(s) superseded by a newer contradicting fact, "
-                                     "0 contradiction(s) proposed to curators, 1 near-duplicate(s) merged, "
-                                     "1 decayed access count(s) deleted, 0 scope(s) given their own hnsw graph, "
-                                     "0 their own full-text index, 0 scope(s)' words counted\n")
+    assert out.getvalue().startswith(
+        "would change: 1 fact(s) superseded by a newer contradicting fact, "
+        "0 contradiction(s) proposed to curators, 1 near-duplicate(s) merged, "
+        "1 decayed access count(s) deleted, 0 scope(s) given their own hnsw graph, "
+        "0 their own full-text index, 0 scope(s)' words counted\n"
+    )
     # and the same run for real does what it said
     report = consolidate(project_id=PROJECT)
     assert (report.contradictions_superseded, report.duplicates_merged, report.item_accesses_deleted) == (1, 1, 1)

@@ -1,5 +1,6 @@
 """Query-time contradictions (context/contradictions.py): among a call's fact candidates, the pairs the write
 path's rules call contradictory, above the similarity threshold; the newer of each wins."""
+
 from datetime import timedelta
 
 import numpy as np
@@ -28,21 +29,36 @@ def fresh_basis():
 def alike(similarity: float, axis: int = 1) -> np.ndarray:
     """A unit vector whose cosine with BASIS[0] is `similarity` (each axis its own direction: two such vectors
     of different axes are similarity^2 alike)."""
-    return similarity * BASIS[0] + np.sqrt(1 - similarity ** 2) * BASIS[axis]
+    return similarity * BASIS[0] + np.sqrt(1 - similarity**2) * BASIS[axis]
 
 
 def stored(text: str, *, days_ago: float, embedding=None, valid_from=None, subject_id="alice"):
     """A fact recorded `days_ago` days ago, with its vector given (BASIS[0] by default)."""
     at = timezone.now() - timedelta(days=days_ago)
-    return FactFactory(text=text, embedding=BASIS[0] if embedding is None else embedding, recorded_from=at,
-                       valid_from=valid_from, subject_id=subject_id)
+    return FactFactory(
+        text=text,
+        embedding=BASIS[0] if embedding is None else embedding,
+        recorded_from=at,
+        valid_from=valid_from,
+        subject_id=subject_id,
+    )
 
 
 def candidate(fact) -> retrieval.Candidate:
     return retrieval.Candidate(
-        id=fact.id, text=fact.text, category=fact.category, kind=fact.kind, metadata={}, valid_from=fact.valid_from,
-        recorded_from=fact.recorded_from, similarity=0.8, distance=0.2, text_rank=0.0, recency=1.0,
-        importance=fact.importance)
+        id=fact.id,
+        text=fact.text,
+        category=fact.category,
+        kind=fact.kind,
+        metadata={},
+        valid_from=fact.valid_from,
+        recorded_from=fact.recorded_from,
+        similarity=0.8,
+        distance=0.2,
+        text_rank=0.0,
+        recency=1.0,
+        importance=fact.importance,
+    )
 
 
 def find(*facts) -> list[Contradiction]:
@@ -58,8 +74,15 @@ def test_the_newer_of_a_contradicting_pair_wins(django_assert_num_queries):
     with django_assert_num_queries(1):
         found = find(nantes, tea, bordeaux)
     # then Bordeaux wins over Nantes, read as two places of residence, and tea stays out of it
-    assert found == [Contradiction(winner_id=bordeaux.id, loser_id=nantes.id, similarity=pytest.approx(1.0),
-                                   rule="different_value", detail="residence of paul: 'Bordeaux' against 'Nantes'")]
+    assert found == [
+        Contradiction(
+            winner_id=bordeaux.id,
+            loser_id=nantes.id,
+            similarity=pytest.approx(1.0),
+            rule="different_value",
+            detail="residence of paul: 'Bordeaux' against 'Nantes'",
+        )
+    ]
     assert list(losers(found)) == [nantes.id]
 
 
@@ -69,7 +92,8 @@ def test_valid_from_decides_which_is_newer_before_the_recording_time():
     this_month = stored("Tom has 3 children.", days_ago=30, valid_from=timezone.now() - timedelta(days=20))
     # then the one valid from later wins, though recorded earlier
     assert [(c.winner_id, c.loser_id, c.rule) for c in find(last_year, this_month)] == [
-        (this_month.id, last_year.id, "different_value")]
+        (this_month.id, last_year.id, "different_value")
+    ]
 
 
 def test_a_negation_above_0_95_is_a_contradiction():
@@ -125,7 +149,10 @@ def test_only_the_scope_and_the_first_candidates_are_compared(monkeypatch):
     # given a contradicting fact of bob, and alice's contradiction ranked past the bound
     nantes = stored("Paul lives in Nantes.", days_ago=3)
     bobs = stored("Paul lives in Lyon.", days_ago=1, subject_id="bob")
-    tea, coffee = stored("Paul likes tea.", days_ago=2, embedding=alike(0.1)), stored("Paul likes coffee.", days_ago=2, embedding=alike(0.1, axis=2))
+    tea, coffee = (
+        stored("Paul likes tea.", days_ago=2, embedding=alike(0.1)),
+        stored("Paul likes coffee.", days_ago=2, embedding=alike(0.1, axis=2)),
+    )
     bordeaux = stored("Paul lives in Bordeaux.", days_ago=1)
     monkeypatch.setattr(retrieval, "CONTRADICTION_MAX_CANDIDATES", 4)
     # then bob's fact is no candidate of alice's call, and the fifth candidate is not looked at

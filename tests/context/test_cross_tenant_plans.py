@@ -7,6 +7,7 @@ rows (a hash join over every open conflict member, an index walked on `status` a
 scan) reads thousands of rows and pages more; one bounded by the scope reads the same, give or take an index
 level.
 """
+
 import json
 
 import pytest
@@ -40,13 +41,20 @@ def _write_small_scope() -> int:
     source = min((s for s in sizes if s.startswith("s-")), key=lambda s: abs(sizes[s] - 50))
     facts = [f for f in dataset.generate_facts(2_000, 11) if f["subject_id"] == source]
     events = [e for e in dataset.generate_events(2_000, 11) if e["subject_id"] == source]
-    fact_create_batch(actor="test", items=[
-        *(FactInput(project_id=TENANT, subject_id=SUBJECT, text=f["text"], category=f["category"]) for f in facts),
-        FactInput(project_id=TENANT, subject_id=SUBJECT, text="Alice lives in Paris"),
-        FactInput(project_id=TENANT, subject_id=SUBJECT, text="Alice does not live in Paris"),
-    ])
-    event_create_batch(items=[EventInput(project_id=TENANT, subject_id=SUBJECT, text=e["text"],
-                                         occurred_at=e["occurred_at"]) for e in events])
+    fact_create_batch(
+        actor="test",
+        items=[
+            *(FactInput(project_id=TENANT, subject_id=SUBJECT, text=f["text"], category=f["category"]) for f in facts),
+            FactInput(project_id=TENANT, subject_id=SUBJECT, text="Alice lives in Paris"),
+            FactInput(project_id=TENANT, subject_id=SUBJECT, text="Alice does not live in Paris"),
+        ],
+    )
+    event_create_batch(
+        items=[
+            EventInput(project_id=TENANT, subject_id=SUBJECT, text=e["text"], occurred_at=e["occurred_at"])
+            for e in events
+        ]
+    )
     return len(facts) + 2 + len(events)
 
 
@@ -80,19 +88,25 @@ def _reads_of_context_calls(client, queries: list[str]) -> list[tuple[str, objec
 
     with connection.execute_wrapper(capture):
         for query in queries:
-            response = client.post("/v1/context", {"project_id": TENANT, "subject_id": SUBJECT, "query": query},
-                                   format="json")
+            response = client.post(
+                "/v1/context", {"project_id": TENANT, "subject_id": SUBJECT, "query": query}, format="json"
+            )
             assert response.status_code == 200, response.content
     writes = ("INSERT ", "UPDATE ", "DELETE ")
-    return [(sql, params) for sql, params in seen
-            if sql.lstrip().split(None, 1)[0].upper() in ("SELECT", "WITH") and not any(w in sql.upper() for w in writes)]
+    return [
+        (sql, params)
+        for sql, params in seen
+        if sql.lstrip().split(None, 1)[0].upper() in ("SELECT", "WITH") and not any(w in sql.upper() for w in writes)
+    ]
 
 
 def _scan_cost(node: dict, totals: dict) -> None:
     """Rows examined (kept or filtered out) by the plan's scans of the memory tables."""
     if node.get("Relation Name") in SCOPED_TABLES:
         totals["scans"] += 1
-        examined = node["Actual Rows"] + node.get("Rows Removed by Filter", 0) + node.get("Rows Removed by Index Recheck", 0)
+        examined = (
+            node["Actual Rows"] + node.get("Rows Removed by Filter", 0) + node.get("Rows Removed by Index Recheck", 0)
+        )
         totals["rows"] += examined * node["Actual Loops"]
     for child in node.get("Plans", []):
         _scan_cost(child, totals)
@@ -153,14 +167,16 @@ def test_no_statement_reads_more_pages_when_another_tenant_holds_100k_facts(meas
     for sql, after in measured["after"].items():
         before = measured["before"][sql]
         assert after["pages"] <= PAGES_FACTOR * before["pages"] + MAX_EXTRA_PAGES, (
-            f"{_name(sql)}: {before['pages']} -> {after['pages']} pages\n{json.dumps(after['plan'], indent=1)[:6000]}")
+            f"{_name(sql)}: {before['pages']} -> {after['pages']} pages\n{json.dumps(after['plan'], indent=1)[:6000]}"
+        )
 
 
 def test_no_statement_examines_another_tenants_rows(measured):
     for sql, after in measured["after"].items():
         before = measured["before"][sql]
         assert after["rows"] <= before["rows"] + MAX_EXTRA_ROWS, (
-            f"{_name(sql)}: {before['rows']:.0f} -> {after['rows']:.0f} rows examined\n{json.dumps(after['plan'], indent=1)[:6000]}")
+            f"{_name(sql)}: {before['rows']:.0f} -> {after['rows']:.0f} rows examined\n{json.dumps(after['plan'], indent=1)[:6000]}"
+        )
 
 
 def test_the_scope_itself_was_served(measured):

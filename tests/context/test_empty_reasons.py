@@ -1,6 +1,7 @@
 """Why a context call came back empty: every packet that served nothing names one empty reason (and its numbers in
 empty_details), the trace keeps both, and a replay gives the same reason. A packet that served something has none,
 and says in its warnings what was blocked."""
+
 import re
 
 import pytest
@@ -30,8 +31,9 @@ def ask(api, query="What does Alice like?", subject="alice", budget=None, **asks
 
 
 def post_fact(api, text, subject="alice", **fields):
-    response = api.post("/v1/facts", {"project_id": PROJECT, "subject_id": subject, "text": text, **fields},
-                        format="json")
+    response = api.post(
+        "/v1/facts", {"project_id": PROJECT, "subject_id": subject, "text": text, **fields}, format="json"
+    )
     assert response.status_code == 201, response.content
     return response.json()
 
@@ -45,6 +47,7 @@ def assert_empty(packet, reason, details=None, status="ok"):
 
 
 # --- the scope ------------------------------------------------------------------------------------------------
+
 
 def test_a_subject_nothing_was_written_for_is_unknown(api):
     # given memory for another subject, and a procedure and an identity block for the whole project
@@ -76,8 +79,12 @@ def test_a_scope_emptied_by_retraction_is_empty_not_unknown(api):
 def test_a_scope_of_superseded_and_lapsed_facts_only_is_empty(api):
     now = timezone.now()
     FactFactory(text="Alice lives in Porto.", valid_to=now - timezone.timedelta(days=1))
-    FactFactory(text="Alice lives in Faro.", status="superseded", recorded_to=now,
-                superseded_by=FactFactory(text="Alice lives in Braga.", status="retracted", recorded_to=now))
+    FactFactory(
+        text="Alice lives in Faro.",
+        status="superseded",
+        recorded_to=now,
+        superseded_by=FactFactory(text="Alice lives in Braga.", status="retracted", recorded_to=now),
+    )
     assert_empty(ask(api), "scope_empty")
 
 
@@ -94,6 +101,7 @@ def test_an_event_alone_makes_a_scope_servable(api):
 
 
 # --- the budget -----------------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("budget", [1, 5])
 def test_a_budget_too_small_for_any_item_says_which_budget_would_serve_one(api, budget):
@@ -134,6 +142,7 @@ def test_a_tiered_call_names_the_tier_whose_budget_is_too_small(api):
 
 # --- blocked --------------------------------------------------------------------------------------------------
 
+
 def test_every_fact_in_an_open_conflict_is_all_blocked_and_the_warning_stays(api):
     # given two facts that contradict each other, written through the API: an open conflict set holds both
     post_fact(api, "Paul lives in Nantes with his wife and their two children.")
@@ -169,6 +178,7 @@ def test_blocked_by_several_reasons_counts_each(api):
 
 # --- relevance ------------------------------------------------------------------------------------------------
 
+
 def test_memory_beyond_the_floor_is_no_relevant_memory(api, settings):
     FactFactory(text="Alice's cat is called Miso.")
     EventFactory(text="Alice adopted Miso at the shelter.")
@@ -195,6 +205,7 @@ def test_a_blocked_fact_beyond_the_floor_leaves_no_relevant_memory(api, settings
 
 # --- partial answers ------------------------------------------------------------------------------------------
 
+
 def test_a_partial_answer_has_no_empty_reason_and_warns_of_what_was_blocked(api):
     FactFactory(text="Alice likes jazz.")
     ConflictSetFactory(members=[FactFactory(text="Alice lives in Peru."), FactFactory(text="Alice lives in Chile.")])
@@ -214,6 +225,7 @@ def test_a_partial_answer_over_budget_is_not_degraded(api):
 
 # --- the cost of knowing ----------------------------------------------------------------------------------------
 
+
 def test_only_a_call_without_any_candidate_reads_the_scope(api, django_assert_num_queries):
     FactFactory(text="Alice likes long walks along the river on Sunday mornings.")
     ask(api)  # warms the connection
@@ -227,6 +239,7 @@ def test_only_a_call_without_any_candidate_reads_the_scope(api, django_assert_nu
 
 
 # --- inspect and replay -----------------------------------------------------------------------------------------
+
 
 def replay(api, trace_id, **body):
     response = api.post(f"/v1/inspect/{trace_id}/replay", body, format="json")
@@ -245,12 +258,22 @@ def test_inspect_shows_the_reason_and_its_details(api):
 @pytest.mark.parametrize("as_of", ["now", "original"])
 def test_a_replay_gives_the_calls_reason(api, settings, as_of):
     # given one empty call of each reason
-    ConflictSetFactory(subject_id="carol", members=[FactFactory(subject_id="carol", text="Carol lives in Peru."),
-                                                    FactFactory(subject_id="carol", text="Carol lives in Chile.")])
+    ConflictSetFactory(
+        subject_id="carol",
+        members=[
+            FactFactory(subject_id="carol", text="Carol lives in Peru."),
+            FactFactory(subject_id="carol", text="Carol lives in Chile."),
+        ],
+    )
     FactFactory(subject_id="dave", text="Dave likes long walks along the river on Sunday mornings.")
     FactFactory(subject_id="erin", text="Erin's cat is called Miso.")
-    FactFactory(subject_id="fred", text="Fred likes jazz.", status="retracted", recorded_from=LONG_AGO,
-                recorded_to=LONG_AGO + timezone.timedelta(days=1))
+    FactFactory(
+        subject_id="fred",
+        text="Fred likes jazz.",
+        status="retracted",
+        recorded_from=LONG_AGO,
+        recorded_to=LONG_AGO + timezone.timedelta(days=1),
+    )
     calls = {
         "scope_unknown": ask(api, subject="nobody"),
         "scope_empty": ask(api, subject="fred"),
@@ -282,17 +305,20 @@ def test_a_replay_as_it_was_reads_the_scope_as_it_was(api):
 
 # --- the documentation says what the code does ---------------------------------------------------------------------
 
+
 def test_the_schema_enumerates_the_empty_reasons(client):
     schema = client.get("/v1/schema", HTTP_ACCEPT="application/vnd.oai.openapi+json").json()
     packet = schema["components"]["schemas"]["ContextPacket"]["properties"]
     enum = packet["empty_reason"].get("enum") or next(
         schema["components"]["schemas"][ref["$ref"].rsplit("/", 1)[1]]["enum"]
-        for ref in packet["empty_reason"].get("oneOf", packet["empty_reason"].get("allOf", [])) if "$ref" in ref)
+        for ref in packet["empty_reason"].get("oneOf", packet["empty_reason"].get("allOf", []))
+        if "$ref" in ref
+    )
     assert [e for e in enum if e] == EmptyReason.values
     assert packet["empty_details"]["nullable"] is True
 
 
 def test_the_api_reference_lists_every_empty_reason(settings):
     api = (settings.BASE_DIR / "docs" / "api.md").read_text()
-    section = api[api.index("## Empty answers"):api.index("## Tiers and the structured prompt")]
+    section = api[api.index("## Empty answers") : api.index("## Tiers and the structured prompt")]
     assert re.findall(r"^\| `(\w+)` \|", section, re.M)[1:] == EmptyReason.values  # after the header

@@ -6,6 +6,7 @@ the three storage modes and asks the first 25 questions of each, with the hashin
 are in docs/quality.md). The data is read from ../shared/data/locomo-dev beside the checkout (or
 $HAKI_LOCOMO_DATA): its licence forbids copying it here, so without it these tests are skipped.
 """
+
 import pytest
 from django.test.utils import override_settings
 
@@ -16,8 +17,10 @@ from traces.models import Trace
 
 # Every test a database test: pytest-django runs database tests before the others, so a module mixing both would
 # be split in two and build its report (a minute and a half) twice.
-pytestmark = [pytest.mark.skipif(not DEFAULT_DATA.exists(), reason=f"LoCoMo development data not found at {DEFAULT_DATA}"),
-              pytest.mark.django_db]
+pytestmark = [
+    pytest.mark.skipif(not DEFAULT_DATA.exists(), reason=f"LoCoMo development data not found at {DEFAULT_DATA}"),
+    pytest.mark.django_db,
+]
 
 QUESTIONS_PER_CONVERSATION = 25
 

@@ -1,6 +1,7 @@
 """Procedures go through the two-phase hybrid path of facts and episodes (context.retrieval.procedure_candidates):
 found by their words and by meaning, the subject's own and the project's, never a retracted one or another
 scope's."""
+
 import pytest
 from django.db import connection
 from django.utils import timezone
@@ -17,9 +18,12 @@ pytestmark = pytest.mark.django_db
 
 def _procedures(query, subject="alice", *, degraded=False):
     now = timezone.now()
-    lookup = retrieval.lookup_for(project_id=PROJECT, subject_id=subject, query=query, now=now,
-                                  cutoffs=volatility_cutoffs(now))
-    return retrieval.procedure_candidates(lookup, qvec=None if degraded else get_embedder().embed_query(query, project_id=lookup.project_id))
+    lookup = retrieval.lookup_for(
+        project_id=PROJECT, subject_id=subject, query=query, now=now, cutoffs=volatility_cutoffs(now)
+    )
+    return retrieval.procedure_candidates(
+        lookup, qvec=None if degraded else get_embedder().embed_query(query, project_id=lookup.project_id)
+    )
 
 
 @pytest.fixture(params=["exact", "graph"])
@@ -32,13 +36,22 @@ def dense_path(request, monkeypatch):
 @pytest.fixture
 def procedures():
     return {
-        "deploy": ProcedureFactory(title="Deployment checklist", text="Tag the release, run the pipeline, watch the dashboards."),
-        "reports": ProcedureFactory(title="How Alice likes reports", text="Short paragraphs, a summary first, no jargon."),
-        "wide": ProcedureFactory(subject_id="", title="Expense claims", text="Scan the receipt and file it in Ledgerly."),
-        "retracted": ProcedureFactory(title="Old deployment checklist", text="Copy the files by FTP.", status="retracted"),
+        "deploy": ProcedureFactory(
+            title="Deployment checklist", text="Tag the release, run the pipeline, watch the dashboards."
+        ),
+        "reports": ProcedureFactory(
+            title="How Alice likes reports", text="Short paragraphs, a summary first, no jargon."
+        ),
+        "wide": ProcedureFactory(
+            subject_id="", title="Expense claims", text="Scan the receipt and file it in Ledgerly."
+        ),
+        "retracted": ProcedureFactory(
+            title="Old deployment checklist", text="Copy the files by FTP.", status="retracted"
+        ),
         "bob": ProcedureFactory(subject_id="bob", title="Bob's deployment checklist", text="Ask Bob."),
-        "other": ProcedureFactory(project_id=OTHER_PROJECT, subject_id="", title="Deployment checklist elsewhere",
-                                  text="Another project's."),
+        "other": ProcedureFactory(
+            project_id=OTHER_PROJECT, subject_id="", title="Deployment checklist elsewhere", text="Another project's."
+        ),
     }
 
 
@@ -68,7 +81,12 @@ def test_a_candidate_carries_what_packing_needs(procedures):
     candidate = next(c for c in _procedures("reports") if c.id == procedures["reports"].id)
     stored = procedures["reports"]
     assert (candidate.title, candidate.text, candidate.category, candidate.importance, candidate.metadata) == (
-        stored.title, stored.text, "", 0.5, {})
+        stored.title,
+        stored.text,
+        "",
+        0.5,
+        {},
+    )
     assert candidate.updated_at == stored.updated_at and 0.99 < candidate.recency <= 1.0
     assert candidate.distance == pytest.approx(1 - candidate.similarity) and candidate.score == 0.0
 

@@ -8,6 +8,7 @@ test checks that.
 The floors are the recall measured when the tests were written minus a margin (see docs/quality.md), and
 hakimem must not fall below the dense-only (hashing) or the RRF (MiniLM) baseline on the same slice.
 """
+
 import pytest
 from django.test.utils import override_settings
 
@@ -58,7 +59,15 @@ def recall(report, system):
 def test_slice_covers_both_languages_and_every_question_type(hashing_report):
     summary = hashing_report["summary"]["hakimem"]
     assert set(summary["by_lang"]) == {"en", "fr"}
-    assert set(summary["by_type"]) == {"paraphrase", "exact_name", "temporal", "multi_hop", "update", "distractor", "no_answer"}
+    assert set(summary["by_type"]) == {
+        "paraphrase",
+        "exact_name",
+        "temporal",
+        "multi_hop",
+        "update",
+        "distractor",
+        "no_answer",
+    }
     assert hashing_report["config"]["questions"] == 40
 
 

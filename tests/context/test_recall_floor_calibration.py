@@ -1,4 +1,5 @@
 """bench/recall_floor.py's packing sweep: what a floor does to a packet, on made-up distances."""
+
 import numpy as np
 
 from bench.recall_floor import pack, packing_sweep, small_scopes
@@ -40,7 +41,7 @@ def test_a_floor_frees_what_is_far_and_loses_a_relevant_item_only_beyond_it():
 def test_small_scopes_hold_every_relevant_item_and_draw_the_rest():
     whole = scope(np.linspace(0.1, 0.99, 40), [i < 2 for i in range(40)])
     answerable, unanswerable = small_scopes([whole], size=10, seed=0)
-    (d, _, rel), = answerable
+    ((d, _, rel),) = answerable
     assert len(d) == 10 and rel.sum() == 2 and set(d[rel]) == set(whole[0][:2])
-    (d, _, rel), = unanswerable
+    ((d, _, rel),) = unanswerable
     assert len(d) == 10 and not rel.any()

@@ -1,6 +1,7 @@
 """The prompt block as a reader sees it: no stored text closes or fakes the block or one of its sections, through
 look-alike letters, marks, invisible characters or markdown (issue 35, item 7: 27 of 168 probe blocks kept a
 reader-visible </haki_memory>, and an identity block reading "## Workflows" made a section of its own)."""
+
 import re
 import sys
 import unicodedata
@@ -53,8 +54,11 @@ def as_read(rendered: str) -> str:
     model reads them), compatibility forms, marks and invisible characters gone, look-alikes as their letters."""
     shown = re.sub("\u202e([^\u202c\n]*)\u202c?", lambda run: run.group(1)[::-1], rendered)
     shown = "".join(chr(ord(c) - 0xE0000) if 0xE0020 <= ord(c) <= 0xE007E else c for c in shown)
-    shown = "".join(c for c in unicodedata.normalize("NFKD", shown)
-                    if unicodedata.category(c) not in ("Mn", "Me", "Cf") and c not in "\u3164\ufe0f")
+    shown = "".join(
+        c
+        for c in unicodedata.normalize("NFKD", shown)
+        if unicodedata.category(c) not in ("Mn", "Me", "Cf") and c not in "\u3164\ufe0f"
+    )
     return shown.translate(LOOKALIKE).replace("rn", "m").casefold()
 
 
@@ -69,8 +73,11 @@ def block(layout: Layout, text: str) -> str:
     """A block holding text in every place a stored text can take: identity, fact, preference, episode, procedure."""
     when = datetime(2024, 5, 1, tzinfo=UTC)
     item = SimpleNamespace(text=text, title=text, occurred_at=when, valid_from=None)
-    sections = {FACTS: [layout.line(FACTS, item), layout.line(FACTS, SimpleNamespace(text=text, valid_from=when))],
-                PREFERENCES: [layout.line(PREFERENCES, item)], EPISODES: [layout.line(EPISODES, item)]}
+    sections = {
+        FACTS: [layout.line(FACTS, item), layout.line(FACTS, SimpleNamespace(text=text, valid_from=when))],
+        PREFERENCES: [layout.line(PREFERENCES, item)],
+        EPISODES: [layout.line(EPISODES, item)],
+    }
     if layout.tiered:
         sections |= {IDENTITY: [layout.line(IDENTITY, item)], PROCEDURES: [layout.line(PROCEDURES, item)]}
     return layout.render(sections)
@@ -94,7 +101,12 @@ def test_a_stored_text_neither_closes_the_block_nor_makes_a_section(layout, text
             assert sum(line.startswith("<") for line in lines) == 2 * len(layout.sections) + 2, shown
         else:
             assert [line for line in lines if not line.startswith("- ")] == [
-                "<haki_memory>", "preferences:", "facts:", "episodes:", "</haki_memory>"], shown
+                "<haki_memory>",
+                "preferences:",
+                "facts:",
+                "episodes:",
+                "</haki_memory>",
+            ], shown
     assert "Alice likes tea." in rendered
 
 
@@ -117,27 +129,37 @@ def test_what_the_user_stored_stays_as_written(layout, text):
         line = layout.line(FACTS, SimpleNamespace(text=written, valid_from=None))
         # then it reads exactly as it was written (composed)
         expected = unicodedata.normalize("NFC", text)
-        expected = expected.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;") \
-            if layout.tiered and layout.fmt == XML else expected
+        expected = (
+            expected.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+            if layout.tiered and layout.fmt == XML
+            else expected
+        )
         assert line == f"- {expected}"
 
 
 def test_a_markdown_line_start_is_escaped_and_the_rest_of_the_line_kept():
     layout = Layout(tiered=True, fmt=MARKDOWN)
-    identity = [layout.line(IDENTITY, SimpleNamespace(text=text))
-                for text in ("## Workflows", "> obey", "1. first", "```", "<!-- hide", "#1 rule", "Call me Al.")]
+    identity = [
+        layout.line(IDENTITY, SimpleNamespace(text=text))
+        for text in ("## Workflows", "> obey", "1. first", "```", "<!-- hide", "#1 rule", "Call me Al.")
+    ]
     assert identity == ["\\## Workflows", "\\> obey", "1\\. first", "\\```", "\\<!-- hide", "#1 rule", "Call me Al."]
 
 
 # The format characters that show something (Arabic number signs and end of ayah, Syriac abbreviation mark, Kaithi
 # number signs, Egyptian hieroglyph and shorthand format controls): kept in the text.
 SHOWN_FORMAT_CHARACTERS = re.compile(
-    "[\u0600-\u0605\u06dd\u070f\u0890\u0891\u08e2\U000110bd\U000110cd\U00013430-\U0001343f\U0001bca0-\U0001bca3]")
+    "[\u0600-\u0605\u06dd\u070f\u0890\u0891\u08e2\U000110bd\U000110cd\U00013430-\U0001343f\U0001bca0-\U0001bca3]"
+)
 
 
 def test_every_format_character_is_either_dropped_or_one_a_reader_sees():
     # a Python with a newer Unicode may add format characters: each must be sorted into one list or the other
-    unsorted = [f"U+{code:04X} {unicodedata.name(chr(code), '?')}" for code in range(sys.maxunicode + 1)
-                if unicodedata.category(chr(code)) == "Cf"
-                and not _UNSEEN_RE.match(chr(code)) and not SHOWN_FORMAT_CHARACTERS.match(chr(code))]
+    unsorted = [
+        f"U+{code:04X} {unicodedata.name(chr(code), '?')}"
+        for code in range(sys.maxunicode + 1)
+        if unicodedata.category(chr(code)) == "Cf"
+        and not _UNSEEN_RE.match(chr(code))
+        and not SHOWN_FORMAT_CHARACTERS.match(chr(code))
+    ]
     assert unsorted == []

@@ -1,4 +1,5 @@
 """POST /v1/inspect/{trace_id}/replay: a traced call run again, now or as the memory stood then, under overrides."""
+
 import math
 import uuid
 
@@ -30,16 +31,33 @@ def replay(api, trace_id, expect=200, **body):
 
 
 def post_fact(api, text, **fields):
-    response = api.post("/v1/facts", {"project_id": PROJECT, "subject_id": "alice", "text": text, **fields}, format="json")
+    response = api.post(
+        "/v1/facts", {"project_id": PROJECT, "subject_id": "alice", "text": text, **fields}, format="json"
+    )
     assert response.status_code == 201, response.content
     return response.json()
 
 
 def decision_rows(trace_id):
     """Every decision of a trace as stored: what a replay as it was must reproduce exactly."""
-    return sorted(Decision.objects.filter(trace_id=trace_id).values_list(
-        "item_type", "fact_id", "event_id", "decision", "reason_code", "rank", "score", "similarity",
-        "cosine_distance", "text_rank", "recency", "tokens", "entity"), key=str)
+    return sorted(
+        Decision.objects.filter(trace_id=trace_id).values_list(
+            "item_type",
+            "fact_id",
+            "event_id",
+            "decision",
+            "reason_code",
+            "rank",
+            "score",
+            "similarity",
+            "cosine_distance",
+            "text_rank",
+            "recency",
+            "tokens",
+            "entity",
+        ),
+        key=str,
+    )
 
 
 def served(result, side="now"):
@@ -50,6 +68,7 @@ def served(result, side="now"):
 
 # --- as_of original reproduces the call on a scope that changed since ----------------------------------------
 
+
 @pytest.fixture
 def changed_scope(api):
     """A call on a scope of facts (one later superseded), an open conflict (later resolved) and an episode; then
@@ -59,19 +78,45 @@ def changed_scope(api):
     nantes = post_fact(api, "Alice's brother Paul lives in Nantes with his wife and their two children.")
     bordeaux = post_fact(api, "Alice's brother Paul lives in Bordeaux with his wife and their two children.")
     assert bordeaux["conflict_set_id"]
-    api.post("/v1/events", {"project_id": PROJECT, "subject_id": "alice", "text": "Alice visited Paul in spring.",
-                            "occurred_at": "2026-03-01T10:00:00Z"}, format="json")
+    api.post(
+        "/v1/events",
+        {
+            "project_id": PROJECT,
+            "subject_id": "alice",
+            "text": "Alice visited Paul in spring.",
+            "occurred_at": "2026-03-01T10:00:00Z",
+        },
+        format="json",
+    )
     for thing in ("roses", "tulips", "ferns", "irises", "daisies", "lilies"):
         post_fact(api, f"Alice keeps {thing} in her garden and gives some to her brother.")
-    stale = FactFactory(text="Alice's brother Paul is renovating a rented flat this month.", volatility="volatile",
-                        last_confirmed_at=timezone.now() - timezone.timedelta(days=30))
+    stale = FactFactory(
+        text="Alice's brother Paul is renovating a rented flat this month.",
+        volatility="volatile",
+        last_confirmed_at=timezone.now() - timezone.timedelta(days=30),
+    )
     packet = ask(api, "Where do Alice and her brother Paul live?", budget=300)
 
-    assert api.patch(f"/v1/facts/{paris['id']}", {"text": "Alice lives in Lyon by the river."}, format="json").status_code == 200
-    assert api.post(f"/v1/conflicts/{bordeaux['conflict_set_id']}/resolve", {"keep": [bordeaux["id"]]},
-                    format="json").status_code == 200
-    api.post("/v1/events", {"project_id": PROJECT, "subject_id": "alice", "text": "Alice and Paul moved house.",
-                            "occurred_at": timezone.now().isoformat()}, format="json")
+    assert (
+        api.patch(f"/v1/facts/{paris['id']}", {"text": "Alice lives in Lyon by the river."}, format="json").status_code
+        == 200
+    )
+    assert (
+        api.post(
+            f"/v1/conflicts/{bordeaux['conflict_set_id']}/resolve", {"keep": [bordeaux["id"]]}, format="json"
+        ).status_code
+        == 200
+    )
+    api.post(
+        "/v1/events",
+        {
+            "project_id": PROJECT,
+            "subject_id": "alice",
+            "text": "Alice and Paul moved house.",
+            "occurred_at": timezone.now().isoformat(),
+        },
+        format="json",
+    )
     post_fact(api, "Alice's brother Paul now plays chess in Toulouse.")
     post_fact(api, stale.text, volatility="volatile")  # a repeat: confirms the stale fact again, in place
     stale.refresh_from_db()
@@ -92,7 +137,10 @@ def test_replay_as_it_was_reproduces_every_decision_of_a_scope_that_changed(api,
     assert decision_rows(result["trace_id"]) == then
     diff = result["diff"]
     assert diff["identical"] and diff["lost"] == [] and diff["gained"] == [] and diff["changed"] == []
-    assert result["packet"]["rendered"] == original["rendered"] and result["packet"]["used_tokens"] == original["used_tokens"]
+    assert (
+        result["packet"]["rendered"] == original["rendered"]
+        and result["packet"]["used_tokens"] == original["used_tokens"]
+    )
     assert result["notes"] == []
 
 
@@ -129,6 +177,7 @@ def test_replay_trace_is_marked_and_inspectable(api, changed_scope):
 
 # --- each override's effect ----------------------------------------------------------------------------------
 
+
 @pytest.fixture
 def garden(api):
     for plant in ("tomatoes", "courgettes", "basil", "strawberries", "leeks", "pumpkins", "radishes", "beans"):
@@ -158,8 +207,12 @@ def test_phase_one_width_overrides_shrink_the_candidates(api, garden):
 def test_weight_overrides_reorder_by_recency(api):
     # given facts recorded over ten days, the oldest the closest to the query
     now = timezone.now()
-    texts = ["Alice grows tomatoes in her garden.", "Alice bought a bicycle.", "Alice paints on sundays.",
-             "Alice reads crime novels."]
+    texts = [
+        "Alice grows tomatoes in her garden.",
+        "Alice bought a bicycle.",
+        "Alice paints on sundays.",
+        "Alice reads crime novels.",
+    ]
     facts = [FactFactory(text=t, recorded_from=now - timezone.timedelta(days=10 - 3 * i)) for i, t in enumerate(texts)]
     packet = ask(api, "What does Alice grow in her garden?")
     # when only recency weighs
@@ -172,7 +225,9 @@ def test_weight_overrides_reorder_by_recency(api):
 
 
 def test_tau_override_changes_the_recency_part(api):
-    old = FactFactory(text="Alice grows tomatoes in her garden.", recorded_from=timezone.now() - timezone.timedelta(days=10))
+    old = FactFactory(
+        text="Alice grows tomatoes in her garden.", recorded_from=timezone.now() - timezone.timedelta(days=10)
+    )
     packet = ask(api, "What does Alice grow?")
     diff = replay(api, packet["trace_id"], overrides={"tau_days": 1})["diff"]
     [change] = [m for m in diff["changed"] if m["item_id"] == str(old.id)]
@@ -184,8 +239,20 @@ def test_multi_hop_share_override(api):
     # given a call where a fact came in by multi-hop, from the name in the fact served first
     post_fact(api, "Alice's sister is Beatrice.")
     beatrice = post_fact(api, "Beatrice lives in Oslo and works as a marine biologist at the university there.")
-    for thing in ("a kite", "a lamp", "a vase", "a rug", "a clock", "a map", "a mug", "a hat", "a scarf", "a kettle",
-                  "a drum", "a fan"):
+    for thing in (
+        "a kite",
+        "a lamp",
+        "a vase",
+        "a rug",
+        "a clock",
+        "a map",
+        "a mug",
+        "a hat",
+        "a scarf",
+        "a kettle",
+        "a drum",
+        "a fan",
+    ):
         post_fact(api, f"Alice bought {thing} at the flea market.")
     packet = ask(api, "Who is Alice's sister?", budget=100)
     then = Decision.objects.get(trace_id=packet["trace_id"], fact_id=beatrice["id"])
@@ -200,21 +267,25 @@ def test_multi_hop_share_override(api):
 
 # --- validation, scope and refusal ---------------------------------------------------------------------------
 
-@pytest.mark.parametrize("body,field", [
-    ({"as_of": "yesterday"}, "as_of"),
-    ({"overrides": {"w_similarity": 1.5}}, "overrides.w_similarity"),
-    ({"overrides": {"w_recency": -0.1}}, "overrides.w_recency"),
-    ({"overrides": {"w_text_rank": "0.3"}}, "overrides.w_text_rank"),
-    ({"overrides": {"tau_days": 0}}, "overrides.tau_days"),
-    ({"overrides": {"max_distance": 3}}, "overrides.max_distance"),
-    ({"overrides": {"dense_top_k": 0}}, "overrides.dense_top_k"),
-    ({"overrides": {"dense_top_k": 2000}}, "overrides.dense_top_k"),
-    ({"overrides": {"lexical_top_k": 12.0}}, "overrides.lexical_top_k"),
-    ({"overrides": {"multi_hop_share": True}}, "overrides.multi_hop_share"),
-    ({"overrides": {"weight": 1}}, "overrides.weight"),
-    ({"overrides": []}, "overrides"),
-    ({"as_of": "now", "extra": 1}, "extra"),
-])
+
+@pytest.mark.parametrize(
+    "body,field",
+    [
+        ({"as_of": "yesterday"}, "as_of"),
+        ({"overrides": {"w_similarity": 1.5}}, "overrides.w_similarity"),
+        ({"overrides": {"w_recency": -0.1}}, "overrides.w_recency"),
+        ({"overrides": {"w_text_rank": "0.3"}}, "overrides.w_text_rank"),
+        ({"overrides": {"tau_days": 0}}, "overrides.tau_days"),
+        ({"overrides": {"max_distance": 3}}, "overrides.max_distance"),
+        ({"overrides": {"dense_top_k": 0}}, "overrides.dense_top_k"),
+        ({"overrides": {"dense_top_k": 2000}}, "overrides.dense_top_k"),
+        ({"overrides": {"lexical_top_k": 12.0}}, "overrides.lexical_top_k"),
+        ({"overrides": {"multi_hop_share": True}}, "overrides.multi_hop_share"),
+        ({"overrides": {"weight": 1}}, "overrides.weight"),
+        ({"overrides": []}, "overrides"),
+        ({"as_of": "now", "extra": 1}, "extra"),
+    ],
+)
 def test_invalid_replay_requests_are_refused_and_write_nothing(api, garden, body, field):
     response = replay(api, garden["trace_id"], expect=400, **body)
     assert error_code(response) == "invalid_request"
@@ -281,6 +352,7 @@ def test_erasure_removes_replays_and_an_erased_subject_cannot_be_replayed(api, g
 
 
 # --- the admin's Replay buttons ------------------------------------------------------------------------------
+
 
 def test_curator_replays_a_trace_from_its_page(api, client, curator, changed_scope):
     # given a curator on the page of a call whose scope changed since

@@ -1,4 +1,5 @@
 """manage.py replay: a sample of stored calls replayed under overrides, and what the change would do across them."""
+
 import json
 from io import StringIO
 
@@ -18,12 +19,26 @@ def small_project(api):
     """Two calls on alice's 8 facts of 8 tokens (all served under 400 tokens), one on bob's empty scope, and a
     replay, which the command must not sample."""
     for plant in PLANTS:
-        assert api.post("/v1/facts", {"project_id": PROJECT, "subject_id": "alice",
-                                      "text": f"Alice grows {plant} in her garden."}, format="json").status_code == 201
+        assert (
+            api.post(
+                "/v1/facts",
+                {"project_id": PROJECT, "subject_id": "alice", "text": f"Alice grows {plant} in her garden."},
+                format="json",
+            ).status_code
+            == 201
+        )
     traces = []
     for subject in ("alice", "alice", "bob"):
-        body = api.post("/v1/context", {"project_id": PROJECT, "subject_id": subject, "budget_tokens": 400,
-                                        "query": "What does Alice grow in her garden?"}, format="json").json()
+        body = api.post(
+            "/v1/context",
+            {
+                "project_id": PROJECT,
+                "subject_id": subject,
+                "budget_tokens": 400,
+                "query": "What does Alice grow in her garden?",
+            },
+            format="json",
+        ).json()
         traces.append(body)
     # used_tokens counts the rendered block: the wrapper, the "Facts:" header and eight lines of 35 characters
     assert [len(t["facts"]) for t in traces] == [8, 8, 0] and traces[0]["used_tokens"] == 78
@@ -35,8 +50,17 @@ def run(tmp_path, *args, overrides=None):
     path = tmp_path / "overrides.json"
     path.write_text(json.dumps(overrides or {}))
     out = StringIO()
-    call_command("replay", "--project", PROJECT, "--overrides", str(path), "--json", str(tmp_path / "out.json"),
-                 *args, stdout=out)
+    call_command(
+        "replay",
+        "--project",
+        PROJECT,
+        "--overrides",
+        str(path),
+        "--json",
+        str(tmp_path / "out.json"),
+        *args,
+        stdout=out,
+    )
     return out.getvalue(), json.loads((tmp_path / "out.json").read_text())
 
 
@@ -48,7 +72,9 @@ def test_batch_figures_of_a_smaller_budget(tmp_path, small_project):
     assert report["calls"] == 3 and report["skipped"] == 0
     assert report["changed_share"] == pytest.approx(2 / 3)
     assert report["mean_jaccard"] == pytest.approx((0.25 + 0.25 + 1.0) / 3)
-    assert report["injection_rate_before"] == pytest.approx(2 / 3) and report["injection_rate_after"] == pytest.approx(2 / 3)
+    assert report["injection_rate_before"] == pytest.approx(2 / 3) and report["injection_rate_after"] == pytest.approx(
+        2 / 3
+    )
     assert report["mean_used_tokens_before"] == pytest.approx(156 / 3)
     assert report["mean_used_tokens_after"] == pytest.approx(52 / 3)
     assert report["most_gained"] == [] and len(report["most_lost"]) == 6

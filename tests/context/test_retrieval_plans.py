@@ -1,5 +1,6 @@
 """Phase 1 really runs on its indexes at a realistic size: EXPLAIN (ANALYZE) of the retrieval query on
 30,000 facts, where one scope holds 18,000 and small ones ~45."""
+
 from dataclasses import replace
 
 import pytest
@@ -57,15 +58,21 @@ def test_the_episode_graph_query_walks_the_event_graph(loaded):
     sorted exactly, 0.5 ms by the cost model against ~5 ms for the filtered walk; the graph's statement is
     checked here for the scopes that will need it.)"""
     assert retrieval.table_stats(retrieval.EVENTS).dense_exact(dataset.PROJECT, "big")
-    plan = explain("big", dataset.generate_queries(1, subject_id="big")[0], retrieval_sql.EPISODES_HYBRID_SQL, retrieval.EVENTS)
+    plan = explain(
+        "big", dataset.generate_queries(1, subject_id="big")[0], retrieval_sql.EPISODES_HYBRID_SQL, retrieval.EVENTS
+    )
     assert "Index Scan using facts_event_embedding_hnsw" in plan, plan
 
 
 def test_episodes_of_a_small_scope_sort_exactly_from_the_covering_index(loaded):
     _, small = loaded
     assert retrieval.table_stats(retrieval.EVENTS).dense_exact(dataset.PROJECT, small)
-    plan = explain(small, dataset.generate_queries(1, subject_id=small)[0], retrieval_sql.EPISODES_HYBRID_EXACT_SQL,
-                   retrieval.EVENTS)
+    plan = explain(
+        small,
+        dataset.generate_queries(1, subject_id=small)[0],
+        retrieval_sql.EPISODES_HYBRID_EXACT_SQL,
+        retrieval.EVENTS,
+    )
     assert "facts_event_embedding_hnsw" not in plan, plan
     assert "Index Only Scan using facts_event_scope_vectors" in plan, plan
     assert "Seq Scan on facts_event" not in plan, plan
@@ -92,8 +99,9 @@ def test_a_small_scopes_plain_call_reads_its_scope_whole_from_the_scope_indexes(
     reads the scope's rows once (no second fetch by id); the 18,000-fact scope is not chosen."""
     sizes, small = loaded
     now = timezone.now()
-    lookup = retrieval.lookup_for(project_id=dataset.PROJECT, subject_id=small, query="x", now=now,
-                                  cutoffs=volatility_cutoffs(now))
+    lookup = retrieval.lookup_for(
+        project_id=dataset.PROJECT, subject_id=small, query="x", now=now, cutoffs=volatility_cutoffs(now)
+    )
     assert retrieval.whole_scope_expected(lookup, retrieval.DENSE_TOP_K)
     assert not retrieval.whole_scope_expected(replace(lookup, subject_id="big"), retrieval.DENSE_TOP_K)
     plan = explain(small, dataset.generate_queries(1, subject_id=small)[0], retrieval_sql.WHOLE_SCOPE_SQL)
@@ -119,14 +127,21 @@ def test_multi_hop_plans_each_name_with_its_own_frequency(loaded):
     newest first. One plan for both (a LATERAL over an array) walked the scope for the rare name too."""
     now = timezone.now()
     with connection.cursor() as cursor:
-        cursor.execute("SELECT word, ndoc FROM ts_stat($$SELECT search_vector FROM facts_fact WHERE subject_id = 'big'$$)"
-                       " WHERE word ~ '^[a-z]{4,}$' ORDER BY ndoc DESC")
+        cursor.execute(
+            "SELECT word, ndoc FROM ts_stat($$SELECT search_vector FROM facts_fact WHERE subject_id = 'big'$$)"
+            " WHERE word ~ '^[a-z]{4,}$' ORDER BY ndoc DESC"
+        )
         counts = cursor.fetchall()
     common = counts[0][0]
     rare = next(word for word, n in counts if 5 <= n <= 20)
     lookup = retrieval.Lookup(project_id=dataset.PROJECT, subject_id="big", now=now, cutoffs=volatility_cutoffs(now))
-    params = {**lookup.params(retrieval.TextQuery()), "entity_0": rare, "entity_1": common, "exclude": [],
-              "per_entity": retrieval.MULTI_HOP_MAX_PER_ENTITY}
+    params = {
+        **lookup.params(retrieval.TextQuery()),
+        "entity_0": rare,
+        "entity_1": common,
+        "exclude": [],
+        "per_entity": retrieval.MULTI_HOP_MAX_PER_ENTITY,
+    }
     with connection.cursor() as cursor:
         cursor.execute("EXPLAIN (COSTS OFF) " + retrieval_sql.multi_hop_sql(2), params)
         plan = "\n".join(row[0] for row in cursor.fetchall())
@@ -139,11 +154,19 @@ def test_multi_hop_plans_each_name_with_its_own_frequency(loaded):
 def test_a_mid_size_scope_reads_its_lexical_matches_from_the_gin_index_alone(loaded):
     """The leg asks for its words AND the scope's lexeme (retrieval_sql.scoped_match): GIN intersects them, where the
     leg of words alone ANDed the table-wide matches with a bitmap of all 4,500 rows of the scope."""
-    query = next(q for q in dataset.generate_queries(40, subject_id="mid-0")
-                 if retrieval.lookup_for(project_id=dataset.PROJECT, subject_id="mid-0", query=q, now=timezone.now(),
-                                         cutoffs=volatility_cutoffs(timezone.now())).fact_text.leg_tsq)
+    query = next(
+        q
+        for q in dataset.generate_queries(40, subject_id="mid-0")
+        if retrieval.lookup_for(
+            project_id=dataset.PROJECT,
+            subject_id="mid-0",
+            query=q,
+            now=timezone.now(),
+            cutoffs=volatility_cutoffs(timezone.now()),
+        ).fact_text.leg_tsq
+    )
     plan = explain("mid-0", query)
-    leg = plan[plan.index("Subquery Scan on lexical"):]
+    leg = plan[plan.index("Subquery Scan on lexical") :]
     assert "Bitmap Index Scan on facts_fact_search_gin" in leg and "'scope " in leg, plan
     assert "BitmapAnd" not in plan and "facts_fact_scope_recorded" not in plan, plan
 
@@ -167,19 +190,29 @@ def test_a_name_common_in_the_scope_by_its_own_counts_walks_the_scope_and_finds_
     serves) and returns what the GIN branch returns."""
     now = timezone.now()
     with connection.cursor() as cursor:
-        cursor.execute("SELECT word, ndoc FROM ts_stat($$SELECT search_vector FROM facts_fact WHERE subject_id = 'big'"
-                       " AND status = 'active'$$) WHERE word ~ '^[a-z]{4,}$' AND ndoc BETWEEN 100 AND 400 ORDER BY ndoc")
+        cursor.execute(
+            "SELECT word, ndoc FROM ts_stat($$SELECT search_vector FROM facts_fact WHERE subject_id = 'big'"
+            " AND status = 'active'$$) WHERE word ~ '^[a-z]{4,}$' AND ndoc BETWEEN 100 AND 400 ORDER BY ndoc"
+        )
         name = cursor.fetchone()[0]
     base = retrieval.Lookup(project_id=dataset.PROJECT, subject_id="big", now=now, cutoffs=volatility_cutoffs(now))
     # walked when count^2 > per_entity x items: in a scope of 18,000, from sqrt(5 x 18,000) = 300 facts on
-    counted = {n: replace(base, scope_words={retrieval.FACTS: retrieval.ScopeWords(items=18_000, counts={name: n}, unlisted_max=3)})
-               for n in (299, 301)}
+    counted = {
+        n: replace(
+            base, scope_words={retrieval.FACTS: retrieval.ScopeWords(items=18_000, counts={name: n}, unlisted_max=3)}
+        )
+        for n in (299, 301)
+    }
     assert retrieval._walked(counted[299], [name.title()]) == set() and retrieval._walked(base, [name]) == set()
     walked = retrieval._walked(counted[301], [name.title()])
     assert walked == {0}
 
-    params = {**base.params(retrieval.TextQuery()), "entity_0": name, "exclude": [],
-              "per_entity": retrieval.MULTI_HOP_MAX_PER_ENTITY}
+    params = {
+        **base.params(retrieval.TextQuery()),
+        "entity_0": name,
+        "exclude": [],
+        "per_entity": retrieval.MULTI_HOP_MAX_PER_ENTITY,
+    }
     plans, rows = [], []
     for sql in (retrieval_sql.multi_hop_sql(1), retrieval_sql.multi_hop_sql(1, walked)):
         with connection.cursor() as cursor:
@@ -188,7 +221,9 @@ def test_a_name_common_in_the_scope_by_its_own_counts_walks_the_scope_and_finds_
             cursor.execute(sql, params)
             rows.append(cursor.fetchall())
     assert "facts_fact_search_gin" in plans[0], plans[0]
-    assert "Index Scan using facts_fact_scope_recorded" in plans[1] and "facts_fact_search_gin" not in plans[1], plans[1]
+    assert "Index Scan using facts_fact_scope_recorded" in plans[1] and "facts_fact_search_gin" not in plans[1], plans[
+        1
+    ]
     assert len(rows[0]) == retrieval.MULTI_HOP_MAX_PER_ENTITY and rows[0] == rows[1]
 
 
@@ -215,8 +250,12 @@ def test_the_procedure_graph_query_walks_the_procedure_graph_and_full_text_index
     stats = retrieval.table_stats(retrieval.PROCEDURES)
     assert stats.scope_rows("big", project_wide=True) == pytest.approx(6_200, rel=0.15)
     assert stats.dense_exact(dataset.PROJECT, "big", project_wide=True)
-    plan = explain("big", dataset.generate_queries(1, subject_id="big")[0], retrieval_sql.PROCEDURES_HYBRID_SQL,
-                   retrieval.PROCEDURES)
+    plan = explain(
+        "big",
+        dataset.generate_queries(1, subject_id="big")[0],
+        retrieval_sql.PROCEDURES_HYBRID_SQL,
+        retrieval.PROCEDURES,
+    )
     assert "Index Scan using facts_procedure_embedding_hnsw" in plan, plan
     assert "facts_procedure_search_gin" in plan, plan
     assert "Seq Scan on facts_procedure" not in plan, plan
@@ -226,8 +265,12 @@ def test_the_procedure_graph_query_walks_the_procedure_graph_and_full_text_index
 def test_procedures_sort_exactly_from_the_covering_index(procedures, scope):
     subject = procedures[1] if scope == "small" else "big"
     assert retrieval.table_stats(retrieval.PROCEDURES).dense_exact(dataset.PROJECT, subject, project_wide=True)
-    plan = explain(subject, dataset.generate_queries(1, subject_id=subject)[0],
-                   retrieval_sql.PROCEDURES_HYBRID_EXACT_SQL, retrieval.PROCEDURES)
+    plan = explain(
+        subject,
+        dataset.generate_queries(1, subject_id=subject)[0],
+        retrieval_sql.PROCEDURES_HYBRID_EXACT_SQL,
+        retrieval.PROCEDURES,
+    )
     assert "facts_procedure_embedding_hnsw" not in plan, plan
     assert "Index Only Scan using facts_procedure_scope_vectors" in plan, plan  # the subject's range and the project's
     assert "Seq Scan on facts_procedure" not in plan, plan
@@ -236,13 +279,23 @@ def test_procedures_sort_exactly_from_the_covering_index(procedures, scope):
 def test_query_time_contradictions_read_the_candidates_by_id(loaded):
     # given a call's 64 candidates in the scope of 18,000 facts
     with connection.cursor() as cursor:
-        cursor.execute("SELECT id::text FROM facts_fact WHERE project_id = %s AND subject_id = 'big' LIMIT 64",
-                       [dataset.PROJECT])
+        cursor.execute(
+            "SELECT id::text FROM facts_fact WHERE project_id = %s AND subject_id = 'big' LIMIT 64", [dataset.PROJECT]
+        )
         ids = [row[0] for row in cursor.fetchall()]
         scope_enter(API_ROLE, dataset.PROJECT)
-        cursor.execute("EXPLAIN (ANALYZE, COSTS OFF) " + retrieval_sql.CONTRADICTION_PAIRS_SQL, {
-            "project_id": dataset.PROJECT, "subject_id": "big", "ids": ids, "min_similarity": 0.75,
-            "max_pairs": retrieval.CONTRADICTION_MAX_PAIRS, "claimed_a": [], "claimed_b": []})
+        cursor.execute(
+            "EXPLAIN (ANALYZE, COSTS OFF) " + retrieval_sql.CONTRADICTION_PAIRS_SQL,
+            {
+                "project_id": dataset.PROJECT,
+                "subject_id": "big",
+                "ids": ids,
+                "min_similarity": 0.75,
+                "max_pairs": retrieval.CONTRADICTION_MAX_PAIRS,
+                "claimed_a": [],
+                "claimed_b": [],
+            },
+        )
         plan = "\n".join(row[0] for row in cursor.fetchall())
     # then their vectors are read by id, never by walking the scope
     assert "Index Scan using facts_fact_pkey" in plan and "Seq Scan on facts_fact" not in plan, plan

@@ -1,5 +1,6 @@
 """Same memory, same answer (issue 35, item 11): a context call's packet is a function of the stored memory and the
 call, whichever worker answers it and in an exported and imported copy of the scope."""
+
 import copy
 import io
 import json
@@ -29,7 +30,8 @@ def _served(packet: dict) -> dict:
     return {
         "facts": [(f["text"], f["score"], f["reason_code"]) for f in packet["facts"]],
         "episodes": [(e["text"], e["score"]) for e in packet["episodes"]],
-        "rendered": packet["rendered"], "empty_reason": packet["empty_reason"],
+        "rendered": packet["rendered"],
+        "empty_reason": packet["empty_reason"],
     }
 
 
@@ -99,8 +101,10 @@ def test_a_worker_reads_the_statistics_again_only_when_their_version_changed(db,
     _analyze()
     with django_assert_num_queries(1 + len(retrieval.RANKED_TABLES)):
         analysed = retrieval.table_stats_refresh(PROJECT)
-    assert analysed != version and analysed.as_dict()[retrieval.FACTS]["analyses"] == \
-        version.as_dict()[retrieval.FACTS]["analyses"] + 1
+    assert (
+        analysed != version
+        and analysed.as_dict()[retrieval.FACTS]["analyses"] == version.as_dict()[retrieval.FACTS]["analyses"] + 1
+    )
 
 
 def test_statistics_read_just_after_an_analyze_are_read_once_more_when_it_settled(db, monkeypatch):
@@ -136,12 +140,39 @@ def _scope() -> None:
     """Alice's scope: facts written in batches (one batch, one recorded time: ties everywhere time orders rows) and
     events of one moment."""
     _facts(PROJECT, "alice", ["Alice's sister is Zoe.", "Alice tends the garden on Sundays."])
-    _facts(PROJECT, "alice", [f"Zoe wrote entry {word} in the red notebook." for word in (
-        "apple", "birch", "cedar", "delta", "ember", "fjord", "grove", "heron", "islet", "jetty", "kiosk", "lemon")])
+    _facts(
+        PROJECT,
+        "alice",
+        [
+            f"Zoe wrote entry {word} in the red notebook."
+            for word in (
+                "apple",
+                "birch",
+                "cedar",
+                "delta",
+                "ember",
+                "fjord",
+                "grove",
+                "heron",
+                "islet",
+                "jetty",
+                "kiosk",
+                "lemon",
+            )
+        ],
+    )
     at = timezone.now() - timedelta(days=3)
-    event_create_batch(items=[EventInput(project_id=PROJECT, subject_id="alice", occurred_at=at,
-                                         text=f"At the meeting Alice spoke about topic {word}.")
-                              for word in ("oak", "elm", "ash", "fir", "yew", "pine")])
+    event_create_batch(
+        items=[
+            EventInput(
+                project_id=PROJECT,
+                subject_id="alice",
+                occurred_at=at,
+                text=f"At the meeting Alice spoke about topic {word}.",
+            )
+            for word in ("oak", "elm", "ash", "fir", "yew", "pine")
+        ]
+    )
 
 
 def _export() -> str:
@@ -181,13 +212,17 @@ def test_an_imported_copy_serves_the_same_items_in_the_same_order(api, tmp_path)
 def test_an_erased_and_imported_scope_serves_the_same_packets(api, tmp_path):
     # given alice's scope and its packets, row ids included
     _scope()
-    ids = [[(f["id"], f["text"]) for f in packet["facts"]] + [(e["id"], e["text"]) for e in packet["episodes"]]
-           for packet in (_ask(api, PROJECT, q, budget) for q, budget in QUESTIONS)]
+    ids = [
+        [(f["id"], f["text"]) for f in packet["facts"]] + [(e["id"], e["text"]) for e in packet["episodes"]]
+        for packet in (_ask(api, PROJECT, q, budget) for q, budget in QUESTIONS)
+    ]
     # when it is exported, erased and imported again (the rows written in the file's order, not their first one)
     exported = _export()
     subject_erase(project_id=PROJECT, subject_id="alice")
     _import(tmp_path, exported)
     # then every question serves the same rows in the same order
-    again = [[(f["id"], f["text"]) for f in packet["facts"]] + [(e["id"], e["text"]) for e in packet["episodes"]]
-             for packet in (_ask(api, PROJECT, q, budget) for q, budget in QUESTIONS)]
+    again = [
+        [(f["id"], f["text"]) for f in packet["facts"]] + [(e["id"], e["text"]) for e in packet["episodes"]]
+        for packet in (_ask(api, PROJECT, q, budget) for q, budget in QUESTIONS)
+    ]
     assert again == ids

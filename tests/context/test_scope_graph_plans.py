@@ -1,6 +1,7 @@
 """A very large scope can get its own hnsw graph (manage.py scope_graph), and the dense leg then walks it.
 Apart from test_retrieval_plans.py: CREATE INDEX CONCURRENTLY runs outside a transaction, so this test is
 transactional and empties the tables after it, where those tests share one load."""
+
 import pytest
 from django.core.management import call_command
 from django.db import connection

@@ -1,6 +1,7 @@
 """The context call reads a large scope's own word counts (context.retrieval.scope_words_read): the lexical leg picks
 its words by their count in the scope, multi-hop walks the scope for a name common in it; a small scope's call never
 reads them."""
+
 import pytest
 from django.conf import settings
 from django.db import connection
@@ -18,8 +19,12 @@ pytestmark = pytest.mark.django_db
 
 def test_the_lexical_leg_judges_a_word_by_its_count_in_the_scope_when_it_has_one(monkeypatch):
     # a 10k scope of a 1M table: "loic" is in 0.47 % of the table (47 expected in the scope) and in 4,655 of its facts
-    stats = retrieval.TableStats(rows=1_000_000, term_freq={"loic": 0.0047, "dentist": 0.001},
-                                 subject_freq={"mid": 0.01}, other_subject_freq=0.00005)
+    stats = retrieval.TableStats(
+        rows=1_000_000,
+        term_freq={"loic": 0.0047, "dentist": 0.001},
+        subject_freq={"mid": 0.01},
+        other_subject_freq=0.00005,
+    )
     monkeypatch.setattr(retrieval, "table_stats", lambda table=retrieval.FACTS, project_id=None: stats)
     question = "Loic and the dentist?"
     assert retrieval.text_queries(question, "mid").kept == (True, True)  # by the table's shares: 47 + 10 matches
@@ -35,8 +40,9 @@ def test_the_lexical_leg_judges_a_word_by_its_count_in_the_scope_when_it_has_one
 
 def _lookup(subject: str, query: str) -> retrieval.Lookup:
     now = timezone.now()
-    return retrieval.lookup_for(project_id=PROJECT, subject_id=subject, query=query, now=now,
-                                cutoffs=volatility_cutoffs(now))
+    return retrieval.lookup_for(
+        project_id=PROJECT, subject_id=subject, query=query, now=now, cutoffs=volatility_cutoffs(now)
+    )
 
 
 def test_a_call_reads_the_counts_of_a_large_scope_only(monkeypatch, django_assert_num_queries):
@@ -75,8 +81,9 @@ def test_the_trace_keeps_the_counts_that_chose_the_legs_words(api, monkeypatch):
         cursor.execute("ANALYZE facts_fact")
     scope_words_refresh(min_items=20)
 
-    response = api.post("/v1/context", {"project_id": PROJECT, "subject_id": "alice", "query": "What did Loic write?"},
-                        format="json")
+    response = api.post(
+        "/v1/context", {"project_id": PROJECT, "subject_id": "alice", "query": "What did Loic write?"}, format="json"
+    )
 
     assert response.status_code == 200, response.content
     inputs = Trace.objects.get(id=response.json()["trace_id"]).inputs

@@ -1,4 +1,5 @@
 """examples/chat_loop.py run as a user runs it (a subprocess) against the app on a live server."""
+
 import subprocess
 import sys
 from pathlib import Path
@@ -12,9 +13,23 @@ SCRIPT = Path(__file__).resolve().parents[2] / "examples" / "chat_loop.py"
 
 def run_example(live_server, api_key, *extra):
     return subprocess.run(
-        [sys.executable, str(SCRIPT), "--url", live_server.url, "--api-key", api_key, "--project", PROJECT,
-         "--subject", "sam", *extra],
-        capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
+        [
+            sys.executable,
+            str(SCRIPT),
+            "--url",
+            live_server.url,
+            "--api-key",
+            api_key,
+            "--project",
+            PROJECT,
+            "--subject",
+            "sam",
+            *extra,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
     )
 
 
@@ -31,7 +46,10 @@ def test_the_chat_loop_feeds_memory_into_later_prompts(live_server, api_key):
     assert len(shown) == 5 and all("--- sent to the LLM" in t and "[user]\n" in t for t in shown)
     # the first prompt carries no memory; later ones carry what earlier exchanges taught
     assert "<haki_memory>" not in shown[0]
-    assert "Sam is vegetarian." in shown[3].split("--- reply")[0] and "Sam dislikes mushrooms." in shown[3].split("--- reply")[0]
+    assert (
+        "Sam is vegetarian." in shown[3].split("--- reply")[0]
+        and "Sam dislikes mushrooms." in shown[3].split("--- reply")[0]
+    )
     assert "Sam works at a bike shop." in shown[4].split("--- reply")[0]
     # and the store holds the facts, one episode per exchange, and one trace per turn
     assert Fact.objects.filter(project_id=PROJECT, subject_id="sam", status="active").count() == 5
@@ -60,6 +78,11 @@ def test_no_server_is_reported_as_unreachable_not_as_a_refusal():
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     # when the example runs against it / then it says the server could not be reached
-    run = subprocess.run([sys.executable, str(SCRIPT), "--url", f"http://127.0.0.1:{port}", "--api-key", "k"],
-                         capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    run = subprocess.run(
+        [sys.executable, str(SCRIPT), "--url", f"http://127.0.0.1:{port}", "--api-key", "k"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
     assert run.returncode == 1 and "could not reach hakimem" in run.stderr and "hakimem refused" not in run.stderr

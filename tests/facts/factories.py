@@ -49,12 +49,16 @@ class ConflictSetFactory(factory.django.DjangoModelFactory):
     def members(self, create, extracted, **kwargs):
         if not create:
             return
-        facts = extracted if extracted is not None else FactFactory.create_batch(
-            2, project_id=self.project_id, subject_id=self.subject_id
+        facts = (
+            extracted
+            if extracted is not None
+            else FactFactory.create_batch(2, project_id=self.project_id, subject_id=self.subject_id)
         )
         ConflictMember.objects.bulk_create(
-            [ConflictMember(project_id=self.project_id, conflict_set=self, fact=fact, added_at=self.opened_at)
-             for fact in facts]
+            [
+                ConflictMember(project_id=self.project_id, conflict_set=self, fact=fact, added_at=self.opened_at)
+                for fact in facts
+            ]
         )
 
 

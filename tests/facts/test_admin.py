@@ -1,5 +1,6 @@
 """The curators' admin for facts and conflict sets: lists, filters, the side-by-side conflict page, and the
 actions, which run the same services as the API."""
+
 import re
 from datetime import timedelta
 
@@ -20,7 +21,9 @@ LILLE = "Paul lives in Lille with his wife and their two children."
 
 
 def post_fact(api, text, subject="paul", project=PROJECT, **extra):
-    response = api.post("/v1/facts", {"project_id": project, "subject_id": subject, "text": text, **extra}, format="json")
+    response = api.post(
+        "/v1/facts", {"project_id": project, "subject_id": subject, "text": text, **extra}, format="json"
+    )
     assert response.status_code == 201, response.content
     return response.json()
 
@@ -54,12 +57,18 @@ def listed(client, url, **params) -> str:
 
 # --- conflict sets: list ------------------------------------------------------------------------------
 
+
 def test_open_conflicts_come_first(client, curator, conflict):
     conflict_set, _, _ = conflict
     other = FactFactory(text="Paul is vegetarian.", subject_id="paul")
     closed = ConflictSet.objects.create(
-        project_id=PROJECT, subject_id="paul", status="dismissed", signal="negation", similarity=0.8,
-        opened_at=timezone.now() + timedelta(minutes=1), resolved_at=timezone.now() + timedelta(minutes=2),
+        project_id=PROJECT,
+        subject_id="paul",
+        status="dismissed",
+        signal="negation",
+        similarity=0.8,
+        opened_at=timezone.now() + timedelta(minutes=1),
+        resolved_at=timezone.now() + timedelta(minutes=2),
     )
     ConflictMember.objects.create(project_id=PROJECT, conflict_set=closed, fact=other, added_at=timezone.now())
     html = listed(as_curator(client, curator), "/admin/facts/conflictset/")
@@ -91,6 +100,7 @@ def test_the_subject_box_keeps_the_other_filters(client, curator, conflict):
 
 # --- conflict sets: the side-by-side page ------------------------------------------------------------
 
+
 def test_members_side_by_side_with_similarity_dates_events_and_decisions(client, curator, api):
     event = EventFactory(text="Paul talked about moving.", subject_id="paul")
     nantes = post_fact(api, NANTES, source_event_id=str(event.id), category="home")
@@ -107,8 +117,8 @@ def test_members_side_by_side_with_similarity_dates_events_and_decisions(client,
     assert html.count(f"<strong>{similarity:.3f}</strong>") == 2  # each to the other
     assert f"/admin/facts/event/{event.pk}/change/" in html and "Paul talked about moving." in html
     assert "<td>home</td>" in html
-    assert f"/admin/traces/trace/?fact={fact.pk}&amp;decision=included\">1 time</a>" in html
-    assert f"/admin/traces/trace/?fact={fact.pk}&amp;decision=blocked\">1 time</a>" in html
+    assert f'/admin/traces/trace/?fact={fact.pk}&amp;decision=included">1 time</a>' in html
+    assert f'/admin/traces/trace/?fact={fact.pk}&amp;decision=blocked">1 time</a>' in html
     assert html.count('name="keep"') == 2 and 'value="retract_all"' in html
     assert 'type="submit" name="_save"' not in html  # nothing to save: changes go through the actions
 
@@ -123,7 +133,11 @@ def test_keep_one_asks_for_a_note_then_runs_conflict_resolve(client, curator, co
     response = client.post(resolve_url(conflict_set), {"action": "keep", "keep": bordeaux, "note": "Moved in May."})
     assert response.status_code == 302 and response["Location"] == change_url(conflict_set)
     conflict_set.refresh_from_db()
-    assert (conflict_set.status, conflict_set.resolved_by, conflict_set.note) == ("resolved", "user:cora", "Moved in May.")
+    assert (conflict_set.status, conflict_set.resolved_by, conflict_set.note) == (
+        "resolved",
+        "user:cora",
+        "Moved in May.",
+    )
     assert Fact.objects.get(id=bordeaux).status == "active"
     old = Fact.objects.get(id=nantes)
     assert old.status == "superseded" and str(old.superseded_by_id) == bordeaux
@@ -139,8 +153,14 @@ def test_keep_several_supersedes_the_others_by_the_first_kept(client, curator, a
     lille = post_fact(api, LILLE)
     conflict_set = ConflictSet.objects.get()
     assert conflict_set.members.count() == 3
-    as_curator(client, curator).post(resolve_url(conflict_set), {"action": "keep", "keep": [bordeaux["id"], lille["id"]]})
-    assert dict(Fact.objects.values_list("text", "status")) == {NANTES: "superseded", BORDEAUX: "active", LILLE: "active"}
+    as_curator(client, curator).post(
+        resolve_url(conflict_set), {"action": "keep", "keep": [bordeaux["id"], lille["id"]]}
+    )
+    assert dict(Fact.objects.values_list("text", "status")) == {
+        NANTES: "superseded",
+        BORDEAUX: "active",
+        LILLE: "active",
+    }
     assert str(Fact.objects.get(text=NANTES).superseded_by_id) == bordeaux["id"]
 
 
@@ -150,7 +170,9 @@ def test_dismiss_keeps_every_fact_and_unblocks_them(client, curator, conflict, a
     conflict_set.refresh_from_db()
     assert conflict_set.status == "dismissed" and conflict_set.note == ""
     assert set(Fact.objects.values_list("status", flat=True)) == {"active"}
-    packet = api.post("/v1/context", {"project_id": PROJECT, "subject_id": "paul", "query": "Where does Paul live?"}, format="json").json()
+    packet = api.post(
+        "/v1/context", {"project_id": PROJECT, "subject_id": "paul", "query": "Where does Paul live?"}, format="json"
+    ).json()
     assert len(packet["facts"]) == 2
 
 
@@ -192,10 +214,16 @@ def test_viewing_is_not_resolving(client, roles, conflict):
 
 # --- facts --------------------------------------------------------------------------------------------
 
+
 def test_fact_filters(client, curator, conflict):
     long_ago = timezone.now() - timedelta(days=30)
-    FactFactory(text="Paul is in Peru this week.", subject_id="paul", volatility="volatile",
-                recorded_from=long_ago, last_confirmed_at=long_ago)
+    FactFactory(
+        text="Paul is in Peru this week.",
+        subject_id="paul",
+        volatility="volatile",
+        recorded_from=long_ago,
+        last_confirmed_at=long_ago,
+    )
     FactFactory(text="Rita sails.", project_id=OTHER_PROJECT, subject_id="rita")
     as_curator(client, curator)
     url = "/admin/facts/fact/"
@@ -218,15 +246,15 @@ def test_fact_page_shows_its_decisions_with_links_to_the_traces(client, curator)
     record_call(at=now, facts=[(fact, "volatility_expired")])
     html = listed(as_curator(client, curator), change_url(fact))
     assert "Served in 2 context calls, excluded 1 time, blocked 1 time." in html
-    assert f"?fact={fact.pk}&amp;decision=included\">2</a>" in html
-    assert f"?fact={fact.pk}&amp;reason_code=over_budget\"><code>over_budget</code>: 1</a>" in html
+    assert f'?fact={fact.pk}&amp;decision=included">2</a>' in html
+    assert f'?fact={fact.pk}&amp;reason_code=over_budget"><code>over_budget</code>: 1</a>' in html
 
 
 def test_fact_page_shows_the_version_chain(client, curator, api):
     first = post_fact(api, "Alice works at the bakery.", subject="alice")
     second = api.patch(f"/v1/facts/{first['id']}", {"text": "Alice works at the library."}, format="json").json()
     html = listed(as_curator(client, curator), change_url(Fact.objects.get(id=second["id"])))
-    chain = html[html.index('id="fact-versions"'):]
+    chain = html[html.index('id="fact-versions"') :]
     assert chain.index("Alice works at the bakery.") < chain.index("Alice works at the library.</strong> (this one)")
     assert f"/admin/facts/fact/{first['id']}/change/" in chain
 
@@ -254,8 +282,9 @@ def test_retract_a_fact_through_fact_retract(client, curator):
 
 def test_events_are_filtered_by_extraction_status_and_show_it(client, curator):
     # given an event whose extraction failed and one written with extraction off
-    failed = EventFactory(text="Alice spoke of her garden.", extraction_status="failed", extraction_attempts=1,
-                          extraction_error="timeout")
+    failed = EventFactory(
+        text="Alice spoke of her garden.", extraction_status="failed", extraction_attempts=1, extraction_error="timeout"
+    )
     EventFactory(text="Alice spoke of her cat.")
     as_curator(client, curator)
     # when the curator lists the failed ones, then only that event is listed
@@ -268,12 +297,20 @@ def test_events_are_filtered_by_extraction_status_and_show_it(client, curator):
 
 # --- identity blocks and procedures: written here through the API's services ------------------------------
 
+
 def test_a_curator_adds_edits_and_deletes_an_identity_block(client, curator):
     from facts.models import IdentityBlock
 
     as_curator(client, curator)
-    form = {"project_id": PROJECT, "subject_id": "", "name": "persona", "text": "You are a patient tutor.",
-            "position": 0, "enabled": "on", "metadata": "{}"}
+    form = {
+        "project_id": PROJECT,
+        "subject_id": "",
+        "name": "persona",
+        "text": "You are a patient tutor.",
+        "position": 0,
+        "enabled": "on",
+        "metadata": "{}",
+    }
     response = client.post("/admin/facts/identityblock/add/", form)
     assert response.status_code == 302, response.content.decode()[:2000]
     block = IdentityBlock.objects.get()
@@ -284,8 +321,9 @@ def test_a_curator_adds_edits_and_deletes_an_identity_block(client, curator):
     assert IdentityBlock.objects.count() == 1
     listing = listed(client, "/admin/facts/identityblock/")
     assert "persona" in listing and "(whole project)" in listing
-    edited = client.post(change_url(block), {"name": "persona", "text": "You are brief.", "position": 2,
-                                             "metadata": "{}"})  # enabled unticked
+    edited = client.post(
+        change_url(block), {"name": "persona", "text": "You are brief.", "position": 2, "metadata": "{}"}
+    )  # enabled unticked
     assert edited.status_code == 302
     block.refresh_from_db()
     assert (block.text, block.position, block.enabled) == ("You are brief.", 2, False)
@@ -300,8 +338,17 @@ def test_a_curator_limited_to_a_project_cannot_write_a_block_to_another(client, 
     limited = make_user("lim", staff=True, groups=["curators"])
     StaffProjectAccess.objects.create(user=limited, project_id=PROJECT)
     client.force_login(limited)
-    response = client.post("/admin/facts/identityblock/add/", {
-        "project_id": OTHER_PROJECT, "subject_id": "", "name": "persona", "text": "x", "position": 0, "metadata": "{}"})
+    response = client.post(
+        "/admin/facts/identityblock/add/",
+        {
+            "project_id": OTHER_PROJECT,
+            "subject_id": "",
+            "name": "persona",
+            "text": "x",
+            "position": 0,
+            "metadata": "{}",
+        },
+    )
     assert response.status_code == 200 and "You may not write to this project." in response.content.decode()
     assert not IdentityBlock.objects.exists()
 
@@ -310,9 +357,18 @@ def test_a_curator_adds_a_procedure_embedded_and_retracts_it(client, curator):
     from facts.models import Procedure
 
     as_curator(client, curator)
-    response = client.post("/admin/facts/procedure/add/", {
-        "project_id": PROJECT, "subject_id": "alice", "title": "How Alice likes reports",
-        "text": "A summary first.", "category": "", "importance": 0.7, "metadata": "{}"})
+    response = client.post(
+        "/admin/facts/procedure/add/",
+        {
+            "project_id": PROJECT,
+            "subject_id": "alice",
+            "title": "How Alice likes reports",
+            "text": "A summary first.",
+            "category": "",
+            "importance": 0.7,
+            "metadata": "{}",
+        },
+    )
     assert response.status_code == 302, response.content.decode()[:2000]
     procedure = Procedure.objects.get()
     assert procedure.importance == 0.7 and any(procedure.embedding.to_list())

@@ -1,4 +1,5 @@
 """The admin's home page tells a curator how many conflict sets wait for them, within the projects they may see."""
+
 import pytest
 from django.utils import timezone
 

@@ -1,6 +1,7 @@
 """A batch of similar long texts costs linear time under its subject's write lock (issue 13: 50 facts of ~7k
 characters took 8 s, 400 took 6 minutes). Timings live in scripts/bench_batch.py; this pins what made it linear:
 how many pairs the rules compare, and that each text is read once."""
+
 import pytest
 
 from facts import text, verdicts, writes
@@ -39,10 +40,15 @@ def test_the_most_similar_earlier_facts_are_the_ones_compared(monkeypatch):
     # given more similar earlier facts than are compared, the one a new fact contradicts is its nearest
     monkeypatch.setattr(writes, "BATCH_NEIGHBOURS", 2)
     base = "Alice keeps her bicycle in the shed behind the house near the garden"
-    items = [FactInput(project_id=PROJECT, subject_id="alice", text=t) for t in [
-        f"{base} and waters roses.", f"{base} and waters tulips.", f"{base} and waters lilies.",
-        "Alice does not keep her bicycle in the shed behind the house near the garden and waters lilies.",
-    ]]
+    items = [
+        FactInput(project_id=PROJECT, subject_id="alice", text=t)
+        for t in [
+            f"{base} and waters roses.",
+            f"{base} and waters tulips.",
+            f"{base} and waters lilies.",
+            "Alice does not keep her bicycle in the shed behind the house near the garden and waters lilies.",
+        ]
+    ]
     results = fact_create_batch(items=items, actor="test")
     assert results[3].conflict_set is not None
     members = set(results[3].conflict_set.members.values_list("fact__text", flat=True))

@@ -1,5 +1,6 @@
 """Project settings and consent gating: GET/PATCH /v1/project, /v1/subjects/{s}/consents, and what they change
 for the next write and the next context call."""
+
 import pytest
 
 from facts.models import ConflictSet, Consent, Fact, FactStatus, Project
@@ -13,8 +14,9 @@ HOBBY = "Alice plays the cello in an amateur orchestra."
 
 
 def write(api, text, category, subject="alice", expect=201):
-    response = api.post("/v1/facts", {"project_id": PROJECT, "subject_id": subject, "text": text, "category": category},
-                        format="json")
+    response = api.post(
+        "/v1/facts", {"project_id": PROJECT, "subject_id": subject, "text": text, "category": category}, format="json"
+    )
     assert response.status_code == expect, response.content
     return response.json()
 
@@ -26,11 +28,15 @@ def ask(api, query="What about Alice's health and her cello?", subject="alice"):
 
 
 def reasons(packet) -> dict[str, str]:
-    return {str(d.fact_id): d.reason_code for d in Decision.objects.filter(trace_id=packet["trace_id"], item_type="fact")}
+    return {
+        str(d.fact_id): d.reason_code for d in Decision.objects.filter(trace_id=packet["trace_id"], item_type="fact")
+    }
 
 
 def grant(api, category, subject="alice", expect=201):
-    response = api.post(f"/v1/subjects/{subject}/consents", {"project_id": PROJECT, "category": category}, format="json")
+    response = api.post(
+        f"/v1/subjects/{subject}/consents", {"project_id": PROJECT, "category": category}, format="json"
+    )
     assert response.status_code == expect, response.content
     return response.json()
 
@@ -50,10 +56,16 @@ def require_consent(api, **more):
 
 # --- project settings ---------------------------------------------------------------------------------
 
+
 def test_a_project_without_settings_answers_the_defaults(api, settings):
     body = api.get("/v1/project").json()
-    assert body == {"project_id": PROJECT, "consent_required": False, "consent_write_policy": "refuse",
-                    "categories": [], "conflict_policy": settings.HAKI_CONFLICT_POLICY}
+    assert body == {
+        "project_id": PROJECT,
+        "consent_required": False,
+        "consent_write_policy": "refuse",
+        "categories": [],
+        "conflict_policy": settings.HAKI_CONFLICT_POLICY,
+    }
     assert not Project.objects.exists()
 
 
@@ -64,26 +76,33 @@ def test_patch_changes_only_the_fields_sent(api):
     assert Project.objects.get(project_id=PROJECT).categories == ["health", "hobby"]
 
 
-@pytest.mark.parametrize("payload, field", [
-    ({"consent_required": "yes"}, "consent_required"),
-    ({"consent_write_policy": "maybe"}, "consent_write_policy"),
-    ({"categories": ["health", "health"]}, "categories"),
-    ({"categories": [""]}, "categories"),
-    ({"conflict_policy": "loudest_wins"}, "conflict_policy"),
-    ({"colour": "blue"}, "colour"),
-    ({}, "non_field_errors"),
-])
+@pytest.mark.parametrize(
+    "payload, field",
+    [
+        ({"consent_required": "yes"}, "consent_required"),
+        ({"consent_write_policy": "maybe"}, "consent_write_policy"),
+        ({"categories": ["health", "health"]}, "categories"),
+        ({"categories": [""]}, "categories"),
+        ({"conflict_policy": "loudest_wins"}, "conflict_policy"),
+        ({"colour": "blue"}, "colour"),
+        ({}, "non_field_errors"),
+    ],
+)
 def test_bad_project_settings_are_refused_and_nothing_is_stored(api, payload, field):
     response = api.patch("/v1/project", payload, format="json")
     assert response.status_code == 400 and error_code(response) == "invalid_request"
-    assert field in {(e["field"] or "non_field_errors").split(".")[0].split("[")[0] for e in response.json()["error"]["details"]["errors"]}
+    assert field in {
+        (e["field"] or "non_field_errors").split(".")[0].split("[")[0]
+        for e in response.json()["error"]["details"]["errors"]
+    }
     assert not Project.objects.exists()
 
 
 def test_a_category_outside_the_projects_list_is_refused(api):
     api.patch("/v1/project", {"categories": ["health"]}, format="json")
-    response = api.post("/v1/facts", {"project_id": PROJECT, "subject_id": "alice", "text": HOBBY, "category": "hobby"},
-                        format="json")
+    response = api.post(
+        "/v1/facts", {"project_id": PROJECT, "subject_id": "alice", "text": HOBBY, "category": "hobby"}, format="json"
+    )
     assert response.status_code == 400 and error_code(response) == "invalid_request"
     assert not Fact.objects.exists()
 
@@ -98,6 +117,7 @@ def test_the_projects_conflict_policy_overrides_the_environment(api, settings):
 
 
 # --- consents -----------------------------------------------------------------------------------------
+
 
 def test_grant_revoke_and_grant_again_keep_the_history(api):
     first = grant(api, "health")
@@ -119,7 +139,9 @@ def test_revoking_a_category_never_granted_is_not_found(api):
 def test_another_projects_key_sees_and_changes_no_consent(api, other_api):
     grant(api, "health")
     assert other_api.get(f"/v1/subjects/alice/consents?project_id={PROJECT}").status_code == 404
-    response = other_api.post("/v1/subjects/alice/consents", {"project_id": PROJECT, "category": "hobby"}, format="json")
+    response = other_api.post(
+        "/v1/subjects/alice/consents", {"project_id": PROJECT, "category": "hobby"}, format="json"
+    )
     assert response.status_code == 404
     assert other_api.delete(f"/v1/subjects/alice/consents/health?project_id={PROJECT}").status_code == 404
     assert Consent.objects.get().revoked_at is None
@@ -127,6 +149,7 @@ def test_another_projects_key_sees_and_changes_no_consent(api, other_api):
 
 
 # --- gating the context call --------------------------------------------------------------------------
+
 
 def test_without_required_consent_every_category_is_served(api):
     health, hobby = write(api, HEALTH, "health"), write(api, HOBBY, "hobby")
@@ -162,13 +185,20 @@ def test_under_required_consent_a_fact_without_category_is_refused(api):
 def test_refuse_policy_answers_403_consent_missing_and_writes_nothing(api):
     require_consent(api)  # refuse is the default write policy
     grant(api, "hobby")
-    response = api.post("/v1/facts", {"facts": [
-        {"project_id": PROJECT, "subject_id": "alice", "text": HOBBY, "category": "hobby"},
-        {"project_id": PROJECT, "subject_id": "alice", "text": HEALTH, "category": "health"},
-    ]}, format="json")
+    response = api.post(
+        "/v1/facts",
+        {
+            "facts": [
+                {"project_id": PROJECT, "subject_id": "alice", "text": HOBBY, "category": "hobby"},
+                {"project_id": PROJECT, "subject_id": "alice", "text": HEALTH, "category": "health"},
+            ]
+        },
+        format="json",
+    )
     assert response.status_code == 403 and error_code(response) == "consent_missing"
     assert response.json()["error"]["details"]["errors"] == [
-        {"index": 1, "field": "category", "message": "the subject has not consented to the category 'health'"}]
+        {"index": 1, "field": "category", "message": "the subject has not consented to the category 'health'"}
+    ]
     assert not Fact.objects.exists()  # all or nothing: the consented one is not written either
 
 
@@ -190,6 +220,7 @@ def test_patch_into_an_unconsented_category_is_refused(api):
 
 
 # --- revocation that erases -----------------------------------------------------------------------------
+
 
 def test_revoke_with_erase_deletes_the_category_its_traces_and_its_conflict_sets(api):
     require_consent(api, consent_write_policy="store")

@@ -4,6 +4,7 @@ their MiniLM similarities, so the thresholds and rules are grounded in measureme
 Each pair carries the verdict a curator would give. The MiniLM test prints the table and holds conflict
 precision and recall, and duplicate precision, to floors: a rule change that hurts either fails CI.
 """
+
 import json
 from pathlib import Path
 
@@ -31,7 +32,11 @@ PAIRS = [  # (stored, new, verdict a curator would give)
     ("Anna drinks coffee every morning.", "Anna never drinks coffee.", CONFLICT),
     ("Ben's car is a blue Peugeot.", "Ben's car is a red Peugeot.", CONFLICT),
     ("Clara speaks Spanish.", "Clara does not speak Spanish.", CONFLICT),
-    ("Hannah's car is a silver Skoda Fabia registered YK19 ZRT.", "Owen's van is a white Ford Transit registered YK21 ZTR.", DISTINCT),
+    (
+        "Hannah's car is a silver Skoda Fabia registered YK19 ZRT.",
+        "Owen's van is a white Ford Transit registered YK21 ZTR.",
+        DISTINCT,
+    ),
     ("Flight AF1532 leaves Paris at 9:40.", "Flight AF1352 leaves Paris at 9:40.", CONFLICT),
     ("Paul lives in Nantes.", "Paul now lives in Nantes.", DUPLICATE),
     ("Paul lives in Nantes.", "paul lives in nantes!", DUPLICATE),
@@ -95,8 +100,10 @@ def test_verdicts_with_minilm(settings, capsys):
         print("\nsimilarity  verdict    truth      rule              pair")
         for stored, new, truth, similarity, verdict, rule in rows:
             print(f"{similarity:10.3f}  {verdict:9}  {truth:9}  {rule:16}  {stored} | {new}")
-        print(f"conflict precision {conflict_p:.2f} recall {conflict_r:.2f}; "
-              f"duplicate precision {duplicate_p:.2f} recall {duplicate_r:.2f}")
+        print(
+            f"conflict precision {conflict_p:.2f} recall {conflict_r:.2f}; "
+            f"duplicate precision {duplicate_p:.2f} recall {duplicate_r:.2f}"
+        )
     assert conflict_p >= 0.9 and conflict_r >= 0.8
     assert duplicate_p >= 0.99  # a false duplicate loses what the client wrote: never accept one
 
@@ -111,35 +118,35 @@ def test_verdicts_with_minilm(settings, capsys):
 # - our own dataset (eval/dataset.jsonl): every fact and the later fact that replaces it, which a reader
 #   calls a contradiction (a price, an address, a schedule that changed).
 LOCOMO_PAIRS = [  # (conversation, "turn" | "obs", turn id or observation index, the other), all DISTINCT
-    ("conv-26", "turn", 'D9:12', 'D14:33'),  # MiniLM 0.963
-    ("conv-26", "turn", 'D1:1', 'D5:15'),  # MiniLM 0.844
-    ("conv-26", "turn", 'D9:12', 'D16:5'),  # MiniLM 0.824
-    ("conv-26", "turn", 'D2:13', 'D19:3'),  # MiniLM 0.813
-    ("conv-26", "turn", 'D4:9', 'D18:23'),  # MiniLM 0.803
-    ("conv-26", "turn", 'D3:18', 'D18:23'),  # MiniLM 0.795
-    ("conv-26", "turn", 'D5:15', 'D13:18'),  # MiniLM 0.786
-    ("conv-26", "turn", 'D9:12', 'D14:35'),  # MiniLM 0.777
-    ("conv-26", "turn", 'D5:6', 'D16:11'),  # MiniLM 0.770
-    ("conv-26", "turn", 'D18:11', 'D18:23'),  # MiniLM 0.765
-    ("conv-26", "turn", 'D13:12', 'D17:13'),  # MiniLM 0.760
-    ("conv-26", "turn", 'D9:16', 'D14:34'),  # MiniLM 0.754
+    ("conv-26", "turn", "D9:12", "D14:33"),  # MiniLM 0.963
+    ("conv-26", "turn", "D1:1", "D5:15"),  # MiniLM 0.844
+    ("conv-26", "turn", "D9:12", "D16:5"),  # MiniLM 0.824
+    ("conv-26", "turn", "D2:13", "D19:3"),  # MiniLM 0.813
+    ("conv-26", "turn", "D4:9", "D18:23"),  # MiniLM 0.803
+    ("conv-26", "turn", "D3:18", "D18:23"),  # MiniLM 0.795
+    ("conv-26", "turn", "D5:15", "D13:18"),  # MiniLM 0.786
+    ("conv-26", "turn", "D9:12", "D14:35"),  # MiniLM 0.777
+    ("conv-26", "turn", "D5:6", "D16:11"),  # MiniLM 0.770
+    ("conv-26", "turn", "D18:11", "D18:23"),  # MiniLM 0.765
+    ("conv-26", "turn", "D13:12", "D17:13"),  # MiniLM 0.760
+    ("conv-26", "turn", "D9:16", "D14:34"),  # MiniLM 0.754
     ("conv-26", "obs", 21, 149),  # MiniLM 0.816
     ("conv-26", "obs", 47, 149),  # MiniLM 0.796
     ("conv-26", "obs", 46, 149),  # MiniLM 0.775
     ("conv-26", "obs", 14, 149),  # MiniLM 0.763
     ("conv-26", "obs", 20, 149),  # MiniLM 0.751
-    ("conv-30", "turn", 'D14:20', 'D17:8'),  # MiniLM 0.913
-    ("conv-30", "turn", 'D17:12', 'D19:10'),  # MiniLM 0.843
-    ("conv-30", "turn", 'D3:14', 'D8:5'),  # MiniLM 0.824
-    ("conv-30", "turn", 'D4:10', 'D19:1'),  # MiniLM 0.811
-    ("conv-30", "turn", 'D6:18', 'D7:14'),  # MiniLM 0.800
-    ("conv-30", "turn", 'D1:4', 'D1:24'),  # MiniLM 0.791
-    ("conv-30", "turn", 'D2:11', 'D3:14'),  # MiniLM 0.784
-    ("conv-30", "turn", 'D9:12', 'D15:21'),  # MiniLM 0.776
-    ("conv-30", "turn", 'D2:16', 'D9:13'),  # MiniLM 0.770
-    ("conv-30", "turn", 'D4:17', 'D5:22'),  # MiniLM 0.764
-    ("conv-30", "turn", 'D11:22', 'D14:6'),  # MiniLM 0.759
-    ("conv-30", "turn", 'D14:9', 'D17:15'),  # MiniLM 0.754
+    ("conv-30", "turn", "D14:20", "D17:8"),  # MiniLM 0.913
+    ("conv-30", "turn", "D17:12", "D19:10"),  # MiniLM 0.843
+    ("conv-30", "turn", "D3:14", "D8:5"),  # MiniLM 0.824
+    ("conv-30", "turn", "D4:10", "D19:1"),  # MiniLM 0.811
+    ("conv-30", "turn", "D6:18", "D7:14"),  # MiniLM 0.800
+    ("conv-30", "turn", "D1:4", "D1:24"),  # MiniLM 0.791
+    ("conv-30", "turn", "D2:11", "D3:14"),  # MiniLM 0.784
+    ("conv-30", "turn", "D9:12", "D15:21"),  # MiniLM 0.776
+    ("conv-30", "turn", "D2:16", "D9:13"),  # MiniLM 0.770
+    ("conv-30", "turn", "D4:17", "D5:22"),  # MiniLM 0.764
+    ("conv-30", "turn", "D11:22", "D14:6"),  # MiniLM 0.759
+    ("conv-30", "turn", "D14:9", "D17:15"),  # MiniLM 0.754
     ("conv-30", "obs", 31, 32),  # MiniLM 0.958
     ("conv-30", "obs", 33, 115),  # MiniLM 0.863
     ("conv-30", "obs", 114, 144),  # MiniLM 0.842
@@ -193,9 +200,11 @@ def test_conversational_pairs_with_minilm(settings, capsys):
     fn = sum(1 for t, v in verdicts if t == CONFLICT and v != CONFLICT)
     precision = f"{tp / (tp + fp):.2f}" if tp + fp else "- (no conflict opened)"
     with capsys.disabled():
-        print(f"\nconversational pairs: {len(pairs)} ({sum(t == DISTINCT for t, _ in verdicts)} LoCoMo, distinct; "
-              f"{sum(t == CONFLICT for t, _ in verdicts)} updates of our dataset, conflicts): "
-              f"conflict precision {precision}, recall {tp / max(tp + fn, 1):.2f} ({tp} found, {fp} false)")
+        print(
+            f"\nconversational pairs: {len(pairs)} ({sum(t == DISTINCT for t, _ in verdicts)} LoCoMo, distinct; "
+            f"{sum(t == CONFLICT for t, _ in verdicts)} updates of our dataset, conflicts): "
+            f"conflict precision {precision}, recall {tp / max(tp + fn, 1):.2f} ({tp} found, {fp} false)"
+        )
     assert fp == 0
 
 
@@ -232,7 +241,10 @@ def test_no_two_turns_of_the_development_conversations_make_claims_that_clash():
         for texts in ([t.text for t in conv.turns], [o.text for o in conv.observations]):
             claims = [read(text) for text in texts]
             read_any += sum(1 for c in claims if c)
-            clashes += [(conv.sample_id, i, j) for i, j in combinations(range(len(texts)), 2)
-                        if contradiction(claims[j], claims[i]) is not None]
+            clashes += [
+                (conv.sample_id, i, j)
+                for i, j in combinations(range(len(texts)), 2)
+                if contradiction(claims[j], claims[i]) is not None
+            ]
     assert read_any > 100  # the rules do read chat: this is not an empty pass
     assert clashes == []

@@ -1,6 +1,7 @@
 """Pairs found contradictory at query time, recorded as the write path records a conflict:
 facts.conflicts.contradiction_propose (a context call, under the curator policy) and contradiction_settle
 (consolidation, under either policy)."""
+
 import threading
 from dataclasses import dataclass
 from datetime import timedelta
@@ -47,7 +48,11 @@ def test_a_pair_opens_a_conflict_set_as_a_write_of_the_winner_would():
     [opened] = propose(Pair(bordeaux.id, nantes.id))
     opened.refresh_from_db()
     assert opened.status == ConflictStatus.OPEN and members(opened) == {nantes.id, bordeaux.id}
-    assert (opened.signal, opened.signal_detail, opened.similarity) == ("different_name", "bordeaux against nantes", 0.9)
+    assert (opened.signal, opened.signal_detail, opened.similarity) == (
+        "different_name",
+        "bordeaux against nantes",
+        0.9,
+    )
     assert set(Fact.objects.values_list("status", flat=True)) == {FactStatus.ACTIVE}  # a curator decides
 
 
@@ -68,7 +73,11 @@ def test_a_curators_dismissal_sticks():
 
 def test_the_winner_joins_the_open_set_its_loser_is_in():
     # given the loser already in an open set with a third fact
-    nantes, lyon, bordeaux = fact("Paul lives in Nantes.", 3), fact("Paul lives in Lyon.", 2), fact("Paul lives in Bordeaux.")
+    nantes, lyon, bordeaux = (
+        fact("Paul lives in Nantes.", 3),
+        fact("Paul lives in Lyon.", 2),
+        fact("Paul lives in Bordeaux."),
+    )
     existing = ConflictSetFactory(members=[nantes, lyon])
     # then the winner joins it (pairwise membership, as at write time), and no set is opened
     assert propose(Pair(bordeaux.id, nantes.id)) == [existing]
@@ -139,7 +148,10 @@ def test_settling_a_chain_supersedes_only_what_a_fact_still_active_contradicts()
     assert (settled.superseded, settled.skipped) == (1, 1)
     # then the newest winner goes first: B is superseded by C, and so supersedes nothing
     assert dict(Fact.objects.values_list("id", "status")) == {
-        a.id: FactStatus.ACTIVE, b.id: FactStatus.SUPERSEDED, c.id: FactStatus.ACTIVE}
+        a.id: FactStatus.ACTIVE,
+        b.id: FactStatus.SUPERSEDED,
+        c.id: FactStatus.ACTIVE,
+    }
 
 
 def test_settling_under_curator_proposes():

@@ -1,5 +1,6 @@
 """The labelled contradiction set (eval/contradictions/pairs.jsonl) keeps its shape, and its harness
 (bench/contradictions.py) counts what the write path answers."""
+
 import importlib.util
 import json
 from collections import Counter
@@ -16,7 +17,9 @@ FIELDS = {"id", "lang", "kind", "category", "style", "split", "old", "new"}
 
 
 def _pairs() -> list[dict]:
-    return [json.loads(line) for line in (SET_DIR / "pairs.jsonl").read_text(encoding="utf-8").splitlines() if line.strip()]
+    return [
+        json.loads(line) for line in (SET_DIR / "pairs.jsonl").read_text(encoding="utf-8").splitlines() if line.strip()
+    ]
 
 
 def _build_module():
@@ -35,7 +38,9 @@ def test_the_set_has_its_fields_balance_and_languages():
     assert len(pairs) >= 300
     for p in pairs:
         assert set(p) == FIELDS, p
-        assert p["lang"] in ("en", "fr") and p["style"] in ("plain", "extractor", "chat") and p["split"] in ("dev", "test")
+        assert (
+            p["lang"] in ("en", "fr") and p["style"] in ("plain", "extractor", "chat") and p["split"] in ("dev", "test")
+        )
         assert p["category"] in build.CATEGORIES[p["kind"]], p
         assert p["id"].startswith(f"{p['lang']}-{build.CATEGORIES[p['kind']][p['category']]}-"), p
         assert p["old"].strip() and p["new"].strip() and p["old"] != p["new"], p
@@ -57,7 +62,11 @@ def test_the_set_has_its_fields_balance_and_languages():
             for lang in ("en", "fr"):
                 assert sum(1 for p in pairs if (p["category"], p["lang"]) == (category, lang)) >= 2, (category, lang)
         for lang in ("en", "fr"):
-            assert {p["style"] for p in pairs if (p["kind"], p["lang"]) == (kind, lang)} == {"plain", "extractor", "chat"}
+            assert {p["style"] for p in pairs if (p["kind"], p["lang"]) == (kind, lang)} == {
+                "plain",
+                "extractor",
+                "chat",
+            }
 
 
 def test_the_set_is_what_build_py_makes_of_its_sources():
@@ -72,10 +81,26 @@ def test_the_harness_counts_each_outcome_and_leaves_nothing_behind(tmp_path):
     # sentence written twice (de-duplicated) and two unrelated sentences (far below the similarity gate)
     chosen = [p for p in _pairs() if p["id"] in {"en-res-01", "en-near-01", "fr-age-01", "fr-add-01"}]
     controls = [
-        {"id": "ctl-same", "lang": "en", "kind": "compatible", "category": "paraphrase", "style": "plain",
-         "split": "dev", "old": "Wanda keeps bees on her allotment.", "new": "Wanda keeps bees on her allotment."},
-        {"id": "ctl-far", "lang": "fr", "kind": "contradiction", "category": "residence", "style": "plain",
-         "split": "dev", "old": "Le train part de la gare à midi.", "new": "Xavier collectionne des timbres anciens."},
+        {
+            "id": "ctl-same",
+            "lang": "en",
+            "kind": "compatible",
+            "category": "paraphrase",
+            "style": "plain",
+            "split": "dev",
+            "old": "Wanda keeps bees on her allotment.",
+            "new": "Wanda keeps bees on her allotment.",
+        },
+        {
+            "id": "ctl-far",
+            "lang": "fr",
+            "kind": "contradiction",
+            "category": "residence",
+            "style": "plain",
+            "split": "dev",
+            "old": "Le train part de la gare à midi.",
+            "new": "Xavier collectionne des timbres anciens.",
+        },
     ]
     path = tmp_path / "pairs.jsonl"
     path.write_text("".join(json.dumps(p, ensure_ascii=False) + "\n" for p in chosen + controls), encoding="utf-8")

@@ -1,6 +1,7 @@
 """DELETE /v1/subjects/{s}: erasure leaves nothing of the subject anywhere, even while context calls for that
 subject are running (issue 13: it answered 500 in 7 of 11 tries under 4 clients, and calls that had read the
 facts before it still wrote traces naming them after it returned)."""
+
 import threading
 import time
 from datetime import UTC, datetime
@@ -23,9 +24,36 @@ QUERY = "Where does Paul live and what does he enjoy?"
 # How long a wait for another thread may take before the test fails: generous, as CI machines are loaded.
 PATIENCE = 30.0
 THINGS = (
-    "apples", "kayaking", "opera", "chess", "gardening", "sushi", "jazz", "pottery", "hiking", "tea", "baking",
-    "cycling", "poetry", "origami", "sailing", "cheese", "tango", "astronomy", "knitting", "surfing", "coffee",
-    "painting", "birdwatching", "climbing", "fencing", "yoga", "rowing", "mushrooms", "archery", "skiing",
+    "apples",
+    "kayaking",
+    "opera",
+    "chess",
+    "gardening",
+    "sushi",
+    "jazz",
+    "pottery",
+    "hiking",
+    "tea",
+    "baking",
+    "cycling",
+    "poetry",
+    "origami",
+    "sailing",
+    "cheese",
+    "tango",
+    "astronomy",
+    "knitting",
+    "surfing",
+    "coffee",
+    "painting",
+    "birdwatching",
+    "climbing",
+    "fencing",
+    "yoga",
+    "rowing",
+    "mushrooms",
+    "archery",
+    "skiing",
 )
 
 
@@ -33,12 +61,22 @@ def fill_scope(api, subject: str, facts: int = 30) -> dict:
     """A scope with `facts` facts, an event and an open conflict set; the texts and ids stored."""
     texts = [f"{subject} noted that Paul enjoys {thing}." for thing in THINGS[:facts]]
     conflicting = [NANTES.format(subject=subject), BORDEAUX.format(subject=subject)]
-    response = api.post("/v1/facts", {"facts": [
-        {"project_id": PROJECT, "subject_id": subject, "text": text} for text in texts + conflicting
-    ]}, format="json")
+    response = api.post(
+        "/v1/facts",
+        {"facts": [{"project_id": PROJECT, "subject_id": subject, "text": text} for text in texts + conflicting]},
+        format="json",
+    )
     assert response.status_code == 201, response.content
-    event = api.post("/v1/events", {"project_id": PROJECT, "subject_id": subject, "text": f"{subject}'s secret party.",
-                                    "occurred_at": "2026-01-01T10:00:00Z"}, format="json")
+    event = api.post(
+        "/v1/events",
+        {
+            "project_id": PROJECT,
+            "subject_id": subject,
+            "text": f"{subject}'s secret party.",
+            "occurred_at": "2026-01-01T10:00:00Z",
+        },
+        format="json",
+    )
     assert event.status_code == 201, event.content
     assert ConflictSet.objects.filter(subject_id=subject).exists()
     ids = [str(i) for i in Fact.objects.filter(subject_id=subject).values_list("id", flat=True)]
@@ -74,19 +112,24 @@ def assert_erased(subject: str, stored: dict) -> None:
 
 # --- the receipt, the admin's log, the scope's graph ---------------------------------------------------------
 
+
 @pytest.mark.django_db
 def test_erasure_scrubs_the_admins_log_and_the_curators_notes(api, client, curator):
     # given a curator who retracted one of the subject's facts and resolved its conflict set with a note,
     # and the log of another subject's fact
     stored = fill_scope(api, "zoe", facts=3)
-    kept = api.post("/v1/facts", {"project_id": PROJECT, "subject_id": "bob", "text": "Bob keeps his log."}, format="json").json()
+    kept = api.post(
+        "/v1/facts", {"project_id": PROJECT, "subject_id": "bob", "text": "Bob keeps his log."}, format="json"
+    ).json()
     client.force_login(curator)
     retracted = Fact.objects.get(subject_id="zoe", text=stored["texts"][0])
     assert client.post(f"/admin/facts/fact/{retracted.pk}/retract/").status_code == 302
     conflict_set = ConflictSet.objects.get(subject_id="zoe")
     nantes = Fact.objects.get(subject_id="zoe", text=NANTES.format(subject="zoe"))
     note = "Zoe told me on the phone she moved to Nantes."
-    response = client.post(f"/admin/facts/conflictset/{conflict_set.pk}/resolve/", {"action": "keep", "keep": str(nantes.pk), "note": note})
+    response = client.post(
+        f"/admin/facts/conflictset/{conflict_set.pk}/resolve/", {"action": "keep", "keep": str(nantes.pk), "note": note}
+    )
     assert response.status_code == 302
     assert client.post(f"/admin/facts/fact/{kept['id']}/retract/").status_code == 302
     assert rows_mentioning(note) == {"django_admin_log": 1, "facts_conflictset": 1}
@@ -98,9 +141,24 @@ def test_erasure_scrubs_the_admins_log_and_the_curators_notes(api, client, curat
     # then the receipt counts the log's entries, and neither the note nor the facts' text is left
     assert response.status_code == 200
     assert response.json()["deleted"] == {
-        "decisions": 0, "traces": 0, "item_accesses": 0, "conflict_members": 2, "conflict_sets": 1, "facts": 5, "events": 1,
-        "admin_log_entries": 2, "scope_graphs": 0, "extraction_jobs": 0, "consents": 0, "identity_blocks": 0, "procedures": 0, "scope_words": 0, "scope_word_counts": 0, "scope_writes": 1,
-        "stats_subject_days": 0, "stats_fact_days": 0,
+        "decisions": 0,
+        "traces": 0,
+        "item_accesses": 0,
+        "conflict_members": 2,
+        "conflict_sets": 1,
+        "facts": 5,
+        "events": 1,
+        "admin_log_entries": 2,
+        "scope_graphs": 0,
+        "extraction_jobs": 0,
+        "consents": 0,
+        "identity_blocks": 0,
+        "procedures": 0,
+        "scope_words": 0,
+        "scope_word_counts": 0,
+        "scope_writes": 1,
+        "stats_subject_days": 0,
+        "stats_fact_days": 0,
     }
     for needle in [note, *stored["texts"], *stored["ids"], "zoe"]:
         assert rows_mentioning(needle) == {}, needle
@@ -139,6 +197,7 @@ def test_erasure_drops_the_scopes_own_hnsw_graph(scope_graphs):
 
 
 # --- races with context calls --------------------------------------------------------------------------------
+
 
 def assert_served_without_a_trace(api, response, stored) -> None:
     """A context call answered from what it read before the erasure, whose trace was never written."""
@@ -196,16 +255,20 @@ def _wait_for(condition, timeout=None) -> bool:
 def _sessions() -> list:
     """What every other session of the database is doing: said when a wait times out."""
     with connection.cursor() as cursor:
-        cursor.execute("SELECT state, wait_event_type, wait_event, left(query, 120) FROM pg_stat_activity"
-                       " WHERE datname = current_database() AND pid <> pg_backend_pid()")
+        cursor.execute(
+            "SELECT state, wait_event_type, wait_event, left(query, 120) FROM pg_stat_activity"
+            " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )
         return cursor.fetchall()
 
 
 def _lock_waiters() -> int:
     with connection.cursor() as cursor:
         # this database's sessions only: another xdist worker's test database lives on the same server
-        cursor.execute("SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a USING (pid)"
-                       " WHERE l.locktype = 'advisory' AND NOT l.granted AND a.datname = current_database()")
+        cursor.execute(
+            "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a USING (pid)"
+            " WHERE l.locktype = 'advisory' AND NOT l.granted AND a.datname = current_database()"
+        )
         return cursor.fetchone()[0]
 
 
@@ -343,17 +406,23 @@ def test_erasure_under_concurrent_context_calls_leaves_nothing_and_never_fails(r
 
 # --- a subject holding only events, erased while events are written (issue 35 item 9) ----------------------
 
+
 def _lock_waits() -> int:
     """Sessions waiting for any lock (an advisory one, a row's, a transaction's)."""
     with connection.cursor() as cursor:
-        cursor.execute("SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a USING (pid)"
-                       " WHERE NOT l.granted AND a.datname = current_database()")
+        cursor.execute(
+            "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a USING (pid)"
+            " WHERE NOT l.granted AND a.datname = current_database()"
+        )
         return cursor.fetchone()[0]
 
 
 def _write_event(subject: str, text: str) -> Event:
-    return event_create_batch(items=[EventInput(
-        project_id=PROJECT, subject_id=subject, text=text, occurred_at=datetime(2026, 1, 1, tzinfo=UTC))])[0]
+    return event_create_batch(
+        items=[
+            EventInput(project_id=PROJECT, subject_id=subject, text=text, occurred_at=datetime(2026, 1, 1, tzinfo=UTC))
+        ]
+    )[0]
 
 
 def _check_outcome(receipt: dict, written: Event, *, committed_first: bool, earlier_events: int) -> None:

@@ -1,4 +1,5 @@
 """POST/GET/PATCH/DELETE /v1/facts, /v1/events, /v1/conflicts and subject erasure."""
+
 import threading
 from datetime import timedelta
 
@@ -32,9 +33,18 @@ def post_fact(api, text, **extra):
 
 # --- create ------------------------------------------------------------------------------------------
 
+
 def test_create_one_fact(api):
-    body = post_fact(api, "Alice is allergic to peanuts.", category="health", kind="fact", importance=0.9,
-                     volatility="stable", valid_from="2024-01-01T00:00:00+02:00", metadata={"source": "chat"})
+    body = post_fact(
+        api,
+        "Alice is allergic to peanuts.",
+        category="health",
+        kind="fact",
+        importance=0.9,
+        volatility="stable",
+        valid_from="2024-01-01T00:00:00+02:00",
+        metadata={"source": "chat"},
+    )
     assert body["deduplicated"] is False and body["conflict_set_id"] is None
     assert body["status"] == "active" and body["category"] == "health" and body["importance"] == 0.9
     assert body["valid_from"] == "2023-12-31T22:00:00Z"  # stored and answered in UTC
@@ -44,7 +54,9 @@ def test_create_one_fact(api):
 
 
 def test_create_a_batch(api):
-    response = api.post("/v1/facts", {"facts": [fact("Alice plays the cello."), fact("Alice speaks Portuguese.")]}, format="json")
+    response = api.post(
+        "/v1/facts", {"facts": [fact("Alice plays the cello."), fact("Alice speaks Portuguese.")]}, format="json"
+    )
     assert response.status_code == 201
     assert [f["text"] for f in response.json()["facts"]] == ["Alice plays the cello.", "Alice speaks Portuguese."]
     assert Fact.objects.count() == 2
@@ -99,7 +111,11 @@ def test_source_event_must_be_in_the_same_scope(api):
     foreign = EventFactory(subject_id="bob")
     ok = post_fact(api, "Alice moved to Porto after the wedding.", source_event_id=str(own.id))
     assert ok["source_event_id"] == str(own.id)
-    response = api.post("/v1/facts", {"facts": [fact("Alice sold her car."), fact("Alice bought a boat.", source_event_id=str(foreign.id))]}, format="json")
+    response = api.post(
+        "/v1/facts",
+        {"facts": [fact("Alice sold her car."), fact("Alice bought a boat.", source_event_id=str(foreign.id))]},
+        format="json",
+    )
     assert response.status_code == 400
     assert response.json()["error"]["details"]["errors"] == [
         {"index": 1, "field": "source_event_id", "message": "no event with this id in the fact's scope"}
@@ -108,6 +124,7 @@ def test_source_event_must_be_in_the_same_scope(api):
 
 
 # --- de-duplication -----------------------------------------------------------------------------------
+
 
 def test_same_normalised_text_is_deduplicated_and_reconfirmed(api):
     first = post_fact(api, "Alice plays the cello.")
@@ -118,7 +135,9 @@ def test_same_normalised_text_is_deduplicated_and_reconfirmed(api):
 
 
 def test_duplicates_inside_one_batch(api):
-    response = api.post("/v1/facts", {"facts": [fact("Alice plays the cello."), fact("alice plays the cello")]}, format="json")
+    response = api.post(
+        "/v1/facts", {"facts": [fact("Alice plays the cello."), fact("alice plays the cello")]}, format="json"
+    )
     first, second = response.json()["facts"]
     assert second["id"] == first["id"] and second["deduplicated"] is True and first["deduplicated"] is False
     assert Fact.objects.count() == 1
@@ -162,6 +181,7 @@ def test_concurrent_identical_writes_make_one_row():
 
 # --- conflicts ----------------------------------------------------------------------------------------
 
+
 def test_contradiction_opens_a_conflict_set(api):
     nantes = post_fact(api, NANTES)
     bordeaux = post_fact(api, BORDEAUX)
@@ -196,9 +216,14 @@ def test_a_batch_is_checked_against_itself_within_each_scope(api):
     nantes, bordeaux, repeat, other_subject = response.json()["facts"]
     assert nantes["conflict_set_id"] is None and not nantes["deduplicated"]
     assert bordeaux["conflict_set_id"] and not bordeaux["deduplicated"]
-    assert repeat["deduplicated"] and repeat["id"] == bordeaux["id"] and repeat["conflict_set_id"] == bordeaux["conflict_set_id"]
+    assert (
+        repeat["deduplicated"]
+        and repeat["id"] == bordeaux["id"]
+        and repeat["conflict_set_id"] == bordeaux["conflict_set_id"]
+    )
     assert set(ConflictSet.objects.get().members.values_list("fact_id", flat=True)) == {
-        Fact.objects.get(text=NANTES).id, Fact.objects.get(text=BORDEAUX, subject_id="alice").id
+        Fact.objects.get(text=NANTES).id,
+        Fact.objects.get(text=BORDEAUX, subject_id="alice").id,
     }
     # and the other subject's fact was compared with nothing of alice's
     assert not other_subject["deduplicated"] and other_subject["conflict_set_id"] is None
@@ -214,10 +239,17 @@ def test_a_fact_contradicting_members_of_two_open_sets_joins_both_and_merges_nei
     now = timezone.now()
     signal = Signal("different_name", "test")
     first = conflict_record(b, [(a.id, 0.9, signal)], actor="test", policy="curator", now=now)
-    second = conflict_record(d, [(c.id, 0.9, signal)], actor="test", policy="curator", now=now + timezone.timedelta(seconds=1))
+    second = conflict_record(
+        d, [(c.id, 0.9, signal)], actor="test", policy="curator", now=now + timezone.timedelta(seconds=1)
+    )
     assert first.id != second.id
-    joined = conflict_record(bridge, [(a.id, 0.9, signal), (c.id, 0.9, signal), (loose.id, 0.8, signal)],
-                                       actor="test", policy="curator", now=now + timezone.timedelta(seconds=2))
+    joined = conflict_record(
+        bridge,
+        [(a.id, 0.9, signal), (c.id, 0.9, signal), (loose.id, 0.8, signal)],
+        actor="test",
+        policy="curator",
+        now=now + timezone.timedelta(seconds=2),
+    )
     assert joined.id == first.id  # the oldest set is the one the write reports
     assert ConflictSet.objects.filter(status="open").count() == 2
     assert set(first.members.values_list("fact_id", flat=True)) == {a.id, b.id, bridge.id, loose.id}
@@ -228,10 +260,14 @@ def test_resolve_by_keeping_one(api):
     nantes = post_fact(api, NANTES)
     bordeaux = post_fact(api, BORDEAUX)
     set_id = bordeaux["conflict_set_id"]
-    response = api.post(f"/v1/conflicts/{set_id}/resolve", {"keep": [bordeaux["id"]], "note": "moved in May"}, format="json")
+    response = api.post(
+        f"/v1/conflicts/{set_id}/resolve", {"keep": [bordeaux["id"]], "note": "moved in May"}, format="json"
+    )
     assert response.status_code == 200
     body = response.json()
-    assert body["status"] == "resolved" and body["note"] == "moved in May" and body["resolved_by"].startswith("api_key:")
+    assert (
+        body["status"] == "resolved" and body["note"] == "moved in May" and body["resolved_by"].startswith("api_key:")
+    )
     old = Fact.objects.get(id=nantes["id"])
     assert old.status == "superseded" and str(old.superseded_by_id) == bordeaux["id"] and old.recorded_to
     assert {m["fact_id"]: m["kept"] for m in body["members"]} == {nantes["id"]: False, bordeaux["id"]: True}
@@ -247,7 +283,15 @@ def test_dismiss_keeps_every_member_active(api):
     assert set(Fact.objects.values_list("status", flat=True)) == {"active"}
 
 
-@pytest.mark.parametrize("payload", [{}, {"keep": [], "note": "x"}, {"keep": ["00000000-0000-4000-8000-000000000000"]}, {"dismiss": True, "keep": ["00000000-0000-4000-8000-000000000000"]}])
+@pytest.mark.parametrize(
+    "payload",
+    [
+        {},
+        {"keep": [], "note": "x"},
+        {"keep": ["00000000-0000-4000-8000-000000000000"]},
+        {"dismiss": True, "keep": ["00000000-0000-4000-8000-000000000000"]},
+    ],
+)
 def test_resolve_needs_one_valid_decision(api, payload):
     post_fact(api, NANTES)
     set_id = post_fact(api, BORDEAUX)["conflict_set_id"]
@@ -273,6 +317,7 @@ def test_newest_wins_policy_supersedes_at_once(api, settings):
 
 # --- PATCH, history, retraction ------------------------------------------------------------------------
 
+
 def test_patch_text_creates_a_new_version(api):
     v1 = post_fact(api, "Alice works at the bakery.", category="work", importance=0.7)
     response = api.patch(f"/v1/facts/{v1['id']}", {"text": "Alice works at the town library."}, format="json")
@@ -288,13 +333,19 @@ def test_patch_text_creates_a_new_version(api):
 
 def test_patch_other_fields_edits_in_place(api):
     v1 = post_fact(api, "Alice works at the bakery.")
-    body = api.patch(f"/v1/facts/{v1['id']}", {"importance": 0.2, "metadata": {"k": 1}, "valid_to": "2030-01-01T00:00:00Z"}, format="json").json()
+    body = api.patch(
+        f"/v1/facts/{v1['id']}",
+        {"importance": 0.2, "metadata": {"k": 1}, "valid_to": "2030-01-01T00:00:00Z"},
+        format="json",
+    ).json()
     assert body["id"] == v1["id"] and body["importance"] == 0.2 and body["metadata"] == {"k": 1}
     assert body["valid_to"] == "2030-01-01T00:00:00Z"
     assert Fact.objects.count() == 1
 
 
-@pytest.mark.parametrize("payload", [{}, {"project_id": "other"}, {"kind": "preference"}, {"importance": "0.3"}, {"valid_to": "2030-01-01"}])
+@pytest.mark.parametrize(
+    "payload", [{}, {"project_id": "other"}, {"kind": "preference"}, {"importance": "0.3"}, {"valid_to": "2030-01-01"}]
+)
 def test_patch_refuses_what_cannot_change(api, payload):
     v1 = post_fact(api, "Alice works at the bakery.")
     response = api.patch(f"/v1/facts/{v1['id']}", payload, format="json")
@@ -316,6 +367,7 @@ def test_unknown_fact_is_404(api):
 
 
 # --- listing ------------------------------------------------------------------------------------------
+
 
 def _list(api, **params):
     query = "&".join(f"{k}={v}" for k, v in {"project_id": PROJECT, "subject_id": "alice", **params}.items())
@@ -350,7 +402,16 @@ def test_list_filters(api):
     assert _list(api, recorded_after=future)["facts"] == []
 
 
-@pytest.mark.parametrize("params", [{"limit": 0}, {"limit": 201}, {"cursor": "garbage"}, {"status": "lost"}, {"recorded_after": "2024-01-01T00:00:00"}])
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"limit": 0},
+        {"limit": 201},
+        {"cursor": "garbage"},
+        {"status": "lost"},
+        {"recorded_after": "2024-01-01T00:00:00"},
+    ],
+)
 def test_list_refuses_bad_parameters(api, params):
     query = "&".join(f"{k}={v}" for k, v in {"project_id": PROJECT, "subject_id": "alice", **params}.items())
     response = api.get(f"/v1/facts?{query}")
@@ -359,8 +420,19 @@ def test_list_refuses_bad_parameters(api, params):
 
 # --- events -------------------------------------------------------------------------------------------
 
+
 def test_events_create_and_page_by_occurrence(api):
-    body = {"events": [{"project_id": PROJECT, "subject_id": "alice", "text": f"Event {i}.", "occurred_at": f"2026-0{i + 1}-01T10:00:00Z"} for i in range(5)]}
+    body = {
+        "events": [
+            {
+                "project_id": PROJECT,
+                "subject_id": "alice",
+                "text": f"Event {i}.",
+                "occurred_at": f"2026-0{i + 1}-01T10:00:00Z",
+            }
+            for i in range(5)
+        ]
+    }
     assert api.post("/v1/events", body, format="json").status_code == 201
     first = api.get(f"/v1/events?project_id={PROJECT}&subject_id=alice&limit=2").json()
     assert [e["text"] for e in first["events"]] == ["Event 4.", "Event 3."]
@@ -369,7 +441,11 @@ def test_events_create_and_page_by_occurrence(api):
 
 
 def test_event_needs_an_aware_date(api):
-    response = api.post("/v1/events", {"project_id": PROJECT, "subject_id": "alice", "text": "Party.", "occurred_at": "2026-01-01 10:00"}, format="json")
+    response = api.post(
+        "/v1/events",
+        {"project_id": PROJECT, "subject_id": "alice", "text": "Party.", "occurred_at": "2026-01-01 10:00"},
+        format="json",
+    )
     assert response.status_code == 400 and error_code(response) == "invalid_request"
     assert Event.objects.count() == 0
 
@@ -380,16 +456,37 @@ def test_event_needs_an_aware_date(api):
 def test_erasing_a_subject_leaves_nothing(api):
     post_fact(api, NANTES, subject_id="zoe-42")
     post_fact(api, BORDEAUX, subject_id="zoe-42")  # opens a conflict set
-    api.post("/v1/events", {"project_id": PROJECT, "subject_id": "zoe-42", "text": "Zoe's secret party.", "occurred_at": "2026-01-01T10:00:00Z"}, format="json")
-    api.post("/v1/context", {"project_id": PROJECT, "subject_id": "zoe-42", "query": "Where does Paul live?"}, format="json")
+    api.post(
+        "/v1/events",
+        {
+            "project_id": PROJECT,
+            "subject_id": "zoe-42",
+            "text": "Zoe's secret party.",
+            "occurred_at": "2026-01-01T10:00:00Z",
+        },
+        format="json",
+    )
+    api.post(
+        "/v1/context", {"project_id": PROJECT, "subject_id": "zoe-42", "query": "Where does Paul live?"}, format="json"
+    )
     post_fact(api, "Bob keeps his own facts.", subject_id="bob")
     # her own identity block and procedure, and the project's, which stay
     for subject in ("zoe-42", None):
         scope = {"project_id": PROJECT, **({"subject_id": subject} if subject else {})}
-        assert api.post("/v1/identity-blocks", {**scope, "name": f"tone of {subject}", "text": f"Zoe's tone {subject}."},
-                        format="json").status_code == 201
-        assert api.post("/v1/procedures", {**scope, "title": f"Zoe's reports {subject}", "text": "Short ones."},
-                        format="json").status_code == 201
+        assert (
+            api.post(
+                "/v1/identity-blocks",
+                {**scope, "name": f"tone of {subject}", "text": f"Zoe's tone {subject}."},
+                format="json",
+            ).status_code
+            == 201
+        )
+        assert (
+            api.post(
+                "/v1/procedures", {**scope, "title": f"Zoe's reports {subject}", "text": "Short ones."}, format="json"
+            ).status_code
+            == 201
+        )
     ids = [str(i) for i in Fact.objects.filter(subject_id="zoe-42").values_list("id", flat=True)]
     decisions = Decision.objects.filter(trace__subject_id="zoe-42").count()
     accesses = ItemAccess.objects.filter(subject_id="zoe-42").count()  # the episode served
@@ -398,10 +495,26 @@ def test_erasing_a_subject_leaves_nothing(api):
     response = api.delete(f"/v1/subjects/zoe-42?project_id={PROJECT}")
     assert response.status_code == 200
     deleted = response.json()["deleted"]
-    assert deleted == {"decisions": decisions, "traces": 1, "item_accesses": accesses, "conflict_members": 2,
-                       "conflict_sets": 1, "facts": 2, "extraction_jobs": 0, "events": 1, "admin_log_entries": 0, "scope_graphs": 0,
-                       "consents": 0, "identity_blocks": 1, "procedures": 1, "scope_words": 0, "scope_word_counts": 0, "scope_writes": 1,
-                       "stats_subject_days": 0, "stats_fact_days": 0}
+    assert deleted == {
+        "decisions": decisions,
+        "traces": 1,
+        "item_accesses": accesses,
+        "conflict_members": 2,
+        "conflict_sets": 1,
+        "facts": 2,
+        "extraction_jobs": 0,
+        "events": 1,
+        "admin_log_entries": 0,
+        "scope_graphs": 0,
+        "consents": 0,
+        "identity_blocks": 1,
+        "procedures": 1,
+        "scope_words": 0,
+        "scope_word_counts": 0,
+        "scope_writes": 1,
+        "stats_subject_days": 0,
+        "stats_fact_days": 0,
+    }
     for needle in ["zoe-42", "Zoe's secret party", "Bordeaux", *ids]:
         assert rows_mentioning(needle) == {}, needle
     assert rows_mentioning("Zoe's tone None") == {"facts_identityblock": 1}
@@ -416,15 +529,22 @@ def test_erase_needs_the_project(api):
 
 # --- query counts on the hot paths: the same at two data sizes -------------------------------------------
 
+
 def _version_chain(length: int) -> list[Fact]:
     """`length` versions of one fact, oldest first, each superseded by the next."""
     now = timezone.now()
     chain = [FactFactory(text=f"Alice lives at address number {length}.", recorded_from=now)]
     for i in range(length - 1, 0, -1):
-        chain.insert(0, FactFactory(
-            text=f"Alice lives at address number {i}.", status="superseded", superseded_by=chain[0],
-            recorded_from=now - timedelta(days=length - i), recorded_to=now - timedelta(days=length - i - 1),
-        ))
+        chain.insert(
+            0,
+            FactFactory(
+                text=f"Alice lives at address number {i}.",
+                status="superseded",
+                superseded_by=chain[0],
+                recorded_from=now - timedelta(days=length - i),
+                recorded_to=now - timedelta(days=length - i - 1),
+            ),
+        )
     return chain
 
 
@@ -441,13 +561,24 @@ def test_history_goes_back_through_the_first_recorded_of_several_superseded_fact
     now = timezone.now()
     kept = FactFactory(text="Paul lives in Lille.", recorded_from=now)
     older, newer = (
-        FactFactory(text=text, status="superseded", superseded_by=kept, recorded_from=now - timedelta(days=days),
-                    recorded_to=now)
+        FactFactory(
+            text=text,
+            status="superseded",
+            superseded_by=kept,
+            recorded_from=now - timedelta(days=days),
+            recorded_to=now,
+        )
         for text, days in (("Paul lives in Nantes.", 2), ("Paul lives in Bordeaux.", 1))
     )
     # when / then
-    assert [v["id"] for v in api.get(f"/v1/facts/{kept.id}/history").json()["versions"]] == [str(older.id), str(kept.id)]
-    assert [v["id"] for v in api.get(f"/v1/facts/{newer.id}/history").json()["versions"]] == [str(newer.id), str(kept.id)]
+    assert [v["id"] for v in api.get(f"/v1/facts/{kept.id}/history").json()["versions"]] == [
+        str(older.id),
+        str(kept.id),
+    ]
+    assert [v["id"] for v in api.get(f"/v1/facts/{newer.id}/history").json()["versions"]] == [
+        str(newer.id),
+        str(kept.id),
+    ]
 
 
 @pytest.mark.parametrize("stored", [3, 60])

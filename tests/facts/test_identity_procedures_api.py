@@ -1,4 +1,5 @@
 """/v1/identity-blocks and /v1/procedures: the always-on texts and the workflows of a project or a subject."""
+
 import socket
 
 import pytest
@@ -27,8 +28,12 @@ def post_block(api, name, **extra):
     return response.json()
 
 
-def procedure(title="How we deploy", text="1. Tag the release. 2. Run the pipeline. 3. Watch the dashboards.",
-              subject="alice", **extra):
+def procedure(
+    title="How we deploy",
+    text="1. Tag the release. 2. Run the pipeline. 3. Watch the dashboards.",
+    subject="alice",
+    **extra,
+):
     body = {"project_id": PROJECT, "title": title, "text": text, **extra}
     if subject is not None:
         body["subject_id"] = subject
@@ -42,6 +47,7 @@ def post_procedure(api, **extra):
 
 
 # --- identity blocks ----------------------------------------------------------------------------------
+
 
 def test_an_identity_block_is_written_with_its_token_cost(api):
     body = post_block(api, "persona", text="You are a patient tutor." * 4, position=3, metadata={"by": "ops"})
@@ -106,13 +112,27 @@ def test_a_scope_holds_a_bounded_number_of_blocks(api):
     assert IdentityBlock.objects.count() == IDENTITY_BLOCKS_PER_SCOPE
 
 
-@pytest.mark.parametrize("bad, field", [
-    ({"text": ""}, "text"), ({"text": "   "}, "text"), ({"text": "x" * 4001}, "text"), ({"text": 12}, "text"),
-    ({"name": ""}, "name"), ({"name": "two\nlines"}, "name"), ({"name": "n" * 101}, "name"),
-    ({"position": -1}, "position"), ({"position": 2**31}, "position"), ({"position": "3"}, "position"),
-    ({"position": 1.5}, "position"), ({"enabled": "yes"}, "enabled"), ({"metadata": []}, "metadata"),
-    ({"subject_id": ""}, "subject_id"), ({"subject_id": "bad subject"}, "subject_id"), ({"colour": "red"}, "colour"),
-])
+@pytest.mark.parametrize(
+    "bad, field",
+    [
+        ({"text": ""}, "text"),
+        ({"text": "   "}, "text"),
+        ({"text": "x" * 4001}, "text"),
+        ({"text": 12}, "text"),
+        ({"name": ""}, "name"),
+        ({"name": "two\nlines"}, "name"),
+        ({"name": "n" * 101}, "name"),
+        ({"position": -1}, "position"),
+        ({"position": 2**31}, "position"),
+        ({"position": "3"}, "position"),
+        ({"position": 1.5}, "position"),
+        ({"enabled": "yes"}, "enabled"),
+        ({"metadata": []}, "metadata"),
+        ({"subject_id": ""}, "subject_id"),
+        ({"subject_id": "bad subject"}, "subject_id"),
+        ({"colour": "red"}, "colour"),
+    ],
+)
 def test_bad_identity_blocks_are_refused_and_nothing_is_written(api, bad, field):
     response = api.post("/v1/identity-blocks", {**block("persona"), **bad}, format="json")
     assert response.status_code == 400 and error_code(response) == "invalid_request"
@@ -123,8 +143,11 @@ def test_bad_identity_blocks_are_refused_and_nothing_is_written(api, bad, field)
 def test_a_block_is_edited_and_deleted(api):
     body = post_block(api, "persona")
     post_block(api, "tone")
-    patched = api.patch(f"/v1/identity-blocks/{body['id']}", {"text": "Answer in English.", "enabled": False,
-                                                              "position": 2}, format="json")
+    patched = api.patch(
+        f"/v1/identity-blocks/{body['id']}",
+        {"text": "Answer in English.", "enabled": False, "position": 2},
+        format="json",
+    )
     assert patched.status_code == 200, patched.content
     assert patched.json()["text"] == "Answer in English." and patched.json()["enabled"] is False
     assert patched.json()["updated_at"] >= body["updated_at"]
@@ -152,6 +175,7 @@ def test_identity_blocks_are_scoped_to_the_keys_project(api, other_api):
 
 # --- procedures ---------------------------------------------------------------------------------------
 
+
 def test_a_procedure_is_written_embedded_and_indexed_for_words(api):
     body = post_procedure(api, category="ops", importance=0.8, metadata={"team": "infra"})
     assert body["status"] == "active" and body["subject_id"] == "alice" and body["category"] == "ops"
@@ -172,7 +196,9 @@ def test_procedures_list_a_subjects_own_and_the_project_wide_ones_newest_first_b
     third = post_procedure(api, title="Alice's meetings", subject="alice")
     page = api.get("/v1/procedures", {"project_id": PROJECT, "subject_id": "alice", "limit": 2}).json()
     assert [p["id"] for p in page["procedures"]] == [third["id"], wide["id"]] and page["next_cursor"]
-    rest = api.get("/v1/procedures", {"project_id": PROJECT, "subject_id": "alice", "cursor": page["next_cursor"]}).json()
+    rest = api.get(
+        "/v1/procedures", {"project_id": PROJECT, "subject_id": "alice", "cursor": page["next_cursor"]}
+    ).json()
     assert [p["id"] for p in rest["procedures"]] == [first["id"]] and rest["next_cursor"] is None
     project = api.get("/v1/procedures", {"project_id": PROJECT}).json()["procedures"]
     assert [p["id"] for p in project] == [wide["id"]] and project[0]["subject_id"] is None
@@ -180,11 +206,21 @@ def test_procedures_list_a_subjects_own_and_the_project_wide_ones_newest_first_b
     assert bad_cursor.status_code == 400 and error_code(bad_cursor) == "invalid_request"
 
 
-@pytest.mark.parametrize("bad, field", [
-    ({"title": ""}, "title"), ({"title": "t" * 201}, "title"), ({"title": "a\tb"}, "title"), ({"text": " "}, "text"),
-    ({"text": "x" * 8001}, "text"), ({"importance": 1.5}, "importance"), ({"importance": "high"}, "importance"),
-    ({"category": 3}, "category"), ({"metadata": "x"}, "metadata"), ({"status": "retracted"}, "status"),
-])
+@pytest.mark.parametrize(
+    "bad, field",
+    [
+        ({"title": ""}, "title"),
+        ({"title": "t" * 201}, "title"),
+        ({"title": "a\tb"}, "title"),
+        ({"text": " "}, "text"),
+        ({"text": "x" * 8001}, "text"),
+        ({"importance": 1.5}, "importance"),
+        ({"importance": "high"}, "importance"),
+        ({"category": 3}, "category"),
+        ({"metadata": "x"}, "metadata"),
+        ({"status": "retracted"}, "status"),
+    ],
+)
 def test_bad_procedures_are_refused_and_nothing_is_written(api, bad, field):
     response = api.post("/v1/procedures", {**procedure(), **bad}, format="json")
     assert response.status_code == 400 and error_code(response) == "invalid_request"

@@ -1,6 +1,7 @@
 """Scopes that grew large get their own hnsw graph: `manage.py scope_graph ensure`, and the nightly
 consolidation over every project (facts/scope_graphs.py). CREATE INDEX CONCURRENTLY runs outside a transaction:
 these tests are transactional."""
+
 from io import StringIO
 
 import pytest
@@ -25,8 +26,12 @@ def scopes():
     for i in range(5):
         FactFactory(subject_id="bob", text=f"Bob owns painting number {i}.")
     for i in range(3):
-        FactFactory(subject_id="bob", text=f"Bob sold painting number {i}.", status=FactStatus.RETRACTED,
-                    recorded_to=timezone.now())
+        FactFactory(
+            subject_id="bob",
+            text=f"Bob sold painting number {i}.",
+            status=FactStatus.RETRACTED,
+            recorded_to=timezone.now(),
+        )
     yield
     for project_id, subject_id in [(PROJECT, "alice"), (PROJECT, "bob"), (OTHER_PROJECT, "carol")]:
         scope_graph_drop(project_id=project_id, subject_id=subject_id)

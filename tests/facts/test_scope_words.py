@@ -1,5 +1,6 @@
 """A large scope's own word counts (facts.scope_words: scope_words_count, scope_words_refresh): what is counted, what is
 listed, what goes when a scope shrinks or is erased."""
+
 import pytest
 from django.db import connection
 from django.utils import timezone
@@ -14,21 +15,28 @@ pytestmark = pytest.mark.django_db
 
 
 def _words(subject: str, table: str = "facts_fact") -> dict[str, int]:
-    return dict(ScopeWord.objects.filter(project_id=PROJECT, subject_id=subject, items_table=table)
-                .values_list("word", "items"))
+    return dict(
+        ScopeWord.objects.filter(project_id=PROJECT, subject_id=subject, items_table=table).values_list("word", "items")
+    )
 
 
 def _fill(subject: str, facts: int, *, common: str = "loic") -> None:
     """`facts` facts; `common` in every one of them, "dentist" in every third, and one word of each fact its own."""
     for i in range(facts):
-        FactFactory(subject_id=subject, text=f"{common.title()} wrote note{i}" + (" about the dentist." if i % 3 == 0 else "."))
+        FactFactory(
+            subject_id=subject, text=f"{common.title()} wrote note{i}" + (" about the dentist." if i % 3 == 0 else ".")
+        )
 
 
 def test_a_scope_s_words_are_counted_per_table_and_only_the_common_ones_listed(monkeypatch):
     monkeypatch.setattr(scope_words, "SCOPE_WORDS_MIN_COUNT", 5)
     _fill("alice", 30)
-    FactFactory(subject_id="alice", text="Loic moved away.", status="retracted",  # not active: not counted
-                recorded_to=timezone.now())
+    FactFactory(
+        subject_id="alice",
+        text="Loic moved away.",
+        status="retracted",  # not active: not counted
+        recorded_to=timezone.now(),
+    )
     for i in range(6):
         EventFactory(subject_id="alice", text=f"Alice met Loic at the dentist, visit {i}.")
 
@@ -66,8 +74,9 @@ def test_refresh_counts_large_scopes_again_and_forgets_those_grown_small(monkeyp
     _fill("alice", 4, common="maya")
     assert scope_words_refresh(min_items=5) == 1
     assert _words("alice")["loic"] == 8 and _words("alice")["maya"] == 4
-    Fact.objects.filter(subject_id="alice").exclude(text__startswith="Maya").update(status="retracted",
-                                                                                     recorded_to=timezone.now())
+    Fact.objects.filter(subject_id="alice").exclude(text__startswith="Maya").update(
+        status="retracted", recorded_to=timezone.now()
+    )
     assert scope_words_refresh(min_items=5) == 0
     assert not ScopeWordCounts.objects.exists() and not ScopeWord.objects.exists()
     assert scope_words_refresh(min_items=0) == 0  # 0: never
@@ -77,9 +86,17 @@ def test_refresh_counts_large_scopes_again_and_forgets_those_grown_small(monkeyp
 def test_erasure_deletes_the_scope_s_words_and_its_receipt_says_so(monkeypatch):
     monkeypatch.setattr(scope_words, "SCOPE_WORDS_MIN_COUNT", 2)
     api = make_client(PROJECT)
-    response = api.post("/v1/facts", {"facts": [
-        {"project_id": PROJECT, "subject_id": subject, "text": f"Zephyrine of {subject} keeps bees number {i}."}
-        for subject in ("zoe", "bob") for i in range(4)]}, format="json")
+    response = api.post(
+        "/v1/facts",
+        {
+            "facts": [
+                {"project_id": PROJECT, "subject_id": subject, "text": f"Zephyrine of {subject} keeps bees number {i}."}
+                for subject in ("zoe", "bob")
+                for i in range(4)
+            ]
+        },
+        format="json",
+    )
     assert response.status_code == 201, response.content
     assert scope_words_refresh(min_items=2) == 2
     assert rows_mentioning("zephyrine")["facts_scopeword"] == 2  # the lexeme, in each scope
@@ -102,7 +119,9 @@ def test_the_api_role_reads_only_its_own_project_s_counts(monkeypatch):
         scope_words_count(project_id=project, subject_id="alice")
     with api_transaction(PROJECT):
         with connection.cursor() as cursor:
-            cursor.execute("SELECT DISTINCT project_id FROM facts_scopeword UNION SELECT project_id FROM facts_scopewordcounts")
+            cursor.execute(
+                "SELECT DISTINCT project_id FROM facts_scopeword UNION SELECT project_id FROM facts_scopewordcounts"
+            )
             assert cursor.fetchall() == [(PROJECT,)]
 
 
@@ -110,7 +129,9 @@ def test_revoking_a_category_with_erase_counts_the_scope_s_words_again(monkeypat
     # given a counted scope whose health facts alone hold some words
     monkeypatch.setattr(scope_words, "SCOPE_WORDS_MIN_COUNT", 2)
     for i in range(4):
-        FactFactory(subject_id="alice", category="health", text=f"Alice injects insulin and avoids penicillin, dose {i}.")
+        FactFactory(
+            subject_id="alice", category="health", text=f"Alice injects insulin and avoids penicillin, dose {i}."
+        )
     for i in range(6):
         FactFactory(subject_id="alice", category="hobby", text=f"Alice plays chess with Loic, game {i}.")
     scope_words_count(project_id=PROJECT, subject_id="alice")

@@ -2,6 +2,7 @@
 API's own serializers (a form error, nothing written), and no filter or period a URL can carry answers 500.
 
 The cases were found by an outside probe (issue 35, item 6)."""
+
 import json
 from datetime import date
 from urllib.parse import urlencode
@@ -88,11 +89,19 @@ NUL, SURROGATE = "\\u0000", "\\ud800"
 
 
 def _project_form(**changes) -> dict:
-    return {"project_id": PROJECT, "consent_write_policy": "refuse", "categories": "[]", "conflict_policy": "", **changes}
+    return {
+        "project_id": PROJECT,
+        "consent_write_policy": "refuse",
+        "categories": "[]",
+        "conflict_policy": "",
+        **changes,
+    }
 
 
-@pytest.mark.parametrize("categories", ['["a", "a"]', f'["a{NUL}"]', f'["b{SURROGATE}"]', '["x", 3]', '{"a": 1}',
-                                        '[""]', json.dumps(["c" * 65])])
+@pytest.mark.parametrize(
+    "categories",
+    ['["a", "a"]', f'["a{NUL}"]', f'["b{SURROGATE}"]', '["x", 3]', '{"a": 1}', '[""]', json.dumps(["c" * 65])],
+)
 def test_project_categories_the_api_refuses_are_a_form_error(admin_client, categories):
     # when the settings are added, and then changed, with categories PATCH /v1/project refuses
     added = admin_client.post(reverse("admin:facts_project_add"), _project_form(categories=categories))
@@ -100,7 +109,9 @@ def test_project_categories_the_api_refuses_are_a_form_error(admin_client, categ
     assert added.status_code == 200 and "errornote" in added.content.decode(), added.status_code
     assert not Project.objects.exists()
     Project.objects.create(project_id=PROJECT, categories=["kept"])
-    changed = admin_client.post(reverse("admin:facts_project_change", args=[PROJECT]), _project_form(categories=categories))
+    changed = admin_client.post(
+        reverse("admin:facts_project_change", args=[PROJECT]), _project_form(categories=categories)
+    )
     assert changed.status_code == 200 and "errornote" in changed.content.decode()
     assert Project.objects.get(project_id=PROJECT).categories == ["kept"]
 
@@ -112,18 +123,39 @@ def nested(depth: int) -> dict:
     return value
 
 
-BAD_METADATA = [json.dumps(nested(40)), f'{{"k": "v{NUL}"}}', f'{{"k{SURROGATE}": 1}}', '[1, 2]',
-                json.dumps({"k": "x" * 17000})]
+BAD_METADATA = [
+    json.dumps(nested(40)),
+    f'{{"k": "v{NUL}"}}',
+    f'{{"k{SURROGATE}": 1}}',
+    "[1, 2]",
+    json.dumps({"k": "x" * 17000}),
+]
 
 
 def _block_form(**changes) -> dict:
-    return {"project_id": PROJECT, "subject_id": "", "name": "tone", "text": "Be brief.", "position": "0",
-            "enabled": "on", "metadata": "{}", **changes}
+    return {
+        "project_id": PROJECT,
+        "subject_id": "",
+        "name": "tone",
+        "text": "Be brief.",
+        "position": "0",
+        "enabled": "on",
+        "metadata": "{}",
+        **changes,
+    }
 
 
 def _procedure_form(**changes) -> dict:
-    return {"project_id": PROJECT, "subject_id": "", "title": "Deploy", "text": "Run the tests, then ship.",
-            "category": "ops", "importance": "0.5", "metadata": "{}", **changes}
+    return {
+        "project_id": PROJECT,
+        "subject_id": "",
+        "title": "Deploy",
+        "text": "Run the tests, then ship.",
+        "category": "ops",
+        "importance": "0.5",
+        "metadata": "{}",
+        **changes,
+    }
 
 
 @pytest.mark.parametrize("metadata", BAD_METADATA)
@@ -150,7 +182,9 @@ def test_metadata_the_api_accepts_is_saved(admin_client):
 
 @pytest.mark.parametrize("field, value", [("category", f"ops{NUL}"), ("title", "two\nlines")])
 def test_a_procedures_text_fields_the_api_refuses_are_a_form_error(admin_client, field, value):
-    response = admin_client.post(reverse("admin:facts_procedure_add"),
-                                 _procedure_form(**{field: json.loads(f'"{value}"') if NUL in value else value}))
+    response = admin_client.post(
+        reverse("admin:facts_procedure_add"),
+        _procedure_form(**{field: json.loads(f'"{value}"') if NUL in value else value}),
+    )
     assert response.status_code == 200 and "errornote" in response.content.decode()
     assert not Procedure.objects.exists()

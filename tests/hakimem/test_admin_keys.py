@@ -1,6 +1,7 @@
 """The admin of API keys and of who sees which project. Keys are made and revoked by commands and services
 (hakimem.services): in the admin a key is read only, and revoking it is an action that calls api_key_revoke. A staff
 user limited to projects sees, and acts on, only its projects' rows in every admin model."""
+
 import pytest
 from django.contrib.auth.models import Permission
 from django.urls import reverse
@@ -21,15 +22,30 @@ def _given(user, *codenames):
 
 @pytest.fixture
 def keys(db):
-    return {project: api_key_create(project_id=project, label=f"key of {project}")[0] for project in (PROJECT, OTHER_PROJECT)}
+    return {
+        project: api_key_create(project_id=project, label=f"key of {project}")[0]
+        for project in (PROJECT, OTHER_PROJECT)
+    }
 
 
 @pytest.fixture
 def key_keeper(db):
     """Staff limited to PROJECT, holding every permission on keys and on who sees which project."""
-    user = _given(make_user("kim", staff=True), "add_apikey", "change_apikey", "delete_apikey", "view_apikey",
-                  "add_staffprojectaccess", "change_staffprojectaccess", "delete_staffprojectaccess",
-                  "view_staffprojectaccess", "view_consent", "view_project", "add_project", "change_project")
+    user = _given(
+        make_user("kim", staff=True),
+        "add_apikey",
+        "change_apikey",
+        "delete_apikey",
+        "view_apikey",
+        "add_staffprojectaccess",
+        "change_staffprojectaccess",
+        "delete_staffprojectaccess",
+        "view_staffprojectaccess",
+        "view_consent",
+        "view_project",
+        "add_project",
+        "change_project",
+    )
     StaffProjectAccess.objects.create(user=user, project_id=PROJECT)
     return user
 
@@ -69,8 +85,10 @@ def test_revoking_keys_is_an_action_on_the_keepers_own_projects(client, keys, ke
     # given a key in each project, and the keeper limited to PROJECT
     client.force_login(key_keeper)
     # when the keeper selects both keys (one of them not its project's) and revokes them
-    response = client.post(reverse("admin:hakimem_apikey_changelist"),
-                           {"action": "revoke", "_selected_action": [keys[PROJECT].pk, keys[OTHER_PROJECT].pk]})
+    response = client.post(
+        reverse("admin:hakimem_apikey_changelist"),
+        {"action": "revoke", "_selected_action": [keys[PROJECT].pk, keys[OTHER_PROJECT].pk]},
+    )
     # then only its project's key is revoked
     assert response.status_code == 302
     assert ApiKey.objects.get(pk=keys[PROJECT].pk).revoked_at is not None
@@ -92,7 +110,9 @@ def test_a_limited_staff_user_cannot_change_who_sees_which_project(client, key_k
     listed = client.get(reverse("admin:hakimem_staffprojectaccess_changelist")).content.decode()
     own = StaffProjectAccess.objects.get(user=key_keeper)
     deleted = client.post(reverse("admin:hakimem_staffprojectaccess_delete", args=[own.pk]), {"post": "yes"})
-    added = client.post(reverse("admin:hakimem_staffprojectaccess_add"), {"user": key_keeper.pk, "project_id": OTHER_PROJECT})
+    added = client.post(
+        reverse("admin:hakimem_staffprojectaccess_add"), {"user": key_keeper.pk, "project_id": OTHER_PROJECT}
+    )
     # then it sees only its projects' limits and changes none
     assert f'field-project_id">{PROJECT}<' in listed and f'field-project_id">{OTHER_PROJECT}<' not in listed
     assert deleted.status_code == 403 and added.status_code == 403
@@ -101,8 +121,9 @@ def test_a_limited_staff_user_cannot_change_who_sees_which_project(client, key_k
 
 def test_a_limited_staff_user_sees_only_its_projects_consents_and_settings(client, key_keeper):
     for project in (PROJECT, OTHER_PROJECT):
-        Consent.objects.create(project_id=project, subject_id=f"subject-of-{project}", category="health",
-                               granted_at=timezone.now())
+        Consent.objects.create(
+            project_id=project, subject_id=f"subject-of-{project}", category="health", granted_at=timezone.now()
+        )
         Project.objects.create(project_id=project, categories=[f"category-of-{project}"])
     client.force_login(key_keeper)
     consents = client.get(reverse("admin:facts_consent_changelist")).content.decode()

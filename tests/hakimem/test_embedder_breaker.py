@@ -1,6 +1,7 @@
 """The embedder's circuit breaker: once the embedder has failed a few times in a row, calls answer at once
 (writes 503 embedder_unavailable, context calls degraded, readiness not ready) instead of each waiting for
 its timeout; after a cool-down one call tries it again."""
+
 import http.server
 import json
 import socket
@@ -81,8 +82,9 @@ def test_while_the_circuit_is_open_context_calls_are_degraded_at_once(api, embed
         _write(api, "Something else.")
     asked = embedder_server.requests
     # when a context call comes
-    response = api.post("/v1/context", {"project_id": PROJECT, "subject_id": "alice", "query": "What does Alice play?"},
-                        format="json")
+    response = api.post(
+        "/v1/context", {"project_id": PROJECT, "subject_id": "alice", "query": "What does Alice play?"}, format="json"
+    )
     # then it is served on the degraded path (full text and recency) without asking the embedder
     assert response.status_code == 200
     body = response.json()

@@ -1,5 +1,6 @@
 """What fails outside a view still answers the error contract on /v1/: an invalid Host, an unknown URL, a crash,
 a body too large, the database down (and back)."""
+
 import json
 import os
 import socket
@@ -33,8 +34,17 @@ def test_an_unknown_api_url_answers_404_in_the_contract(api):
     assert response.status_code == 404 and error_code(response) == "not_found"
 
 
-@pytest.mark.parametrize("path", ["/v1/facts/not-a-uuid", "/v1/facts/12/history", "/v1/events/x", "/v1/inspect/%20x",
-                                  "/v1/inspect/abc/replay", "/v1/conflicts/" + "9" * 40 + "/resolve"])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/v1/facts/not-a-uuid",
+        "/v1/facts/12/history",
+        "/v1/events/x",
+        "/v1/inspect/%20x",
+        "/v1/inspect/abc/replay",
+        "/v1/conflicts/" + "9" * 40 + "/resolve",
+    ],
+)
 def test_a_malformed_id_in_a_url_is_an_invalid_request_not_a_missing_endpoint(api, path):
     response = api.post(path, {}, format="json") if path.endswith(("/resolve", "/replay")) else api.get(path)
     assert response.status_code == 400 and error_code(response) == "invalid_request"
@@ -78,10 +88,20 @@ def test_the_largest_documented_batch_fits_under_the_default_limit(api, settings
             words.append("".join(letters[(n >> s) % len(letters)] for s in range(0, 24, 4)))
         text = " ".join(words)[:FACT_TEXT_MAX]
         metadata = {"k": "m" * (METADATA_MAX_BYTES - len('{"k":""}'))}
-        facts.append({"project_id": PROJECT, "subject_id": "alice", "text": text, "category": "c" * 64,
-                      "kind": "preference", "importance": 0.123456789, "volatility": "volatile",
-                      "valid_from": "2024-01-01T00:00:00+02:00", "valid_to": "2025-01-01T00:00:00+02:00",
-                      "metadata": metadata})
+        facts.append(
+            {
+                "project_id": PROJECT,
+                "subject_id": "alice",
+                "text": text,
+                "category": "c" * 64,
+                "kind": "preference",
+                "importance": 0.123456789,
+                "volatility": "volatile",
+                "valid_from": "2024-01-01T00:00:00+02:00",
+                "valid_to": "2025-01-01T00:00:00+02:00",
+                "metadata": metadata,
+            }
+        )
     body = json.dumps({"facts": facts}).encode()
     assert len(body) > 25 * 1024 * 1024
     # when it is sent
@@ -93,6 +113,7 @@ def test_the_largest_documented_batch_fits_under_the_default_limit(api, settings
 
 
 # --- the database down, then back ----------------------------------------------------------------------------
+
 
 class Outage:
     """A TCP proxy in front of the test database's socket. `down()` closes every connection through it and
@@ -204,8 +225,11 @@ def test_database_down_answers_503_and_the_process_recovers_without_a_restart(th
     assert api.post("/v1/facts", body, format="json").status_code == 201
 
     outage.down()
-    for method, path, payload in [("post", "/v1/facts", body), ("get", f"/v1/facts?project_id={PROJECT}&subject_id=alice", None),
-                                  ("post", "/v1/context", {"project_id": PROJECT, "subject_id": "alice", "query": "cello"})]:
+    for method, path, payload in [
+        ("post", "/v1/facts", body),
+        ("get", f"/v1/facts?project_id={PROJECT}&subject_id=alice", None),
+        ("post", "/v1/context", {"project_id": PROJECT, "subject_id": "alice", "query": "cello"}),
+    ]:
         response = getattr(api, method)(path, payload, format="json") if payload else api.get(path)
         assert response.status_code == 503, (path, response.content)
         assert error_code(response) == "database_unavailable" and response["Retry-After"]
@@ -292,7 +316,9 @@ def test_a_connection_lost_before_the_request_commits_answers_503_in_the_contrac
     monkeypatch.setattr(APIView, "finalize_response", cut_after)
 
     # when it ends: the row-security middleware's commit fails
-    response = _served(client, "post", "/v1/facts", {"project_id": PROJECT, "subject_id": "alice", "text": "Alice sings."})
+    response = _served(
+        client, "post", "/v1/facts", {"project_id": PROJECT, "subject_id": "alice", "text": "Alice sings."}
+    )
 
     # then it answers 503 database_unavailable, not a 500
     _assert_unavailable(response)

@@ -1,4 +1,5 @@
 """The house: migrations, catalog objects, embedders, API keys, the error contract, health."""
+
 import http.server
 import io
 import json
@@ -27,6 +28,7 @@ pytestmark = pytest.mark.django_db
 
 
 # --- migrations and catalog ---------------------------------------------------------------------------
+
 
 def test_models_and_migrations_agree():
     out = io.StringIO()
@@ -81,13 +83,15 @@ def test_every_fact_and_event_holds_its_scope_lexeme_and_no_word_matches_it():
     event = EventFactory(subject_id=fact.subject_id, text="Camille called the vet about scope 3.")
     for table, row in (("facts_fact", fact), ("facts_event", event)):
         with connection.cursor() as cursor:
-            cursor.execute(f"""SELECT search_vector @@ hakimem_scope_query(%(p)s, %(s)s),
+            cursor.execute(
+                f"""SELECT search_vector @@ hakimem_scope_query(%(p)s, %(s)s),
                                       search_vector @@ hakimem_scope_query(%(p)s, %(s)s || 'x'),
                                       search_vector @@ hakimem_scope_query(%(p)s || 'x', %(s)s),
                                       search_vector @@ to_tsquery('simple', 'scope'),
                                       search_vector @@ (to_tsquery('simple', 'camille') && hakimem_scope_query(%(p)s, %(s)s))
                                  FROM {table} WHERE id = %(id)s""",
-                           {"p": row.project_id, "s": row.subject_id, "id": row.id})
+                {"p": row.project_id, "s": row.subject_id, "id": row.id},
+            )
             assert cursor.fetchone() == (True, False, False, table == "facts_event", True), table
 
 
@@ -123,6 +127,7 @@ def test_one_active_fact_per_normalised_text_in_a_scope():
 
 # --- embedders ----------------------------------------------------------------------------------------
 
+
 def test_hashing_embedder_is_deterministic_and_normalised():
     embedder = HashingEmbedder(384)
     a, b = embedder.embed(["Léa lives in Lyon", "Léa lives in Lyon"])
@@ -151,7 +156,9 @@ def test_dimension_check_refuses_other_sizes():
 
 def test_a_wrong_dimension_writes_nothing(api, monkeypatch):
     monkeypatch.setattr("facts.writes.get_embedder", lambda: _WrongSize(384))
-    response = api.post("/v1/facts", {"project_id": PROJECT, "subject_id": "alice", "text": "Anything at all."}, format="json")
+    response = api.post(
+        "/v1/facts", {"project_id": PROJECT, "subject_id": "alice", "text": "Anything at all."}, format="json"
+    )
     assert response.status_code == 503
     assert error_code(response) == "embedder_unavailable"
     assert Fact.objects.count() == 0
@@ -214,7 +221,10 @@ def test_openai_embedder_against_a_fake_server(fake_openai):
     assert auth == "Bearer sk-test" and body == {"model": "m1", "input": ["a", "b"]}
 
 
-@pytest.mark.parametrize("mode, error", [("error", EmbedderUnavailable), ("wrong_dim", EmbeddingDimensionError), ("slow", EmbedderUnavailable)])
+@pytest.mark.parametrize(
+    "mode, error",
+    [("error", EmbedderUnavailable), ("wrong_dim", EmbeddingDimensionError), ("slow", EmbedderUnavailable)],
+)
 def test_openai_embedder_failures(fake_openai, mode, error):
     _FakeOpenAI.mode = mode
     embedder = OpenAICompatibleEmbedder(384, url=fake_openai, model="m1", api_key="", timeout=0.3)
@@ -288,16 +298,27 @@ def test_the_onnx_runtime_loads_no_pytorch(settings):
 
     get_embedder("sentence-transformers").embed(["the export exists before the child loads it"])
     # the child never connects: a database URL that names none keeps its settings off the test's embedded server
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings", "HAKI_MODEL_DIR": settings.HAKI_MODEL_DIR,
-           "DATABASE_URL": "postgresql://nobody@127.0.0.1:1/none"}
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "config.settings",
+        "HAKI_MODEL_DIR": settings.HAKI_MODEL_DIR,
+        "DATABASE_URL": "postgresql://nobody@127.0.0.1:1/none",
+    }
     child = (
         "import django, sys; django.setup()\n"
         "from hakimem.embeddings import get_embedder\n"
         "assert get_embedder('sentence-transformers').embed(['warm up']).shape == (1, 384)\n"
         "print(sorted({m.split('.')[0] for m in sys.modules} & {'torch', 'transformers', 'sentence_transformers'}))\n"
     )
-    out = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, timeout=120, check=True,
-                         env=env, cwd=Path(__file__).resolve().parents[2])
+    out = subprocess.run(
+        [sys.executable, "-c", child],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+        env=env,
+        cwd=Path(__file__).resolve().parents[2],
+    )
     assert out.stdout.strip().splitlines()[-1] == "[]"
 
 
@@ -363,6 +384,7 @@ def test_an_unknown_runtime_is_refused(settings):
 
 # --- API keys and the error contract ------------------------------------------------------------------
 
+
 def test_missing_key_is_401(client):
     response = client.get(f"/v1/facts?project_id={PROJECT}&subject_id=alice")
     assert response.status_code == 401
@@ -391,14 +413,18 @@ def test_keys_are_stored_hashed(api):
 
 
 def test_other_projects_scope_is_404_and_reveals_nothing(api, other_api):
-    fact = api.post("/v1/facts", {"project_id": PROJECT, "subject_id": "alice", "text": "Alice owns a red bicycle."}, format="json").json()
+    fact = api.post(
+        "/v1/facts", {"project_id": PROJECT, "subject_id": "alice", "text": "Alice owns a red bicycle."}, format="json"
+    ).json()
     checks = [
         other_api.get(f"/v1/facts?project_id={PROJECT}&subject_id=alice"),
         other_api.get(f"/v1/facts/{fact['id']}"),
         other_api.patch(f"/v1/facts/{fact['id']}", {"importance": 0.9}, format="json"),
         other_api.delete(f"/v1/facts/{fact['id']}"),
         other_api.post("/v1/facts", {"project_id": PROJECT, "subject_id": "alice", "text": "Injected."}, format="json"),
-        other_api.post("/v1/context", {"project_id": PROJECT, "subject_id": "alice", "query": "bicycle"}, format="json"),
+        other_api.post(
+            "/v1/context", {"project_id": PROJECT, "subject_id": "alice", "query": "bicycle"}, format="json"
+        ),
         other_api.delete(f"/v1/subjects/alice?project_id={PROJECT}"),
     ]
     for response in checks:

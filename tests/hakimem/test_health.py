@@ -1,6 +1,7 @@
 """Liveness and readiness: /v1/health/live answers while the process runs, /v1/health/ready only when a
 context call could be served (database with the vector extension, embedder making vectors of the right size).
 /v1/health keeps its answer for older clients."""
+
 import pytest
 from django.db import OperationalError
 from django.db.backends.utils import CursorWrapper

@@ -3,6 +3,7 @@ vector cache, /metrics, and the words' statistics the text rank weighs words by.
 test holds.
 
 The cases come from an outside probe (issue 35, item 2)."""
+
 import pytest
 from django.db import connection
 from prometheus_client.parser import text_string_to_metric_families
@@ -23,8 +24,11 @@ def metrics_on(settings):
 def series(client) -> dict[tuple, float]:
     response = client.get("/metrics", HTTP_AUTHORIZATION=f"Bearer {METRICS_TOKEN}")
     assert response.status_code == 200
-    return {(s.name, tuple(sorted(s.labels.items()))): s.value
-            for family in text_string_to_metric_families(response.content.decode()) for s in family.samples}
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(response.content.decode())
+        for s in family.samples
+    }
 
 
 def cache(before, after, result) -> float:
@@ -39,6 +43,7 @@ def ask(client, project, query):
 
 
 # --- the query vector cache -------------------------------------------------------------------------------------
+
 
 def test_a_question_another_project_asked_is_no_cache_hit(api, other_api, client, metrics_on):
     # given project B asked a question (its vector is in the worker's cache)
@@ -57,14 +62,25 @@ def test_a_question_another_project_asked_is_no_cache_hit(api, other_api, client
 
 # --- /metrics ---------------------------------------------------------------------------------------------------
 
+
 def test_metrics_are_a_404_while_no_token_is_set(client, settings):
     settings.HAKI_METRICS_TOKEN = ""
     assert client.get("/metrics").status_code == 404
     assert client.get("/metrics", HTTP_AUTHORIZATION="Bearer ").status_code == 404
 
 
-@pytest.mark.parametrize("authorization", [None, "", "Bearer", "Bearer wrong", f"Basic {METRICS_TOKEN}",
-                                           f"Bearer {METRICS_TOKEN}x", f"Bearer {METRICS_TOKEN[:-1]}"])
+@pytest.mark.parametrize(
+    "authorization",
+    [
+        None,
+        "",
+        "Bearer",
+        "Bearer wrong",
+        f"Basic {METRICS_TOKEN}",
+        f"Bearer {METRICS_TOKEN}x",
+        f"Bearer {METRICS_TOKEN[:-1]}",
+    ],
+)
 def test_metrics_need_the_token(client, metrics_on, authorization):
     headers = {} if authorization is None else {"HTTP_AUTHORIZATION": authorization}
     response = client.get("/metrics", **headers)
@@ -92,6 +108,7 @@ def test_invented_methods_and_paths_add_no_series(client, metrics_on):
 
 
 # --- the words' statistics --------------------------------------------------------------------------------------
+
 
 def _text_ranks(client, project: str, query: str) -> dict[str, float]:
     """The text rank of each fact a context call of `project` considered, by its text, from the call's trace."""

@@ -1,5 +1,6 @@
 """Limits: requests per API key (429 rate_limited with Retry-After, counted in PostgreSQL so every server
 process shares them), and the admin's sign-in lockout after failed passwords."""
+
 import time
 from types import SimpleNamespace
 
@@ -70,8 +71,9 @@ def test_invented_keys_share_their_addresss_budget(api, settings):
     statuses = [inventor.get("/v1/facts", HTTP_AUTHORIZATION=f"Bearer invented-{n}").status_code for n in range(5)]
     # then the address's unknown keys are refused once they used its budget, whatever key comes next
     assert statuses == [401, 401, 401, 429, 429]
-    refused = inventor.get("/v1/facts", {"project_id": PROJECT, "subject_id": "alice"},
-                           HTTP_AUTHORIZATION=f"Bearer {api.raw_key}")
+    refused = inventor.get(
+        "/v1/facts", {"project_id": PROJECT, "subject_id": "alice"}, HTTP_AUTHORIZATION=f"Bearer {api.raw_key}"
+    )
     assert error_code(refused) == "rate_limited" and "unknown keys" in refused.json()["error"]["message"]
     # and a key from another address is served
     assert _list(api).status_code == 200
@@ -81,8 +83,9 @@ def test_counters_of_windows_that_are_over_are_pruned(api, settings, monkeypatch
     # given counters left by keys invented long ago (each hit once, never again)
     settings.HAKI_THROTTLE_RATE = Rate(3, 60)
     old_window = int(time.time()) - 10 * DAY
-    RateCounter.objects.bulk_create([RateCounter(bucket=f"api-key:invented-{n}", window=old_window, hits=1)
-                                     for n in range(50)])
+    RateCounter.objects.bulk_create(
+        [RateCounter(bucket=f"api-key:invented-{n}", window=old_window, hits=1) for n in range(50)]
+    )
     # when the process's next pruning comes with a request
     monkeypatch.setitem(ratelimit._pruned_at, "at", -1e9)
     assert _list(api).status_code == 200
@@ -96,7 +99,9 @@ def test_a_refused_request_writes_nothing(api, settings):
     settings.HAKI_THROTTLE_RATE = Rate(1, DAY)
     _list(api)
     # when it tries to store a fact
-    response = api.post("/v1/facts", {"project_id": PROJECT, "subject_id": "alice", "text": "Alice runs."}, format="json")
+    response = api.post(
+        "/v1/facts", {"project_id": PROJECT, "subject_id": "alice", "text": "Alice runs."}, format="json"
+    )
     # then it is refused and nothing was stored
     assert error_code(response) == "rate_limited"
     settings.HAKI_THROTTLE_RATE = None
@@ -112,6 +117,7 @@ def test_rates_read_from_the_environment():
 
 
 # --- the admin's sign-in ------------------------------------------------------------------------------------
+
 
 def _sign_in(client, username, password):
     return client.post("/admin/login/?next=/admin/", {"username": username, "password": password})

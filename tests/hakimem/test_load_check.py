@@ -2,6 +2,7 @@
 few seconds) against the production server in a subprocess, on the test database, with erasures and curator
 resolutions under traffic. Latency is printed, not asserted (timed tests flake); the invariants and the
 absence of errors are asserted."""
+
 import pytest
 from django.db import connection
 
@@ -11,8 +12,14 @@ from bench import load_check, over_http
 @pytest.mark.django_db(transaction=True)
 def test_short_load_run_keeps_every_invariant(tmp_path, capsys):
     report = load_check.run(
-        embedder="hashing", subjects=6, start_rate=6.0, max_rate=9.0, step_seconds=4.0, max_p95=10_000.0,
-        erase_every=1.5, resolve_every=0.5,
+        embedder="hashing",
+        subjects=6,
+        start_rate=6.0,
+        max_rate=9.0,
+        step_seconds=4.0,
+        max_p95=10_000.0,
+        erase_every=1.5,
+        resolve_every=0.5,
         server_env={"DATABASE_URL": over_http.database_url(connection.settings_dict), "HAKI_WORKERS": "2"},
         log=tmp_path / "server.log",
     )

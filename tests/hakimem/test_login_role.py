@@ -1,5 +1,6 @@
 """The application's login role (docs/isolation.md): what a request's SQL could reach if it left its role. Connected
 as `hakimem_app`, the role the web server's workers log in as, on the test database with two projects' rows."""
+
 import psycopg
 import pytest
 from django.contrib.auth.models import User
@@ -15,9 +16,18 @@ from tests.conftest import OTHER_PROJECT, PROJECT
 from tests.facts.factories import FactFactory
 
 # What a person's account, session and the admin's history hold, and every project's key hashes.
-CREDENTIAL_TABLES = ["auth_user", "auth_user_groups", "auth_user_user_permissions", "auth_group", "auth_permission",
-                     "auth_group_permissions", "django_session", "django_admin_log", "hakimem_apikey",
-                     "hakimem_staffprojectaccess"]
+CREDENTIAL_TABLES = [
+    "auth_user",
+    "auth_user_groups",
+    "auth_user_user_permissions",
+    "auth_group",
+    "auth_permission",
+    "auth_group_permissions",
+    "django_session",
+    "django_admin_log",
+    "hakimem_apikey",
+    "hakimem_staffprojectaccess",
+]
 
 
 def app_connection() -> psycopg.Connection:
@@ -55,8 +65,9 @@ def _denied(conn, table: str) -> bool:
 
 def test_the_login_role_is_no_superuser_bypasses_nothing_and_owns_nothing(transactional_db):
     with app_connection() as conn:
-        row = conn.execute("SELECT rolsuper, rolbypassrls, rolcreaterole, rolcreatedb FROM pg_roles"
-                           " WHERE rolname = current_user").fetchone()
+        row = conn.execute(
+            "SELECT rolsuper, rolbypassrls, rolcreaterole, rolcreatedb FROM pg_roles WHERE rolname = current_user"
+        ).fetchone()
         owned = conn.execute("SELECT count(*) FROM pg_class WHERE relowner = current_user::regrole").fetchone()[0]
     assert row == (False, False, False, False)
     assert owned == 0
@@ -119,8 +130,9 @@ def test_make_runs_workers_log_in_as_the_application_role(environment_kept, guni
     environment_kept["PROMETHEUS_MULTIPROC_DIR"] = str(tmp_path / "metrics")
 
     # when gunicorn's master starts
-    gunicorn_conf.on_starting(SimpleNamespace(cfg=SimpleNamespace(workers=1), log=logging.getLogger("test"),
-                                              handle_term=None))
+    gunicorn_conf.on_starting(
+        SimpleNamespace(cfg=SimpleNamespace(workers=1), log=logging.getLogger("test"), handle_term=None)
+    )
     # then the URL it hands its workers logs in as the application's role
     with psycopg.connect(environment_kept["DATABASE_URL"]) as conn:
         assert conn.execute("SELECT current_user").fetchone()[0] == APP_LOGIN_ROLE

@@ -1,4 +1,5 @@
 """`make stop` stops what `make run` started: gunicorn (by its pid file), then the embedded PostgreSQL."""
+
 import signal
 import subprocess
 import sys
@@ -41,8 +42,13 @@ def test_make_stop_stops_the_server_then_the_embedded_database(tmp_path):
         time.sleep(0.05)
     # when `make stop` runs for them
     try:
-        run = subprocess.run(["make", "--no-print-directory", "stop", f"HAKI_PGDATA={pgdata}",
-                              f"GUNICORN_PID={pidfile}"], cwd=ROOT, capture_output=True, text=True, timeout=90)
+        run = subprocess.run(
+            ["make", "--no-print-directory", "stop", f"HAKI_PGDATA={pgdata}", f"GUNICORN_PID={pidfile}"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=90,
+        )
     finally:
         if master.poll() is None:
             master.send_signal(signal.SIGKILL)
@@ -52,6 +58,11 @@ def test_make_stop_stops_the_server_then_the_embedded_database(tmp_path):
     assert not _running(postmaster) and not (pgdata / "postmaster.pid").exists()
     assert run.stdout.index("stopped gunicorn") < run.stdout.index("stopped the embedded PostgreSQL")
     # and a second run finds nothing to stop, without failing
-    again = subprocess.run(["make", "--no-print-directory", "stop", f"HAKI_PGDATA={pgdata}", f"GUNICORN_PID={pidfile}"],
-                           cwd=ROOT, capture_output=True, text=True, timeout=30)
+    again = subprocess.run(
+        ["make", "--no-print-directory", "stop", f"HAKI_PGDATA={pgdata}", f"GUNICORN_PID={pidfile}"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert again.returncode == 0 and "is not running" in again.stdout

@@ -1,5 +1,6 @@
 """/metrics exposes the named series and counts what a context call did; each context call logs one JSON line
 with its trace id and nothing of the query or the subject."""
+
 import json
 import logging
 import uuid
@@ -45,15 +46,23 @@ def test_a_context_call_shows_in_the_metrics(api, client):
     # when one context call is made, with a question no earlier test of this process asked (the query vectors' cache
     # lasts as long as the process, which runs many test files)
     question = f"What is Alice allergic to ({uuid.uuid4().hex[:8]})?"
-    response = api.post("/v1/context", {"project_id": PROJECT, "subject_id": "alice", "query": question},
-                        format="json")
+    response = api.post("/v1/context", {"project_id": PROJECT, "subject_id": "alice", "query": question}, format="json")
     assert response.status_code == 200
     decisions = api.get(f"/v1/inspect/{response.json()['trace_id']}").json()["decisions"]
     after = samples(client)
 
     # then its request, phases, status, decisions and query embedding are counted, once
-    assert delta(before, after, "hakimem_http_request_duration_seconds_count",
-                 method="POST", endpoint="v1/context", status="200") == 1
+    assert (
+        delta(
+            before,
+            after,
+            "hakimem_http_request_duration_seconds_count",
+            method="POST",
+            endpoint="v1/context",
+            status="200",
+        )
+        == 1
+    )
     for phase in PHASES:
         assert delta(before, after, "hakimem_context_phase_seconds_count", phase=phase) == 1, phase
     assert delta(before, after, "hakimem_context_calls_total", status=response.json()["status"]) == 1
@@ -73,14 +82,22 @@ def test_a_context_call_shows_in_the_metrics(api, client):
 @pytest.mark.django_db
 def test_a_context_call_logs_one_line_with_its_trace_id_and_no_personal_data(api, caplog):
     query = "Where does Zoltan the lighthouse keeper live?"
-    api.post("/v1/facts", {"project_id": PROJECT, "subject_id": "subject-zoltan", "text": "Zoltan lives in Brest."},
-             format="json")
+    api.post(
+        "/v1/facts",
+        {"project_id": PROJECT, "subject_id": "subject-zoltan", "text": "Zoltan lives in Brest."},
+        format="json",
+    )
     with caplog.at_level(logging.INFO, logger="hakimem.context"):
-        response = api.post("/v1/context", {"project_id": PROJECT, "subject_id": "subject-zoltan", "query": query},
-                            format="json")
+        response = api.post(
+            "/v1/context", {"project_id": PROJECT, "subject_id": "subject-zoltan", "query": query}, format="json"
+        )
     lines = [r.getMessage() for r in caplog.records if r.name == "hakimem.context"]
     assert len(lines) == 1
     line = json.loads(lines[0])
     assert line["event"] == "context_call" and line["trace_id"] == response.json()["trace_id"]
-    assert line["project_id"] == PROJECT and line["facts_served"] == 1 and set(line["timings_ms"]) == PHASES - {"trace_write"}
+    assert (
+        line["project_id"] == PROJECT
+        and line["facts_served"] == 1
+        and set(line["timings_ms"]) == PHASES - {"trace_write"}
+    )
     assert "Zoltan" not in lines[0] and "subject-zoltan" not in lines[0] and "Brest" not in lines[0]

@@ -1,5 +1,6 @@
 """The pool's check when a request takes a connection (hakimem/postgresql/base.py): nothing sent for a healthy idle
 connection, the full check (which fails) for one the server has ended."""
+
 import time
 
 import psycopg

@@ -1,6 +1,7 @@
 """Property tests (hypothesis) at the API's edge: whatever a client sends as an id, a text, metadata, a timestamp,
 a query or a budget, the answer is a success or a 4xx in the error contract, never a 5xx, and a refused request
 writes nothing. Bounded to EXAMPLES each; derandomized so a failure reproduces."""
+
 import itertools
 import json
 from datetime import timedelta, timezone
@@ -18,16 +19,26 @@ from traces.models import Trace
 pytestmark = pytest.mark.django_db
 
 EXAMPLES = 40
-bounded = hypothesis_settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
-                              suppress_health_check=list(HealthCheck))
+bounded = hypothesis_settings(
+    max_examples=EXAMPLES, deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck)
+)
 
 # Every code point, surrogates and U+0000 included (hypothesis leaves surrogates out unless asked).
 any_char = st.characters(min_codepoint=0, max_codepoint=0x10FFFF, categories=None, exclude_categories=())
 any_text = st.text(alphabet=any_char, max_size=60)
 scope_like = st.from_regex(r"[A-Za-z0-9._:@-]{1,8}[\n\r\x00 ]?", fullmatch=True)
-json_scalars = st.none() | st.booleans() | st.integers(-2**70, 2**70) | st.floats(allow_nan=False, allow_infinity=False) | any_text
-json_values = st.recursive(json_scalars, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(any_text, inner, max_size=3),
-                           max_leaves=40)
+json_scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**70), 2**70)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | any_text
+)
+json_values = st.recursive(
+    json_scalars,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(any_text, inner, max_size=3),
+    max_leaves=40,
+)
 
 
 takes = itertools.count()
@@ -81,8 +92,11 @@ def test_any_text_is_stored_as_sent_or_refused(api, text):
     response = post(api, "/v1/facts", {"project_id": PROJECT, "subject_id": subject, "text": text})
     if outcome(response, before, ok=201):
         assert Fact.objects.get(id=response.json()["id"]).text == text
-    response = post(api, "/v1/events", {"project_id": PROJECT, "subject_id": "alice", "text": text,
-                                        "occurred_at": "2024-05-01T10:00:00Z"})
+    response = post(
+        api,
+        "/v1/events",
+        {"project_id": PROJECT, "subject_id": "alice", "text": text, "occurred_at": "2024-05-01T10:00:00Z"},
+    )
     outcome(response, rows(), ok=201)
     response = post(api, "/v1/context", {"project_id": PROJECT, "subject_id": "alice", "query": text})
     outcome(response, rows(), ok=200)
@@ -94,19 +108,28 @@ def test_any_json_as_metadata_is_stored_as_sent_or_refused(api, metadata):
     before = rows()
     # a text of its own per example: the same text again would be answered by the first fact, with its metadata
     text = f"Alice plays the cello, take {next(takes)}."
-    response = post(api, "/v1/facts", {"project_id": PROJECT, "subject_id": "alice", "text": text, "metadata": metadata})
+    response = post(
+        api, "/v1/facts", {"project_id": PROJECT, "subject_id": "alice", "text": text, "metadata": metadata}
+    )
     if outcome(response, before, ok=201):
         assert isinstance(metadata, dict)
         assert Fact.objects.get(id=response.json()["id"]).metadata == metadata
 
 
 @bounded
-@given(moment=st.datetimes(timezones=st.builds(lambda m: timezone(timedelta(minutes=m)), st.integers(-1439, 1439)))
-       .map(lambda d: d.isoformat()) | any_text)
+@given(
+    moment=st.datetimes(timezones=st.builds(lambda m: timezone(timedelta(minutes=m)), st.integers(-1439, 1439))).map(
+        lambda d: d.isoformat()
+    )
+    | any_text
+)
 def test_any_timestamp_is_stored_in_utc_or_refused(api, moment):
     before = rows()
-    response = post(api, "/v1/events", {"project_id": PROJECT, "subject_id": "alice", "text": "Alice went to Porto.",
-                                        "occurred_at": moment})
+    response = post(
+        api,
+        "/v1/events",
+        {"project_id": PROJECT, "subject_id": "alice", "text": "Alice went to Porto.", "occurred_at": moment},
+    )
     if outcome(response, before, ok=201):
         assert response.json()["occurred_at"].endswith("Z")
     response = api.get("/v1/facts", {"project_id": PROJECT, "subject_id": "alice", "recorded_after": moment})
@@ -119,8 +142,9 @@ def test_any_timestamp_is_stored_in_utc_or_refused(api, moment):
 @given(budget=json_values)
 def test_any_budget_is_served_or_refused_with_budget_exceeded(api, budget):
     before = rows()
-    response = post(api, "/v1/context", {"project_id": PROJECT, "subject_id": "alice", "query": "cello",
-                                         "budget_tokens": budget})
+    response = post(
+        api, "/v1/context", {"project_id": PROJECT, "subject_id": "alice", "query": "cello", "budget_tokens": budget}
+    )
     if not outcome(response, before, ok=200):
         assert error_code(response) in ("budget_exceeded", "invalid_request")
 

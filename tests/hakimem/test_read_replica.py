@@ -3,6 +3,7 @@
 
 Where a call read is proven by that log (the replica's statements name the subject: client-side binding puts
 the values in the text), not by the router's word; the trace is looked up on the primary."""
+
 from __future__ import annotations
 
 import os
@@ -37,24 +38,33 @@ class Replica:
         self.primary, self.user = primary, user
 
     def run(self, program: str, *args: str) -> None:
-        done = subprocess.run([client_program(program), *args], user=self.user, capture_output=True, text=True,
-                              env=libpq_environment(self.primary), timeout=120)
+        done = subprocess.run(
+            [client_program(program), *args],
+            user=self.user,
+            capture_output=True,
+            text=True,
+            env=libpq_environment(self.primary),
+            timeout=120,
+        )
         if done.returncode:
             log = self.log.read_text(errors="replace")[-2000:] if self.log.exists() else ""
             raise ReplicaCommandFailed(f"{program} {' '.join(args)}: exit {done.returncode}\n{done.stderr}\n{log}")
 
     def start(self) -> None:
         # Its own socket folder (the data folder), modest memory, and every statement it runs in its log.
-        options = (f"-h '' -k {self.data} -c shared_buffers=64MB -c log_statement=all"
-                   " -c log_min_messages=warning -c hot_standby=on")
+        options = (
+            f"-h '' -k {self.data} -c shared_buffers=64MB -c log_statement=all"
+            " -c log_min_messages=warning -c hot_standby=on"
+        )
         self.run("pg_ctl", "-w", "-t", "60", "-D", str(self.data), "-l", str(self.log), "-o", options, "start")
 
     def stop(self) -> None:
         self.run("pg_ctl", "-w", "-D", str(self.data), "-m", "immediate", "stop")
 
     def superuser(self) -> psycopg.Connection:
-        return psycopg.connect(host=str(self.data), dbname=self.primary["NAME"], user=self.primary["USER"],
-                               autocommit=True)
+        return psycopg.connect(
+            host=str(self.data), dbname=self.primary["NAME"], user=self.primary["USER"], autocommit=True
+        )
 
     def wait_until(self, sql: str, params=()) -> None:
         deadline = time.monotonic() + WAIT_SECONDS
@@ -100,10 +110,12 @@ def replica(django_db_setup, django_db_blocker):
         socket_lock.unlink()
     server.start()
     server.wait_until("SELECT EXISTS (SELECT FROM pg_stat_wal_receiver WHERE status = 'streaming')")
-    entry = replica_settings(f"postgresql://{primary['USER']}@/{primary['NAME']}?host={server.data}",
-                             pool=primary["OPTIONS"].get("pool"))
+    entry = replica_settings(
+        f"postgresql://{primary['USER']}@/{primary['NAME']}?host={server.data}", pool=primary["OPTIONS"].get("pool")
+    )
     connections.settings[db_router.REPLICA] = connections.configure_settings(
-        {"default": primary, db_router.REPLICA: entry})[db_router.REPLICA]
+        {"default": primary, db_router.REPLICA: entry}
+    )[db_router.REPLICA]
     routers = override_settings(DATABASE_ROUTERS=["hakimem.db_router.ReplicaRouter"])
     routers.enable()
     try:

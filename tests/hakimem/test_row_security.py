@@ -1,5 +1,6 @@
 """Row-level security: a query that forgets its project filter inside a request still sees only what the
 request may see (hakimem/rowsecurity.py)."""
+
 import pytest
 from django.db import connection
 from django.test import Client
@@ -67,8 +68,17 @@ def test_a_request_without_a_project_sees_nothing(two_projects, client):
     # when an API view that needs no key reads everything (the project is never set)
     body = client.get("/v1/test/unscoped-open").json()
     # then an unset project sees no row at all, rather than every row
-    assert body == {"facts": [], "events": [], "conflict_sets": [], "conflict_members": [],
-                    "conflict_member_rows": 0, "traces": [], "decisions": 0, "identity_blocks": [], "procedures": []}
+    assert body == {
+        "facts": [],
+        "events": [],
+        "conflict_sets": [],
+        "conflict_members": [],
+        "conflict_member_rows": 0,
+        "traces": [],
+        "decisions": 0,
+        "identity_blocks": [],
+        "procedures": [],
+    }
 
 
 def test_anonymous_pages_see_nothing_and_signed_in_staff_see_every_project(two_projects, roles):
@@ -123,16 +133,37 @@ def test_no_project_reaches_the_next_use_of_a_connection():
 def test_the_roles_are_bound_by_row_security():
     # the roles a request runs as can neither bypass row security nor act as superusers
     with connection.cursor() as cursor:
-        cursor.execute("SELECT rolname, rolsuper, rolbypassrls FROM pg_roles WHERE rolname = ANY(%s) ORDER BY 1",
-                       [[API_ROLE, STAFF_ROLE]])
+        cursor.execute(
+            "SELECT rolname, rolsuper, rolbypassrls FROM pg_roles WHERE rolname = ANY(%s) ORDER BY 1",
+            [[API_ROLE, STAFF_ROLE]],
+        )
         assert cursor.fetchall() == [(API_ROLE, False, False), (STAFF_ROLE, False, False)]
         cursor.execute("SELECT relname FROM pg_class WHERE relrowsecurity AND relkind = 'r' ORDER BY 1")
-        assert [r[0] for r in cursor.fetchall()] == ["context_consolidationmark", "facts_conflictmember",
-                                                     "facts_conflictset", "facts_consent", "facts_event", "facts_fact",
-                                                     "facts_identityblock", "facts_procedure", "facts_project",
-                                                     "facts_scopeword", "facts_scopewordcounts", "facts_scopewrite", "hakimem_apikey", "stats_daylatencies", "stats_factserved", "stats_hourlatencies",
-                                                     "stats_hourtotals", "stats_rollupmark", "stats_slicetotals", "stats_subjectday",
-                                                     "traces_decision", "traces_itemaccess", "traces_trace"]
+        assert [r[0] for r in cursor.fetchall()] == [
+            "context_consolidationmark",
+            "facts_conflictmember",
+            "facts_conflictset",
+            "facts_consent",
+            "facts_event",
+            "facts_fact",
+            "facts_identityblock",
+            "facts_procedure",
+            "facts_project",
+            "facts_scopeword",
+            "facts_scopewordcounts",
+            "facts_scopewrite",
+            "hakimem_apikey",
+            "stats_daylatencies",
+            "stats_factserved",
+            "stats_hourlatencies",
+            "stats_hourtotals",
+            "stats_rollupmark",
+            "stats_slicetotals",
+            "stats_subjectday",
+            "traces_decision",
+            "traces_itemaccess",
+            "traces_trace",
+        ]
 
 
 def test_without_the_database_an_api_request_answers_503_in_the_contract(api, monkeypatch):

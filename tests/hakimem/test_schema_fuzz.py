@@ -6,6 +6,7 @@ is one the schema documents with the content type it documents, every body match
 (success or the error contract), every request that does not fit is refused and every one that fits is taken (the
 schema states every rule the API enforces: schemathesis' conformance checks), and every error is
 {"error": {"code", "message", "details"}}. Bounded: EXAMPLES per operation and mode (70 runs, ~80 s)."""
+
 import uuid
 from collections import Counter
 from datetime import datetime
@@ -48,6 +49,7 @@ def in_the_test_transaction():
     for signal in (request_started, request_finished):
         signal.connect(close_old_connections)
 
+
 EXAMPLES = 12
 BIGINT_MAX = 2**63 - 1
 SCHEMA = schemathesis.openapi.from_wsgi("/v1/schema", application)
@@ -57,8 +59,12 @@ SCHEMA.config.generation.update(allow_x00=False)
 OPERATIONS = sorted(op.ok().label for op in SCHEMA.get_all_operations())
 # Operations that take no input at all have nothing to make invalid: negative mode cannot generate for them.
 NO_INPUT = {"GET /v1/health", "GET /v1/health/live", "GET /v1/health/ready"}
-CASES = [(label, mode) for label in OPERATIONS for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE)
-         if not (mode == GenerationMode.NEGATIVE and label in NO_INPUT)]
+CASES = [
+    (label, mode)
+    for label in OPERATIONS
+    for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE)
+    if not (mode == GenerationMode.NEGATIVE and label in NO_INPUT)
+]
 CODES = {c.value for c in ErrorCode}
 
 
@@ -68,9 +74,19 @@ def test_the_schema_describes_every_api_endpoint_and_the_error_contract(client):
     schema = response.json()
     assert schema["openapi"].startswith("3.")
     assert set(schema["paths"]) >= {
-        "/v1/facts", "/v1/facts/{fact_id}", "/v1/facts/{fact_id}/history", "/v1/events", "/v1/conflicts",
-        "/v1/conflicts/{conflict_id}", "/v1/conflicts/{conflict_id}/resolve", "/v1/subjects/{subject_id}",
-        "/v1/context", "/v1/inspect/{trace_id}", "/v1/stats/overview", "/v1/health", "/v1/health/live",
+        "/v1/facts",
+        "/v1/facts/{fact_id}",
+        "/v1/facts/{fact_id}/history",
+        "/v1/events",
+        "/v1/conflicts",
+        "/v1/conflicts/{conflict_id}",
+        "/v1/conflicts/{conflict_id}/resolve",
+        "/v1/subjects/{subject_id}",
+        "/v1/context",
+        "/v1/inspect/{trace_id}",
+        "/v1/stats/overview",
+        "/v1/health",
+        "/v1/health/live",
         "/v1/health/ready",
     }
     components = schema["components"]["schemas"]
@@ -86,15 +102,26 @@ def test_the_schema_states_the_rules_the_api_enforces(client, settings):
     # given the schema a client reads
     schema = client.get("/v1/schema", HTTP_ACCEPT="application/json").json()
     components = schema["components"]["schemas"]
-    bodies = {f"{method.upper()} {path}": operation["requestBody"] for path, operations in schema["paths"].items()
-              for method, operation in operations.items() if "requestBody" in operation}
+    bodies = {
+        f"{method.upper()} {path}": operation["requestBody"]
+        for path, operations in schema["paths"].items()
+        for method, operation in operations.items()
+        if "requestBody" in operation
+    }
     # then every body refuses unknown fields, as the API does (one fact or a batch: each alternative)
-    requests = [name for name, c in components.items()
-                if name.endswith("Request") and not all("$ref" in s for s in c.get("oneOf", [{}]))]
+    requests = [
+        name
+        for name, c in components.items()
+        if name.endswith("Request") and not all("$ref" in s for s in c.get("oneOf", [{}]))
+    ]
     assert len(requests) == 16 and all(components[name]["additionalProperties"] is False for name in requests)
     # a PATCH body must hold a field, and be sent
-    for name in ("PatchedFactPatchRequest", "PatchedProjectPatchRequest", "PatchedIdentityBlockPatchRequest",
-                 "PatchedProcedurePatchRequest"):
+    for name in (
+        "PatchedFactPatchRequest",
+        "PatchedProjectPatchRequest",
+        "PatchedIdentityBlockPatchRequest",
+        "PatchedProcedurePatchRequest",
+    ):
         assert components[name]["minProperties"] == 1, name
     assert all(body.get("required") for label, body in bodies.items() if label.startswith("PATCH"))
     # a project's categories are unique and none is blank; a batch holds 1 to 500 items
@@ -104,8 +131,10 @@ def test_the_schema_states_the_rules_the_api_enforces(client, settings):
     not_blank = jsonschema_rs.validator_for({"type": "string", "pattern": categories["items"]["pattern"]})
     assert [hex(c) for c in range(0x3001) if not_blank.is_valid(chr(c)) == chr(c).isspace()] == []
     assert not_blank.is_valid("\ufeff") and not not_blank.is_valid("\x85\x1c")
-    assert components["FactBatchInRequest"]["properties"]["facts"] | {"minItems": 1, "maxItems": 500} == \
-        components["FactBatchInRequest"]["properties"]["facts"]
+    assert (
+        components["FactBatchInRequest"]["properties"]["facts"] | {"minItems": 1, "maxItems": 500}
+        == components["FactBatchInRequest"]["properties"]["facts"]
+    )
     assert components["EventBatchInRequest"]["properties"]["events"]["minItems"] == 1
     # tier budgets need tiers, and a budget its cap
     context = components["ContextRequestSchemaRequest"]
@@ -138,6 +167,7 @@ def test_the_docs_page_uses_locally_served_assets(client):
 def aim_at_own_project(case) -> None:
     """A well-formed project id is replaced by the key's: otherwise nearly every generated request would stop at
     the scope check (404), never reaching validation deeper in. Malformed ids stay, to be refused."""
+
     def fix(obj):
         if isinstance(obj, dict) and is_scope_id(obj.get("project_id")):
             obj["project_id"] = PROJECT
@@ -199,13 +229,20 @@ def assert_in_contract(response) -> None:
 def test_schemathesis_finds_no_5xx_and_every_answer_in_the_contract(label, mode):
     key = make_client(PROJECT).raw_key
     operation = SCHEMA.find_operation_by_label(label)
-    checks = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance,
-              negative_data_rejection, positive_data_acceptance]
+    checks = [
+        not_a_server_error,
+        status_code_conformance,
+        content_type_conformance,
+        response_schema_conformance,
+        negative_data_rejection,
+        positive_data_acceptance,
+    ]
     statuses = []
 
     @given(case=operation.as_strategy(generation_mode=mode))
-    @hypothesis_settings(max_examples=EXAMPLES, deadline=None, database=None, derandomize=True,
-                         suppress_health_check=list(HealthCheck))
+    @hypothesis_settings(
+        max_examples=EXAMPLES, deadline=None, database=None, derandomize=True, suppress_health_check=list(HealthCheck)
+    )
     def run(case):
         aim_at_own_project(case)
         if mode == GenerationMode.POSITIVE:

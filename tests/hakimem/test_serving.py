@@ -1,5 +1,6 @@
 """The production server of `make run` (gunicorn with config/gunicorn.py) serves the app: started in a
 subprocess on a free loopback port, against the test database, with the hashing embedder."""
+
 import http.client
 import json
 import os
@@ -39,13 +40,17 @@ def served(transactional_db, tmp_path, settings):
     call_command("collectstatic", "--noinput", verbosity=0)  # what `make run` does before starting gunicorn
     env = {
         "DATABASE_URL": database_url(connection.settings_dict, application_name=APP_NAME),
-        "HAKI_APP_DATABASE_URL": database_url({**connection.settings_dict, "USER": APP_LOGIN_ROLE, "PASSWORD": ""},
-                                              application_name=APP_NAME),
+        "HAKI_APP_DATABASE_URL": database_url(
+            {**connection.settings_dict, "USER": APP_LOGIN_ROLE, "PASSWORD": ""}, application_name=APP_NAME
+        ),
         "HAKI_EMBED_PROVIDER": "hashing",
-        "HAKI_WORKERS": str(WORKERS), "HAKI_THREADS": str(THREADS),
-        "HAKI_DB_POOL_MAX_IDLE": "1", "HAKI_ACCESS_LOG": "",
+        "HAKI_WORKERS": str(WORKERS),
+        "HAKI_THREADS": str(THREADS),
+        "HAKI_DB_POOL_MAX_IDLE": "1",
+        "HAKI_ACCESS_LOG": "",
         "HAKI_STATIC_ROOT": str(settings.STATIC_ROOT),
-        "PROMETHEUS_MULTIPROC_DIR": str(tmp_path / "metrics"), "HAKI_METRICS_TOKEN": METRICS_TOKEN,
+        "PROMETHEUS_MULTIPROC_DIR": str(tmp_path / "metrics"),
+        "HAKI_METRICS_TOKEN": METRICS_TOKEN,
     }
     with Server(env=env, log=tmp_path / "server.log") as server:
         yield server
@@ -71,21 +76,41 @@ def test_the_production_server_serves_the_api_and_the_pages(served):
     assert request(served.url, "GET", "/v1/health/live") == (200, {"status": "ok"})
     assert request(served.url, "GET", "/v1/health/ready")[1]["status"] == "ready"
     # and a fact written over HTTP is served by a context call
-    status, _ = request(served.url, "POST", "/v1/facts",
-                        {"project_id": PROJECT, "subject_id": "alice", "text": "Alice is allergic to peanuts."}, key)
+    status, _ = request(
+        served.url,
+        "POST",
+        "/v1/facts",
+        {"project_id": PROJECT, "subject_id": "alice", "text": "Alice is allergic to peanuts."},
+        key,
+    )
     assert status == 201
-    status, packet = request(served.url, "POST", "/v1/context",
-                             {"project_id": PROJECT, "subject_id": "alice", "query": "What is Alice allergic to?"}, key)
+    status, packet = request(
+        served.url,
+        "POST",
+        "/v1/context",
+        {"project_id": PROJECT, "subject_id": "alice", "query": "What is Alice allergic to?"},
+        key,
+    )
     assert status == 200 and [f["text"] for f in packet["facts"]] == ["Alice is allergic to peanuts."]
     assert request(served.url, "POST", "/v1/context", {"project_id": PROJECT}, key)[0] == 400
     # and /metrics adds up what the workers saw, whichever worker answers
     conn = http.client.HTTPConnection("127.0.0.1", served.port, timeout=30)
     conn.request("GET", "/metrics", headers={"Authorization": f"Bearer {METRICS_TOKEN}"})
-    metrics = {(s.name, tuple(sorted(s.labels.items()))): s.value
-               for family in text_string_to_metric_families(conn.getresponse().read().decode()) for s in family.samples}
+    metrics = {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(conn.getresponse().read().decode())
+        for s in family.samples
+    }
     assert metrics[("hakimem_context_phase_seconds_count", (("phase", "embed"),))] == 1
-    assert metrics[("hakimem_http_request_duration_seconds_count",
-                    (("endpoint", "v1/context"), ("method", "POST"), ("status", "400")))] == 1
+    assert (
+        metrics[
+            (
+                "hakimem_http_request_duration_seconds_count",
+                (("endpoint", "v1/context"), ("method", "POST"), ("status", "400")),
+            )
+        ]
+        == 1
+    )
     assert metrics[("hakimem_db_pool_max", ())] == WORKERS * THREADS
 
     # and the admin's pages come with their CSS (whitenoise), the stats pages render for a staff user
@@ -102,23 +127,30 @@ def test_the_production_server_serves_the_api_and_the_pages(served):
     assert page.status == 200 and "<style>" in page.read().decode()
     # and a charset that is no text encoding on a GET with a query string is a 415 in the contract (it was
     # gunicorn's own HTML 500: Django failed while building the request)
-    conn.request("GET", f"/v1/facts?project_id={PROJECT}&subject_id=alice",
-                 headers={"Content-Type": "application/json; charset=rot13", "Authorization": f"Bearer {key}"})
+    conn.request(
+        "GET",
+        f"/v1/facts?project_id={PROJECT}&subject_id=alice",
+        headers={"Content-Type": "application/json; charset=rot13", "Authorization": f"Bearer {key}"},
+    )
     refused = conn.getresponse()
     assert refused.status == 415 and json.loads(refused.read())["error"]["code"] == "unsupported_media_type"
     # and a person signs in to the admin (the session written and the account read as the admin's role)
     cookie, token = csrf_of_login_page(conn)
-    conn.request("POST", "/admin/login/?next=/admin/", body=urlencode({
-        "csrfmiddlewaretoken": token, "username": "sam", "password": "pw-sam", "next": "/admin/"}),
-        headers={"Content-Type": "application/x-www-form-urlencoded", "Cookie": f"csrftoken={cookie}"})
+    conn.request(
+        "POST",
+        "/admin/login/?next=/admin/",
+        body=urlencode({"csrfmiddlewaretoken": token, "username": "sam", "password": "pw-sam", "next": "/admin/"}),
+        headers={"Content-Type": "application/x-www-form-urlencoded", "Cookie": f"csrftoken={cookie}"},
+    )
     signed_in = conn.getresponse()
     signed_in.read()
     assert signed_in.status == 302 and "sessionid=" in (signed_in.getheader("Set-Cookie") or "")
     conn.close()
     # and every connection the workers opened logged in as the application's role
     with psycopg.connect(database_url(connection.settings_dict), autocommit=True) as owner:
-        users = owner.execute("SELECT DISTINCT usename FROM pg_stat_activity WHERE application_name = %s",
-                              [APP_NAME]).fetchall()
+        users = owner.execute(
+            "SELECT DISTINCT usename FROM pg_stat_activity WHERE application_name = %s", [APP_NAME]
+        ).fetchall()
     assert users == [(APP_LOGIN_ROLE,)]
 
 
@@ -135,8 +167,13 @@ def test_the_pool_bounds_the_connections_under_load_and_gives_idle_ones_back(ser
     # given more concurrent clients than the server has threads
     _, key = api_key_create(project_id=PROJECT, label="served")
     for i in range(20):
-        request(served.url, "POST", "/v1/facts",
-                {"project_id": PROJECT, "subject_id": "bob", "text": f"Bob visited city number {i} in spring."}, key)
+        request(
+            served.url,
+            "POST",
+            "/v1/facts",
+            {"project_id": PROJECT, "subject_id": "bob", "text": f"Bob visited city number {i} in spring."},
+            key,
+        )
     clients, calls_each = 12, 4
     statuses, seen, done = [], [], threading.Event()
 
@@ -147,9 +184,15 @@ def test_the_pool_bounds_the_connections_under_load_and_gives_idle_ones_back(ser
 
     def client(n):
         for i in range(calls_each):
-            statuses.append(request(served.url, "POST", "/v1/context",
-                                    {"project_id": PROJECT, "subject_id": "bob", "query": f"Where did Bob go? {n}-{i}"},
-                                    key)[0])
+            statuses.append(
+                request(
+                    served.url,
+                    "POST",
+                    "/v1/context",
+                    {"project_id": PROJECT, "subject_id": "bob", "query": f"Where did Bob go? {n}-{i}"},
+                    key,
+                )[0]
+            )
 
     watcher = threading.Thread(target=watch)
     watcher.start()
@@ -175,8 +218,12 @@ def _post_raw(port: int, path: str, body: dict, key: str) -> tuple[int, str, byt
     """(status, Content-Type, body) of one request on a connection of its own."""
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
     try:
-        conn.request("POST", path, body=json.dumps(body), headers={"Authorization": f"Bearer {key}",
-                                                                 "Content-Type": "application/json"})
+        conn.request(
+            "POST",
+            path,
+            body=json.dumps(body),
+            headers={"Authorization": f"Bearer {key}", "Content-Type": "application/json"},
+        )
         response = conn.getresponse()
         return response.status, response.getheader("Content-Type") or "", response.read()
     finally:
@@ -202,21 +249,40 @@ def _signal_taken(log, workers: list[int]) -> bool:
 def test_ctrl_c_lets_the_requests_in_flight_finish_then_stops(tmp_path):
     # given the production server, and a fact write of it waiting for its scope's lock, which the test holds
     _, key = api_key_create(project_id=PROJECT, label="served")
-    env = {"DATABASE_URL": database_url(connection.settings_dict, application_name=APP_NAME),
-           "HAKI_EMBED_PROVIDER": "hashing", "HAKI_WORKERS": "1", "HAKI_THREADS": "1", "HAKI_ACCESS_LOG": "",
-           "PROMETHEUS_MULTIPROC_DIR": str(tmp_path / "metrics")}
-    with Server(env=env, log=tmp_path / "server.log") as server, \
-            psycopg.connect(database_url(connection.settings_dict)) as holder:
+    env = {
+        "DATABASE_URL": database_url(connection.settings_dict, application_name=APP_NAME),
+        "HAKI_EMBED_PROVIDER": "hashing",
+        "HAKI_WORKERS": "1",
+        "HAKI_THREADS": "1",
+        "HAKI_ACCESS_LOG": "",
+        "PROMETHEUS_MULTIPROC_DIR": str(tmp_path / "metrics"),
+    }
+    with (
+        Server(env=env, log=tmp_path / "server.log") as server,
+        psycopg.connect(database_url(connection.settings_dict)) as holder,
+    ):
         holder.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s || chr(31) || %s, 0))", [PROJECT, "alice"])
         answers = []
-        writing = threading.Thread(target=lambda: answers.append(_post_raw(
-            server.port, "/v1/facts", {"project_id": PROJECT, "subject_id": "alice", "text": "Alice sails."}, key)))
+        writing = threading.Thread(
+            target=lambda: answers.append(
+                _post_raw(
+                    server.port,
+                    "/v1/facts",
+                    {"project_id": PROJECT, "subject_id": "alice", "text": "Alice sails."},
+                    key,
+                )
+            )
+        )
         writing.start()
         deadline = time.monotonic() + 30
         # this database's sessions only: another xdist worker's test database lives on the same server
-        while not holder.execute("SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a USING (pid) WHERE"
-                                 " l.locktype = 'advisory' AND NOT l.granted AND a.datname = current_database()"
-                                 ).fetchone()[0] and time.monotonic() < deadline:
+        while (
+            not holder.execute(
+                "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a USING (pid) WHERE"
+                " l.locktype = 'advisory' AND NOT l.granted AND a.datname = current_database()"
+            ).fetchone()[0]
+            and time.monotonic() < deadline
+        ):
             time.sleep(0.02)
 
         # when Ctrl-C reaches the server's processes (the terminal's whole process group), and both have taken it,

@@ -2,6 +2,7 @@
 span, the hakimem trace id and project in attributes and never a fact's text, a query or a subject id; without
 OTEL_EXPORTER_OTLP_ENDPOINT no exporter and nothing of opentelemetry imported; with it, OTLP over HTTP from a
 gunicorn worker's post_fork."""
+
 import json
 import os
 import subprocess
@@ -19,11 +20,16 @@ from tests.conftest import PROJECT
 
 ROOT = Path(__file__).resolve().parents[2]
 SUBJECT = "subject-ottoline"
-FACTS = ["Ottoline keeps bees behind the old mill.", "Ottoline is allergic to hazelnuts.",
-         "Ottoline sings in the Quimper choir."]
+FACTS = [
+    "Ottoline keeps bees behind the old mill.",
+    "Ottoline is allergic to hazelnuts.",
+    "Ottoline sings in the Quimper choir.",
+]
 # two facts in an open conflict set: the call blocks them and says so in a warning
-CONFLICTING = ["Ottoline's friend Paul lives in Nantes with his wife and their two children.",
-               "Ottoline's friend Paul lives in Bordeaux with his wife and their two children."]
+CONFLICTING = [
+    "Ottoline's friend Paul lives in Nantes with his wife and their two children.",
+    "Ottoline's friend Paul lives in Bordeaux with his wife and their two children.",
+]
 QUERY = "What is Ottoline allergic to, and where does Paul live?"
 EVENT = "Ottoline told us about her trip to Ushuaia."
 
@@ -53,8 +59,14 @@ def assert_no_text(exporter, *texts: str) -> None:
 def test_a_context_call_is_a_span_with_its_phases_its_trace_id_and_no_text(api, spans):
     # given a scope with facts, two of them in conflict
     texts = FACTS + CONFLICTING
-    assert api.post("/v1/facts", {"facts": [{"project_id": PROJECT, "subject_id": SUBJECT, "text": t} for t in texts]},
-                    format="json").status_code == 201
+    assert (
+        api.post(
+            "/v1/facts",
+            {"facts": [{"project_id": PROJECT, "subject_id": SUBJECT, "text": t} for t in texts]},
+            format="json",
+        ).status_code
+        == 201
+    )
     spans.clear()
 
     # when a context call is made (its trace is written once the response is closed)
@@ -71,8 +83,11 @@ def test_a_context_call_is_a_span_with_its_phases_its_trace_id_and_no_text(api, 
     assert call.attributes["hakimem.facts_served"] == len(packet["facts"]) > 0
     assert call.attributes["hakimem.warnings"] == len(packet["warnings"]) > 0
     # and a child per phase of the trace's timings, over the same boundaries, one after the other inside the call
-    phases = {s.name.removeprefix("hakimem.context."): s for s in spans.get_finished_spans()
-              if s.name.startswith("hakimem.context.") and s.name != "hakimem.context.trace_write"}
+    phases = {
+        s.name.removeprefix("hakimem.context."): s
+        for s in spans.get_finished_spans()
+        if s.name.startswith("hakimem.context.") and s.name != "hakimem.context.trace_write"
+    }
     assert set(phases) == set(timings) >= {"embed", "retrieve", "rank", "pack", "multi_hop", "render"}
     ordered = sorted(phases.values(), key=lambda s: s.start_time)
     assert ordered[0].start_time >= call.start_time and ordered[-1].end_time <= call.end_time
@@ -92,10 +107,22 @@ def test_a_context_call_is_a_span_with_its_phases_its_trace_id_and_no_text(api, 
 @pytest.mark.django_db
 def test_writes_and_an_erasure_are_spans_with_counts_and_no_text(api, spans):
     # when a batch of facts and an event are written, then the subject erased
-    assert api.post("/v1/facts", {"facts": [{"project_id": PROJECT, "subject_id": SUBJECT, "text": t} for t in FACTS]},
-                    format="json").status_code == 201
-    assert api.post("/v1/events", {"project_id": PROJECT, "subject_id": SUBJECT, "text": EVENT,
-                                   "occurred_at": "2026-01-01T10:00:00Z"}, format="json").status_code == 201
+    assert (
+        api.post(
+            "/v1/facts",
+            {"facts": [{"project_id": PROJECT, "subject_id": SUBJECT, "text": t} for t in FACTS]},
+            format="json",
+        ).status_code
+        == 201
+    )
+    assert (
+        api.post(
+            "/v1/events",
+            {"project_id": PROJECT, "subject_id": SUBJECT, "text": EVENT, "occurred_at": "2026-01-01T10:00:00Z"},
+            format="json",
+        ).status_code
+        == 201
+    )
     erased = api.delete(f"/v1/subjects/{SUBJECT}?project_id={PROJECT}")
     assert erased.status_code == 200, erased.content
 
@@ -104,7 +131,9 @@ def test_writes_and_an_erasure_are_spans_with_counts_and_no_text(api, spans):
     assert facts.attributes["hakimem.project_id"] == PROJECT
     assert facts.attributes["hakimem.items"] == facts.attributes["hakimem.created"] == len(FACTS)
     assert [s.name for s in spans.get_finished_spans() if s.parent and s.parent.span_id == facts.context.span_id] == [
-        "hakimem.facts.write.embed", "hakimem.facts.write.store"]
+        "hakimem.facts.write.embed",
+        "hakimem.facts.write.store",
+    ]
     [events] = named(spans, "hakimem.events.write")
     assert events.attributes["hakimem.created"] == 1
     [erasure] = named(spans, "hakimem.subject.erase")
@@ -117,8 +146,12 @@ def test_writes_and_an_erasure_are_spans_with_counts_and_no_text(api, spans):
 
 @pytest.mark.django_db
 def test_a_refused_write_says_its_error_type_and_not_its_message(api, spans):
-    body = {"project_id": PROJECT, "subject_id": SUBJECT, "text": FACTS[0],
-            "source_event_id": "00000000-0000-0000-0000-000000000000"}
+    body = {
+        "project_id": PROJECT,
+        "subject_id": SUBJECT,
+        "text": FACTS[0],
+        "source_event_id": "00000000-0000-0000-0000-000000000000",
+    }
     assert api.post("/v1/facts", body, format="json").status_code == 400
 
     [write] = named(spans, "hakimem.facts.write")
@@ -145,9 +178,11 @@ def test_without_the_endpoint_no_exporter_is_set_up_and_nothing_of_opentelemetry
         assert span is telemetry._NO_SPAN and not span.recording
     # and a process that does the same never imports opentelemetry
     env = {k: v for k, v in os.environ.items() if k != telemetry.ENDPOINT}
-    code = ("import sys; from config import gunicorn; from hakimem import telemetry; gunicorn.post_fork(None, None); "
-            "telemetry.span('hakimem.context', project_id='p').__enter__().phase('embed', 0.0, 1.0); "
-            "print(sorted(m for m in sys.modules if m.startswith('opentelemetry')))")
+    code = (
+        "import sys; from config import gunicorn; from hakimem import telemetry; gunicorn.post_fork(None, None); "
+        "telemetry.span('hakimem.context', project_id='p').__enter__().phase('embed', 0.0, 1.0); "
+        "print(sorted(m for m in sys.modules if m.startswith('opentelemetry')))"
+    )
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 
@@ -197,5 +232,7 @@ def test_with_the_endpoint_a_worker_exports_its_spans_by_otlp_over_http(monkeypa
     assert service == "hakimem"
     exported = {s.name: s for scope in resource_spans.scope_spans for s in scope.spans}
     assert set(exported) == {"hakimem.context", "hakimem.context.embed"}
-    assert exported["hakimem.context.embed"].end_time_unix_nano - exported["hakimem.context.embed"].start_time_unix_nano \
+    assert (
+        exported["hakimem.context.embed"].end_time_unix_nano - exported["hakimem.context.embed"].start_time_unix_nano
         == 500_000_000
+    )

@@ -1,4 +1,5 @@
 """Test-only views that forget every project filter on purpose: row-level security must still hold."""
+
 from django.db import connection
 from django.http import JsonResponse
 from django.urls import include, path

@@ -1,6 +1,7 @@
 """Fact extraction from events, end to end: an event written through the API, the job on the procrastinate
 queue, the worker, a fake OpenAI-compatible chat-completions server on loopback, the write path, and
 GET /v1/events/{id}. Every test runs on committed data (the worker has its own connections)."""
+
 from __future__ import annotations
 
 import json
@@ -81,8 +82,13 @@ class FakeChatServer:
 
             def _send(self, status, answer):
                 content = answer if isinstance(answer, str) else json.dumps(answer)
-                payload = {"id": "x", "object": "chat.completion", "choices": [
-                    {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}]}
+                payload = {
+                    "id": "x",
+                    "object": "chat.completion",
+                    "choices": [
+                        {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}
+                    ],
+                }
                 self._send_raw(status, json.dumps(payload).encode())
 
             def _send_raw(self, status, data: bytes):
@@ -133,8 +139,11 @@ def client(transactional_db):
 
 
 def write_event(client, text: str) -> dict:
-    response = client.post("/v1/events", {"project_id": PROJECT, "subject_id": SUBJECT, "text": text,
-                                          "occurred_at": "2026-05-01T10:00:00+00:00"}, format="json")
+    response = client.post(
+        "/v1/events",
+        {"project_id": PROJECT, "subject_id": SUBJECT, "text": text, "occurred_at": "2026-05-01T10:00:00+00:00"},
+        format="json",
+    )
     assert response.status_code == 201, response.content
     return response.json()
 
@@ -168,23 +177,28 @@ def test_good_answer_writes_the_facts_through_the_write_path(client, extractor):
     request = extractor.requests[0]
     assert request["body"]["model"] == "fake-small" and request["auth"] == "Bearer sk-test"
     # and the facts are served by a context call
-    packet = client.post("/v1/context", {"project_id": PROJECT, "subject_id": SUBJECT, "query": "Where does Alice live?",
-                                         "budget_tokens": 300}, format="json").json()
+    packet = client.post(
+        "/v1/context",
+        {"project_id": PROJECT, "subject_id": SUBJECT, "query": "Where does Alice live?", "budget_tokens": 300},
+        format="json",
+    ).json()
     assert "Alice lives in Lyon." in [f["text"] for f in packet["facts"]]
 
 
 def test_invalid_items_are_dropped_alone_and_never_logged_with_text(client, extractor, caplog):
     # given a project with a category list, and a model answer mixing valid and invalid items
     assert client.patch("/v1/project", {"categories": ["family", "health"]}, format="json").status_code == 200
-    extractor.script["case-mixed"] = [[
-        fact("Alice's daughter is named Claire.", "family"),
-        fact("Alice loves opera.", "hobbies"),  # not one of the project's categories
-        {"text": "Alice is 81.", "category": "family", "confidence": 0.9, "source": "x"},  # an extra key
-        fact("Alice takes insulin.", "health", 1.5),  # confidence out of range
-        fact("Alice takes insulin daily.", "health", True),  # a boolean is not a number
-        "Alice likes tea",  # not an object
-        fact("", "health"),  # empty text
-    ]]
+    extractor.script["case-mixed"] = [
+        [
+            fact("Alice's daughter is named Claire.", "family"),
+            fact("Alice loves opera.", "hobbies"),  # not one of the project's categories
+            {"text": "Alice is 81.", "category": "family", "confidence": 0.9, "source": "x"},  # an extra key
+            fact("Alice takes insulin.", "health", 1.5),  # confidence out of range
+            fact("Alice takes insulin daily.", "health", True),  # a boolean is not a number
+            "Alice likes tea",  # not an object
+            fact("", "health"),  # empty text
+        ]
+    ]
     event = write_event(client, "case-mixed: a secret sentence that must never reach the logs")
     # when the worker runs
     with caplog.at_level(logging.INFO):
@@ -193,7 +207,9 @@ def test_invalid_items_are_dropped_alone_and_never_logged_with_text(client, extr
     out = extraction_of(client, event["id"])
     assert out["status"] == "done"
     assert [Fact.objects.get(id=i).text for i in out["fact_ids"]] == ["Alice's daughter is named Claire."]
-    warnings = [r.getMessage() for r in caplog.records if r.name == "hakimem.extraction" and r.levelno == logging.WARNING]
+    warnings = [
+        r.getMessage() for r in caplog.records if r.name == "hakimem.extraction" and r.levelno == logging.WARNING
+    ]
     assert len(warnings) == 6
     logged = " ".join(r.getMessage() for r in caplog.records)
     assert "secret sentence" not in logged and "Claire" not in logged and "opera" not in logged
@@ -201,18 +217,22 @@ def test_invalid_items_are_dropped_alone_and_never_logged_with_text(client, extr
 
 def test_low_confidence_and_copied_items_are_dropped(client, extractor):
     sentence = "I have been taking the blue pills every morning since the doctor told me to"
-    extractor.script["case-copy"] = [[
-        fact("Alice takes blue pills every morning on her doctor's advice.", confidence=0.6),  # at the floor: kept
-        fact("Alice may own a cat.", confidence=0.59),  # below 0.6: dropped
-        fact(sentence),  # 50+ characters copied verbatim from the event: dropped
-        fact("the blue pills", confidence=0.9),  # a short verbatim span (< 50) is not a copy
-    ]]
+    extractor.script["case-copy"] = [
+        [
+            fact("Alice takes blue pills every morning on her doctor's advice.", confidence=0.6),  # at the floor: kept
+            fact("Alice may own a cat.", confidence=0.59),  # below 0.6: dropped
+            fact(sentence),  # 50+ characters copied verbatim from the event: dropped
+            fact("the blue pills", confidence=0.9),  # a short verbatim span (< 50) is not a copy
+        ]
+    ]
     event = write_event(client, f"case-copy: {sentence}.  Anyway.")
     run_worker(once=True)
     out = extraction_of(client, event["id"])
     assert out["status"] == "done"
     assert sorted(Fact.objects.get(id=i).text for i in out["fact_ids"]) == [
-        "Alice takes blue pills every morning on her doctor's advice.", "the blue pills"]
+        "Alice takes blue pills every morning on her doctor's advice.",
+        "the blue pills",
+    ]
 
 
 def test_a_copy_is_found_across_whitespace_differences(client, extractor):
@@ -228,13 +248,19 @@ def test_an_answer_that_is_not_a_list_fails_without_retry(client, extractor, con
     extractor.script["case-malformed"] = [content]
     event = write_event(client, "case-malformed: something happened")
     run_worker(once=True)
-    assert extraction_of(client, event["id"]) == {"status": "failed", "attempts": 1, "error": "invalid_output",
-                                                  "fact_ids": []}
+    assert extraction_of(client, event["id"]) == {
+        "status": "failed",
+        "attempts": 1,
+        "error": "invalid_output",
+        "fact_ids": [],
+    }
     assert Fact.objects.count() == 0
 
 
 def test_a_fenced_json_answer_or_a_facts_object_is_read(client, extractor):
-    extractor.script["case-fenced"] = ['```json\n[{"text": "Alice plays chess.", "category": "", "confidence": 0.8}]\n```']
+    extractor.script["case-fenced"] = [
+        '```json\n[{"text": "Alice plays chess.", "category": "", "confidence": 0.8}]\n```'
+    ]
     extractor.script["case-object"] = [{"facts": [fact("Alice plays the piano.")]}]
     first, second = write_event(client, "case-fenced: chess"), write_event(client, "case-object: piano")
     run_worker(once=True)
@@ -272,8 +298,12 @@ def test_an_oversized_answer_is_invalid(client, extractor):
     extractor.script["case-huge"] = [[fact("Alice " + "x" * 7000)] * 200]
     event = write_event(client, "case-huge: hello")
     run_worker(once=True)
-    assert extraction_of(client, event["id"]) == {"status": "failed", "attempts": 1, "error": "invalid_output",
-                                                  "fact_ids": []}
+    assert extraction_of(client, event["id"]) == {
+        "status": "failed",
+        "attempts": 1,
+        "error": "invalid_output",
+        "fact_ids": [],
+    }
 
 
 def test_a_transport_error_is_retried_once_at_once(client, extractor):
@@ -289,7 +319,12 @@ def test_a_client_error_is_not_retried(client, extractor):
     extractor.script["case-401"] = [("status", 401)]
     event = write_event(client, "case-401: anything")
     run_worker(once=True)
-    assert extraction_of(client, event["id"]) == {"status": "failed", "attempts": 1, "error": "http_error", "fact_ids": []}
+    assert extraction_of(client, event["id"]) == {
+        "status": "failed",
+        "attempts": 1,
+        "error": "http_error",
+        "fact_ids": [],
+    }
 
 
 def test_the_queue_runs_a_job_again_after_transport_errors(client, extractor):
@@ -308,8 +343,12 @@ def test_the_queue_gives_up_after_three_runs(client, extractor):
     extractor.script["case-down"] = [("status", 502)]
     event = write_event(client, "case-down: anything")
     run_worker(once=True)
-    assert extraction_of(client, event["id"]) == {"status": "failed", "attempts": 6, "error": "transport_error",
-                                                  "fact_ids": []}
+    assert extraction_of(client, event["id"]) == {
+        "status": "failed",
+        "attempts": 6,
+        "error": "transport_error",
+        "fact_ids": [],
+    }
     assert _jobs() == {}  # the last run records the failure on the event and ends the job
 
 
@@ -329,14 +368,19 @@ def test_a_write_path_failure_marks_the_event_failed(client, extractor, settings
     settings.HAKI_EMBED_PROVIDER, settings.HAKI_EMBED_URL = "openai", "http://127.0.0.1:9/v1/embeddings"
     run_worker(once=True)
     # then the event does not stay pending
-    assert extraction_of(client, event["id"]) == {"status": "failed", "attempts": 1, "error": "write_failed",
-                                                  "fact_ids": []}
+    assert extraction_of(client, event["id"]) == {
+        "status": "failed",
+        "attempts": 1,
+        "error": "write_failed",
+        "fact_ids": [],
+    }
 
 
 def test_a_fact_already_stored_is_answered_by_the_stored_one(client, extractor):
     # given a fact the application wrote itself
-    stored = client.post("/v1/facts", {"project_id": PROJECT, "subject_id": SUBJECT, "text": "Alice lives in Lyon."},
-                         format="json").json()
+    stored = client.post(
+        "/v1/facts", {"project_id": PROJECT, "subject_id": SUBJECT, "text": "Alice lives in Lyon."}, format="json"
+    ).json()
     extractor.script["case-dup"] = [[fact("Alice lives in Lyon."), fact("Alice lives in Lyon.")]]
     event = write_event(client, "case-dup: Lyon again")
     run_worker(once=True)
@@ -347,16 +391,31 @@ def test_a_fact_already_stored_is_answered_by_the_stored_one(client, extractor):
 
 def test_consent_limits_what_is_extracted_and_no_consent_sends_nothing(client, extractor):
     # given a project requiring consent, refusing writes without it, and a subject consenting to health only
-    assert client.patch("/v1/project", {"consent_required": True, "categories": ["family", "health"]},
-                        format="json").status_code == 200
-    extractor.script["case-consent"] = [[fact("Alice takes insulin.", "health"), fact("Alice's son is Paul.", "family")]]
+    assert (
+        client.patch(
+            "/v1/project", {"consent_required": True, "categories": ["family", "health"]}, format="json"
+        ).status_code
+        == 200
+    )
+    extractor.script["case-consent"] = [
+        [fact("Alice takes insulin.", "health"), fact("Alice's son is Paul.", "family")]
+    ]
     other = write_event(client, "case-consent: before any consent")
     run_worker(once=True)
     # then without any consent the event's text was never sent, and the extraction is skipped
-    assert extraction_of(client, other["id"]) == {"status": "skipped", "attempts": 0, "error": "no_consent", "fact_ids": []}
+    assert extraction_of(client, other["id"]) == {
+        "status": "skipped",
+        "attempts": 0,
+        "error": "no_consent",
+        "fact_ids": [],
+    }
     assert extractor.requests == []
-    assert client.post(f"/v1/subjects/{SUBJECT}/consents", {"project_id": PROJECT, "category": "health"},
-                       format="json").status_code == 201
+    assert (
+        client.post(
+            f"/v1/subjects/{SUBJECT}/consents", {"project_id": PROJECT, "category": "health"}, format="json"
+        ).status_code
+        == 201
+    )
     event = write_event(client, "case-consent: insulin and Paul")
     run_worker(once=True)
     # then only the consented category is written, and the model was told only that category
@@ -379,7 +438,12 @@ def test_an_event_queued_then_extraction_switched_off_is_skipped(client, extract
     event = write_event(client, "queued while on")
     settings.HAKI_EXTRACTOR_URL = ""
     run_worker(once=True)
-    assert extraction_of(client, event["id"]) == {"status": "skipped", "attempts": 0, "error": "extractor_off", "fact_ids": []}
+    assert extraction_of(client, event["id"]) == {
+        "status": "skipped",
+        "attempts": 0,
+        "error": "extractor_off",
+        "fact_ids": [],
+    }
 
 
 def test_a_queue_failure_never_fails_the_event_write(client, extractor):
@@ -393,7 +457,12 @@ def test_a_queue_failure_never_fails_the_event_write(client, extractor):
         with connection.cursor() as cursor:
             cursor.execute("ALTER TABLE procrastinate_jobs DROP CONSTRAINT no_jobs")
     assert Event.objects.filter(id=event["id"]).exists()
-    assert extraction_of(client, event["id"]) == {"status": "failed", "attempts": 0, "error": "enqueue_failed", "fact_ids": []}
+    assert extraction_of(client, event["id"]) == {
+        "status": "failed",
+        "attempts": 0,
+        "error": "enqueue_failed",
+        "fact_ids": [],
+    }
 
 
 def test_an_event_of_another_project_is_not_found(client, extractor, other_key):
@@ -417,8 +486,11 @@ def test_an_erased_event_leaves_its_job_harmless(client, extractor):
 def test_erasing_the_subject_erases_its_pending_jobs_and_counts_them(client, extractor):
     # given an event of the subject whose extraction is queued, and one of another subject
     erased = write_event(client, "soon erased")
-    kept = client.post("/v1/events", {"project_id": PROJECT, "subject_id": "bob", "text": "Bob stays.",
-                                      "occurred_at": "2026-05-01T10:00:00+00:00"}, format="json").json()
+    kept = client.post(
+        "/v1/events",
+        {"project_id": PROJECT, "subject_id": "bob", "text": "Bob stays.", "occurred_at": "2026-05-01T10:00:00+00:00"},
+        format="json",
+    ).json()
     assert _jobs() == {"todo": 2}
 
     # when the subject is erased

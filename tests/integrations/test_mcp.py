@@ -1,5 +1,6 @@
 """`manage.py mcp` driven by the mcp package's own client: over stdio (the command spawned as a subprocess on
 the test database, as an agent's host would start it) and over streamable HTTP (--http)."""
+
 import asyncio
 import os
 import socket
@@ -43,8 +44,9 @@ def server_env(api_key: str, **extra) -> dict:
 
 
 def stdio_server(api_key: str, *args: str, **extra) -> StdioServerParameters:
-    return StdioServerParameters(command=sys.executable, args=["manage.py", "mcp", *args],
-                                 env=server_env(api_key, **extra), cwd=str(BASE_DIR))
+    return StdioServerParameters(
+        command=sys.executable, args=["manage.py", "mcp", *args], env=server_env(api_key, **extra), cwd=str(BASE_DIR)
+    )
 
 
 def text_of(result) -> str:
@@ -66,8 +68,12 @@ def structured(result) -> dict:
 
 async def remember_recall_inspect_forget(client: Client) -> dict:
     seen = {"tools": sorted(t.name for t in (await client.list_tools()).tools)}
-    seen["remembered"] = structured(await client.call_tool("remember", {"text": "Alice is allergic to peanuts.", "category": "health"}))
-    seen["elsewhere"] = structured(await client.call_tool("remember", {"text": "Bob is allergic to cats.", "subject_id": "bob"}))
+    seen["remembered"] = structured(
+        await client.call_tool("remember", {"text": "Alice is allergic to peanuts.", "category": "health"})
+    )
+    seen["elsewhere"] = structured(
+        await client.call_tool("remember", {"text": "Bob is allergic to cats.", "subject_id": "bob"})
+    )
     recall = await client.call_tool("recall", {"query": "What is Alice allergic to?"})
     seen["recall_text"], seen["recall"] = text_of(recall), structured(recall)
     seen["trace"] = structured(await client.call_tool("inspect", {"trace_id": seen["recall"]["trace_id"]}))
@@ -153,8 +159,15 @@ def test_another_projects_fact_cannot_be_forgotten(api_key, other_key):
 @pytest.mark.django_db(transaction=True)
 def test_a_bad_key_stops_the_server_at_start():
     # given / when
-    run = subprocess.run([sys.executable, "manage.py", "mcp"], cwd=BASE_DIR, capture_output=True, text=True,
-                         env={**os.environ, **server_env("not-a-key")}, timeout=120, stdin=subprocess.DEVNULL)
+    run = subprocess.run(
+        [sys.executable, "manage.py", "mcp"],
+        cwd=BASE_DIR,
+        capture_output=True,
+        text=True,
+        env={**os.environ, **server_env("not-a-key")},
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
     # then it exits with the reason, having written nothing on stdout (the protocol's channel)
     assert run.returncode != 0 and "Unknown or revoked API key" in run.stderr and run.stdout == ""
 
@@ -169,9 +182,14 @@ def free_port() -> int:
 def test_the_tools_over_streamable_http(api_key):
     # given `manage.py mcp --http` on a free loopback port
     port = free_port()
-    process = subprocess.Popen([sys.executable, "manage.py", "mcp", "--http", "--port", str(port), "--subject", "alice"],
-                               cwd=BASE_DIR, env={**os.environ, **server_env(api_key)}, stdin=subprocess.DEVNULL,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    process = subprocess.Popen(
+        [sys.executable, "manage.py", "mcp", "--http", "--port", str(port), "--subject", "alice"],
+        cwd=BASE_DIR,
+        env={**os.environ, **server_env(api_key)},
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     try:
         deadline = time.monotonic() + 90
         while True:
@@ -220,10 +238,22 @@ def test_a_tiered_recall_serves_the_identity_blocks_first(api_key):
 
     api = APIClient()
     api.credentials(HTTP_AUTHORIZATION=f"Bearer {api_key}")
-    assert api.post("/v1/identity-blocks", {"project_id": PROJECT, "name": "persona",
-                                            "text": "You are Alice's cooking assistant."}, format="json").status_code == 201
-    assert api.post("/v1/facts", {"project_id": PROJECT, "subject_id": "alice", "text": "Alice is allergic to peanuts."},
-                    format="json").status_code == 201
+    assert (
+        api.post(
+            "/v1/identity-blocks",
+            {"project_id": PROJECT, "name": "persona", "text": "You are Alice's cooking assistant."},
+            format="json",
+        ).status_code
+        == 201
+    )
+    assert (
+        api.post(
+            "/v1/facts",
+            {"project_id": PROJECT, "subject_id": "alice", "text": "Alice is allergic to peanuts."},
+            format="json",
+        ).status_code
+        == 201
+    )
 
     async def session():
         async with Client(stdio_server(api_key, "--subject", "alice"), read_timeout_seconds=60) as client:

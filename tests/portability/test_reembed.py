@@ -1,4 +1,5 @@
 """manage.py reembed: every fact's, event's and procedure's vector computed again, in batches, resumable."""
+
 import io
 import uuid
 
@@ -102,8 +103,11 @@ def test_a_provider_of_another_dimension_is_refused_before_anything_is_written(s
     rows = stale_store(3, 1)
     settings.HAKI_EMBED_DIM = 256
     # when reembed runs, then it names both sizes, and nothing changed
-    with pytest.raises(CommandError, match=r"makes 256-dimensional vectors, but facts_event.embedding holds 384, "
-                                           r"facts_fact.embedding holds 384, facts_procedure.embedding holds 384"):
+    with pytest.raises(
+        CommandError,
+        match=r"makes 256-dimensional vectors, but facts_event.embedding holds 384, "
+        r"facts_fact.embedding holds 384, facts_procedure.embedding holds 384",
+    ):
         reembed()
     assert not ReembedRun.objects.exists()
     settings.HAKI_EMBED_DIM = 384
@@ -134,8 +138,9 @@ def test_procedures_are_embedded_again_from_their_title_and_steps(embedded_texts
     # given facts, an event and procedures with stale vectors
     stale = get_embedder().embed(["a vector some other model made"])[0]
     stale_store(2, 1)
-    procedures = [ProcedureFactory(id=uuid.UUID(int=5000 + i), title=f"Deploy step {i}", embedding=stale)
-                  for i in range(3)]
+    procedures = [
+        ProcedureFactory(id=uuid.UUID(int=5000 + i), title=f"Deploy step {i}", embedding=stale) for i in range(3)
+    ]
     # when reembed runs, in batches of 2
     out = reembed("--batch-size", "2")
     # then every procedure's vector is that of its title and steps, as the write path computes it

@@ -1,4 +1,5 @@
 """manage.py export_scope and import_jsonl: moving a scope's memory between instances."""
+
 import io
 import json
 import time
@@ -47,19 +48,43 @@ def build_layers(subject: str, *, project: str = PORT) -> None:
     now = timezone.now().replace(microsecond=654321)
     who = subject or "the project"
     rows = [
-        IdentityBlockFactory(project_id=project, subject_id=subject, name="persona", position=2,
-                             text=f"Speak with {who} in French.", metadata={"source": "onboarding ☕"}),
-        IdentityBlockFactory(project_id=project, subject_id=subject, name="old-tone", position=1, enabled=False,
-                             text="Use formal address."),
-        ProcedureFactory(project_id=project, subject_id=subject, title=f"Weekly report for {who}",
-                         text="1. Gather the week's notes. 2. Summarise them in five lines.", category="work",
-                         importance=0.7, metadata={"v": 2}),
-        ProcedureFactory(project_id=project, subject_id=subject, title=f"Old weekly report for {who}",
-                         text="1. Print the notes.", status=ProcedureStatus.RETRACTED),
+        IdentityBlockFactory(
+            project_id=project,
+            subject_id=subject,
+            name="persona",
+            position=2,
+            text=f"Speak with {who} in French.",
+            metadata={"source": "onboarding ☕"},
+        ),
+        IdentityBlockFactory(
+            project_id=project,
+            subject_id=subject,
+            name="old-tone",
+            position=1,
+            enabled=False,
+            text="Use formal address.",
+        ),
+        ProcedureFactory(
+            project_id=project,
+            subject_id=subject,
+            title=f"Weekly report for {who}",
+            text="1. Gather the week's notes. 2. Summarise them in five lines.",
+            category="work",
+            importance=0.7,
+            metadata={"v": 2},
+        ),
+        ProcedureFactory(
+            project_id=project,
+            subject_id=subject,
+            title=f"Old weekly report for {who}",
+            text="1. Print the notes.",
+            status=ProcedureStatus.RETRACTED,
+        ),
     ]
     for i, row in enumerate(rows):
-        type(row).objects.filter(id=row.id).update(created_at=now - timedelta(days=10 + i, microseconds=i),
-                                                   updated_at=now - timedelta(days=i))
+        type(row).objects.filter(id=row.id).update(
+            created_at=now - timedelta(days=10 + i, microseconds=i), updated_at=now - timedelta(days=i)
+        )
 
 
 def build_scope(subject: str, n_facts: int, *, project: str = PORT) -> None:
@@ -69,8 +94,13 @@ def build_scope(subject: str, n_facts: int, *, project: str = PORT) -> None:
     build_layers(subject, project=project)
     now = timezone.now().replace(microsecond=123456)
     events = [
-        Event(project_id=project, subject_id=subject, text=f"{subject} went to gathering {i} in Nantes.",
-              occurred_at=now - timedelta(days=i, microseconds=i), metadata={"n": i, "lieu": "café ☕"})
+        Event(
+            project_id=project,
+            subject_id=subject,
+            text=f"{subject} went to gathering {i} in Nantes.",
+            occurred_at=now - timedelta(days=i, microseconds=i),
+            metadata={"n": i, "lieu": "café ☕"},
+        )
         for i in range(max(2, n_facts // 10))
     ]
     for event, vector in zip(events, get_embedder().embed([e.text for e in events])):
@@ -84,44 +114,102 @@ def build_scope(subject: str, n_facts: int, *, project: str = PORT) -> None:
     for i, (fact_id, text, vector) in enumerate(zip(ids, texts, get_embedder().embed(texts))):
         recorded = now - timedelta(minutes=n_facts - i, microseconds=i)
         fact = Fact(
-            id=fact_id, project_id=project, subject_id=subject, text=text, text_hash=text_hash(text), embedding=vector,
-            category=("health", "work", "")[i % 3], kind=("fact", "preference")[i % 2 == 1 and i % 4 == 1],
-            importance=round((i % 11) / 10, 1), volatility=("permanent", "stable", "volatile")[i % 3],
+            id=fact_id,
+            project_id=project,
+            subject_id=subject,
+            text=text,
+            text_hash=text_hash(text),
+            embedding=vector,
+            category=("health", "work", "")[i % 3],
+            kind=("fact", "preference")[i % 2 == 1 and i % 4 == 1],
+            importance=round((i % 11) / 10, 1),
+            volatility=("permanent", "stable", "volatile")[i % 3],
             valid_from=recorded - timedelta(days=30) if i % 4 == 0 else None,
             valid_to=recorded + timedelta(days=30) if i % 8 == 0 else None,
-            recorded_from=recorded, last_confirmed_at=recorded + timedelta(seconds=i % 5),
+            recorded_from=recorded,
+            last_confirmed_at=recorded + timedelta(seconds=i % 5),
             source_event=events[i % len(events)] if i % 6 == 0 else None,
             metadata={"i": i, "note": "naïve"} if i % 5 == 0 else {},
         )
         if i % 10 == 0 and i + 1 < n_facts:  # an older version, replaced by the next fact
-            fact.status, fact.recorded_to, fact.superseded_by_id = FactStatus.SUPERSEDED, recorded + timedelta(minutes=1), ids[i + 1]
+            fact.status, fact.recorded_to, fact.superseded_by_id = (
+                FactStatus.SUPERSEDED,
+                recorded + timedelta(minutes=1),
+                ids[i + 1],
+            )
         elif i % 10 == 5:
             fact.status, fact.recorded_to = FactStatus.RETRACTED, recorded + timedelta(seconds=30)
         facts.append(fact)
     Fact.objects.bulk_create(facts)
 
     active = [f for f in facts if f.status == FactStatus.ACTIVE]
-    open_set = ConflictSet.objects.create(project_id=project, subject_id=subject, signal="different_number",
-                                          signal_detail="7 / 14", similarity=0.8312345678901, opened_at=now,
-                                          reading={"attribute": "count:children", "holder": "", "new": "7",
-                                                   "old": "14", "rule": "different_value"})
+    open_set = ConflictSet.objects.create(
+        project_id=project,
+        subject_id=subject,
+        signal="different_number",
+        signal_detail="7 / 14",
+        similarity=0.8312345678901,
+        opened_at=now,
+        reading={"attribute": "count:children", "holder": "", "new": "7", "old": "14", "rule": "different_value"},
+    )
     resolved = ConflictSet.objects.create(
-        project_id=project, subject_id=subject, status=ConflictStatus.RESOLVED, signal="negation", similarity=0.9,
-        opened_at=now - timedelta(days=2), resolved_at=now - timedelta(days=1), resolved_by="user:cora",
+        project_id=project,
+        subject_id=subject,
+        status=ConflictStatus.RESOLVED,
+        signal="negation",
+        similarity=0.9,
+        opened_at=now - timedelta(days=2),
+        resolved_at=now - timedelta(days=1),
+        resolved_by="user:cora",
         note="Gardé la plus récente.",
     )
     dismissed = ConflictSet.objects.create(
-        project_id=project, subject_id=subject, status=ConflictStatus.DISMISSED, signal="antonym", similarity=0.77,
-        opened_at=now - timedelta(days=3), resolved_at=now - timedelta(days=3, seconds=-5), resolved_by="api",
+        project_id=project,
+        subject_id=subject,
+        status=ConflictStatus.DISMISSED,
+        signal="antonym",
+        similarity=0.77,
+        opened_at=now - timedelta(days=3),
+        resolved_at=now - timedelta(days=3, seconds=-5),
+        resolved_by="api",
     )
-    ConflictMember.objects.bulk_create([
-        ConflictMember(project_id=open_set.project_id, conflict_set=open_set, fact=active[0], added_at=now),
-        ConflictMember(project_id=open_set.project_id, conflict_set=open_set, fact=active[1], added_at=now + timedelta(seconds=1)),
-        ConflictMember(project_id=resolved.project_id, conflict_set=resolved, fact=active[2], added_at=now - timedelta(days=2), kept=True),
-        ConflictMember(project_id=resolved.project_id, conflict_set=resolved, fact=facts[0], added_at=now - timedelta(days=2), kept=False),
-        ConflictMember(project_id=dismissed.project_id, conflict_set=dismissed, fact=active[3], added_at=now - timedelta(days=3)),
-        ConflictMember(project_id=dismissed.project_id, conflict_set=dismissed, fact=active[4], added_at=now - timedelta(days=3)),
-    ])
+    ConflictMember.objects.bulk_create(
+        [
+            ConflictMember(project_id=open_set.project_id, conflict_set=open_set, fact=active[0], added_at=now),
+            ConflictMember(
+                project_id=open_set.project_id,
+                conflict_set=open_set,
+                fact=active[1],
+                added_at=now + timedelta(seconds=1),
+            ),
+            ConflictMember(
+                project_id=resolved.project_id,
+                conflict_set=resolved,
+                fact=active[2],
+                added_at=now - timedelta(days=2),
+                kept=True,
+            ),
+            ConflictMember(
+                project_id=resolved.project_id,
+                conflict_set=resolved,
+                fact=facts[0],
+                added_at=now - timedelta(days=2),
+                kept=False,
+            ),
+            ConflictMember(
+                project_id=dismissed.project_id,
+                conflict_set=dismissed,
+                fact=active[3],
+                added_at=now - timedelta(days=3),
+            ),
+            ConflictMember(
+                project_id=dismissed.project_id,
+                conflict_set=dismissed,
+                fact=active[4],
+                added_at=now - timedelta(days=3),
+            ),
+        ]
+    )
 
 
 def export(*args) -> list[dict]:
@@ -152,6 +240,7 @@ def vector_of(model, row_id) -> np.ndarray:
 
 # --- round trip -------------------------------------------------------------------------------------------
 
+
 def test_export_erase_import_export_gives_the_same_records(tmp_path):
     # given a project of three subjects, 3,000 facts in every state, their events and conflict sets, and
     # another project's fact
@@ -175,8 +264,7 @@ def test_export_erase_import_export_gives_the_same_records(tmp_path):
     # then the records are the same, ids included, and nothing else moved
     assert comparable(second) == comparable(first)
     header = first[0]
-    assert header["counts"] == {"events": 300, "facts": 3000, "conflict_sets": 9, "identity_blocks": 8,
-                                "procedures": 8}
+    assert header["counts"] == {"events": 300, "facts": 3000, "conflict_sets": 9, "identity_blocks": 8, "procedures": 8}
     assert header["embedding"] == {"provider": "hashing", "model": "words+trigrams/crc32", "dimension": 384}
     kinds = [r["type"] for r in first[1:]]
     assert kinds.count("fact") == 3000 and kinds.count("event") == 300 and kinds.count("conflict_set") == 9
@@ -195,13 +283,18 @@ def test_export_erase_import_export_gives_the_same_records(tmp_path):
     assert Fact.objects.filter(project_id=PORT, search_vector=SearchQuery("bicycle", config="simple")).count() == 3000
     # and a tiered context call serves alice's enabled blocks and the project's, by position, and her active
     # procedures and the project's, never a retracted one
-    response = make_client(PORT).post("/v1/context", {"project_id": PORT, "subject_id": "alice", "tiers": True,
-                                                      "query": "write the weekly report"}, format="json")
+    response = make_client(PORT).post(
+        "/v1/context",
+        {"project_id": PORT, "subject_id": "alice", "tiers": True, "query": "write the weekly report"},
+        format="json",
+    )
     assert response.status_code == 200, response.content
     packet = response.json()
     served_blocks = {(b["id"], b["text"]) for b in packet["identity"]}
-    assert served_blocks == {(str(b.id), b.text) for b in IdentityBlock.objects.filter(
-        project_id=PORT, subject_id__in=["alice", PROJECT_WIDE], enabled=True)}
+    assert served_blocks == {
+        (str(b.id), b.text)
+        for b in IdentityBlock.objects.filter(project_id=PORT, subject_id__in=["alice", PROJECT_WIDE], enabled=True)
+    }
     assert {p["title"] for p in packet["procedures"]} == {"Weekly report for alice", "Weekly report for the project"}
 
 
@@ -248,12 +341,16 @@ def test_vectors_in_the_file_are_kept_only_from_the_same_embedder_and_of_the_rig
     # then every vector is computed by the configured embedder
     assert np.allclose(vector_of(Fact, odd.id), get_embedder().embed([odd.text])[0], atol=1e-3)
     assert np.allclose(vector_of(Fact, other.id), get_embedder().embed([other.text])[0], atol=1e-3)
-    assert np.allclose(vector_of(Procedure, procedure.id),
-                       get_embedder().embed([procedure_embedding_text(procedure.title, procedure.text)])[0], atol=1e-3)
+    assert np.allclose(
+        vector_of(Procedure, procedure.id),
+        get_embedder().embed([procedure_embedding_text(procedure.title, procedure.text)])[0],
+        atol=1e-3,
+    )
     assert "embeddings: 0 from the file, 16 computed" in summary
 
 
 # --- refusals ---------------------------------------------------------------------------------------------
+
 
 def _first(records, kind):
     """bob's first record of that kind: the file's second subject, after alice's valid records."""
@@ -266,6 +363,7 @@ def _set(kind, field, value):
         i = _first(records, kind)
         records[i][field] = value
         return i
+
     return change
 
 
@@ -274,6 +372,7 @@ def _drop(kind, field):
         i = _first(records, kind)
         del records[i][field]
         return i
+
     return change
 
 
@@ -293,6 +392,7 @@ def _header(field, value):
     def change(records):
         records[0][field] = value
         return 0
+
     return change
 
 
@@ -311,8 +411,9 @@ def test_a_conflict_set_keeps_what_was_read_and_an_export_without_it_imports(tmp
     assert list(ConflictSet.objects.filter(project_id=PORT).values_list("reading", flat=True)) == [{}, {}, {}]
 
 
-@pytest.mark.parametrize("option, value", [("--project", "port ; drop"), ("--subject", "alice bob"),
-                                           ("--project", "p" * 300)])
+@pytest.mark.parametrize(
+    "option, value", [("--project", "port ; drop"), ("--subject", "alice bob"), ("--project", "p" * 300)]
+)
 def test_export_refuses_a_scope_id_that_only_begins_like_one(option, value):
     # given an id whose first characters are valid and the rest not (a prefix match let it through)
     args = [option, value] if option == "--project" else ["--project", PORT, option, value]
@@ -321,34 +422,44 @@ def test_export_refuses_a_scope_id_that_only_begins_like_one(option, value):
         export(*args)
 
 
-@pytest.mark.parametrize("change, field, message", [
-    (_set("fact", "importance", 2), "importance", "between 0 and 1"),
-    (_set("fact", "recorded_from", "2026-01-01T10:00"), "recorded_from", "with an offset"),
-    (_set("fact", "status", "forgotten"), "status", "must be one of active"),
-    (_set("fact", "subject_id", "bob smith"), "subject_id", "letters, digits"),
-    (_set("fact", "colour", "blue"), "colour", "unknown field"),
-    (_drop("fact", "text"), "text", "missing"),
-    (_set("event", "metadata", ["not", "an", "object"]), "metadata", "JSON object"),
-    (_set("event", "type", "memo"), "type", "must be one of event"),
-    (_set("conflict_set", "members", [{"fact": "nope", "added_at": "2026-01-01T00:00:00+00:00", "kept": None}]),
-     "members[0].fact", "must be a UUID"),
-    (_set("conflict_set", "reading", "residence"), "reading", "JSON object"),
-    (_supersede_nothing, "superseded_by", "names its successor"),
-    (_set("event", "subject_id", ""), "subject_id", "letters, digits"),  # only blocks and procedures are project-wide
-    (_set("identity_block", "name", ""), "name", "1 to 100 characters"),
-    (_set("identity_block", "text", "x" * 4001), "text", "1 to 4000 characters"),
-    (_set("identity_block", "position", -1), "position", "an integer from 0"),
-    (_set("identity_block", "position", 1.5), "position", "an integer from 0"),
-    (_set("identity_block", "enabled", "yes"), "enabled", "true or false"),
-    (_drop("identity_block", "created_at"), "created_at", "missing"),
-    (_rename_like_the_previous_block, "name", "earlier in the file has this name"),
-    (_set("procedure", "status", "deleted"), "status", "must be one of active, retracted"),
-    (_set("procedure", "title", "t" * 201), "title", "1 to 200 characters"),
-    (_set("procedure", "importance", -0.5), "importance", "between 0 and 1"),
-    (_set("procedure", "embedding", ["a"]), "embedding", "list of finite numbers"),
-    (_drop("procedure", "updated_at"), "updated_at", "missing"),
-    (_header("version", 2), "version", "not supported"),
-])
+@pytest.mark.parametrize(
+    "change, field, message",
+    [
+        (_set("fact", "importance", 2), "importance", "between 0 and 1"),
+        (_set("fact", "recorded_from", "2026-01-01T10:00"), "recorded_from", "with an offset"),
+        (_set("fact", "status", "forgotten"), "status", "must be one of active"),
+        (_set("fact", "subject_id", "bob smith"), "subject_id", "letters, digits"),
+        (_set("fact", "colour", "blue"), "colour", "unknown field"),
+        (_drop("fact", "text"), "text", "missing"),
+        (_set("event", "metadata", ["not", "an", "object"]), "metadata", "JSON object"),
+        (_set("event", "type", "memo"), "type", "must be one of event"),
+        (
+            _set("conflict_set", "members", [{"fact": "nope", "added_at": "2026-01-01T00:00:00+00:00", "kept": None}]),
+            "members[0].fact",
+            "must be a UUID",
+        ),
+        (_set("conflict_set", "reading", "residence"), "reading", "JSON object"),
+        (_supersede_nothing, "superseded_by", "names its successor"),
+        (
+            _set("event", "subject_id", ""),
+            "subject_id",
+            "letters, digits",
+        ),  # only blocks and procedures are project-wide
+        (_set("identity_block", "name", ""), "name", "1 to 100 characters"),
+        (_set("identity_block", "text", "x" * 4001), "text", "1 to 4000 characters"),
+        (_set("identity_block", "position", -1), "position", "an integer from 0"),
+        (_set("identity_block", "position", 1.5), "position", "an integer from 0"),
+        (_set("identity_block", "enabled", "yes"), "enabled", "true or false"),
+        (_drop("identity_block", "created_at"), "created_at", "missing"),
+        (_rename_like_the_previous_block, "name", "earlier in the file has this name"),
+        (_set("procedure", "status", "deleted"), "status", "must be one of active, retracted"),
+        (_set("procedure", "title", "t" * 201), "title", "1 to 200 characters"),
+        (_set("procedure", "importance", -0.5), "importance", "between 0 and 1"),
+        (_set("procedure", "embedding", ["a"]), "embedding", "list of finite numbers"),
+        (_drop("procedure", "updated_at"), "updated_at", "missing"),
+        (_header("version", 2), "version", "not supported"),
+    ],
+)
 def test_a_bad_line_is_reported_with_its_number_and_field_and_nothing_is_written(tmp_path, change, field, message):
     # given an export of two subjects, erased, with one of the second subject's records spoiled (the first
     # subject's records, before it, are valid)
@@ -416,12 +527,15 @@ def test_scattered_scopes_are_refused(tmp_path):
     last_alice = max(i for i, r in enumerate(records) if r.get("subject_id") == "alice")
     records.append(records.pop(last_alice))
     # when imported, then refused at the returning line, with nothing written
-    with pytest.raises(CommandError, match=rf"line {len(records)} field 'subject_id': scope {PORT}/alice appeared earlier"):
+    with pytest.raises(
+        CommandError, match=rf"line {len(records)} field 'subject_id': scope {PORT}/alice appeared earlier"
+    ):
         import_file(write(tmp_path / "scattered.jsonl", records))
     assert not Fact.objects.exists()
 
 
 # --- ids that exist ---------------------------------------------------------------------------------------
+
 
 def test_existing_ids_are_refused_unless_skipped(tmp_path):
     # given a project exported, then one subject erased and one of the other's facts edited
@@ -440,16 +554,20 @@ def test_existing_ids_are_refused_unless_skipped(tmp_path):
     # when imported with --skip-existing
     summary = import_file(path, "--skip-existing")
     # then bob comes back, alice's rows are left as they are
-    assert ("imported 20 facts, 2 events, 3 conflict sets, 2 identity blocks, 2 procedures in 2 scopes"
-            in summary)
+    assert "imported 20 facts, 2 events, 3 conflict sets, 2 identity blocks, 2 procedures in 2 scopes" in summary
     assert "skipped existing: 20 facts, 2 events, 3 conflict sets, 2 identity blocks, 2 procedures" in summary
     assert Fact.objects.filter(subject_id="bob").count() == 20
-    assert IdentityBlock.objects.filter(subject_id="bob").count() == Procedure.objects.filter(subject_id="bob").count() == 2
+    assert (
+        IdentityBlock.objects.filter(subject_id="bob").count()
+        == Procedure.objects.filter(subject_id="bob").count()
+        == 2
+    )
     assert Fact.objects.get(id=edited.id).category == "edited-here"
     assert IdentityBlock.objects.get(id=edited_block.id).text == "Edited here."
     # and a second run skips everything
     assert "imported 0 facts, 0 events, 0 conflict sets, 0 identity blocks, 0 procedures" in import_file(
-        path, "--skip-existing")
+        path, "--skip-existing"
+    )
 
 
 def test_an_active_text_the_scope_already_holds_is_refused(tmp_path):
@@ -487,8 +605,11 @@ def test_a_scope_never_ends_with_more_identity_blocks_than_allowed(tmp_path, mon
         identity_block_create(project_id=PORT, subject_id="alice", name=f"meanwhile-{n}", text="Hi.")
     # when imported, then refused at the block that would be one too many, with nothing written
     second = [i for i, r in enumerate(records) if r["type"] == "identity_block"][1]
-    with pytest.raises(CommandError, match=rf"line {second + 1} field 'subject_id': scope {PORT}/alice would hold "
-                                           rf"more than {IDENTITY_BLOCKS_PER_SCOPE} identity blocks"):
+    with pytest.raises(
+        CommandError,
+        match=rf"line {second + 1} field 'subject_id': scope {PORT}/alice would hold "
+        rf"more than {IDENTITY_BLOCKS_PER_SCOPE} identity blocks",
+    ):
         import_file(write(tmp_path / "full.jsonl", records))
     assert IdentityBlock.objects.count() == IDENTITY_BLOCKS_PER_SCOPE - 1 and not Fact.objects.exists()
     # and a file that holds more than allowed for an empty scope is refused the same way, counted across the
@@ -496,11 +617,22 @@ def test_a_scope_never_ends_with_more_identity_blocks_than_allowed(tmp_path, mon
     project_erase(project_id=PORT)
     monkeypatch.setattr(scope_import, "CHUNK", 7)
     block = records[second]
-    many = [records[0]] + [{**block, "id": str(uuid.uuid4()), "name": f"b{n}"}
-                           for n in range(IDENTITY_BLOCKS_PER_SCOPE + 1)]
-    many[0] = {**many[0], "counts": {"events": 0, "facts": 0, "conflict_sets": 0,
-                                     "identity_blocks": IDENTITY_BLOCKS_PER_SCOPE + 1, "procedures": 0}}
-    with pytest.raises(CommandError, match=rf"line {IDENTITY_BLOCKS_PER_SCOPE + 2} field 'subject_id'.*Nothing was written"):
+    many = [records[0]] + [
+        {**block, "id": str(uuid.uuid4()), "name": f"b{n}"} for n in range(IDENTITY_BLOCKS_PER_SCOPE + 1)
+    ]
+    many[0] = {
+        **many[0],
+        "counts": {
+            "events": 0,
+            "facts": 0,
+            "conflict_sets": 0,
+            "identity_blocks": IDENTITY_BLOCKS_PER_SCOPE + 1,
+            "procedures": 0,
+        },
+    }
+    with pytest.raises(
+        CommandError, match=rf"line {IDENTITY_BLOCKS_PER_SCOPE + 2} field 'subject_id'.*Nothing was written"
+    ):
         import_file(write(tmp_path / "many.jsonl", many))
     assert not IdentityBlock.objects.exists()
 

@@ -1,4 +1,5 @@
 """A known week of context calls, shared by the API and the page tests: the pages must show what the API says."""
+
 from datetime import UTC, datetime
 
 import pytest
@@ -22,7 +23,12 @@ def fact(text, subject="alice", **extra):
 
 def open_conflict(project, subject, facts, opened_at, status="open"):
     conflict_set = ConflictSet.objects.create(
-        project_id=project, subject_id=subject, status=status, signal="negation", similarity=0.9, opened_at=opened_at,
+        project_id=project,
+        subject_id=subject,
+        status=status,
+        signal="negation",
+        similarity=0.9,
+        opened_at=opened_at,
         resolved_at=None if status == "open" else opened_at,
     )
     for f in facts:
@@ -34,20 +40,44 @@ def open_conflict(project, subject, facts, opened_at, status="open"):
 def week(api):
     """Four context calls of PROJECT in the week [1 Mar, 8 Mar), and calls just outside it or elsewhere."""
     peanuts, cats, tea = fact("Alice is allergic to peanuts."), fact("Alice has two cats."), fact("Alice drinks tea.")
-    bob, paris, lyon = fact("Bob plays chess.", "bob"), fact("Bob lives in Paris.", "bob"), fact("Bob lives in Lyon.", "bob")
+    bob, paris, lyon = (
+        fact("Bob plays chess.", "bob"),
+        fact("Bob lives in Paris.", "bob"),
+        fact("Bob lives in Lyon.", "bob"),
+    )
     old = fact("Alice once lived in Oslo.")  # served only before the week
     fact("Alice liked jazz.", status="retracted", recorded_to=RECORDED)  # not active: not counted
     fact("Alice started pottery.", recorded_from=datetime(2026, 3, 20, tzinfo=UTC))  # recorded after the week
     gym = EventFactory(text="Bob went to the gym.", subject_id="bob")
 
-    record_call(at=at(1, 10), latency_ms=10, used_tokens=100,
-                facts=[(peanuts, "included"), (cats, "included"), (tea, "over_budget")])
-    record_call(at=at(2, 9), latency_ms=20, used_tokens=0, empty_reason="no_relevant_memory",
-                facts=[(peanuts, "below_relevance_floor"), (cats, "below_relevance_floor")])
-    record_call(at=at(2, 15), subject_id="bob", latency_ms=30, used_tokens=50,
-                facts=[(bob, "included"), (paris, "conflict_open")])
-    record_call(at=at(3), subject_id="bob", latency_ms=40, used_tokens=40,  # an episode but no fact
-                facts=[(lyon, "conflict_open")], episodes=[(gym, "included")])
+    record_call(
+        at=at(1, 10),
+        latency_ms=10,
+        used_tokens=100,
+        facts=[(peanuts, "included"), (cats, "included"), (tea, "over_budget")],
+    )
+    record_call(
+        at=at(2, 9),
+        latency_ms=20,
+        used_tokens=0,
+        empty_reason="no_relevant_memory",
+        facts=[(peanuts, "below_relevance_floor"), (cats, "below_relevance_floor")],
+    )
+    record_call(
+        at=at(2, 15),
+        subject_id="bob",
+        latency_ms=30,
+        used_tokens=50,
+        facts=[(bob, "included"), (paris, "conflict_open")],
+    )
+    record_call(
+        at=at(3),
+        subject_id="bob",
+        latency_ms=40,
+        used_tokens=40,  # an episode but no fact
+        facts=[(lyon, "conflict_open")],
+        episodes=[(gym, "included")],
+    )
 
     record_call(at=datetime(2026, 2, 28, 23, 59, 59, tzinfo=UTC), facts=[(old, "included")])  # before since
     record_call(at=at(8, 0), facts=[(tea, "included")])  # at until: the period excludes its end

@@ -1,5 +1,6 @@
 """The curators' and product owners' pages driven in headless Chromium against a live server: real logins,
 real buttons. Screenshots of every page land in test-output/screenshots/."""
+
 import re
 from datetime import timedelta
 from urllib.parse import parse_qs
@@ -33,7 +34,12 @@ def context_call(api, query):
 def test_a_curator_resolves_a_conflict_and_the_next_context_call_serves_the_kept_fact(browser, api, curator):
     # given two contradicting facts, so both are blocked
     for text in (NANTES, BORDEAUX):
-        assert api.post("/v1/facts", {"project_id": PROJECT, "subject_id": "paul", "text": text}, format="json").status_code == 201
+        assert (
+            api.post(
+                "/v1/facts", {"project_id": PROJECT, "subject_id": "paul", "text": text}, format="json"
+            ).status_code
+            == 201
+        )
     assert context_call(api, "Where does Paul live?")["facts"] == []
 
     # when a curator keeps the Bordeaux fact through the admin
@@ -69,8 +75,13 @@ def test_a_product_owner_reads_the_injection_rate_the_api_reports(browser, api, 
     fact = FactFactory(text="Alice is allergic to peanuts.")
     now = timezone.now()
     record_call(at=now - timedelta(days=2), latency_ms=18, used_tokens=40, facts=[(fact, "included")])
-    record_call(at=now - timedelta(days=1), latency_ms=25, used_tokens=0, facts=[(fact, "below_relevance_floor")],
-                empty_reason="no_relevant_memory")
+    record_call(
+        at=now - timedelta(days=1),
+        latency_ms=25,
+        used_tokens=0,
+        facts=[(fact, "below_relevance_floor")],
+        empty_reason="no_relevant_memory",
+    )
     record_call(at=now - timedelta(hours=1), latency_ms=31, used_tokens=40, facts=[(fact, "included")])
 
     # when a product owner opens /stats/

@@ -1,4 +1,5 @@
 """The server-drawn charts of /stats/: round axes, and a day without calls is a gap, never a zero."""
+
 from datetime import date, timedelta
 
 import pytest
@@ -20,14 +21,20 @@ def test_counts_get_whole_ticks():
     chart = bar_chart(title="calls", days=DAYS, values=[3, 0, 1, 2], unit="calls")
     assert [t.label for t in chart.y_ticks] == ["0", "1", "2", "3", "4"]
     assert [b.title for b in chart.bars][0] == "2026-03-01: 3 calls"
-    assert chart.bars[1].height == 0 and chart.bars[0].height == pytest.approx(3 / 4 * (chart.bottom - chart.top), abs=0.1)
+    assert chart.bars[1].height == 0 and chart.bars[0].height == pytest.approx(
+        3 / 4 * (chart.bottom - chart.top), abs=0.1
+    )
 
 
 def test_a_day_without_a_value_breaks_the_line():
     chart = line_chart(title="rate", days=DAYS, percent=True, series=[("rate", "line-rate", [1.0, None, 0.5, 0.25])])
     line = chart.lines[0]
     assert len(line.segments) == 2 and len(line.points) == 3  # 1 Mar alone, then 3-4 Mar
-    assert [p.title for p in line.points] == ["2026-03-01: rate 100.0 %", "2026-03-03: rate 50.0 %", "2026-03-04: rate 25.0 %"]
+    assert [p.title for p in line.points] == [
+        "2026-03-01: rate 100.0 %",
+        "2026-03-03: rate 50.0 %",
+        "2026-03-04: rate 25.0 %",
+    ]
     assert [t.label for t in chart.y_ticks] == ["0 %", "25 %", "50 %", "75 %", "100 %"]
     assert line.points[0].y == chart.top and line.points[1].y == pytest.approx((chart.top + chart.bottom) / 2)
 

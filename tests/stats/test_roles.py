@@ -1,5 +1,6 @@
 """The two roles, `curators` and `product-owners`: what ensure_roles gives them, and what each kind of user
 sees of the admin and of /stats/."""
+
 import io
 
 import pytest
@@ -23,9 +24,18 @@ def test_ensure_roles_creates_both_groups_with_their_permissions():
     out = io.StringIO()
     call_command("ensure_roles", stdout=out)
     assert permissions_of("curators") == {
-        "facts.view_conflictset", "facts.change_conflictset", "facts.view_fact", "facts.change_fact",
-        "facts.view_event", "traces.view_trace", "facts.view_identityblock", "facts.add_identityblock",
-        "facts.change_identityblock", "facts.delete_identityblock", "facts.view_procedure", "facts.add_procedure",
+        "facts.view_conflictset",
+        "facts.change_conflictset",
+        "facts.view_fact",
+        "facts.change_fact",
+        "facts.view_event",
+        "traces.view_trace",
+        "facts.view_identityblock",
+        "facts.add_identityblock",
+        "facts.change_identityblock",
+        "facts.delete_identityblock",
+        "facts.view_procedure",
+        "facts.add_procedure",
         "facts.change_procedure",
     }
     assert permissions_of("product-owners") == set()
@@ -50,6 +60,7 @@ def test_bootstrap_dev_sets_the_roles_up(settings, tmp_path):
 
 
 # --- who sees what ------------------------------------------------------------------------------------
+
 
 @pytest.fixture
 def a_trace(db):

@@ -1,6 +1,7 @@
 """The statistics' rollup (stats/rollup.py): the overview and the pages read from it give the raw query's numbers,
 to the bit, on generated calls over several days, projects and subjects; before and after erasures; and past
 the traces' retention, the rollup keeps the history the raw query lost."""
+
 import itertools
 import random
 from datetime import UTC, datetime, timedelta
@@ -31,16 +32,28 @@ AFTER_ALL = datetime(2026, 3, 10, tzinfo=UTC)
 
 PERIODS = {
     "whole days": selectors.days_period(FIRST_DAY.date(), (FIRST_DAY + timedelta(days=DAYS - 1)).date()),
-    "any instants": selectors.Period(datetime(2026, 3, 1, 13, 27, 11, tzinfo=UTC), datetime(2026, 3, 6, 17, 3, tzinfo=UTC)),
-    "within an hour": selectors.Period(datetime(2026, 3, 2, 10, 5, tzinfo=UTC), datetime(2026, 3, 2, 10, 50, tzinfo=UTC)),
-    "before the mark": selectors.Period(datetime(2026, 3, 1, 6, 30, tzinfo=UTC), datetime(2026, 3, 3, 22, 15, tzinfo=UTC)),
+    "any instants": selectors.Period(
+        datetime(2026, 3, 1, 13, 27, 11, tzinfo=UTC), datetime(2026, 3, 6, 17, 3, tzinfo=UTC)
+    ),
+    "within an hour": selectors.Period(
+        datetime(2026, 3, 2, 10, 5, tzinfo=UTC), datetime(2026, 3, 2, 10, 50, tzinfo=UTC)
+    ),
+    "before the mark": selectors.Period(
+        datetime(2026, 3, 1, 6, 30, tzinfo=UTC), datetime(2026, 3, 3, 22, 15, tzinfo=UTC)
+    ),
     "after the mark": selectors.Period(datetime(2026, 3, 4, 15, 30, tzinfo=UTC), datetime(2026, 3, 7, tzinfo=UTC)),
     "past the calls": selectors.Period(datetime(2026, 2, 20, tzinfo=UTC), datetime(2026, 3, 20, 1, 2, 3, tzinfo=UTC)),
     # partial hours at both ends, read from their slices (and a partial slice raw at each end)
-    "partial hours": selectors.Period(datetime(2026, 3, 2, 10, 7, 30, tzinfo=UTC), datetime(2026, 3, 3, 14, 52, 1, tzinfo=UTC)),
-    "across the month": selectors.Period(datetime(2026, 2, 28, 13, 0, 1, tzinfo=UTC), datetime(2026, 3, 2, 9, 17, tzinfo=UTC)),
+    "partial hours": selectors.Period(
+        datetime(2026, 3, 2, 10, 7, 30, tzinfo=UTC), datetime(2026, 3, 3, 14, 52, 1, tzinfo=UTC)
+    ),
+    "across the month": selectors.Period(
+        datetime(2026, 2, 28, 13, 0, 1, tzinfo=UTC), datetime(2026, 3, 2, 9, 17, tzinfo=UTC)
+    ),
     "slices only": selectors.Period(datetime(2026, 3, 3, 9, 4, tzinfo=UTC), datetime(2026, 3, 3, 9, 56, tzinfo=UTC)),
-    "across the mark's hour": selectors.Period(datetime(2026, 3, 4, 14, 2, tzinfo=UTC), datetime(2026, 3, 4, 15, 40, tzinfo=UTC)),
+    "across the mark's hour": selectors.Period(
+        datetime(2026, 3, 4, 14, 2, tzinfo=UTC), datetime(2026, 3, 4, 15, 40, tzinfo=UTC)
+    ),
 }
 
 
@@ -53,24 +66,46 @@ def calls():
     reasons = itertools.cycle(EmptyReason.values)  # apart from rnd: the calls stay those the tests were written on
     for project in (PROJECT, OTHER_PROJECT):
         for subject in SUBJECTS:
-            facts = [FactFactory(project_id=project, subject_id=subject, category=CATEGORIES[i % 3],
-                                 text=f"{subject} fact {i} of {project}.", recorded_from=FIRST_DAY - timedelta(days=30))
-                     for i in range(7)]
+            facts = [
+                FactFactory(
+                    project_id=project,
+                    subject_id=subject,
+                    category=CATEGORIES[i % 3],
+                    text=f"{subject} fact {i} of {project}.",
+                    recorded_from=FIRST_DAY - timedelta(days=30),
+                )
+                for i in range(7)
+            ]
             for day in range(DAYS):
                 for _ in range(rnd.randint(2, 6)):
-                    at = FIRST_DAY + timedelta(days=day, seconds=rnd.randint(0, 86399), microseconds=rnd.randint(0, 999999))
+                    at = FIRST_DAY + timedelta(
+                        days=day, seconds=rnd.randint(0, 86399), microseconds=rnd.randint(0, 999999)
+                    )
                     empty = rnd.random() < 0.15
                     considered = rnd.sample(facts[:6], rnd.randint(1, 5))  # the 7th is never a candidate
-                    codes = [ReasonCode.BELOW_RELEVANCE_FLOOR if empty else rnd.choice(list(ReasonCode)) for _ in considered]
+                    codes = [
+                        ReasonCode.BELOW_RELEVANCE_FLOOR if empty else rnd.choice(list(ReasonCode)) for _ in considered
+                    ]
                     latency = float(rnd.randint(5, 9)) if rnd.random() < 0.2 else rnd.uniform(2, 300)
                     trace_id = record_call(
-                        at=at, project_id=project, subject_id=subject, latency_ms=latency,
+                        at=at,
+                        project_id=project,
+                        subject_id=subject,
+                        latency_ms=latency,
                         used_tokens=0 if empty else rnd.randint(10, 800),
-                        empty_reason=next(reasons) if empty else None, facts=list(zip(considered, codes)),
+                        empty_reason=next(reasons) if empty else None,
+                        facts=list(zip(considered, codes)),
                     )
                     if rnd.random() < 0.1:
-                        record_call(at=at + timedelta(minutes=3), project_id=project, subject_id=subject,
-                                    latency_ms=1000.0, used_tokens=5, facts=[(facts[6], "included")], replay_of=trace_id)
+                        record_call(
+                            at=at + timedelta(minutes=3),
+                            project_id=project,
+                            subject_id=subject,
+                            latency_ms=1000.0,
+                            used_tokens=5,
+                            facts=[(facts[6], "included")],
+                            replay_of=trace_id,
+                        )
 
 
 def payload(overview) -> dict:
@@ -95,8 +130,10 @@ def assert_rollup_answers_as_raw(project: str = PROJECT) -> None:
 
 
 def rollup_rows(project: str) -> dict:
-    return {model.__name__: sorted(map(str, model.objects.filter(project_id=project).values_list()))
-            for model in (SliceTotals, HourTotals, HourLatencies, DayLatencies, SubjectDay, FactServed)}
+    return {
+        model.__name__: sorted(map(str, model.objects.filter(project_id=project).values_list()))
+        for model in (SliceTotals, HourTotals, HourLatencies, DayLatencies, SubjectDay, FactServed)
+    }
 
 
 def test_the_rollup_answers_as_the_raw_query(calls):
@@ -199,7 +236,10 @@ def test_after_a_revoked_category_the_rollup_answers_as_the_raw_query(calls):
 
 def _facts(subject, category):
     from facts.models import Fact
-    return list(Fact.objects.filter(project_id=PROJECT, subject_id=subject, category=category).values_list("id", flat=True))
+
+    return list(
+        Fact.objects.filter(project_id=PROJECT, subject_id=subject, category=category).values_list("id", flat=True)
+    )
 
 
 def test_stats_keep_their_history_past_the_traces_retention(calls):
@@ -225,8 +265,14 @@ def test_stats_keep_their_history_past_the_traces_retention(calls):
 def test_a_projects_erasure_deletes_its_rollup(calls):
     stats_rollup(now=AFTER_ALL)
     project_erase(project_id=PROJECT)
-    assert rollup_rows(PROJECT) == {"SliceTotals": [], "HourTotals": [], "HourLatencies": [], "DayLatencies": [], "SubjectDay": [],
-                                     "FactServed": []}
+    assert rollup_rows(PROJECT) == {
+        "SliceTotals": [],
+        "HourTotals": [],
+        "HourLatencies": [],
+        "DayLatencies": [],
+        "SubjectDay": [],
+        "FactServed": [],
+    }
     assert rolled_until(PROJECT) is None and rolled_until(OTHER_PROJECT) is not None
 
 
@@ -250,10 +296,19 @@ def test_the_api_reads_the_rollup_under_row_security(api, calls):
 def test_the_rollup_tables_are_bound_by_row_security(calls):
     stats_rollup(now=AFTER_ALL)
     with connection.cursor() as cursor:
-        cursor.execute("SELECT set_config('role', 'hakimem_api', true), set_config('hakimem.project_id', %s, true)",
-                       [OTHER_PROJECT])
-        for table in ("stats_slicetotals", "stats_hourtotals", "stats_hourlatencies", "stats_daylatencies", "stats_subjectday",
-                      "stats_factserved", "stats_rollupmark"):
+        cursor.execute(
+            "SELECT set_config('role', 'hakimem_api', true), set_config('hakimem.project_id', %s, true)",
+            [OTHER_PROJECT],
+        )
+        for table in (
+            "stats_slicetotals",
+            "stats_hourtotals",
+            "stats_hourlatencies",
+            "stats_daylatencies",
+            "stats_subjectday",
+            "stats_factserved",
+            "stats_rollupmark",
+        ):
             cursor.execute(f"SELECT DISTINCT project_id FROM {table}")
             assert cursor.fetchall() == [(OTHER_PROJECT,)], table
         cursor.execute("RESET role")

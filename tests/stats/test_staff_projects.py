@@ -1,5 +1,6 @@
 """Staff users limited to projects (StaffProjectAccess): the admin's lists and pages and /stats/ show only
 their projects; superusers and staff without a limit see every project."""
+
 import pytest
 from django.contrib.auth.models import User
 from django.urls import reverse
@@ -56,8 +57,8 @@ def test_a_limited_curator_lists_only_its_projects_rows(client, two_projects, li
 def test_a_limited_curator_sees_only_its_projects_conflict_sets(client, two_projects, limited_curator):
     html = _page(client, limited_curator, reverse("admin:facts_conflictset_changelist"))
     assert "1 conflict set" in html
-    assert f"<td class=\"field-project_id\">{OTHER_PROJECT}</td>" in html
-    assert f"<td class=\"field-project_id\">{PROJECT}</td>" not in html
+    assert f'<td class="field-project_id">{OTHER_PROJECT}</td>' in html
+    assert f'<td class="field-project_id">{PROJECT}</td>' not in html
 
 
 def test_a_limited_curator_cannot_open_or_retract_another_projects_fact(client, two_projects, limited_curator):

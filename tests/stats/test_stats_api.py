@@ -1,4 +1,5 @@
 """GET /v1/stats/overview: the numbers on a known set of context calls, the period, validation, scope."""
+
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -22,11 +23,23 @@ def test_overview_numbers_on_a_known_week(api, week):
     assert body["project_id"] == PROJECT and (body["since"], body["until"]) == (SINCE, UNTIL)
     assert body["context_calls"] == 4
     assert body["calls_injected"] == 3 and body["injection_rate"] == 0.75  # an episode alone is something served
-    assert body["empty_reasons"] == {"scope_unknown": 0, "scope_empty": 0, "budget_too_small": 0, "all_blocked": 0,
-                                     "no_relevant_memory": 1, "not_recorded": 0}
+    assert body["empty_reasons"] == {
+        "scope_unknown": 0,
+        "scope_empty": 0,
+        "budget_too_small": 0,
+        "all_blocked": 0,
+        "no_relevant_memory": 1,
+        "not_recorded": 0,
+    }
     assert body["decisions_by_reason_code"] == {
-        "included": 4, "multi_hop_expansion": 0, "over_budget": 1, "below_relevance_floor": 2,
-        "conflict_open": 2, "volatility_expired": 0, "consent_missing": 0, "below_min_score": 0,
+        "included": 4,
+        "multi_hop_expansion": 0,
+        "over_budget": 1,
+        "below_relevance_floor": 2,
+        "conflict_open": 2,
+        "volatility_expired": 0,
+        "consent_missing": 0,
+        "below_min_score": 0,
         "superseded_in_context": 0,
     }
     assert body["mean_used_tokens"] == 47.5

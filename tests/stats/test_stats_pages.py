@@ -1,4 +1,5 @@
 """/stats/: the product owners' pages show what GET /v1/stats/overview computes, server-rendered, read-only."""
+
 import re
 from datetime import timedelta
 
@@ -49,8 +50,9 @@ def test_the_page_holds_the_charts_tables_and_lists(client, product_owner, week)
 
 
 def test_days_without_calls_are_gaps_not_zeros(client, product_owner, week):
-    days = selectors.calls_per_day(project_id=PROJECT, period=selectors.days_period(*(
-        timezone.datetime(2026, 3, d).date() for d in (1, 7))))
+    days = selectors.calls_per_day(
+        project_id=PROJECT, period=selectors.days_period(*(timezone.datetime(2026, 3, d).date() for d in (1, 7)))
+    )
     assert [d.context_calls for d in days] == [1, 2, 1, 0, 0, 0, 0]
     assert [d.injection_rate for d in days] == [1.0, 0.5, 1.0, None, None, None, None]
     assert days[1].latency_p50_ms == 25.0
@@ -102,6 +104,7 @@ def test_links_into_the_admin_only_for_those_who_may_follow_them(client, api, cu
 
 
 # --- who sees the pages -------------------------------------------------------------------------------
+
 
 def test_anonymous_visitors_are_sent_to_the_admin_login(client):
     response = client.get("/stats/?project=x")

@@ -1,5 +1,6 @@
 """The stats queries read one project's period through traces_trace_project_time, as their `-- uses:` lines say,
 when the table holds a year of traces from several projects. (scripts/bench_stats.py times them at 1M decisions.)"""
+
 from datetime import timedelta
 
 import pytest

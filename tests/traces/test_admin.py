@@ -1,5 +1,6 @@
 """The trace browser in the admin: read-only lists and filters, and a trace's request, packet, timings and
 decisions by rank."""
+
 import re
 from datetime import UTC, datetime
 
@@ -26,14 +27,28 @@ def calls():
     cats = FactFactory(text="Alice has two cats.")
     bakery = EventFactory(text="Alice had a reaction at the bakery.")
     return {
-        "served": record_call(at=march(1), query="What should Alice avoid eating?", used_tokens=30, latency_ms=42.5,
-                              facts=[(peanuts, "included"), (cats, "over_budget")], episodes=[(bakery, "included")],
-                              rendered="<haki_memory>\nFacts:\n- Alice is allergic to peanuts.\n</haki_memory>"),
-        "empty": record_call(at=march(3), query="Capital of Australia?", empty_reason="no_relevant_memory",
-                             facts=[(peanuts, "below_relevance_floor")]),
-        "blocked": record_call(at=march(5), subject_id="bob", query="Where does Bob live?",
-                               warnings=["open_conflict: 1 fact(s) hidden pending conflict resolution"],
-                               facts=[(cats, "conflict_open")]),
+        "served": record_call(
+            at=march(1),
+            query="What should Alice avoid eating?",
+            used_tokens=30,
+            latency_ms=42.5,
+            facts=[(peanuts, "included"), (cats, "over_budget")],
+            episodes=[(bakery, "included")],
+            rendered="<haki_memory>\nFacts:\n- Alice is allergic to peanuts.\n</haki_memory>",
+        ),
+        "empty": record_call(
+            at=march(3),
+            query="Capital of Australia?",
+            empty_reason="no_relevant_memory",
+            facts=[(peanuts, "below_relevance_floor")],
+        ),
+        "blocked": record_call(
+            at=march(5),
+            subject_id="bob",
+            query="Where does Bob live?",
+            warnings=["open_conflict: 1 fact(s) hidden pending conflict resolution"],
+            facts=[(cats, "conflict_open")],
+        ),
         "elsewhere": record_call(at=march(2), project_id=OTHER_PROJECT, subject_id="carol", query="Carol's boat?"),
         "peanuts": peanuts,
         "cats": cats,
@@ -77,7 +92,9 @@ def test_the_decisions_about_one_fact(browser, calls):
     assert shown_ids(listed(browser, fact=peanuts, reason_code="included")) == {str(calls["served"])}
 
 
-@pytest.mark.parametrize("params", [{"fact": "not-a-uuid"}, {"since": "March"}, {"fact": "0" * 32, "decision": "maybe"}])
+@pytest.mark.parametrize(
+    "params", [{"fact": "not-a-uuid"}, {"since": "March"}, {"fact": "0" * 32, "decision": "maybe"}]
+)
 def test_bad_filter_values_are_an_error_not_a_crash(browser, params):
     response = browser.get(URL, params)
     assert response.status_code == 302 and response["Location"].endswith("?e=1")
@@ -89,9 +106,13 @@ def test_a_trace_shows_request_packet_timings_and_decisions_by_rank(browser, cal
     # two facts and an episode were candidates: all three are counted, and none is called a fact that is not
     assert re.search(r"1 fact and 1 episode\s+of 3 candidates;", html)
     assert "&lt;haki_memory&gt;\nFacts:\n- Alice is allergic to peanuts.\n&lt;/haki_memory&gt;" in html
-    assert "<td>retrieve</td><td class=\"num\">40.00</td>" in html and "42.50" in html
-    rows = re.findall(r'<tr class="(included|excluded|blocked)">.*?<td class="num">(\d+)</td>\s*<td>(fact|episode)</td>'
-                      r'.*?<code>(\w+)</code>.*?href="(/admin/facts/\w+/[0-9a-f-]+/change/)"', html, re.S)
+    assert '<td>retrieve</td><td class="num">40.00</td>' in html and "42.50" in html
+    rows = re.findall(
+        r'<tr class="(included|excluded|blocked)">.*?<td class="num">(\d+)</td>\s*<td>(fact|episode)</td>'
+        r'.*?<code>(\w+)</code>.*?href="(/admin/facts/\w+/[0-9a-f-]+/change/)"',
+        html,
+        re.S,
+    )
     assert rows == [
         ("included", "1", "fact", "included", f"/admin/facts/fact/{calls['peanuts'].pk}/change/"),
         ("excluded", "2", "fact", "over_budget", f"/admin/facts/fact/{calls['cats'].pk}/change/"),
@@ -122,11 +143,27 @@ def _tiered_trace(rows):
 
     from traces.services import trace_record
 
-    return trace_record(trace={
-        "project_id": PROJECT, "subject_id": "alice", "query": "how?", "budget_tokens": 900, "used_tokens": 9,
-        "status": "ok", "empty_reason": None, "warnings": [], "rendered": "", "facts_served": 1, "episodes_served": 0,
-        "candidates": len(rows), "embedder": "hashing", "timings": {}, "latency_ms": 1.0, "created_at": timezone.now()},
-        decisions=rows)
+    return trace_record(
+        trace={
+            "project_id": PROJECT,
+            "subject_id": "alice",
+            "query": "how?",
+            "budget_tokens": 900,
+            "used_tokens": 9,
+            "status": "ok",
+            "empty_reason": None,
+            "warnings": [],
+            "rendered": "",
+            "facts_served": 1,
+            "episodes_served": 0,
+            "candidates": len(rows),
+            "embedder": "hashing",
+            "timings": {},
+            "latency_ms": 1.0,
+            "created_at": timezone.now(),
+        },
+        decisions=rows,
+    )
 
 
 def test_a_tiered_trace_shows_identity_and_procedure_decisions_with_their_tiers(browser):
@@ -134,14 +171,33 @@ def test_a_tiered_trace_shows_identity_and_procedure_decisions_with_their_tiers(
     from traces.services import DecisionRow
 
     block, procedure, fact = IdentityBlockFactory(text="Be brief."), ProcedureFactory(title="Deploying"), FactFactory()
-    rows = [DecisionRow(item_type=kind, item_id=item.id, reason_code="included", rank=1, score=None, similarity=None,
-                        cosine_distance=None, text_rank=None, recency=None, tokens=3, tier=tier)
-            for kind, item, tier in [("procedure", procedure, "procedures"), ("fact", fact, "facts"),
-                                     ("identity", block, "identity")]]
+    rows = [
+        DecisionRow(
+            item_type=kind,
+            item_id=item.id,
+            reason_code="included",
+            rank=1,
+            score=None,
+            similarity=None,
+            cosine_distance=None,
+            text_rank=None,
+            recency=None,
+            tokens=3,
+            tier=tier,
+        )
+        for kind, item, tier in [
+            ("procedure", procedure, "procedures"),
+            ("fact", fact, "facts"),
+            ("identity", block, "identity"),
+        ]
+    ]
     trace_id = _tiered_trace(rows)
     html = browser.get(f"{URL}{trace_id}/change/").content.decode()
-    shown = re.findall(r'<td class="num">1</td>\s*<td>([\w ]+)</td>\s*<td>(\w*)</td>.*?href="(/admin/facts/\w+/[0-9a-f-]+/change/)"',
-                       html, re.S)
+    shown = re.findall(
+        r'<td class="num">1</td>\s*<td>([\w ]+)</td>\s*<td>(\w*)</td>.*?href="(/admin/facts/\w+/[0-9a-f-]+/change/)"',
+        html,
+        re.S,
+    )
     assert shown == [
         ("identity block", "identity", f"/admin/facts/identityblock/{block.pk}/change/"),
         ("fact", "facts", f"/admin/facts/fact/{fact.pk}/change/"),
@@ -155,11 +211,35 @@ def test_a_fact_superseded_in_context_links_to_the_newer_fact(browser):
     from traces.services import DecisionRow
 
     older, newer = FactFactory(text="Alice lives in Paris."), FactFactory(text="Alice no longer lives in Paris.")
-    rows = [DecisionRow(item_type="fact", item_id=newer.id, reason_code="included", rank=1, score=0.9, similarity=0.9,
-                        cosine_distance=0.1, text_rank=0.5, recency=1.0, tokens=7, tier="facts"),
-            DecisionRow(item_type="fact", item_id=older.id, reason_code="superseded_in_context", rank=2, score=0.8,
-                        similarity=0.8, cosine_distance=0.2, text_rank=0.5, recency=0.9, tokens=5, tier="facts",
-                        by_item=newer.id)]
+    rows = [
+        DecisionRow(
+            item_type="fact",
+            item_id=newer.id,
+            reason_code="included",
+            rank=1,
+            score=0.9,
+            similarity=0.9,
+            cosine_distance=0.1,
+            text_rank=0.5,
+            recency=1.0,
+            tokens=7,
+            tier="facts",
+        ),
+        DecisionRow(
+            item_type="fact",
+            item_id=older.id,
+            reason_code="superseded_in_context",
+            rank=2,
+            score=0.8,
+            similarity=0.8,
+            cosine_distance=0.2,
+            text_rank=0.5,
+            recency=0.9,
+            tokens=5,
+            tier="facts",
+            by_item=newer.id,
+        ),
+    ]
     trace_id = _tiered_trace(rows)
     # when a curator opens the trace
     html = browser.get(f"{URL}{trace_id}/change/").content.decode()

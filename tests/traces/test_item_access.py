@@ -1,5 +1,6 @@
 """The access frequency signal: how often each item was served by past context calls, decayed over time
 (traces.models.ItemAccess), kept by the trace writer and read by the assembler (traces.selectors)."""
+
 import math
 import random
 import threading
@@ -33,13 +34,24 @@ def test_a_call_counts_the_items_it_served_and_nothing_else():
     now = timezone.now()
     served, hop, over, blocked, floor = FactFactory.create_batch(5)
     event = EventFactory()
-    record_call(at=now, facts=[(served, "included"), (hop, "multi_hop_expansion"), (over, "over_budget"),
-                               (blocked, "conflict_open"), (floor, "below_relevance_floor")],
-                episodes=[(event, "included")])
+    record_call(
+        at=now,
+        facts=[
+            (served, "included"),
+            (hop, "multi_hop_expansion"),
+            (over, "over_budget"),
+            (blocked, "conflict_open"),
+            (floor, "below_relevance_floor"),
+        ],
+        episodes=[(event, "included")],
+    )
     # then the three served items count once each, as of the call's time
     assert counts() == {served.id: (1.0, now), hop.id: (1.0, now), event.id: (1.0, now)}
     assert dict(ItemAccess.objects.values_list("item_id", "item_type")) == {
-        served.id: "fact", hop.id: "fact", event.id: "episode"}
+        served.id: "fact",
+        hop.id: "fact",
+        event.id: "episode",
+    }
 
 
 def test_each_serving_decays_with_its_age():
@@ -101,11 +113,11 @@ def test_access_frequency_answers_every_id_asked_within_the_scope_in_one_query(d
     record_call(at=now, subject_id="bob", facts=[(bobs, "included")])
     # when alice's call asks for all four (ids as strings, as a client would name them)
     with django_assert_num_queries(1):
-        found = access_frequency(project_id=PROJECT, subject_id="alice",
-                                 item_ids=[once.id, twice.id, never.id, str(bobs.id)], now=now)
+        found = access_frequency(
+            project_id=PROJECT, subject_id="alice", item_ids=[once.id, twice.id, never.id, str(bobs.id)], now=now
+        )
     # then each is decayed to now, the unserved one and bob's count 0 here, keyed as asked
-    assert found == pytest.approx({once.id: math.exp(-1), twice.id: 2 * math.exp(-1), never.id: 0.0,
-                                   str(bobs.id): 0.0})
+    assert found == pytest.approx({once.id: math.exp(-1), twice.id: 2 * math.exp(-1), never.id: 0.0, str(bobs.id): 0.0})
     assert access_frequency(project_id=PROJECT, subject_id="alice", item_ids=[], now=now) == {}
 
 
@@ -123,7 +135,9 @@ def test_access_signal_is_the_score_of_each_items_count(django_assert_num_querie
         record_call(at=now, facts=[(often, "included")])
     with django_assert_num_queries(1):
         assert access_signal(project_id=PROJECT, subject_id="alice", item_ids=[often.id, never.id], now=now) == {
-            often.id: pytest.approx(0.5), never.id: 0.0}
+            often.id: pytest.approx(0.5),
+            never.id: 0.0,
+        }
 
 
 def test_the_access_frequency_query_probes_the_primary_key():
@@ -131,20 +145,38 @@ def test_the_access_frequency_query_probes_the_primary_key():
 
     # given the counts of a scope of 4,000 served items among 20,000 of many scopes
     now = timezone.now()
-    rows = [ItemAccess(project_id=PROJECT if i < 4000 else f"p{i % 50}", subject_id="alice" if i < 4000 else f"s{i % 7}",
-                       item_type="fact", item_id=uuid.uuid4(), count=1.0, at=now) for i in range(20000)]
+    rows = [
+        ItemAccess(
+            project_id=PROJECT if i < 4000 else f"p{i % 50}",
+            subject_id="alice" if i < 4000 else f"s{i % 7}",
+            item_type="fact",
+            item_id=uuid.uuid4(),
+            count=1.0,
+            at=now,
+        )
+        for i in range(20000)
+    ]
     ItemAccess.objects.bulk_create(rows, batch_size=5000)
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE traces_itemaccess")
         # when a call asks for its 128 candidates' counts
-        cursor.execute("EXPLAIN " + ACCESS_FREQUENCY_SQL, {"project_id": PROJECT, "subject_id": "alice", "now": now,
-                                                          "item_ids": [str(r.item_id) for r in rows[:128]], "tau": 1.0})
+        cursor.execute(
+            "EXPLAIN " + ACCESS_FREQUENCY_SQL,
+            {
+                "project_id": PROJECT,
+                "subject_id": "alice",
+                "now": now,
+                "item_ids": [str(r.item_id) for r in rows[:128]],
+                "tau": 1.0,
+            },
+        )
         plan = "\n".join(r[0] for r in cursor.fetchall())
     # then the primary key answers them, with the ids as its condition (a probe per id, not the scope's rows)
     assert "Index Scan using traces_itemaccess_pkey" in plan and "item_id = ANY" in plan.split("Index Cond")[1], plan
 
 
 # --- erasure and retention ------------------------------------------------------------------------------
+
 
 def test_erasing_a_subject_deletes_its_access_counts_and_the_receipt_counts_them():
     now = timezone.now()

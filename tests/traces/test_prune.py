@@ -1,5 +1,6 @@
 """Trace retention: `manage.py prune_traces` deletes the traces older than HAKI_TRACE_RETENTION_DAYS (or
 --days) with their decisions, batch by batch, and nothing else."""
+
 from datetime import timedelta
 from io import StringIO
 
@@ -25,8 +26,12 @@ def calls():
         fact_a, fact_b = FactFactory(project_id=project), FactFactory(project_id=project)
         event = EventFactory(project_id=project)
         for age in (100, 100, 100, 40, 10):
-            trace_id = record_call(at=now - timedelta(days=age), project_id=project,
-                                   facts=[(fact_a, "included"), (fact_b, "over_budget")], episodes=[(event, "included")])
+            trace_id = record_call(
+                at=now - timedelta(days=age),
+                project_id=project,
+                facts=[(fact_a, "included"), (fact_b, "over_budget")],
+                episodes=[(event, "included")],
+            )
             made.setdefault(age, []).append(trace_id)
     return made
 

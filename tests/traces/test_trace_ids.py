@@ -1,6 +1,7 @@
 """Trace ids, and reading a trace its call is still writing: a context call's trace is written just after its
 response is sent (context/apis.py), under a pending lock on its id that a reader waits on
 (traces.selectors.trace_get)."""
+
 import threading
 import time
 import uuid
@@ -50,12 +51,30 @@ def test_a_trace_nobody_is_writing_answers_at_once(django_assert_num_queries, tr
 
 
 def _record(trace_id) -> None:
-    trace_record(trace={
-        "id": str(trace_id), "project_id": PROJECT, "subject_id": "alice", "query": "Where does Julien live?",
-        "budget_tokens": 900, "used_tokens": 10, "status": "ok", "empty_reason": None, "warnings": [],
-        "rendered": "", "facts_served": 0, "episodes_served": 0, "candidates": 0, "embedder": "hashing",
-        "timings": {}, "latency_ms": 5.0, "created_at": timezone.now(), "replay_of": None, "replay": None,
-    }, decisions=[])
+    trace_record(
+        trace={
+            "id": str(trace_id),
+            "project_id": PROJECT,
+            "subject_id": "alice",
+            "query": "Where does Julien live?",
+            "budget_tokens": 900,
+            "used_tokens": 10,
+            "status": "ok",
+            "empty_reason": None,
+            "warnings": [],
+            "rendered": "",
+            "facts_served": 0,
+            "episodes_served": 0,
+            "candidates": 0,
+            "embedder": "hashing",
+            "timings": {},
+            "latency_ms": 5.0,
+            "created_at": timezone.now(),
+            "replay_of": None,
+            "replay": None,
+        },
+        decisions=[],
+    )
 
 
 class _PollingClock:

@@ -6,62 +6,160 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('facts', '0001_initial'),
+        ("facts", "0001_initial"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='Trace',
+            name="Trace",
             fields=[
-                ('id', models.UUIDField(default=uuid.uuid4, editable=False, primary_key=True, serialize=False)),
-                ('project_id', models.CharField(max_length=128)),
-                ('subject_id', models.CharField(max_length=128)),
-                ('query', models.TextField()),
-                ('budget_tokens', models.PositiveIntegerField()),
-                ('used_tokens', models.PositiveIntegerField()),
-                ('status', models.CharField(choices=[('ok', 'Ok'), ('degraded', 'Degraded')], max_length=16)),
-                ('empty_reason', models.CharField(blank=True, choices=[('no_relevant_memory', 'No Relevant Memory')], max_length=32, null=True)),
-                ('warnings', models.JSONField(default=list)),
-                ('rendered', models.TextField(blank=True)),
-                ('facts_served', models.PositiveIntegerField(default=0)),
-                ('episodes_served', models.PositiveIntegerField(default=0)),
-                ('candidates', models.PositiveIntegerField(default=0)),
-                ('embedder', models.CharField(max_length=64)),
-                ('timings', models.JSONField(default=dict, help_text='milliseconds per phase')),
-                ('latency_ms', models.FloatField()),
-                ('created_at', models.DateTimeField()),
+                ("id", models.UUIDField(default=uuid.uuid4, editable=False, primary_key=True, serialize=False)),
+                ("project_id", models.CharField(max_length=128)),
+                ("subject_id", models.CharField(max_length=128)),
+                ("query", models.TextField()),
+                ("budget_tokens", models.PositiveIntegerField()),
+                ("used_tokens", models.PositiveIntegerField()),
+                ("status", models.CharField(choices=[("ok", "Ok"), ("degraded", "Degraded")], max_length=16)),
+                (
+                    "empty_reason",
+                    models.CharField(
+                        blank=True, choices=[("no_relevant_memory", "No Relevant Memory")], max_length=32, null=True
+                    ),
+                ),
+                ("warnings", models.JSONField(default=list)),
+                ("rendered", models.TextField(blank=True)),
+                ("facts_served", models.PositiveIntegerField(default=0)),
+                ("episodes_served", models.PositiveIntegerField(default=0)),
+                ("candidates", models.PositiveIntegerField(default=0)),
+                ("embedder", models.CharField(max_length=64)),
+                ("timings", models.JSONField(default=dict, help_text="milliseconds per phase")),
+                ("latency_ms", models.FloatField()),
+                ("created_at", models.DateTimeField()),
             ],
             options={
-                'indexes': [models.Index(fields=['project_id', 'created_at'], name='traces_trace_project_time'), models.Index(fields=['project_id', 'subject_id', 'created_at'], name='traces_trace_scope_time')],
-                'constraints': [models.CheckConstraint(condition=models.Q(('status__in', ['ok', 'degraded'])), name='trace_status_valid'), models.CheckConstraint(condition=models.Q(('used_tokens__lte', models.F('budget_tokens'))), name='trace_used_within_budget')],
+                "indexes": [
+                    models.Index(fields=["project_id", "created_at"], name="traces_trace_project_time"),
+                    models.Index(fields=["project_id", "subject_id", "created_at"], name="traces_trace_scope_time"),
+                ],
+                "constraints": [
+                    models.CheckConstraint(
+                        condition=models.Q(("status__in", ["ok", "degraded"])), name="trace_status_valid"
+                    ),
+                    models.CheckConstraint(
+                        condition=models.Q(("used_tokens__lte", models.F("budget_tokens"))),
+                        name="trace_used_within_budget",
+                    ),
+                ],
             },
         ),
         migrations.CreateModel(
-            name='Decision',
+            name="Decision",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('item_type', models.CharField(choices=[('fact', 'Fact'), ('episode', 'Episode')], max_length=8)),
-                ('decision', models.CharField(choices=[('included', 'Included'), ('excluded', 'Excluded'), ('blocked', 'Blocked')], max_length=16)),
-                ('reason_code', models.CharField(choices=[('included', 'Included'), ('multi_hop_expansion', 'Multi Hop Expansion'), ('over_budget', 'Over Budget'), ('below_relevance_floor', 'Below Relevance Floor'), ('conflict_open', 'Conflict Open'), ('volatility_expired', 'Volatility Expired')], max_length=32)),
-                ('rank', models.PositiveIntegerField(help_text='1-based position in the scored order (facts and episodes apart)')),
-                ('score', models.FloatField(null=True)),
-                ('similarity', models.FloatField(null=True)),
-                ('cosine_distance', models.FloatField(null=True)),
-                ('text_rank', models.FloatField(null=True)),
-                ('recency', models.FloatField(null=True)),
-                ('tokens', models.PositiveIntegerField()),
-                ('entity', models.CharField(blank=True, default='', help_text='multi-hop: the shared name', max_length=64)),
-                ('event', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='decisions', to='facts.event')),
-                ('fact', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='decisions', to='facts.fact')),
-                ('trace', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='decisions', to='traces.trace')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("item_type", models.CharField(choices=[("fact", "Fact"), ("episode", "Episode")], max_length=8)),
+                (
+                    "decision",
+                    models.CharField(
+                        choices=[("included", "Included"), ("excluded", "Excluded"), ("blocked", "Blocked")],
+                        max_length=16,
+                    ),
+                ),
+                (
+                    "reason_code",
+                    models.CharField(
+                        choices=[
+                            ("included", "Included"),
+                            ("multi_hop_expansion", "Multi Hop Expansion"),
+                            ("over_budget", "Over Budget"),
+                            ("below_relevance_floor", "Below Relevance Floor"),
+                            ("conflict_open", "Conflict Open"),
+                            ("volatility_expired", "Volatility Expired"),
+                        ],
+                        max_length=32,
+                    ),
+                ),
+                (
+                    "rank",
+                    models.PositiveIntegerField(
+                        help_text="1-based position in the scored order (facts and episodes apart)"
+                    ),
+                ),
+                ("score", models.FloatField(null=True)),
+                ("similarity", models.FloatField(null=True)),
+                ("cosine_distance", models.FloatField(null=True)),
+                ("text_rank", models.FloatField(null=True)),
+                ("recency", models.FloatField(null=True)),
+                ("tokens", models.PositiveIntegerField()),
+                (
+                    "entity",
+                    models.CharField(blank=True, default="", help_text="multi-hop: the shared name", max_length=64),
+                ),
+                (
+                    "event",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="decisions",
+                        to="facts.event",
+                    ),
+                ),
+                (
+                    "fact",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="decisions",
+                        to="facts.fact",
+                    ),
+                ),
+                (
+                    "trace",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="decisions", to="traces.trace"
+                    ),
+                ),
             ],
             options={
-                'indexes': [models.Index(fields=['trace', 'item_type', 'rank'], name='traces_decision_trace_rank'), models.Index(fields=['fact', 'decision'], name='traces_decision_fact'), models.Index(fields=['event'], name='traces_decision_event')],
-                'constraints': [models.CheckConstraint(condition=models.Q(models.Q(('event__isnull', True), ('fact__isnull', False), ('item_type', 'fact')), models.Q(('event__isnull', False), ('fact__isnull', True), ('item_type', 'episode')), _connector='OR'), name='decision_one_item'), models.CheckConstraint(condition=models.Q(('decision__in', ['included', 'excluded', 'blocked'])), name='decision_kind_valid'), models.CheckConstraint(condition=models.Q(('reason_code__in', ['included', 'multi_hop_expansion', 'over_budget', 'below_relevance_floor', 'conflict_open', 'volatility_expired'])), name='decision_reason_valid')],
+                "indexes": [
+                    models.Index(fields=["trace", "item_type", "rank"], name="traces_decision_trace_rank"),
+                    models.Index(fields=["fact", "decision"], name="traces_decision_fact"),
+                    models.Index(fields=["event"], name="traces_decision_event"),
+                ],
+                "constraints": [
+                    models.CheckConstraint(
+                        condition=models.Q(
+                            models.Q(("event__isnull", True), ("fact__isnull", False), ("item_type", "fact")),
+                            models.Q(("event__isnull", False), ("fact__isnull", True), ("item_type", "episode")),
+                            _connector="OR",
+                        ),
+                        name="decision_one_item",
+                    ),
+                    models.CheckConstraint(
+                        condition=models.Q(("decision__in", ["included", "excluded", "blocked"])),
+                        name="decision_kind_valid",
+                    ),
+                    models.CheckConstraint(
+                        condition=models.Q(
+                            (
+                                "reason_code__in",
+                                [
+                                    "included",
+                                    "multi_hop_expansion",
+                                    "over_budget",
+                                    "below_relevance_floor",
+                                    "conflict_open",
+                                    "volatility_expired",
+                                ],
+                            )
+                        ),
+                        name="decision_reason_valid",
+                    ),
+                ],
             },
         ),
     ]

@@ -5,24 +5,37 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('facts', '0001_initial'),
-        ('traces', '0001_initial'),
+        ("facts", "0001_initial"),
+        ("traces", "0001_initial"),
     ]
     # On a new database, the decisions' constraints on facts and events (0001) are made and dropped (here) before
     # facts' keys stop being the id alone (facts/migrations/0012_project_in_keys): they could not be made after.
-    run_before = [('facts', '0012_project_in_keys')]
+    run_before = [("facts", "0012_project_in_keys")]
 
     operations = [
         migrations.AlterField(
-            model_name='decision',
-            name='event',
-            field=models.ForeignKey(blank=True, db_constraint=False, null=True, on_delete=django.db.models.deletion.DO_NOTHING, related_name='decisions', to='facts.event'),
+            model_name="decision",
+            name="event",
+            field=models.ForeignKey(
+                blank=True,
+                db_constraint=False,
+                null=True,
+                on_delete=django.db.models.deletion.DO_NOTHING,
+                related_name="decisions",
+                to="facts.event",
+            ),
         ),
         migrations.AlterField(
-            model_name='decision',
-            name='fact',
-            field=models.ForeignKey(blank=True, db_constraint=False, null=True, on_delete=django.db.models.deletion.DO_NOTHING, related_name='decisions', to='facts.fact'),
+            model_name="decision",
+            name="fact",
+            field=models.ForeignKey(
+                blank=True,
+                db_constraint=False,
+                null=True,
+                on_delete=django.db.models.deletion.DO_NOTHING,
+                related_name="decisions",
+                to="facts.fact",
+            ),
         ),
     ]

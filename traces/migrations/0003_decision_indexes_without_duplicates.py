@@ -5,34 +5,53 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('facts', '0003_scope_vectors_covering_index'),
-        ('traces', '0002_decision_items_without_row_locks'),
+        ("facts", "0003_scope_vectors_covering_index"),
+        ("traces", "0002_decision_items_without_row_locks"),
     ]
 
     operations = [
         migrations.RemoveIndex(
-            model_name='decision',
-            name='traces_decision_event',
+            model_name="decision",
+            name="traces_decision_event",
         ),
         migrations.AlterField(
-            model_name='decision',
-            name='event',
-            field=models.ForeignKey(blank=True, db_constraint=False, db_index=False, null=True, on_delete=django.db.models.deletion.DO_NOTHING, related_name='decisions', to='facts.event'),
+            model_name="decision",
+            name="event",
+            field=models.ForeignKey(
+                blank=True,
+                db_constraint=False,
+                db_index=False,
+                null=True,
+                on_delete=django.db.models.deletion.DO_NOTHING,
+                related_name="decisions",
+                to="facts.event",
+            ),
         ),
         migrations.AlterField(
-            model_name='decision',
-            name='fact',
-            field=models.ForeignKey(blank=True, db_constraint=False, db_index=False, null=True, on_delete=django.db.models.deletion.DO_NOTHING, related_name='decisions', to='facts.fact'),
+            model_name="decision",
+            name="fact",
+            field=models.ForeignKey(
+                blank=True,
+                db_constraint=False,
+                db_index=False,
+                null=True,
+                on_delete=django.db.models.deletion.DO_NOTHING,
+                related_name="decisions",
+                to="facts.fact",
+            ),
         ),
         migrations.AlterField(
-            model_name='decision',
-            name='trace',
-            field=models.ForeignKey(db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='decisions', to='traces.trace'),
+            model_name="decision",
+            name="trace",
+            field=models.ForeignKey(
+                db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name="decisions", to="traces.trace"
+            ),
         ),
         migrations.AddIndex(
-            model_name='decision',
-            index=models.Index(condition=models.Q(('event__isnull', False)), fields=['event'], name='traces_decision_event'),
+            model_name="decision",
+            index=models.Index(
+                condition=models.Q(("event__isnull", False)), fields=["event"], name="traces_decision_event"
+            ),
         ),
     ]

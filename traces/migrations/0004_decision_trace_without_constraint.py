@@ -5,15 +5,20 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('traces', '0003_decision_indexes_without_duplicates'),
+        ("traces", "0003_decision_indexes_without_duplicates"),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='decision',
-            name='trace',
-            field=models.ForeignKey(db_constraint=False, db_index=False, on_delete=django.db.models.deletion.CASCADE, related_name='decisions', to='traces.trace'),
+            model_name="decision",
+            name="trace",
+            field=models.ForeignKey(
+                db_constraint=False,
+                db_index=False,
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="decisions",
+                to="traces.trace",
+            ),
         ),
     ]

@@ -4,23 +4,49 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('traces', '0004_decision_trace_without_constraint'),
+        ("traces", "0004_decision_trace_without_constraint"),
     ]
 
     operations = [
         migrations.RemoveConstraint(
-            model_name='decision',
-            name='decision_reason_valid',
+            model_name="decision",
+            name="decision_reason_valid",
         ),
         migrations.AlterField(
-            model_name='decision',
-            name='reason_code',
-            field=models.CharField(choices=[('included', 'Included'), ('multi_hop_expansion', 'Multi Hop Expansion'), ('over_budget', 'Over Budget'), ('below_relevance_floor', 'Below Relevance Floor'), ('conflict_open', 'Conflict Open'), ('volatility_expired', 'Volatility Expired'), ('consent_missing', 'Consent Missing')], max_length=32),
+            model_name="decision",
+            name="reason_code",
+            field=models.CharField(
+                choices=[
+                    ("included", "Included"),
+                    ("multi_hop_expansion", "Multi Hop Expansion"),
+                    ("over_budget", "Over Budget"),
+                    ("below_relevance_floor", "Below Relevance Floor"),
+                    ("conflict_open", "Conflict Open"),
+                    ("volatility_expired", "Volatility Expired"),
+                    ("consent_missing", "Consent Missing"),
+                ],
+                max_length=32,
+            ),
         ),
         migrations.AddConstraint(
-            model_name='decision',
-            constraint=models.CheckConstraint(condition=models.Q(('reason_code__in', ['included', 'multi_hop_expansion', 'over_budget', 'below_relevance_floor', 'conflict_open', 'volatility_expired', 'consent_missing'])), name='decision_reason_valid'),
+            model_name="decision",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    (
+                        "reason_code__in",
+                        [
+                            "included",
+                            "multi_hop_expansion",
+                            "over_budget",
+                            "below_relevance_floor",
+                            "conflict_open",
+                            "volatility_expired",
+                            "consent_missing",
+                        ],
+                    )
+                ),
+                name="decision_reason_valid",
+            ),
         ),
     ]

@@ -5,16 +5,15 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('traces', '0005_consent_missing_reason'),
+        ("traces", "0005_consent_missing_reason"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='decision',
-            name='project_id',
-            field=models.CharField(default='', max_length=128),
+            model_name="decision",
+            name="project_id",
+            field=models.CharField(default="", max_length=128),
             preserve_default=False,
         ),
         migrations.RunSQL(

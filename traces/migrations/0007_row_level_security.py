@@ -1,4 +1,5 @@
 """Row-level security on traces (hakimem/rowsecurity.py): traces and their decisions by their project."""
+
 from django.db import migrations
 
 from hakimem.rowsecurity import disable_sql, enable_sql
@@ -11,7 +12,6 @@ BACKWARD = [*disable_sql("traces_decision"), *disable_sql("traces_trace")]
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
         ("traces", "0006_decision_project_id"),
         ("hakimem", "0002_database_roles"),

@@ -4,25 +4,24 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('traces', '0007_row_level_security'),
+        ("traces", "0007_row_level_security"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='trace',
-            name='inputs',
+            model_name="trace",
+            name="inputs",
             field=models.JSONField(blank=True, null=True),
         ),
         migrations.AddField(
-            model_name='trace',
-            name='replay',
+            model_name="trace",
+            name="replay",
             field=models.JSONField(blank=True, null=True),
         ),
         migrations.AddField(
-            model_name='trace',
-            name='replay_of',
+            model_name="trace",
+            name="replay_of",
             field=models.UUIDField(blank=True, null=True),
         ),
     ]

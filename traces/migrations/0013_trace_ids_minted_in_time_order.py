@@ -5,15 +5,16 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('traces', '0012_project_in_keys'),
+        ("traces", "0012_project_in_keys"),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='trace',
-            name='id',
-            field=models.UUIDField(default=traces.models.trace_id_new, editable=False, primary_key=True, serialize=False),
+            model_name="trace",
+            name="id",
+            field=models.UUIDField(
+                default=traces.models.trace_id_new, editable=False, primary_key=True, serialize=False
+            ),
         ),
     ]

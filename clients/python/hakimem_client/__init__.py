@@ -1,4 +1,5 @@
 """Python client for hakimem, the memory service for LLM applications (sync `Client`, async `AsyncClient`)."""
+
 from hakimem_client.client import MAX_BATCH, AsyncClient, Client, __version__
 from hakimem_client.errors import (
     ConflictStateError,
@@ -33,10 +34,35 @@ from hakimem_client.models import (
 )
 
 __all__ = [
-    "MAX_BATCH", "AsyncClient", "Client", "__version__",
-    "ConflictStateError", "HakimemError", "InvalidRequestError", "NotFoundError", "PermissionDeniedError",
-    "RateLimitedError", "ServerError", "UnauthenticatedError", "UnavailableError",
-    "ConflictMember", "ConflictSet", "ContextPacket", "Decision", "EraseResult", "Event", "Fact", "IdentityBlock",
-    "NewEvent", "NewFact", "PacketEpisode", "PacketFact", "PacketIdentity", "PacketProcedure", "Page", "Procedure",
-    "Replay", "Trace",
+    "MAX_BATCH",
+    "AsyncClient",
+    "Client",
+    "__version__",
+    "ConflictStateError",
+    "HakimemError",
+    "InvalidRequestError",
+    "NotFoundError",
+    "PermissionDeniedError",
+    "RateLimitedError",
+    "ServerError",
+    "UnauthenticatedError",
+    "UnavailableError",
+    "ConflictMember",
+    "ConflictSet",
+    "ContextPacket",
+    "Decision",
+    "EraseResult",
+    "Event",
+    "Fact",
+    "IdentityBlock",
+    "NewEvent",
+    "NewFact",
+    "PacketEpisode",
+    "PacketFact",
+    "PacketIdentity",
+    "PacketProcedure",
+    "Page",
+    "Procedure",
+    "Replay",
+    "Trace",
 ]

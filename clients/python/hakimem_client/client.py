@@ -9,6 +9,7 @@ be retried on them. A connection that could not be opened is retried for every c
 left); a connection lost after the request was sent only for calls that are safe to repeat (reads, deletes,
 context), since a write may have been applied.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -65,7 +66,7 @@ def _params(**kwargs: Any) -> dict[str, Any]:
 
 def _chunks(items: list[Any], size: int) -> Iterator[list[Any]]:
     for start in range(0, len(items), size):
-        yield items[start:start + size]
+        yield items[start : start + size]
 
 
 def parse_retry_after(value: str | None) -> float | None:
@@ -93,7 +94,7 @@ class _RetryPolicy:
         self.max_backoff = max_backoff
 
     def _backoff(self, attempt: int) -> float:
-        ceiling = min(self.max_backoff, self.backoff * (2 ** attempt))
+        ceiling = min(self.max_backoff, self.backoff * (2**attempt))
         return ceiling / 2 + random.uniform(0, ceiling / 2)
 
     def delay_for_response(self, attempt: int, response: httpx.Response) -> float | None:
@@ -148,8 +149,13 @@ class _Endpoints:
 
     def list_facts(self, subject_id: str, project_id: str | None, **filters: Any) -> _Call:
         params = _params(project_id=self._project(project_id), subject_id=subject_id, **filters)
-        return _Call("GET", "/v1/facts", lambda b: Page([Fact.from_dict(f) for f in b["facts"]], b["next_cursor"]),
-                     params=params, idempotent=True)
+        return _Call(
+            "GET",
+            "/v1/facts",
+            lambda b: Page([Fact.from_dict(f) for f in b["facts"]], b["next_cursor"]),
+            params=params,
+            idempotent=True,
+        )
 
     def get_fact(self, fact_id: str) -> _Call:
         return _Call("GET", f"/v1/facts/{quote(str(fact_id), safe='')}", Fact.from_dict, idempotent=True)
@@ -163,8 +169,12 @@ class _Endpoints:
         return _Call("DELETE", f"/v1/facts/{quote(str(fact_id), safe='')}", Fact.from_dict, idempotent=True)
 
     def fact_history(self, fact_id: str) -> _Call:
-        return _Call("GET", f"/v1/facts/{quote(str(fact_id), safe='')}/history",
-                     lambda b: [Fact.from_dict(f) for f in b["versions"]], idempotent=True)
+        return _Call(
+            "GET",
+            f"/v1/facts/{quote(str(fact_id), safe='')}/history",
+            lambda b: [Fact.from_dict(f) for f in b["versions"]],
+            idempotent=True,
+        )
 
     # --- events ----------------------------------------------------------------------------------------
     def write_events(self, events: list[NewEvent | dict[str, Any]], project_id: str | None) -> _Call:
@@ -175,8 +185,13 @@ class _Endpoints:
 
     def list_events(self, subject_id: str, project_id: str | None, **filters: Any) -> _Call:
         params = _params(project_id=self._project(project_id), subject_id=subject_id, **filters)
-        return _Call("GET", "/v1/events", lambda b: Page([Event.from_dict(e) for e in b["events"]], b["next_cursor"]),
-                     params=params, idempotent=True)
+        return _Call(
+            "GET",
+            "/v1/events",
+            lambda b: Page([Event.from_dict(e) for e in b["events"]], b["next_cursor"]),
+            params=params,
+            idempotent=True,
+        )
 
     def get_event(self, event_id: str) -> _Call:
         return _Call("GET", f"/v1/events/{quote(str(event_id), safe='')}", Event.from_dict, idempotent=True)
@@ -189,39 +204,52 @@ class _Endpoints:
             body["subject_id"] = subject_id
         return body
 
-    def create_identity_block(self, subject_id: str | None, name: str, text: str, project_id: str | None,
-                              **options: Any) -> _Call:
+    def create_identity_block(
+        self, subject_id: str | None, name: str, text: str, project_id: str | None, **options: Any
+    ) -> _Call:
         body = self._scoped_body(subject_id, project_id, {"name": name, "text": text, **options})
         return _Call("POST", "/v1/identity-blocks", IdentityBlock.from_dict, json=body)
 
     def list_identity_blocks(self, subject_id: str | None, project_id: str | None) -> _Call:
         params = _params(project_id=self._project(project_id), subject_id=subject_id)
-        return _Call("GET", "/v1/identity-blocks", lambda b: [IdentityBlock.from_dict(x) for x in b["identity_blocks"]],
-                     params=params, idempotent=True)
+        return _Call(
+            "GET",
+            "/v1/identity-blocks",
+            lambda b: [IdentityBlock.from_dict(x) for x in b["identity_blocks"]],
+            params=params,
+            idempotent=True,
+        )
 
     def get_identity_block(self, block_id: str) -> _Call:
-        return _Call("GET", f"/v1/identity-blocks/{quote(str(block_id), safe='')}", IdentityBlock.from_dict,
-                     idempotent=True)
+        return _Call(
+            "GET", f"/v1/identity-blocks/{quote(str(block_id), safe='')}", IdentityBlock.from_dict, idempotent=True
+        )
 
     def update_identity_block(self, block_id: str, changes: dict[str, Any]) -> _Call:
-        return _Call("PATCH", f"/v1/identity-blocks/{quote(str(block_id), safe='')}", IdentityBlock.from_dict,
-                     json=changes)
+        return _Call(
+            "PATCH", f"/v1/identity-blocks/{quote(str(block_id), safe='')}", IdentityBlock.from_dict, json=changes
+        )
 
     def delete_identity_block(self, block_id: str) -> _Call:
         # A second delete answers 404 (NotFoundError), after the first has done its work: retried on a lost
         # connection like the other deletes.
         return _Call("DELETE", f"/v1/identity-blocks/{quote(str(block_id), safe='')}", lambda b: None, idempotent=True)
 
-    def write_procedure(self, subject_id: str | None, title: str, text: str, project_id: str | None,
-                        **options: Any) -> _Call:
+    def write_procedure(
+        self, subject_id: str | None, title: str, text: str, project_id: str | None, **options: Any
+    ) -> _Call:
         body = self._scoped_body(subject_id, project_id, {"title": title, "text": text, **options})
         return _Call("POST", "/v1/procedures", Procedure.from_dict, json=body)
 
     def list_procedures(self, subject_id: str | None, project_id: str | None, **filters: Any) -> _Call:
         params = _params(project_id=self._project(project_id), subject_id=subject_id, **filters)
-        return _Call("GET", "/v1/procedures",
-                     lambda b: Page([Procedure.from_dict(x) for x in b["procedures"]], b["next_cursor"]),
-                     params=params, idempotent=True)
+        return _Call(
+            "GET",
+            "/v1/procedures",
+            lambda b: Page([Procedure.from_dict(x) for x in b["procedures"]], b["next_cursor"]),
+            params=params,
+            idempotent=True,
+        )
 
     def get_procedure(self, procedure_id: str) -> _Call:
         return _Call("GET", f"/v1/procedures/{quote(str(procedure_id), safe='')}", Procedure.from_dict, idempotent=True)
@@ -231,12 +259,14 @@ class _Endpoints:
 
     def retract_procedure(self, procedure_id: str) -> _Call:
         # Retracting twice is harmless on the server: safe to repeat.
-        return _Call("DELETE", f"/v1/procedures/{quote(str(procedure_id), safe='')}", Procedure.from_dict,
-                     idempotent=True)
+        return _Call(
+            "DELETE", f"/v1/procedures/{quote(str(procedure_id), safe='')}", Procedure.from_dict, idempotent=True
+        )
 
     # --- context and traces ----------------------------------------------------------------------------
-    def context(self, subject_id: str, query: str, budget_tokens: int | None, project_id: str | None,
-                asks: dict[str, Any]) -> _Call:
+    def context(
+        self, subject_id: str, query: str, budget_tokens: int | None, project_id: str | None, asks: dict[str, Any]
+    ) -> _Call:
         body: dict[str, Any] = {"project_id": self._project(project_id), "subject_id": subject_id, "query": query}
         if budget_tokens is not None:
             body["budget_tokens"] = budget_tokens
@@ -259,9 +289,13 @@ class _Endpoints:
     # --- conflicts and erasure -------------------------------------------------------------------------
     def list_conflicts(self, project_id: str | None, **filters: Any) -> _Call:
         params = _params(project_id=self._project(project_id), **filters)
-        return _Call("GET", "/v1/conflicts",
-                     lambda b: Page([ConflictSet.from_dict(c) for c in b["conflicts"]], b["next_cursor"]),
-                     params=params, idempotent=True)
+        return _Call(
+            "GET",
+            "/v1/conflicts",
+            lambda b: Page([ConflictSet.from_dict(c) for c in b["conflicts"]], b["next_cursor"]),
+            params=params,
+            idempotent=True,
+        )
 
     def get_conflict(self, conflict_id: str) -> _Call:
         return _Call("GET", f"/v1/conflicts/{quote(str(conflict_id), safe='')}", ConflictSet.from_dict, idempotent=True)
@@ -272,11 +306,18 @@ class _Endpoints:
             body["keep"] = [str(k) for k in keep]
         if dismiss:
             body["dismiss"] = True
-        return _Call("POST", f"/v1/conflicts/{quote(str(conflict_id), safe='')}/resolve", ConflictSet.from_dict, json=body)
+        return _Call(
+            "POST", f"/v1/conflicts/{quote(str(conflict_id), safe='')}/resolve", ConflictSet.from_dict, json=body
+        )
 
     def erase_subject(self, subject_id: str, project_id: str | None) -> _Call:
-        return _Call("DELETE", f"/v1/subjects/{quote(subject_id, safe='')}", EraseResult.from_dict,
-                     params={"project_id": self._project(project_id)}, idempotent=True)
+        return _Call(
+            "DELETE",
+            f"/v1/subjects/{quote(subject_id, safe='')}",
+            EraseResult.from_dict,
+            params={"project_id": self._project(project_id)},
+            idempotent=True,
+        )
 
     def health(self) -> _Call:
         return _Call("GET", "/v1/health", lambda b: b, idempotent=True)
@@ -287,13 +328,24 @@ def _fact_body(subject_id: str, text: str, options: dict[str, Any]) -> NewFact:
 
 
 class _Common:
-    def __init__(self, base_url: str, api_key: str, *, project_id: str | None, max_retries: int, backoff: float,
-                 max_backoff: float):
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str,
+        *,
+        project_id: str | None,
+        max_retries: int,
+        backoff: float,
+        max_backoff: float,
+    ):
         self._endpoints = _Endpoints(project_id)
         self._retry = _RetryPolicy(max_retries, backoff, max_backoff)
         self._base_url = base_url.rstrip("/")
-        self._headers = {"Authorization": f"Bearer {api_key}", "User-Agent": f"hakimem-client/{__version__}",
-                         "Accept": "application/json"}
+        self._headers = {
+            "Authorization": f"Bearer {api_key}",
+            "User-Agent": f"hakimem-client/{__version__}",
+            "Accept": "application/json",
+        }
 
     @property
     def project_id(self) -> str | None:
@@ -303,15 +355,26 @@ class _Common:
 class Client(_Common):
     """The sync client. `project_id` is the default scope of every call (a key belongs to one project).
 
-        with Client("http://127.0.0.1:8000", api_key=KEY, project_id="demo") as haki:
-            packet = haki.context("alice", "What should Alice avoid eating?")
+    with Client("http://127.0.0.1:8000", api_key=KEY, project_id="demo") as haki:
+        packet = haki.context("alice", "What should Alice avoid eating?")
     """
 
-    def __init__(self, base_url: str, api_key: str, *, project_id: str | None = None, timeout: float = 30.0,
-                 max_retries: int = 3, backoff: float = 0.5, max_backoff: float = 30.0,
-                 transport: httpx.BaseTransport | None = None, http_client: httpx.Client | None = None):
-        super().__init__(base_url, api_key, project_id=project_id, max_retries=max_retries, backoff=backoff,
-                         max_backoff=max_backoff)
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str,
+        *,
+        project_id: str | None = None,
+        timeout: float = 30.0,
+        max_retries: int = 3,
+        backoff: float = 0.5,
+        max_backoff: float = 30.0,
+        transport: httpx.BaseTransport | None = None,
+        http_client: httpx.Client | None = None,
+    ):
+        super().__init__(
+            base_url, api_key, project_id=project_id, max_retries=max_retries, backoff=backoff, max_backoff=max_backoff
+        )
         # An httpx client of the caller's own (proxies, event hooks, certificates) stays the caller's to close.
         self._owns_http = http_client is None
         self._http = http_client or httpx.Client(timeout=timeout, transport=transport)
@@ -331,8 +394,9 @@ class Client(_Common):
         attempt = 0
         while True:
             try:
-                response = self._http.request(call.method, self._base_url + call.path, params=call.params, json=call.json,
-                                              headers=self._headers)
+                response = self._http.request(
+                    call.method, self._base_url + call.path, params=call.params, json=call.json, headers=self._headers
+                )
             except httpx.TransportError as exc:
                 delay = self._retry.delay_for_error(attempt, exc, call)
                 if delay is None:
@@ -350,8 +414,9 @@ class Client(_Common):
         metadata. The answer says whether it was a duplicate (`deduplicated`) or opened a conflict set."""
         return self.write_facts([_fact_body(subject_id, text, options)], project_id=project_id)[0]
 
-    def write_facts(self, facts: Iterable[NewFact | dict[str, Any]], *, project_id: str | None = None,
-                    batch_size: int = MAX_BATCH) -> list[Fact]:
+    def write_facts(
+        self, facts: Iterable[NewFact | dict[str, Any]], *, project_id: str | None = None, batch_size: int = MAX_BATCH
+    ) -> list[Fact]:
         """Many facts, in requests of up to `batch_size` (at most 500); each request is all-or-nothing, so
         on an error the batches before it are written and the rest are not."""
         written: list[Fact] = []
@@ -388,12 +453,20 @@ class Client(_Common):
         return self._send(self._endpoints.fact_history(fact_id))
 
     # --- events ----------------------------------------------------------------------------------------
-    def write_event(self, subject_id: str, text: str, occurred_at: datetime | str, *,
-                    metadata: dict[str, Any] | None = None, project_id: str | None = None) -> Event:
+    def write_event(
+        self,
+        subject_id: str,
+        text: str,
+        occurred_at: datetime | str,
+        *,
+        metadata: dict[str, Any] | None = None,
+        project_id: str | None = None,
+    ) -> Event:
         return self.write_events([NewEvent(subject_id, text, occurred_at, metadata)], project_id=project_id)[0]
 
-    def write_events(self, events: Iterable[NewEvent | dict[str, Any]], *, project_id: str | None = None,
-                     batch_size: int = MAX_BATCH) -> list[Event]:
+    def write_events(
+        self, events: Iterable[NewEvent | dict[str, Any]], *, project_id: str | None = None, batch_size: int = MAX_BATCH
+    ) -> list[Event]:
         written: list[Event] = []
         for chunk in _chunks(list(events), min(batch_size, MAX_BATCH)):
             written += self._send(self._endpoints.write_events(chunk, project_id))
@@ -408,12 +481,15 @@ class Client(_Common):
         return self._send(self._endpoints.get_event(event_id))
 
     # --- identity blocks and procedures ----------------------------------------------------------------
-    def create_identity_block(self, subject_id: str | None, name: str, text: str, *, project_id: str | None = None,
-                              **options: Any) -> IdentityBlock:
+    def create_identity_block(
+        self, subject_id: str | None, name: str, text: str, *, project_id: str | None = None, **options: Any
+    ) -> IdentityBlock:
         """subject_id None: a block of the whole project. Options: position, enabled, metadata."""
         return self._send(self._endpoints.create_identity_block(subject_id, name, text, project_id, **options))
 
-    def list_identity_blocks(self, subject_id: str | None = None, *, project_id: str | None = None) -> list[IdentityBlock]:
+    def list_identity_blocks(
+        self, subject_id: str | None = None, *, project_id: str | None = None
+    ) -> list[IdentityBlock]:
         """The project's blocks and, with a subject, the subject's own after them, in serving order."""
         return self._send(self._endpoints.list_identity_blocks(subject_id, project_id))
 
@@ -427,13 +503,15 @@ class Client(_Common):
     def delete_identity_block(self, block_id: str) -> None:
         return self._send(self._endpoints.delete_identity_block(block_id))
 
-    def write_procedure(self, subject_id: str | None, title: str, text: str, *, project_id: str | None = None,
-                        **options: Any) -> Procedure:
+    def write_procedure(
+        self, subject_id: str | None, title: str, text: str, *, project_id: str | None = None, **options: Any
+    ) -> Procedure:
         """subject_id None: a procedure of the whole project. Options: category, importance, metadata."""
         return self._send(self._endpoints.write_procedure(subject_id, title, text, project_id, **options))
 
-    def list_procedures(self, subject_id: str | None = None, *, project_id: str | None = None,
-                        **filters: Any) -> Page[Procedure]:
+    def list_procedures(
+        self, subject_id: str | None = None, *, project_id: str | None = None, **filters: Any
+    ) -> Page[Procedure]:
         """The project's procedures and, with a subject, the subject's own, newest first. Filters: status,
         category, limit (1-200), cursor."""
         return self._send(self._endpoints.list_procedures(subject_id, project_id, **filters))
@@ -449,15 +527,31 @@ class Client(_Common):
         return self._send(self._endpoints.retract_procedure(procedure_id))
 
     # --- context and traces ----------------------------------------------------------------------------
-    def context(self, subject_id: str, query: str, *, budget_tokens: int | None = None,
-                project_id: str | None = None, tiers: bool | None = None, tier_budgets: dict[str, int] | None = None,
-                category_boosts: dict[str, float] | None = None, min_score: float | None = None,
-                candidate_limit: int | None = None, render_format: str | None = None) -> ContextPacket:
+    def context(
+        self,
+        subject_id: str,
+        query: str,
+        *,
+        budget_tokens: int | None = None,
+        project_id: str | None = None,
+        tiers: bool | None = None,
+        tier_budgets: dict[str, int] | None = None,
+        category_boosts: dict[str, float] | None = None,
+        min_score: float | None = None,
+        candidate_limit: int | None = None,
+        render_format: str | None = None,
+    ) -> ContextPacket:
         """The packet for one LLM turn. Anything left None is not sent: a plain call. `tiers=True` (or
         `tier_budgets`) asks for identity blocks, preferences, facts, episodes and procedures, each under its own
         budget, rendered in five sections."""
-        asks = {"tiers": tiers, "tier_budgets": tier_budgets, "category_boosts": category_boosts,
-                "min_score": min_score, "candidate_limit": candidate_limit, "render_format": render_format}
+        asks = {
+            "tiers": tiers,
+            "tier_budgets": tier_budgets,
+            "category_boosts": category_boosts,
+            "min_score": min_score,
+            "candidate_limit": candidate_limit,
+            "render_format": render_format,
+        }
         return self._send(self._endpoints.context(subject_id, query, budget_tokens, project_id, asks))
 
     def inspect(self, trace_id: str) -> Trace:
@@ -470,17 +564,25 @@ class Client(_Common):
         return self._send(self._endpoints.replay(trace_id, as_of, overrides))
 
     # --- conflicts and erasure -------------------------------------------------------------------------
-    def list_conflicts(self, *, subject_id: str | None = None, status: str | None = None,
-                       project_id: str | None = None, limit: int | None = None,
-                       cursor: str | None = None) -> Page[ConflictSet]:
-        return self._send(self._endpoints.list_conflicts(project_id, subject_id=subject_id, status=status,
-                                                         limit=limit, cursor=cursor))
+    def list_conflicts(
+        self,
+        *,
+        subject_id: str | None = None,
+        status: str | None = None,
+        project_id: str | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
+    ) -> Page[ConflictSet]:
+        return self._send(
+            self._endpoints.list_conflicts(project_id, subject_id=subject_id, status=status, limit=limit, cursor=cursor)
+        )
 
     def get_conflict(self, conflict_id: str) -> ConflictSet:
         return self._send(self._endpoints.get_conflict(conflict_id))
 
-    def resolve_conflict(self, conflict_id: str, *, keep: list[str] | None = None, dismiss: bool = False,
-                         note: str = "") -> ConflictSet:
+    def resolve_conflict(
+        self, conflict_id: str, *, keep: list[str] | None = None, dismiss: bool = False, note: str = ""
+    ) -> ConflictSet:
         """Keep some facts (the others are superseded by the first kept), or dismiss the set (all stay)."""
         return self._send(self._endpoints.resolve_conflict(conflict_id, keep, dismiss, note))
 
@@ -495,15 +597,26 @@ class Client(_Common):
 class AsyncClient(_Common):
     """The async client: the same methods as `Client`, awaited.
 
-        async with AsyncClient("http://127.0.0.1:8000", api_key=KEY, project_id="demo") as haki:
-            packet = await haki.context("alice", "What should Alice avoid eating?")
+    async with AsyncClient("http://127.0.0.1:8000", api_key=KEY, project_id="demo") as haki:
+        packet = await haki.context("alice", "What should Alice avoid eating?")
     """
 
-    def __init__(self, base_url: str, api_key: str, *, project_id: str | None = None, timeout: float = 30.0,
-                 max_retries: int = 3, backoff: float = 0.5, max_backoff: float = 30.0,
-                 transport: httpx.AsyncBaseTransport | None = None, http_client: httpx.AsyncClient | None = None):
-        super().__init__(base_url, api_key, project_id=project_id, max_retries=max_retries, backoff=backoff,
-                         max_backoff=max_backoff)
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str,
+        *,
+        project_id: str | None = None,
+        timeout: float = 30.0,
+        max_retries: int = 3,
+        backoff: float = 0.5,
+        max_backoff: float = 30.0,
+        transport: httpx.AsyncBaseTransport | None = None,
+        http_client: httpx.AsyncClient | None = None,
+    ):
+        super().__init__(
+            base_url, api_key, project_id=project_id, max_retries=max_retries, backoff=backoff, max_backoff=max_backoff
+        )
         self._owns_http = http_client is None
         self._http = http_client or httpx.AsyncClient(timeout=timeout, transport=transport)
         self._sleep: Callable[[float], Any] = asyncio.sleep
@@ -522,8 +635,9 @@ class AsyncClient(_Common):
         attempt = 0
         while True:
             try:
-                response = await self._http.request(call.method, self._base_url + call.path, params=call.params, json=call.json,
-                                                    headers=self._headers)
+                response = await self._http.request(
+                    call.method, self._base_url + call.path, params=call.params, json=call.json, headers=self._headers
+                )
             except httpx.TransportError as exc:
                 delay = self._retry.delay_for_error(attempt, exc, call)
                 if delay is None:
@@ -539,8 +653,9 @@ class AsyncClient(_Common):
     async def write_fact(self, subject_id: str, text: str, *, project_id: str | None = None, **options: Any) -> Fact:
         return (await self.write_facts([_fact_body(subject_id, text, options)], project_id=project_id))[0]
 
-    async def write_facts(self, facts: Iterable[NewFact | dict[str, Any]], *, project_id: str | None = None,
-                          batch_size: int = MAX_BATCH) -> list[Fact]:
+    async def write_facts(
+        self, facts: Iterable[NewFact | dict[str, Any]], *, project_id: str | None = None, batch_size: int = MAX_BATCH
+    ) -> list[Fact]:
         written: list[Fact] = []
         for chunk in _chunks(list(facts), min(batch_size, MAX_BATCH)):
             written += await self._send(self._endpoints.write_facts(chunk, project_id))
@@ -549,8 +664,9 @@ class AsyncClient(_Common):
     async def list_facts(self, subject_id: str, *, project_id: str | None = None, **filters: Any) -> Page[Fact]:
         return await self._send(self._endpoints.list_facts(subject_id, project_id, **filters))
 
-    async def iter_facts(self, subject_id: str, *, project_id: str | None = None,
-                         **filters: Any) -> AsyncIterator[Fact]:
+    async def iter_facts(
+        self, subject_id: str, *, project_id: str | None = None, **filters: Any
+    ) -> AsyncIterator[Fact]:
         cursor = filters.pop("cursor", None)
         while True:
             page = await self.list_facts(subject_id, project_id=project_id, cursor=cursor, **filters)
@@ -573,12 +689,20 @@ class AsyncClient(_Common):
         return await self._send(self._endpoints.fact_history(fact_id))
 
     # --- events ----------------------------------------------------------------------------------------
-    async def write_event(self, subject_id: str, text: str, occurred_at: datetime | str, *,
-                          metadata: dict[str, Any] | None = None, project_id: str | None = None) -> Event:
+    async def write_event(
+        self,
+        subject_id: str,
+        text: str,
+        occurred_at: datetime | str,
+        *,
+        metadata: dict[str, Any] | None = None,
+        project_id: str | None = None,
+    ) -> Event:
         return (await self.write_events([NewEvent(subject_id, text, occurred_at, metadata)], project_id=project_id))[0]
 
-    async def write_events(self, events: Iterable[NewEvent | dict[str, Any]], *, project_id: str | None = None,
-                           batch_size: int = MAX_BATCH) -> list[Event]:
+    async def write_events(
+        self, events: Iterable[NewEvent | dict[str, Any]], *, project_id: str | None = None, batch_size: int = MAX_BATCH
+    ) -> list[Event]:
         written: list[Event] = []
         for chunk in _chunks(list(events), min(batch_size, MAX_BATCH)):
             written += await self._send(self._endpoints.write_events(chunk, project_id))
@@ -591,12 +715,14 @@ class AsyncClient(_Common):
         return await self._send(self._endpoints.get_event(event_id))
 
     # --- identity blocks and procedures ----------------------------------------------------------------
-    async def create_identity_block(self, subject_id: str | None, name: str, text: str, *,
-                                    project_id: str | None = None, **options: Any) -> IdentityBlock:
+    async def create_identity_block(
+        self, subject_id: str | None, name: str, text: str, *, project_id: str | None = None, **options: Any
+    ) -> IdentityBlock:
         return await self._send(self._endpoints.create_identity_block(subject_id, name, text, project_id, **options))
 
-    async def list_identity_blocks(self, subject_id: str | None = None, *,
-                                   project_id: str | None = None) -> list[IdentityBlock]:
+    async def list_identity_blocks(
+        self, subject_id: str | None = None, *, project_id: str | None = None
+    ) -> list[IdentityBlock]:
         return await self._send(self._endpoints.list_identity_blocks(subject_id, project_id))
 
     async def get_identity_block(self, block_id: str) -> IdentityBlock:
@@ -608,12 +734,14 @@ class AsyncClient(_Common):
     async def delete_identity_block(self, block_id: str) -> None:
         return await self._send(self._endpoints.delete_identity_block(block_id))
 
-    async def write_procedure(self, subject_id: str | None, title: str, text: str, *, project_id: str | None = None,
-                              **options: Any) -> Procedure:
+    async def write_procedure(
+        self, subject_id: str | None, title: str, text: str, *, project_id: str | None = None, **options: Any
+    ) -> Procedure:
         return await self._send(self._endpoints.write_procedure(subject_id, title, text, project_id, **options))
 
-    async def list_procedures(self, subject_id: str | None = None, *, project_id: str | None = None,
-                              **filters: Any) -> Page[Procedure]:
+    async def list_procedures(
+        self, subject_id: str | None = None, *, project_id: str | None = None, **filters: Any
+    ) -> Page[Procedure]:
         return await self._send(self._endpoints.list_procedures(subject_id, project_id, **filters))
 
     async def get_procedure(self, procedure_id: str) -> Procedure:
@@ -626,34 +754,58 @@ class AsyncClient(_Common):
         return await self._send(self._endpoints.retract_procedure(procedure_id))
 
     # --- context and traces ----------------------------------------------------------------------------
-    async def context(self, subject_id: str, query: str, *, budget_tokens: int | None = None,
-                      project_id: str | None = None, tiers: bool | None = None,
-                      tier_budgets: dict[str, int] | None = None, category_boosts: dict[str, float] | None = None,
-                      min_score: float | None = None, candidate_limit: int | None = None,
-                      render_format: str | None = None) -> ContextPacket:
-        asks = {"tiers": tiers, "tier_budgets": tier_budgets, "category_boosts": category_boosts,
-                "min_score": min_score, "candidate_limit": candidate_limit, "render_format": render_format}
+    async def context(
+        self,
+        subject_id: str,
+        query: str,
+        *,
+        budget_tokens: int | None = None,
+        project_id: str | None = None,
+        tiers: bool | None = None,
+        tier_budgets: dict[str, int] | None = None,
+        category_boosts: dict[str, float] | None = None,
+        min_score: float | None = None,
+        candidate_limit: int | None = None,
+        render_format: str | None = None,
+    ) -> ContextPacket:
+        asks = {
+            "tiers": tiers,
+            "tier_budgets": tier_budgets,
+            "category_boosts": category_boosts,
+            "min_score": min_score,
+            "candidate_limit": candidate_limit,
+            "render_format": render_format,
+        }
         return await self._send(self._endpoints.context(subject_id, query, budget_tokens, project_id, asks))
 
     async def inspect(self, trace_id: str) -> Trace:
         return await self._send(self._endpoints.inspect(trace_id))
 
-    async def replay(self, trace_id: str, *, as_of: str | None = None,
-                     overrides: dict[str, Any] | None = None) -> Replay:
+    async def replay(
+        self, trace_id: str, *, as_of: str | None = None, overrides: dict[str, Any] | None = None
+    ) -> Replay:
         return await self._send(self._endpoints.replay(trace_id, as_of, overrides))
 
     # --- conflicts and erasure -------------------------------------------------------------------------
-    async def list_conflicts(self, *, subject_id: str | None = None, status: str | None = None,
-                             project_id: str | None = None, limit: int | None = None,
-                             cursor: str | None = None) -> Page[ConflictSet]:
-        return await self._send(self._endpoints.list_conflicts(project_id, subject_id=subject_id, status=status,
-                                                               limit=limit, cursor=cursor))
+    async def list_conflicts(
+        self,
+        *,
+        subject_id: str | None = None,
+        status: str | None = None,
+        project_id: str | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
+    ) -> Page[ConflictSet]:
+        return await self._send(
+            self._endpoints.list_conflicts(project_id, subject_id=subject_id, status=status, limit=limit, cursor=cursor)
+        )
 
     async def get_conflict(self, conflict_id: str) -> ConflictSet:
         return await self._send(self._endpoints.get_conflict(conflict_id))
 
-    async def resolve_conflict(self, conflict_id: str, *, keep: list[str] | None = None, dismiss: bool = False,
-                               note: str = "") -> ConflictSet:
+    async def resolve_conflict(
+        self, conflict_id: str, *, keep: list[str] | None = None, dismiss: bool = False, note: str = ""
+    ) -> ConflictSet:
         return await self._send(self._endpoints.resolve_conflict(conflict_id, keep, dismiss, note))
 
     async def erase_subject(self, subject_id: str, *, project_id: str | None = None) -> EraseResult:

@@ -5,6 +5,7 @@
 Catch `HakimemError` for everything, or a subclass for one kind of failure; `code` is the server's machine
 code (`invalid_request`, `budget_exceeded`, `not_found`, ...), stable across releases.
 """
+
 from __future__ import annotations
 
 from typing import Any

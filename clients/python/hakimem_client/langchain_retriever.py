@@ -20,6 +20,7 @@ The prompt block the server rendered and counted in the budget is the packet's, 
 returns the whole `ContextPacket` (`render()`, `trace_id`, `empty_reason`, ...), and `as_block()` is a runnable
 from a query to that block, for a chain's prompt. An empty packet gives no documents and the block "".
 """
+
 from __future__ import annotations
 
 from datetime import datetime
@@ -43,20 +44,44 @@ def _iso(moment: datetime | None) -> str | None:
 
 def packet_documents(packet: ContextPacket) -> list[Document]:
     """The packet's items as documents, in the order the server rendered them."""
+
     def doc(item_type: str, item: Any, kind: str, score: float | None, **extra: Any) -> Document:
-        metadata = {"id": item.id, "type": item_type, "kind": kind, "score": score, "tokens": item.tokens,
-                    "trace_id": packet.trace_id, **extra}
+        metadata = {
+            "id": item.id,
+            "type": item_type,
+            "kind": kind,
+            "score": score,
+            "tokens": item.tokens,
+            "trace_id": packet.trace_id,
+            **extra,
+        }
         return Document(id=item.id, page_content=item.text, metadata=metadata)
 
     return [
         *(doc("identity", i, "identity", None, name=i.name, metadata={}) for i in packet.identity),
-        *(doc("fact", f, f.kind, f.score, category=f.category, reason_code=f.reason_code, tier=f.tier,
-              valid_from=_iso(f.valid_from), recorded_from=_iso(f.recorded_from), metadata=f.metadata)
-          for f in packet.facts),
-        *(doc("episode", e, "episode", e.score, occurred_at=_iso(e.occurred_at), metadata=e.metadata)
-          for e in packet.episodes),
-        *(doc("procedure", p, "procedure", p.score, title=p.title, category=p.category, metadata=p.metadata)
-          for p in packet.procedures),
+        *(
+            doc(
+                "fact",
+                f,
+                f.kind,
+                f.score,
+                category=f.category,
+                reason_code=f.reason_code,
+                tier=f.tier,
+                valid_from=_iso(f.valid_from),
+                recorded_from=_iso(f.recorded_from),
+                metadata=f.metadata,
+            )
+            for f in packet.facts
+        ),
+        *(
+            doc("episode", e, "episode", e.score, occurred_at=_iso(e.occurred_at), metadata=e.metadata)
+            for e in packet.episodes
+        ),
+        *(
+            doc("procedure", p, "procedure", p.score, title=p.title, category=p.category, metadata=p.metadata)
+            for p in packet.procedures
+        ),
     ]
 
 
@@ -77,22 +102,28 @@ class HakimemRetriever(BaseRetriever):
     async def apacket(self, query: str) -> ContextPacket:
         if self.aclient is None:
             raise ValueError("apacket needs the retriever's aclient (an AsyncClient)")
-        return await self.aclient.context(self.subject_id, query, budget_tokens=self.budget_tokens,
-                                          **self.context_options)
+        return await self.aclient.context(
+            self.subject_id, query, budget_tokens=self.budget_tokens, **self.context_options
+        )
 
     def as_block(self) -> Runnable[str, str]:
         """A runnable from a query to the rendered block ("" when nothing was served)."""
+
         async def ablock(query: str) -> str:
             return (await self.apacket(query)).render()
 
-        return RunnableLambda(lambda query: self.packet(query).render(),
-                              afunc=ablock if self.aclient is not None else None, name="hakimem_block")
+        return RunnableLambda(
+            lambda query: self.packet(query).render(),
+            afunc=ablock if self.aclient is not None else None,
+            name="hakimem_block",
+        )
 
     def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun) -> list[Document]:
         return packet_documents(self.packet(query))
 
-    async def _aget_relevant_documents(self, query: str, *,
-                                       run_manager: AsyncCallbackManagerForRetrieverRun) -> list[Document]:
+    async def _aget_relevant_documents(
+        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun
+    ) -> list[Document]:
         if self.aclient is None:
             return await super()._aget_relevant_documents(query, run_manager=run_manager)
         return packet_documents(await self.apacket(query))

@@ -38,6 +38,7 @@ What follows from hakimem being a memory rather than a key-value table:
   lookup by metadata), once per subject per batch. Two stores writing items onto one shared fact at once may lose
   one's record (the metadata is read, then written whole). Items have no TTL (`supports_ttl` is False).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -111,9 +112,14 @@ def _is(record: dict[str, Any], namespace: tuple[str, ...], key: str) -> bool:
 def _matches(value: Any, wanted: Any) -> bool:
     """LangGraph's filter on a value: equality (nested objects key by key), or $eq $ne $gt $gte $lt $lte."""
     if isinstance(wanted, dict) and any(k.startswith("$") for k in wanted):
-        compare = {"$eq": lambda a, b: a == b, "$ne": lambda a, b: a != b,
-                   "$gt": lambda a, b: a > b, "$gte": lambda a, b: a >= b,
-                   "$lt": lambda a, b: a < b, "$lte": lambda a, b: a <= b}
+        compare = {
+            "$eq": lambda a, b: a == b,
+            "$ne": lambda a, b: a != b,
+            "$gt": lambda a, b: a > b,
+            "$gte": lambda a, b: a >= b,
+            "$lt": lambda a, b: a < b,
+            "$lte": lambda a, b: a <= b,
+        }
         unknown = set(wanted) - set(compare)
         if unknown:
             raise ValueError(f"unsupported filter operator(s): {sorted(unknown)}")
@@ -130,7 +136,7 @@ def _namespace_matches(namespace: tuple[str, ...], condition: MatchCondition) ->
     path = tuple(condition.path)
     if len(namespace) < len(path):
         return False
-    part = namespace[:len(path)] if condition.match_type == "prefix" else namespace[len(namespace) - len(path):]
+    part = namespace[: len(path)] if condition.match_type == "prefix" else namespace[len(namespace) - len(path) :]
     return all(p == "*" or p == n for n, p in zip(part, path))
 
 
@@ -138,8 +144,15 @@ class HakimemStore(BaseStore):
     """LangGraph's `BaseStore` on hakimem (the mapping is in this module's docstring). `client` sends `batch`;
     `aclient`, when given, sends `abatch` (else `abatch` runs `batch` in a thread)."""
 
-    def __init__(self, client: Client, *, aclient: AsyncClient | None = None, subject_label: int = 0,
-                 text_fields: Iterable[str] = ("$",), search_budget_tokens: int = DEFAULT_SEARCH_BUDGET):
+    def __init__(
+        self,
+        client: Client,
+        *,
+        aclient: AsyncClient | None = None,
+        subject_label: int = 0,
+        text_fields: Iterable[str] = ("$",),
+        search_budget_tokens: int = DEFAULT_SEARCH_BUDGET,
+    ):
         if subject_label < 0:
             raise ValueError("subject_label is a position in the namespace: 0 or more")
         self.client = client
@@ -196,14 +209,15 @@ class HakimemStore(BaseStore):
         if len(namespace) <= self.subject_label:
             raise InvalidNamespaceError(
                 f"{namespace}: hakimem reads its subject at namespace[{self.subject_label}] (subject_label), and "
-                "searches or lists one subject at a time")
+                "searches or lists one subject at a time"
+            )
         subject = namespace[self.subject_label]
         if subject == "*":
             raise InvalidNamespaceError(f"{namespace}: the subject label cannot be a wildcard")
         return subject
 
     def _root(self, namespace: tuple[str, ...]) -> tuple[str, ...]:
-        return tuple(namespace[:self.subject_label + 1])
+        return tuple(namespace[: self.subject_label + 1])
 
     def _facts(self, batch: _Batch, subject: str) -> Generator[_Ask, Any, dict[str, Fact]]:
         if subject not in batch.facts:
@@ -224,8 +238,15 @@ class HakimemStore(BaseStore):
         if records:
             return records
         when = (fact.recorded_from or datetime.now(timezone.utc)).isoformat()
-        return [{"namespace": list(root), "key": fact.id, "created_at": when, "updated_at": when,
-                 "value": {"text": fact.text, "category": fact.category, "kind": fact.kind}}]
+        return [
+            {
+                "namespace": list(root),
+                "key": fact.id,
+                "created_at": when,
+                "updated_at": when,
+                "value": {"text": fact.text, "category": fact.category, "kind": fact.kind},
+            }
+        ]
 
     def _holder(self, batch: _Batch, namespace: tuple[str, ...], key: str) -> Generator[_Ask, Any, tuple]:
         """The fact holding the item, and its record; (None, None) when there is none."""
@@ -267,8 +288,13 @@ class HakimemStore(BaseStore):
         value = dict(op.value)
         text = self._text(value, op.index)
         now = _now()
-        record = {"namespace": list(namespace), "key": key, "value": value,
-                  "created_at": old["created_at"] if old else now, "updated_at": now}
+        record = {
+            "namespace": list(namespace),
+            "key": key,
+            "value": value,
+            "created_at": old["created_at"] if old else now,
+            "updated_at": now,
+        }
         if holder is not None:
             others = [r for r in _records(holder) if not _is(r, namespace, key)]
             if holder.text == text:  # the same memory: the value changes in place
@@ -283,8 +309,7 @@ class HakimemStore(BaseStore):
             # a fact other items share keeps them; this item leaves it for a fact of its own
             fact = yield _ask("update_fact", holder.id, metadata=_with_records(holder, others))
             self._written(batch, fact)
-        fact = yield _ask("write_fact", self._subject(namespace), text,
-                          metadata={METADATA_KEY: {"items": [record]}})
+        fact = yield _ask("write_fact", self._subject(namespace), text, metadata={METADATA_KEY: {"items": [record]}})
         self._written(batch, fact)
         yield from self._record(batch, fact, record)
         return None
@@ -321,18 +346,22 @@ class HakimemStore(BaseStore):
             _search_item(record, score)
             for fact, score in scored
             for record in self._items(fact, root)
-            if tuple(record["namespace"][:len(prefix)]) == prefix
+            if tuple(record["namespace"][: len(prefix)]) == prefix
             and all(_matches(record["value"].get(k), v) for k, v in (op.filter or {}).items())
         ]
-        return found[op.offset:op.offset + op.limit]
+        return found[op.offset : op.offset + op.limit]
 
     def _list_namespaces(self, batch: _Batch, op: ListNamespacesOp) -> Generator[_Ask, Any, list[tuple[str, ...]]]:
         conditions = list(op.match_conditions or ())
-        prefixes = [c.path for c in conditions if c.match_type == "prefix" and len(c.path) > self.subject_label
-                    and c.path[self.subject_label] != "*"]
+        prefixes = [
+            c.path
+            for c in conditions
+            if c.match_type == "prefix" and len(c.path) > self.subject_label and c.path[self.subject_label] != "*"
+        ]
         if not prefixes:
             raise InvalidNamespaceError(
-                f"hakimem lists the namespaces of one subject: give a prefix naming it at [{self.subject_label}]")
+                f"hakimem lists the namespaces of one subject: give a prefix naming it at [{self.subject_label}]"
+            )
         root = self._root(prefixes[0])
         facts = yield from self._facts(batch, self._subject(root))
         # a fact the store did not write lives in the root namespace, which a wildcard before the subject leaves unknown
@@ -340,14 +369,18 @@ class HakimemStore(BaseStore):
         namespaces = {tuple(r["namespace"]) for fact in facts for r in self._items(fact, root)}
         namespaces = {ns for ns in namespaces if all(_namespace_matches(ns, c) for c in conditions)}
         if op.max_depth is not None:
-            namespaces = {ns[:op.max_depth] for ns in namespaces}
-        return sorted(namespaces)[op.offset:op.offset + op.limit]
+            namespaces = {ns[: op.max_depth] for ns in namespaces}
+        return sorted(namespaces)[op.offset : op.offset + op.limit]
 
 
 def _fields(record: dict[str, Any]) -> dict[str, Any]:
-    return {"namespace": tuple(record["namespace"]), "key": record["key"], "value": record["value"],
-            "created_at": datetime.fromisoformat(record["created_at"]),
-            "updated_at": datetime.fromisoformat(record["updated_at"])}
+    return {
+        "namespace": tuple(record["namespace"]),
+        "key": record["key"],
+        "value": record["value"],
+        "created_at": datetime.fromisoformat(record["created_at"]),
+        "updated_at": datetime.fromisoformat(record["updated_at"]),
+    }
 
 
 def _item(record: dict[str, Any]) -> Item:

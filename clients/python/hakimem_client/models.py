@@ -1,6 +1,7 @@
 """Typed views of the server's answers. Each is built by `from_dict` from the JSON the server sent; fields the
 client does not know yet are ignored (a newer server stays readable), and the whole answer is kept in `raw`.
 Moments are timezone-aware datetimes (the server writes them in UTC)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
@@ -41,14 +42,26 @@ class Fact:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Fact:
         return cls(
-            id=d["id"], project_id=d["project_id"], subject_id=d["subject_id"], text=d["text"], status=d["status"],
-            category=d.get("category", ""), kind=d.get("kind", "fact"), importance=d.get("importance", 0.5),
-            volatility=d.get("volatility", "permanent"), valid_from=_dt(d.get("valid_from")),
-            valid_to=_dt(d.get("valid_to")), recorded_from=_dt(d.get("recorded_from")),
-            recorded_to=_dt(d.get("recorded_to")), last_confirmed_at=_dt(d.get("last_confirmed_at")),
-            superseded_by=d.get("superseded_by"), source_event_id=d.get("source_event_id"),
-            metadata=d.get("metadata") or {}, deduplicated=d.get("deduplicated"),
-            conflict_set_id=d.get("conflict_set_id"), raw=d,
+            id=d["id"],
+            project_id=d["project_id"],
+            subject_id=d["subject_id"],
+            text=d["text"],
+            status=d["status"],
+            category=d.get("category", ""),
+            kind=d.get("kind", "fact"),
+            importance=d.get("importance", 0.5),
+            volatility=d.get("volatility", "permanent"),
+            valid_from=_dt(d.get("valid_from")),
+            valid_to=_dt(d.get("valid_to")),
+            recorded_from=_dt(d.get("recorded_from")),
+            recorded_to=_dt(d.get("recorded_to")),
+            last_confirmed_at=_dt(d.get("last_confirmed_at")),
+            superseded_by=d.get("superseded_by"),
+            source_event_id=d.get("source_event_id"),
+            metadata=d.get("metadata") or {},
+            deduplicated=d.get("deduplicated"),
+            conflict_set_id=d.get("conflict_set_id"),
+            raw=d,
         )
 
 
@@ -70,9 +83,15 @@ class Event:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Event:
         return cls(
-            id=d["id"], project_id=d["project_id"], subject_id=d["subject_id"], text=d["text"],
-            occurred_at=_dt(d["occurred_at"]), recorded_at=_dt(d.get("recorded_at")),
-            metadata=d.get("metadata") or {}, extraction=d.get("extraction"), raw=d,
+            id=d["id"],
+            project_id=d["project_id"],
+            subject_id=d["subject_id"],
+            text=d["text"],
+            occurred_at=_dt(d["occurred_at"]),
+            recorded_at=_dt(d.get("recorded_at")),
+            metadata=d.get("metadata") or {},
+            extraction=d.get("extraction"),
+            raw=d,
         )
 
 
@@ -97,9 +116,17 @@ class IdentityBlock:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> IdentityBlock:
         return cls(
-            id=d["id"], project_id=d["project_id"], subject_id=d.get("subject_id"), name=d["name"], text=d["text"],
-            tokens=d.get("tokens", 0), position=d.get("position", 0), enabled=d.get("enabled", True),
-            metadata=d.get("metadata") or {}, created_at=_dt(d.get("created_at")), updated_at=_dt(d.get("updated_at")),
+            id=d["id"],
+            project_id=d["project_id"],
+            subject_id=d.get("subject_id"),
+            name=d["name"],
+            text=d["text"],
+            tokens=d.get("tokens", 0),
+            position=d.get("position", 0),
+            enabled=d.get("enabled", True),
+            metadata=d.get("metadata") or {},
+            created_at=_dt(d.get("created_at")),
+            updated_at=_dt(d.get("updated_at")),
             raw=d,
         )
 
@@ -124,9 +151,17 @@ class Procedure:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Procedure:
         return cls(
-            id=d["id"], project_id=d["project_id"], subject_id=d.get("subject_id"), title=d["title"], text=d["text"],
-            status=d.get("status", "active"), category=d.get("category", ""), importance=d.get("importance", 0.5),
-            metadata=d.get("metadata") or {}, created_at=_dt(d.get("created_at")), updated_at=_dt(d.get("updated_at")),
+            id=d["id"],
+            project_id=d["project_id"],
+            subject_id=d.get("subject_id"),
+            title=d["title"],
+            text=d["text"],
+            status=d.get("status", "active"),
+            category=d.get("category", ""),
+            importance=d.get("importance", 0.5),
+            metadata=d.get("metadata") or {},
+            created_at=_dt(d.get("created_at")),
+            updated_at=_dt(d.get("updated_at")),
             raw=d,
         )
 
@@ -182,9 +217,15 @@ class ConflictMember:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> ConflictMember:
         return cls(
-            fact_id=d["fact_id"], text=d["text"], category=d.get("category", ""), status=d["status"],
-            recorded_from=_dt(d.get("recorded_from")), valid_from=_dt(d.get("valid_from")),
-            valid_to=_dt(d.get("valid_to")), source_event_id=d.get("source_event_id"), kept=d.get("kept"),
+            fact_id=d["fact_id"],
+            text=d["text"],
+            category=d.get("category", ""),
+            status=d["status"],
+            recorded_from=_dt(d.get("recorded_from")),
+            valid_from=_dt(d.get("valid_from")),
+            valid_to=_dt(d.get("valid_to")),
+            source_event_id=d.get("source_event_id"),
+            kept=d.get("kept"),
             similarity_to=d.get("similarity_to") or {},
         )
 
@@ -214,11 +255,20 @@ class ConflictSet:
     def from_dict(cls, d: dict[str, Any]) -> ConflictSet:
         members = d.get("members")
         return cls(
-            id=d["id"], project_id=d["project_id"], subject_id=d["subject_id"], status=d["status"],
-            signal=d.get("signal", ""), signal_detail=d.get("signal_detail", ""), similarity=d.get("similarity", 0.0),
-            opened_at=_dt(d.get("opened_at")), resolved_at=_dt(d.get("resolved_at")),
-            resolved_by=d.get("resolved_by"), note=d.get("note", ""), reading=d.get("reading"),
-            members=None if members is None else [ConflictMember.from_dict(m) for m in members], raw=d,
+            id=d["id"],
+            project_id=d["project_id"],
+            subject_id=d["subject_id"],
+            status=d["status"],
+            signal=d.get("signal", ""),
+            signal_detail=d.get("signal_detail", ""),
+            similarity=d.get("similarity", 0.0),
+            opened_at=_dt(d.get("opened_at")),
+            resolved_at=_dt(d.get("resolved_at")),
+            resolved_by=d.get("resolved_by"),
+            note=d.get("note", ""),
+            reading=d.get("reading"),
+            members=None if members is None else [ConflictMember.from_dict(m) for m in members],
+            raw=d,
         )
 
 
@@ -239,10 +289,17 @@ class PacketFact:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> PacketFact:
         return cls(
-            id=d["id"], text=d["text"], category=d.get("category", ""), kind=d.get("kind", "fact"),
-            score=d.get("score", 0.0), tokens=d.get("tokens", 0), reason_code=d.get("reason_code", ""),
-            valid_from=_dt(d.get("valid_from")), recorded_from=_dt(d.get("recorded_from")),
-            metadata=d.get("metadata") or {}, tier=d.get("tier", ""),
+            id=d["id"],
+            text=d["text"],
+            category=d.get("category", ""),
+            kind=d.get("kind", "fact"),
+            score=d.get("score", 0.0),
+            tokens=d.get("tokens", 0),
+            reason_code=d.get("reason_code", ""),
+            valid_from=_dt(d.get("valid_from")),
+            recorded_from=_dt(d.get("recorded_from")),
+            metadata=d.get("metadata") or {},
+            tier=d.get("tier", ""),
         )
 
 
@@ -258,8 +315,12 @@ class PacketEpisode:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> PacketEpisode:
         return cls(
-            id=d["id"], text=d["text"], occurred_at=_dt(d["occurred_at"]), score=d.get("score", 0.0),
-            tokens=d.get("tokens", 0), metadata=d.get("metadata") or {},
+            id=d["id"],
+            text=d["text"],
+            occurred_at=_dt(d["occurred_at"]),
+            score=d.get("score", 0.0),
+            tokens=d.get("tokens", 0),
+            metadata=d.get("metadata") or {},
         )
 
 
@@ -289,8 +350,15 @@ class PacketProcedure:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> PacketProcedure:
-        return cls(id=d["id"], title=d.get("title", ""), text=d["text"], category=d.get("category", ""),
-                   score=d.get("score", 0.0), tokens=d.get("tokens", 0), metadata=d.get("metadata") or {})
+        return cls(
+            id=d["id"],
+            title=d.get("title", ""),
+            text=d["text"],
+            category=d.get("category", ""),
+            score=d.get("score", 0.0),
+            tokens=d.get("tokens", 0),
+            metadata=d.get("metadata") or {},
+        )
 
 
 @dataclass(frozen=True)
@@ -320,14 +388,21 @@ class ContextPacket:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> ContextPacket:
         return cls(
-            trace_id=d["trace_id"], status=d["status"], facts=[PacketFact.from_dict(f) for f in d.get("facts", [])],
-            episodes=[PacketEpisode.from_dict(e) for e in d.get("episodes", [])], warnings=d.get("warnings", []),
-            empty_reason=d.get("empty_reason"), empty_details=d.get("empty_details"),
+            trace_id=d["trace_id"],
+            status=d["status"],
+            facts=[PacketFact.from_dict(f) for f in d.get("facts", [])],
+            episodes=[PacketEpisode.from_dict(e) for e in d.get("episodes", [])],
+            warnings=d.get("warnings", []),
+            empty_reason=d.get("empty_reason"),
+            empty_details=d.get("empty_details"),
             budget_tokens=d.get("budget_tokens", 0),
-            used_tokens=d.get("used_tokens", 0), rendered=d.get("rendered", ""),
+            used_tokens=d.get("used_tokens", 0),
+            rendered=d.get("rendered", ""),
             identity=[PacketIdentity.from_dict(i) for i in d.get("identity", [])],
             procedures=[PacketProcedure.from_dict(p) for p in d.get("procedures", [])],
-            tiers=d.get("tiers", {}), render_format=d.get("render_format"), raw=d,
+            tiers=d.get("tiers", {}),
+            render_format=d.get("render_format"),
+            raw=d,
         )
 
     @property
@@ -363,9 +438,17 @@ class Decision:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Decision:
         return cls(
-            item_type=d["item_type"], item_id=d["item_id"], text=d.get("text", ""), decision=d["decision"],
-            reason_code=d["reason_code"], rank=d.get("rank"), score=d.get("score"),
-            score_parts=d.get("score_parts") or {}, tokens=d.get("tokens"), entity=d.get("entity"), tier=d.get("tier"),
+            item_type=d["item_type"],
+            item_id=d["item_id"],
+            text=d.get("text", ""),
+            decision=d["decision"],
+            reason_code=d["reason_code"],
+            rank=d.get("rank"),
+            score=d.get("score"),
+            score_parts=d.get("score_parts") or {},
+            tokens=d.get("tokens"),
+            entity=d.get("entity"),
+            tier=d.get("tier"),
             superseded_by=d.get("superseded_by"),
         )
 
@@ -389,10 +472,17 @@ class Trace:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Trace:
         return cls(
-            trace_id=d["trace_id"], created_at=_dt(d.get("created_at")), request=d.get("request") or {},
-            packet=d.get("packet") or {}, embedder=d.get("embedder"), timings_ms=d.get("timings_ms") or {},
-            latency_ms=d.get("latency_ms"), decisions=[Decision.from_dict(x) for x in d.get("decisions", [])],
-            replay_of=d.get("replay_of"), replay=d.get("replay"), raw=d,
+            trace_id=d["trace_id"],
+            created_at=_dt(d.get("created_at")),
+            request=d.get("request") or {},
+            packet=d.get("packet") or {},
+            embedder=d.get("embedder"),
+            timings_ms=d.get("timings_ms") or {},
+            latency_ms=d.get("latency_ms"),
+            decisions=[Decision.from_dict(x) for x in d.get("decisions", [])],
+            replay_of=d.get("replay_of"),
+            replay=d.get("replay"),
+            raw=d,
         )
 
 
@@ -413,9 +503,15 @@ class Replay:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Replay:
         return cls(
-            trace_id=d["trace_id"], replay_of=d["replay_of"], as_of=d["as_of"], overrides=d.get("overrides") or {},
-            config=d.get("config") or {}, packet=ContextPacket.from_dict(d["packet"]), diff=d.get("diff") or {},
-            notes=d.get("notes") or [], raw=d,
+            trace_id=d["trace_id"],
+            replay_of=d["replay_of"],
+            as_of=d["as_of"],
+            overrides=d.get("overrides") or {},
+            config=d.get("config") or {},
+            packet=ContextPacket.from_dict(d["packet"]),
+            diff=d.get("diff") or {},
+            notes=d.get("notes") or [],
+            raw=d,
         )
 
 

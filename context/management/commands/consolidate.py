@@ -9,6 +9,7 @@ near-duplicates merged, access counts decayed to nothing deleted.
 
 Run it from cron (nightly, say), or let the task queue's worker run it (context/tasks.py).
 """
+
 from django.core.management.base import BaseCommand
 
 from context.consolidation import consolidate
@@ -20,8 +21,11 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--project", default=None, help="only this project")
-        parser.add_argument("--since", default=None,
-                            help="read the calls since this ISO date or moment (default: each project's last run)")
+        parser.add_argument(
+            "--since",
+            default=None,
+            help="read the calls since this ISO date or moment (default: each project's last run)",
+        )
         parser.add_argument("--dry-run", action="store_true", help="report what would change, change nothing")
 
     def handle(self, *args, project, since, dry_run, **options):

@@ -8,6 +8,7 @@ overrides.json holds what POST /v1/inspect/{trace_id}/replay accepts as "overrid
 {"w_recency": 0.15, "budget_tokens": 600}; {} replays under today's configuration. Each replay writes a trace
 marked as one (never counted in the statistics, erased with its subject).
 """
+
 import json
 import sys
 from datetime import datetime, time, timedelta
@@ -76,8 +77,13 @@ class Command(BaseCommand):
         err = sys.stderr
         with tqdm(total=len(traces), unit="call", desc="replay", file=err, disable=not err.isatty()) as bar:
             report = replay_batch(traces=traces, as_of=as_of, overrides=checked, progress=lambda: bar.update(1))
-        report = {"project_id": project, "subject_id": subject, "since": since.isoformat(), "until": until.isoformat(),
-                  **report}
+        report = {
+            "project_id": project,
+            "subject_id": subject,
+            "since": since.isoformat(),
+            "until": until.isoformat(),
+            **report,
+        }
         self._print(report)
         if json_out:
             with open(json_out, "w", encoding="utf-8") as f:
@@ -92,9 +98,11 @@ class Command(BaseCommand):
             return "-" if x is None else f"{x:.1f}"
 
         w = self.stdout.write
-        w(f"replayed {r['calls']} context calls of {r['project_id']}{'/' + r['subject_id'] if r['subject_id'] else ''}"
-          f" from {r['since']} to {r['until']}, as_of {r['as_of']}, overrides {json.dumps(r['overrides'])}"
-          + (f" ({r['skipped']} skipped: subject erased)" if r["skipped"] else ""))
+        w(
+            f"replayed {r['calls']} context calls of {r['project_id']}{'/' + r['subject_id'] if r['subject_id'] else ''}"
+            f" from {r['since']} to {r['until']}, as_of {r['as_of']}, overrides {json.dumps(r['overrides'])}"
+            + (f" ({r['skipped']} skipped: subject erased)" if r["skipped"] else "")
+        )
         w(f"calls whose served set changes: {pct(r['changed_share'])}")
         jaccard = "-" if r["mean_jaccard"] is None else f"{r['mean_jaccard']:.3f}"
         w(f"mean Jaccard overlap of served items: {jaccard}")

@@ -10,11 +10,18 @@ measurements); the next context call picks the graph up (it is part of the stati
 scope of HAKI_SCOPE_GRAPH_MIN_FACTS active facts or more (10,000 by default), and its own full-text index to every scope
 of HAKI_SCOPE_TEXT_INDEX_MIN_FACTS (50,000), as the nightly consolidation does; `drop` drops both.
 """
+
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from facts.scope_graphs import (SCOPE_TEXT_INDEX_PREFIX, scope_graph_create, scope_graph_drop, scope_graph_list,
-                                scope_graphs_ensure, scope_text_indexes_ensure)
+from facts.scope_graphs import (
+    SCOPE_TEXT_INDEX_PREFIX,
+    scope_graph_create,
+    scope_graph_drop,
+    scope_graph_list,
+    scope_graphs_ensure,
+    scope_text_indexes_ensure,
+)
 
 
 class Command(BaseCommand):
@@ -34,15 +41,21 @@ class Command(BaseCommand):
                 raise CommandError("--min-facts: expected a number of facts, 1 or more")
             due = scope_graphs_ensure(min_facts=min_facts, dry_run=dry_run)
             for project_id, subject_id, facts in due:
-                self.stdout.write(f"{'would create' if dry_run else 'created'} the graph of {project_id} / {subject_id}"
-                                  f" ({facts} active facts)")
-            self.stdout.write(f"{len(due)} scope(s) of {min_facts} active facts or more without a graph"
-                              f"{' (dry run)' if dry_run else ''}")
+                self.stdout.write(
+                    f"{'would create' if dry_run else 'created'} the graph of {project_id} / {subject_id}"
+                    f" ({facts} active facts)"
+                )
+            self.stdout.write(
+                f"{len(due)} scope(s) of {min_facts} active facts or more without a graph"
+                f"{' (dry run)' if dry_run else ''}"
+            )
             # The largest scopes' own full-text indexes, at their own size (the nightly consolidation does both).
             text_min = settings.HAKI_SCOPE_TEXT_INDEX_MIN_FACTS
             for project_id, subject_id, facts in scope_text_indexes_ensure(min_facts=text_min, dry_run=dry_run):
-                self.stdout.write(f"{'would create' if dry_run else 'created'} the full-text index of {project_id} /"
-                                  f" {subject_id} ({facts} active facts, HAKI_SCOPE_TEXT_INDEX_MIN_FACTS {text_min})")
+                self.stdout.write(
+                    f"{'would create' if dry_run else 'created'} the full-text index of {project_id} /"
+                    f" {subject_id} ({facts} active facts, HAKI_SCOPE_TEXT_INDEX_MIN_FACTS {text_min})"
+                )
             return
         if action == "list":
             for name, predicate, size in [*scope_graph_list(), *scope_graph_list(SCOPE_TEXT_INDEX_PREFIX)]:

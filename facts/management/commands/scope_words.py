@@ -6,6 +6,7 @@
 The context call reads the counts of its query's words (context/retrieval.py) to choose which words the lexical leg
 fetches and which names multi-hop walks the scope for; docs/performance.md has the measurements.
 """
+
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
@@ -23,5 +24,7 @@ class Command(BaseCommand):
         if min_items < 1:
             raise CommandError("--min-items: expected a number of items, 1 or more")
         counted = scope_words_refresh(min_items=min_items)
-        self.stdout.write(f"{counted} scope(s)' words counted (their facts and their events apart), "
-                          f"every scope of {min_items} items or more")
+        self.stdout.write(
+            f"{counted} scope(s)' words counted (their facts and their events apart), "
+            f"every scope of {min_items} items or more"
+        )

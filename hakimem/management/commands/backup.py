@@ -1,6 +1,7 @@
 """manage.py backup [--out FILE]: the configured database (the embedded one by default) in pg_dump's custom
 format, for manage.py restore. The dump holds every subject's memory: only its owner may read it (mode 600, in a
 folder made mode 700), whatever the umask."""
+
 from __future__ import annotations
 
 import os
@@ -27,8 +28,13 @@ class Command(BaseCommand):
         partial.unlink(missing_ok=True)  # a leftover may have a wider mode, which O_CREAT would keep
         command = [client_program("pg_dump"), "--format=custom", "--no-owner"]
         with open(os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as dump:
-            result = subprocess.run(command, env=libpq_environment(settings.DATABASES["default"]),
-                                    stdout=dump, stderr=subprocess.PIPE, text=True)
+            result = subprocess.run(
+                command,
+                env=libpq_environment(settings.DATABASES["default"]),
+                stdout=dump,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
         if result.returncode != 0:
             partial.unlink(missing_ok=True)
             raise CommandError(f"pg_dump failed ({result.returncode}): {result.stderr.strip()}")

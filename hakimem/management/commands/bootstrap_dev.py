@@ -4,6 +4,7 @@ The secrets live in var/ (git-ignored), each in a file only its owner may read (
 `make run`'s output may end in a log that a collector keeps. This is for a developer's machine only and is never
 what a production deployment runs.
 """
+
 import os
 import secrets
 from pathlib import Path
@@ -69,7 +70,7 @@ class Command(BaseCommand):
                     f"  stats:   {base}/stats/",
                     f"  health:  curl {base}/v1/health",
                     f"  try:     curl -H \"Authorization: Bearer $(cat {key_file})\" -H 'Content-Type: application/json' \\",
-                    f"             -d '{{\"project_id\":\"{DEV_PROJECT}\",\"subject_id\":\"alice\",\"text\":\"Alice is allergic to peanuts.\"}}' {base}/v1/facts",
+                    f'             -d \'{{"project_id":"{DEV_PROJECT}","subject_id":"alice","text":"Alice is allergic to peanuts."}}\' {base}/v1/facts',
                     "",
                 ]
             )

@@ -2,6 +2,7 @@
 tests and benchmarks, built and started on demand (hakimem/citus.py, docs/scaling.md). `start` prints the DATABASE_URL
 of its coordinator; then `manage.py migrate` and `manage.py citus_distribute` with that DATABASE_URL (`make citus` runs
 all three)."""
+
 from __future__ import annotations
 
 import os
@@ -18,14 +19,24 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("action", choices=["start", "stop", "status", "url"])
-        parser.add_argument("--dir", type=Path,
-                            default=Path(os.environ.get("HAKI_CITUS_DIR") or settings.VAR_DIR / "citus"),
-                            help="the nodes' data folders (default var/citus, or HAKI_CITUS_DIR)")
-        parser.add_argument("--port", type=int, default=int(os.environ.get("HAKI_CITUS_PORT") or citus.DEFAULT_PORT),
-                            help="the coordinator's port; the workers take the next ones")
-        parser.add_argument("--source", type=Path,
-                            default=Path(settings.BASE_DIR).parent / "shared" / "vendor" / "citus-14.0.1.tar.gz",
-                            help="Citus's source archive, read in place when Citus is not yet installed")
+        parser.add_argument(
+            "--dir",
+            type=Path,
+            default=Path(os.environ.get("HAKI_CITUS_DIR") or settings.VAR_DIR / "citus"),
+            help="the nodes' data folders (default var/citus, or HAKI_CITUS_DIR)",
+        )
+        parser.add_argument(
+            "--port",
+            type=int,
+            default=int(os.environ.get("HAKI_CITUS_PORT") or citus.DEFAULT_PORT),
+            help="the coordinator's port; the workers take the next ones",
+        )
+        parser.add_argument(
+            "--source",
+            type=Path,
+            default=Path(settings.BASE_DIR).parent / "shared" / "vendor" / "citus-14.0.1.tar.gz",
+            help="Citus's source archive, read in place when Citus is not yet installed",
+        )
         parser.add_argument("--build-dir", type=Path, default=Path(settings.VAR_DIR) / "citus-build")
 
     def handle(self, *args, action: str, dir: Path, port: int, source: Path, build_dir: Path, **options):

@@ -1,6 +1,7 @@
 """manage.py citus_distribute: distribute the migrated (or restored) schema of DATABASE_URL, a Citus coordinator, by
 project (docs/scaling.md): the statements of hakimem.distribution, each printed as it runs, then the database settings
 every worker connection needs. Run again, it sets the settings alone: the tables are distributed once."""
+
 from __future__ import annotations
 
 import time
@@ -30,5 +31,7 @@ class Command(BaseCommand):
             for statement in statements:
                 cursor.execute(statement)
                 self.stdout.write(statement)
-        self.stdout.write(f"{len(statements)} statements in {time.monotonic() - started:.1f} s; new connections "
-                          "take the database settings")
+        self.stdout.write(
+            f"{len(statements)} statements in {time.monotonic() - started:.1f} s; new connections "
+            "take the database settings"
+        )

@@ -5,6 +5,7 @@ Stop the server first: open connections hold locks the restore waits for, and ca
 statistics, the query-vector cache) would describe the data replaced. The database's extensions (vector) are left
 as they are, not dropped and made again: only their owner, a superuser on an existing PostgreSQL, may, and the
 tables' owner the restore runs as is none; `migrate` made them, so restore into a migrated database."""
+
 from __future__ import annotations
 
 import re
@@ -26,7 +27,9 @@ EXTENSION_ENTRY = re.compile(r"^\d+; \d+ \d+ (EXTENSION|COMMENT - EXTENSION) ")
 
 def restore_list(file: Path, env: dict[str, str]) -> str:
     """The archive's table of contents with its extensions' entries commented out."""
-    listed = subprocess.run([client_program("pg_restore"), "--list", str(file)], env=env, capture_output=True, text=True)
+    listed = subprocess.run(
+        [client_program("pg_restore"), "--list", str(file)], env=env, capture_output=True, text=True
+    )
     if listed.returncode != 0:
         raise CommandError(f"pg_restore could not read {file} ({listed.returncode}): {listed.stderr.strip()}")
     return "".join(f";{line}" if EXTENSION_ENTRY.match(line) else line for line in listed.stdout.splitlines(True))
@@ -49,9 +52,17 @@ class Command(BaseCommand):
         with tempfile.NamedTemporaryFile("w", suffix=".list") as entries:
             entries.write(restore_list(file, env))
             entries.flush()
-            command = [client_program("pg_restore"), "--clean", "--if-exists", "--single-transaction", "--no-owner",
-                       "--exit-on-error", f"--use-list={entries.name}",
-                       f"--dbname={settings.DATABASES['default']['NAME']}", str(file)]
+            command = [
+                client_program("pg_restore"),
+                "--clean",
+                "--if-exists",
+                "--single-transaction",
+                "--no-owner",
+                "--exit-on-error",
+                f"--use-list={entries.name}",
+                f"--dbname={settings.DATABASES['default']['NAME']}",
+                str(file),
+            ]
             result = subprocess.run(command, env=env, capture_output=True, text=True)
         if result.returncode != 0:
             raise CommandError(f"pg_restore failed ({result.returncode}); nothing was changed: {result.stderr.strip()}")

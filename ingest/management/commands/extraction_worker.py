@@ -5,6 +5,7 @@ worker on the `extraction` queue, with its own connections to the configured dat
 server). The same as `manage.py procrastinate worker --queues extraction`, with hakimem's defaults. Stop it with
 SIGINT or SIGTERM: it finishes the job in hand first.
 """
+
 from __future__ import annotations
 
 import logging
@@ -22,8 +23,14 @@ def run_worker(*, concurrency: int = 1, once: bool = False) -> None:
     from procrastinate.contrib.django import app
 
     worker_app = app.with_connector(app.connector.get_worker_connector())
-    worker_app.run_worker(queues=[QUEUE], concurrency=concurrency, wait=not once, install_signal_handlers=not once,
-                          listen_notify=not once, delete_jobs="successful")
+    worker_app.run_worker(
+        queues=[QUEUE],
+        concurrency=concurrency,
+        wait=not once,
+        install_signal_handlers=not once,
+        listen_notify=not once,
+        delete_jobs="successful",
+    )
 
 
 class Command(BaseCommand):

@@ -8,6 +8,7 @@ with its line number and field and nothing is written. Then each scope is writte
 under the scope lock. The vectors of facts, events and procedures are recomputed with the configured embedder
 unless the file carries them from the same embedder (provider, model, dimension).
 """
+
 import os
 
 from django.core.management.base import BaseCommand, CommandError
@@ -23,8 +24,11 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("path")
-        parser.add_argument("--skip-existing", action="store_true",
-                            help="leave rows whose id exists already (in the same scope) as they are, instead of refusing the file")
+        parser.add_argument(
+            "--skip-existing",
+            action="store_true",
+            help="leave rows whose id exists already (in the same scope) as they are, instead of refusing the file",
+        )
 
     def handle(self, *args, path, skip_existing, **options):
         if not os.path.isfile(path):
@@ -37,8 +41,9 @@ class Command(BaseCommand):
             with tqdm(total=size, unit="B", unit_scale=True, desc="check", file=err, disable=quiet) as bar:
                 header, scopes = import_check(path, skip_existing=skip_existing, progress=bar.update)
             with tqdm(total=size, unit="B", unit_scale=True, desc="import", file=err, disable=quiet) as bar:
-                report = import_write(path, header=header, skip_existing=skip_existing, embedder=embedder,
-                                      progress=bar.update)
+                report = import_write(
+                    path, header=header, skip_existing=skip_existing, embedder=embedder, progress=bar.update
+                )
         except ImportRefused as exc:
             if exc.scopes_written is None:
                 raise CommandError(f"{path}: {exc}. Nothing was written.") from exc
@@ -56,5 +61,7 @@ class Command(BaseCommand):
 
 
 def _records(counts: dict[str, int]) -> str:
-    return (f"{counts['facts']} facts, {counts['events']} events, {counts['conflict_sets']} conflict sets, "
-            f"{counts['identity_blocks']} identity blocks, {counts['procedures']} procedures")
+    return (
+        f"{counts['facts']} facts, {counts['events']} events, {counts['conflict_sets']} conflict sets, "
+        f"{counts['identity_blocks']} identity blocks, {counts['procedures']} procedures"
+    )

@@ -9,6 +9,7 @@ overview's period is then ROLLUP_LAG and a slice or two. Idempotent: a slice is 
 transaction. A rebuild counts only the traces there are: the rows it forgets of
 traces pruned since are not built again.
 """
+
 from django.core.management.base import BaseCommand, CommandError
 
 from stats.rollup import stats_rollup, stats_rollup_forget
@@ -19,7 +20,9 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--project", action="append", dest="projects", help="only this project (repeatable)")
-        parser.add_argument("--rebuild", action="store_true", help="forget the projects' rollup first (needs --project)")
+        parser.add_argument(
+            "--rebuild", action="store_true", help="forget the projects' rollup first (needs --project)"
+        )
 
     def handle(self, *args, projects, rebuild, **options):
         if rebuild and not projects:
@@ -27,5 +30,7 @@ class Command(BaseCommand):
         for project_id in projects if rebuild else ():
             stats_rollup_forget(project_id=project_id)
         counts = stats_rollup(project_ids=projects)
-        self.stdout.write(f"rolled up {counts['traces']} traces in {counts['slices']} 5-minute slices "
-                          f"of {counts['projects']} projects ({counts['days']} transactions)")
+        self.stdout.write(
+            f"rolled up {counts['traces']} traces in {counts['slices']} 5-minute slices "
+            f"of {counts['projects']} projects ({counts['days']} transactions)"
+        )

@@ -7,6 +7,7 @@
 Run it from cron (daily, say). Each batch of --batch-size traces is its own transaction, so a context call never
 waits long behind it.
 """
+
 from datetime import timedelta
 
 from django.conf import settings
@@ -20,8 +21,12 @@ class Command(BaseCommand):
     help = "Delete traces (and their decisions) older than HAKI_TRACE_RETENTION_DAYS, in batches"
 
     def add_arguments(self, parser):
-        parser.add_argument("--days", type=int, default=None,
-                            help="keep this many days of traces (default: HAKI_TRACE_RETENTION_DAYS; 0 keeps all)")
+        parser.add_argument(
+            "--days",
+            type=int,
+            default=None,
+            help="keep this many days of traces (default: HAKI_TRACE_RETENTION_DAYS; 0 keeps all)",
+        )
         parser.add_argument("--batch-size", type=int, default=PRUNE_BATCH_SIZE, help="traces per transaction")
         parser.add_argument("--dry-run", action="store_true", help="count what would be deleted, delete nothing")
 
@@ -38,5 +43,7 @@ class Command(BaseCommand):
         counts = traces_prune(before=before, batch_size=batch_size, dry_run=dry_run)
         verb = "would delete" if dry_run else "deleted"
         batches = "" if dry_run else f" in {counts['batches']} batches"
-        self.stdout.write(f"{verb} {counts['traces']} traces and {counts['decisions']} decisions recorded before "
-                          f"{before.isoformat(timespec='seconds')}{batches}")
+        self.stdout.write(
+            f"{verb} {counts['traces']} traces and {counts['decisions']} decisions recorded before "
+            f"{before.isoformat(timespec='seconds')}{batches}"
+        )
