@@ -126,12 +126,35 @@ def request_bodies_required(result, generator, request, public):
             return all(needs_property(s) for s in alternatives)
         return bool(schema.get("required")) or schema.get("minProperties", 0) > 0
 
+    for operation in _operations(result):
+        body = operation.get("requestBody")
+        if body and any(needs_property(media["schema"]) for media in body.get("content", {}).values()):
+            body["required"] = True
+    return result
+
+
+def malformed_ids_answer_400(result, generator, request, public):
+    """A postprocessing hook: an operation with an id in its path answers 400 for a malformed one
+    (hakimem.validators.IdConverter), which no view declares itself."""
+    for operation in _operations(result):
+        ids = [
+            p for p in operation.get("parameters", []) if p.get("in") == "path" and p["schema"].get("format") == "uuid"
+        ]
+        if ids and "400" not in operation.get("responses", {}):
+            content = {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}
+            operation["responses"]["400"] = {
+                "description": "invalid_request: an id in the path is not a UUID",
+                "content": content,
+            }
+    return result
+
+
+def _operations(result):
+    """Every operation of the schema (a path item also holds non-operation keys, such as its parameters)."""
     for path in result.get("paths", {}).values():
         for operation in path.values():
-            body = operation.get("requestBody") if isinstance(operation, dict) else None
-            if body and any(needs_property(media["schema"]) for media in body.get("content", {}).values()):
-                body["required"] = True
-    return result
+            if isinstance(operation, dict):
+                yield operation
 
 
 class SchemaPageRenderer(OpenApiYamlRenderer):
@@ -154,24 +177,3 @@ class SchemaView(SpectacularAPIView):
     """/v1/schema: OpenAPI YAML or JSON by content negotiation (or ?format=json), a readable page for a browser."""
 
     renderer_classes = [*SpectacularAPIView.renderer_classes, SchemaPageRenderer]
-
-
-def malformed_ids_answer_400(result, generator, request, public):
-    """A postprocessing hook: an operation with an id in its path answers 400 for a malformed one
-    (hakimem.validators.IdConverter), which no view declares itself."""
-    for operations in result.get("paths", {}).values():
-        for operation in operations.values():
-            if not isinstance(operation, dict):
-                continue
-            ids = [
-                p
-                for p in operation.get("parameters", [])
-                if p.get("in") == "path" and p["schema"].get("format") == "uuid"
-            ]
-            if ids and "400" not in operation.get("responses", {}):
-                content = {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}
-                operation["responses"]["400"] = {
-                    "description": "invalid_request: an id in the path is not a UUID",
-                    "content": content,
-                }
-    return result
