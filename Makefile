@@ -32,15 +32,15 @@ prepare: $(VENV)/.installed-serve
 # after `prepare`, which creates a development superuser and API key. A real deployment: docs/deploy.md.
 # Ctrl-C stops gunicorn, not the embedded PostgreSQL (other commands may be using it): `make stop` stops both.
 run: prepare
-	HAKI_PORT=$(HAKI_PORT) $(VENV)/bin/gunicorn -c python:config.gunicorn --pid $(GUNICORN_PID)
+	HAKI_PORT=$(HAKI_PORT) $(VENV)/bin/gunicorn -c python:config.gunicorn --pid $(HAKI_PIDFILE)
 
 # Stops what `make run` started: gunicorn (its requests drain first), then the embedded PostgreSQL of HAKI_PGDATA
 # (var/pgdata by default) with a fast shutdown. Either may already be stopped.
 PGDATA_DIR = $(or $(HAKI_PGDATA),var/pgdata)
-GUNICORN_PID ?= var/gunicorn.pid
+HAKI_PIDFILE ?= var/gunicorn.pid
 stop:
-	@if [ -f $(GUNICORN_PID) ] && kill -TERM $$(cat $(GUNICORN_PID)) 2>/dev/null; then \
-	  for i in $$(seq 50); do [ -f $(GUNICORN_PID) ] || break; sleep 0.5; done; echo "stopped gunicorn"; fi
+	@if [ -f $(HAKI_PIDFILE) ] && kill -TERM $$(cat $(HAKI_PIDFILE)) 2>/dev/null; then \
+	  for i in $$(seq 50); do [ -f $(HAKI_PIDFILE) ] || break; sleep 0.5; done; echo "stopped gunicorn"; fi
 	@if [ -f $(PGDATA_DIR)/postmaster.pid ] && kill -INT $$(head -1 $(PGDATA_DIR)/postmaster.pid) 2>/dev/null; then \
 	  for i in $$(seq 60); do [ -f $(PGDATA_DIR)/postmaster.pid ] || break; sleep 0.5; done; \
 	  echo "stopped the embedded PostgreSQL ($(PGDATA_DIR))"; else echo "the embedded PostgreSQL ($(PGDATA_DIR)) is not running"; fi

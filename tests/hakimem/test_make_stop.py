@@ -43,7 +43,7 @@ def test_make_stop_stops_the_server_then_the_embedded_database(tmp_path):
     # when `make stop` runs for them
     try:
         run = subprocess.run(
-            ["make", "--no-print-directory", "stop", f"HAKI_PGDATA={pgdata}", f"GUNICORN_PID={pidfile}"],
+            ["make", "--no-print-directory", "stop", f"HAKI_PGDATA={pgdata}", f"HAKI_PIDFILE={pidfile}"],
             cwd=ROOT,
             capture_output=True,
             text=True,
@@ -59,7 +59,7 @@ def test_make_stop_stops_the_server_then_the_embedded_database(tmp_path):
     assert run.stdout.index("stopped gunicorn") < run.stdout.index("stopped the embedded PostgreSQL")
     # and a second run finds nothing to stop, without failing
     again = subprocess.run(
-        ["make", "--no-print-directory", "stop", f"HAKI_PGDATA={pgdata}", f"GUNICORN_PID={pidfile}"],
+        ["make", "--no-print-directory", "stop", f"HAKI_PGDATA={pgdata}", f"HAKI_PIDFILE={pidfile}"],
         cwd=ROOT,
         capture_output=True,
         text=True,
