@@ -1,7 +1,7 @@
 """Conversation memory on real multi-session chats (LoCoMo): does POST /v1/context serve the turns a
 question rests on, under a budget, whichever way an application stores the conversation?
 
-    .venv/bin/python scripts/eval_locomo.py [--data PATH] [--modes events,facts,extracted] [--budget 900]
+    .venv/bin/python scripts/eval_locomo.py [--data PATH] [--modes events,facts,extracted] [--budget 900[,300...]]
         [--embedder PROVIDER] [--max-questions N] [--inspect] [--out bench-output/locomo.json]
 
 The data is LoCoMo (Maharana et al., 2024; CC BY-NC 4.0), read from outside the repository: by default
@@ -17,8 +17,9 @@ configured database), one scope per conversation (subject_id = the record's samp
 A turn's text is "[<session date>] <Speaker>: <text>" (+ " [shares image: <caption>]"), an observation's
 "[<session date>] <text>"; each item carries the turn ids it rests on in metadata.dia_id(s).
 
-Then it asks every question of categories 1-4 once at --budget and scores evidence recall: the share of a
-question's gold turn ids found among the served items' metadata, averaged over questions. The same turns
+Then it asks every question of categories 1-4 once at each --budget (one report per budget, the conversations
+written once) and scores evidence recall: the share of a question's gold turn ids found among the served items'
+metadata, averaged over questions. The same turns
 are ranked, in the same run and the same process, by three baselines packed under the same budget in rank
 order (the first item that does not fit ends the list): dense (cosine of the same embedder), BM25
 (k1 1.5, b 0.75) and their reciprocal-rank fusion (k 60). It erases everything it wrote, also on error.
@@ -385,25 +386,30 @@ def _default_client_factory(project_id: str):
     return client_with_own_key(project_id, label="eval_locomo (deleted when the run ends)")
 
 
-def run(
+def run(*, budget: int = DEFAULT_BUDGET, **kw) -> dict:
+    """Load, ask, compare and erase, for each mode; returns the report. Django must be set up."""
+    return run_budgets(budgets=(budget,), **kw)[0]
+
+
+def run_budgets(
     *,
+    budgets=(DEFAULT_BUDGET,),
     data: Path = DEFAULT_DATA,
     modes=tuple(MODES),
-    budget: int = DEFAULT_BUDGET,
     embedder: str | None = None,
     samples: list[str] | None = None,
     max_questions: int = 0,
     inspect: bool = False,
     progress=None,
-) -> dict:
-    """Load, ask, compare and erase, for each mode; returns the report. Django must be set up."""
+) -> list[dict]:
+    """run() at each budget over one load of each mode: one report per budget, in the order given."""
     from django.test.utils import override_settings
 
     with override_settings(**({"HAKI_EMBED_PROVIDER": embedder} if embedder else {})):
         return _run(
             data=Path(data),
             modes=modes,
-            budget=budget,
+            budgets=tuple(budgets),
             samples=samples,
             max_questions=max_questions,
             inspect=inspect,
@@ -411,7 +417,7 @@ def run(
         )
 
 
-def _run(*, data, modes, budget, samples, max_questions, inspect, progress) -> dict:
+def _run(*, data, modes, budgets, samples, max_questions, inspect, progress) -> list[dict]:
     from django.conf import settings
 
     from context.config import recall_max_distance
@@ -435,22 +441,25 @@ def _run(*, data, modes, budget, samples, max_questions, inspect, progress) -> d
         for c in conversations
         for q, v in zip(c.questions, embedder.embed([q.text for q in c.questions], queries=True))
     }
-    report = {
-        "config": {
-            "data": str(data),
-            "budget": budget,
-            "embedder": settings.HAKI_EMBED_PROVIDER,
-            "modes": list(modes),
-            "recall_max_distance": recall_max_distance(),
-            "conversations": [c.sample_id for c in conversations],
-            "questions": sum(len(c.questions) for c in conversations),
-        },
-        "modes": {},
-    }
+    reports = [
+        {
+            "config": {
+                "data": str(data),
+                "budget": budget,
+                "embedder": settings.HAKI_EMBED_PROVIDER,
+                "modes": list(modes),
+                "recall_max_distance": recall_max_distance(),
+                "conversations": [c.sample_id for c in conversations],
+                "questions": sum(len(c.questions) for c in conversations),
+            },
+            "modes": {},
+        }
+        for budget in budgets
+    ]
     for mode in modes:
         project_id = f"locomo-{secrets.token_hex(5)}"
         client, cleanup = _default_client_factory(project_id)
-        records, load, dia_of = [], {}, {}
+        records, load, dia_of = {budget: [] for budget in budgets}, {}, {}
         with contextlib.ExitStack() as stack:
             if mode == "pipeline":
                 _replay_through_extractor(stack, conversations)
@@ -463,7 +472,7 @@ def _run(*, data, modes, budget, samples, max_questions, inspect, progress) -> d
                 conversations,
                 client,
                 project_id,
-                budget,
+                budgets,
                 inspect,
                 indexes,
                 qvecs,
@@ -473,9 +482,11 @@ def _run(*, data, modes, budget, samples, max_questions, inspect, progress) -> d
                 progress,
                 cleanup,
             )
-        report["modes"][mode] = {"load": load, "summary": summarise(records), "records": records}
+        for report, budget in zip(reports, budgets, strict=True):
+            summary = summarise(records[budget])
+            report["modes"][mode] = {"load": load, "summary": summary, "records": records[budget]}
         progress(f"{mode}: done")
-    return report
+    return reports
 
 
 def _replay_through_extractor(stack: contextlib.ExitStack, conversations: list[Conversation]) -> None:
@@ -496,7 +507,7 @@ def _replay_through_extractor(stack: contextlib.ExitStack, conversations: list[C
 
 
 def _run_mode(
-    mode, conversations, client, project_id, budget, inspect, indexes, qvecs, records, load, dia_of, progress, cleanup
+    mode, conversations, client, project_id, budgets, inspect, indexes, qvecs, records, load, dia_of, progress, cleanup
 ) -> None:
     from facts.text import STOP_WORDS
 
@@ -507,9 +518,10 @@ def _run_mode(
             load[conv.sample_id]["seconds"] = round(time.perf_counter() - started, 1)
             progress(f"{mode}: {conv.sample_id} written {load[conv.sample_id]}")
             for q in conv.questions:
-                systems = {"hakimem": ask_hakimem(client, project_id, conv, q, budget, dia_of, inspect)}
-                systems.update(ask_baselines(indexes[conv.sample_id], qvecs[q.qid], q, budget, STOP_WORDS))
-                records.append({"qid": q.qid, "category": q.category, "systems": systems})
+                for budget in budgets:
+                    systems = {"hakimem": ask_hakimem(client, project_id, conv, q, budget, dia_of, inspect)}
+                    systems.update(ask_baselines(indexes[conv.sample_id], qvecs[q.qid], q, budget, STOP_WORDS))
+                    records[budget].append({"qid": q.qid, "category": q.category, "systems": systems})
     finally:
         for conv in conversations:
             client.delete(f"/v1/subjects/{conv.sample_id}?project_id={project_id}")

@@ -18,7 +18,11 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=locomo.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", type=Path, default=locomo.DEFAULT_DATA)
     parser.add_argument("--modes", default=",".join(locomo.MODES), help="comma-separated: " + ", ".join(locomo.MODES))
-    parser.add_argument("--budget", type=int, default=locomo.DEFAULT_BUDGET)
+    parser.add_argument(
+        "--budget",
+        default=str(locomo.DEFAULT_BUDGET),
+        help="tokens, or several comma-separated (300,900): the conversations are written once for all",
+    )
     parser.add_argument("--embedder", choices=PROVIDERS, help="override HAKI_EMBED_PROVIDER")
     parser.add_argument("--samples", help="comma-separated sample ids (default: all)")
     parser.add_argument("--max-questions", type=int, default=0, help="questions per conversation (0: all)")
@@ -29,6 +33,12 @@ def main(argv=None) -> int:
     unknown = [m for m in modes if m not in locomo.MODES]
     if unknown:
         parser.error(f"unknown modes: {unknown}")
+    try:
+        budgets = [int(b) for b in args.budget.split(",") if b]
+    except ValueError:
+        parser.error(f"--budget: not a comma-separated list of integers: {args.budget!r}")
+    if not budgets or min(budgets) <= 0:
+        parser.error("--budget: at least one budget, each above 0")
     if not args.data.exists():
         parser.error(f"no LoCoMo data at {args.data} (set --data or HAKI_LOCOMO_DATA)")
 
@@ -37,20 +47,23 @@ def main(argv=None) -> int:
     _django.setup()
     import json
 
-    report = locomo.run(
+    reports = locomo.run_budgets(
+        budgets=budgets,
         data=args.data,
         modes=modes,
-        budget=args.budget,
         embedder=args.embedder,
         samples=args.samples.split(",") if args.samples else None,
         max_questions=args.max_questions,
         inspect=args.inspect,
         progress=lambda msg: print(msg, file=sys.stderr, flush=True),
     )
-    print(locomo.format_report(report))
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=1, default=str), encoding="utf-8")
-    print(f"\ndetails: {args.out}")
+    for report in reports:
+        # one budget keeps --out as given; several write <stem>-<budget><suffix> each
+        out = args.out if len(reports) == 1 else args.out.with_stem(f"{args.out.stem}-{report['config']['budget']}")
+        print(locomo.format_report(report))
+        out.write_text(json.dumps(report, indent=1, default=str), encoding="utf-8")
+        print(f"\ndetails: {out}\n")
     return 0
 
 
