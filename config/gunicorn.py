@@ -107,7 +107,8 @@ def _start_write_worker(server, database_url: str) -> None:
     import subprocess
 
     global _write_worker
-    env = {**os.environ, "DATABASE_URL": database_url}
+    # Its own connections, not a server worker's pool of one (the command's start-up keeps one in its main thread).
+    env = {**os.environ, "DATABASE_URL": database_url, "HAKI_DB_POOL_MAX": "0"}
     _write_worker = subprocess.Popen([sys.executable, str(ROOT / "manage.py"), "write_worker"], cwd=ROOT, env=env)
     server.log.info("write worker started (pid %d)", _write_worker.pid)
 

@@ -18,7 +18,8 @@ The `writes` queue runs the heavy batches of facts that POST /v1/facts accepted 
 from __future__ import annotations
 
 from django.conf import settings
-from procrastinate import RetryDecision
+from django.db import InterfaceError, OperationalError
+from procrastinate import RetryDecision, RetryStrategy
 from procrastinate.contrib.django import app
 from procrastinate.retry import BaseRetryStrategy
 
@@ -46,7 +47,12 @@ def extract_event(context, event_id: str) -> None:
     event_extract(event_id=event_id, final_attempt=context.job.attempts + 1 >= QUEUE_RUNS)
 
 
-# A heavy batch of facts (ingest.writes): its run is final, whatever the outcome (the job records it).
-@app.task(name="facts.write_batch", queue=WRITE_QUEUE)
+# A heavy batch of facts (ingest.writes): a run records its outcome, but a database out of reach cannot: the queue
+# tries again a minute later, five runs in all.
+@app.task(
+    name="facts.write_batch",
+    queue=WRITE_QUEUE,
+    retry=RetryStrategy(max_attempts=5, wait=60, retry_exceptions={OperationalError, InterfaceError}),
+)
 def write_facts(job_id: str, project_id: str) -> None:
     fact_write_job_run(job_id=job_id, project_id=project_id)
