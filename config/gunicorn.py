@@ -29,7 +29,8 @@ ROOT = Path(__file__).resolve().parent.parent
 VAR_DIR = ROOT / "var"
 _embedded_pgdata: Path | None = None  # the embedded server's folder, when on_starting started it
 _write_worker = None  # the task queue's worker of heavy fact batches (ingest/writes.py), when on_starting started it
-SPARE_CONNECTIONS = 10  # kept free beside the workers' pools: migrate, bootstrap, a shell, a benchmark
+SPARE_CONNECTIONS = 10  # kept free beside the workers' pools: migrate, a shell, a benchmark, the write worker
+WRITE_WORKER_NAME = "hakimem-write-worker"  # its connections' application_name
 
 
 def _int(name: str, default: int) -> int:
@@ -107,8 +108,13 @@ def _start_write_worker(server, database_url: str) -> None:
     import subprocess
 
     global _write_worker
-    # Its own connections, not a server worker's pool of one (the command's start-up keeps one in its main thread).
-    env = {**os.environ, "DATABASE_URL": database_url, "HAKI_DB_POOL_MAX": "0"}
+    from urllib.parse import parse_qsl, urlencode, urlsplit
+
+    # Its own connections, not a server worker's pool of one (the command's start-up keeps one in its main thread),
+    # named apart from the server's in pg_stat_activity.
+    url = urlsplit(database_url)
+    query = urlencode({**dict(parse_qsl(url.query)), "application_name": WRITE_WORKER_NAME})
+    env = {**os.environ, "DATABASE_URL": url._replace(query=query).geturl(), "HAKI_DB_POOL_MAX": "0"}
     _write_worker = subprocess.Popen([sys.executable, str(ROOT / "manage.py"), "write_worker"], cwd=ROOT, env=env)
     server.log.info("write worker started (pid %d)", _write_worker.pid)
 
