@@ -7,6 +7,8 @@ Read by gunicorn's master before any worker exists, so:
 - each worker gets a connection pool of one connection per thread (HAKI_DB_POOL_MAX), so a request never
   waits for a connection and none idles; the master refuses to start when workers x pool would not fit in
   the server's max_connections with room to spare for migrations, shells and the admin's own scripts.
+- a worker of the task queue's `writes` queue (manage.py write_worker) is started beside them, unless
+  HAKI_WRITE_WORKER is off: POST /v1/facts hands it the batches too heavy for a request (ingest/writes.py);
 The application is not preloaded in the master: onnxruntime's thread pools do not survive a fork, so each
 worker loads Django and the embedding model itself, before it takes its first request (post_worker_init).
 
@@ -26,7 +28,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 VAR_DIR = ROOT / "var"
 _embedded_pgdata: Path | None = None  # the embedded server's folder, when on_starting started it
-SPARE_CONNECTIONS = 10  # kept free beside the workers' pools: migrate, bootstrap, a shell, a benchmark
+_write_worker = None  # the task queue's worker of heavy fact batches (ingest/writes.py), when on_starting started it
+SPARE_CONNECTIONS = 10  # kept free beside the workers' pools: migrate, a shell, a benchmark, the write worker
+WRITE_WORKER_NAME = "hakimem-write-worker"  # its connections' application_name
 
 
 def _int(name: str, default: int) -> int:
@@ -50,7 +54,7 @@ workers = _int("HAKI_WORKERS", _cores() + 1)
 threads = _int("HAKI_THREADS", 1)
 worker_class = "gthread" if threads > 1 else "sync"
 bind = os.environ.get("HAKI_BIND") or f"127.0.0.1:{_int('HAKI_PORT', 8000)}"
-timeout = 60  # a worker silent this long is killed and replaced (a batch of 500 facts takes a few seconds)
+timeout = 60  # a worker silent this long is killed and replaced (a batch of facts too heavy for it is a job: ingest/writes.py)
 graceful_timeout = 20
 keepalive = 5
 accesslog = os.environ.get("HAKI_ACCESS_LOG", "-") or None
@@ -76,19 +80,43 @@ def on_starting(server) -> None:
     # them at once.
     server.handle_int = server.handle_term
     app_url = os.environ.get("HAKI_APP_DATABASE_URL")
-    if not os.environ.get("DATABASE_URL"):
+    owner_url = os.environ.get("DATABASE_URL")
+    if not owner_url:
         from hakimem.dbserver import app_database_url, start_embedded
 
         pgdata = Path(os.environ.get("HAKI_PGDATA") or VAR_DIR / "pgdata")
         owner_url = start_embedded(pgdata, cleanup=os.environ.get("HAKI_PGDATA_CLEANUP") or None)
         global _embedded_pgdata
         _embedded_pgdata = pgdata
-        row_security = os.environ.get("HAKI_ROW_SECURITY", "on").strip().lower() in ("1", "true", "yes", "on")
+        row_security = _on("HAKI_ROW_SECURITY")
         app_url = app_url or (app_database_url(owner_url) if row_security else owner_url)
+    if _on("HAKI_WRITE_WORKER"):
+        _start_write_worker(server, owner_url)
     if app_url:
         os.environ["DATABASE_URL"] = app_url  # what the workers' settings read
     _check_connection_budget(server)
     _metrics_folder()
+
+
+def _on(name: str) -> bool:
+    return os.environ.get(name, "on").strip().lower() in ("1", "true", "yes", "on")
+
+
+def _start_write_worker(server, database_url: str) -> None:
+    """The worker of the `writes` queue: a batch of facts too heavy for a request (POST /v1/facts answers 202) is
+    written there. One process, as the tables' owner (each job runs as the API role over its project)."""
+    import subprocess
+
+    global _write_worker
+    from urllib.parse import parse_qsl, urlencode, urlsplit
+
+    # Its own connections, not a server worker's pool of one (the command's start-up keeps one in its main thread),
+    # named apart from the server's in pg_stat_activity.
+    url = urlsplit(database_url)
+    query = urlencode({**dict(parse_qsl(url.query)), "application_name": WRITE_WORKER_NAME})
+    env = {**os.environ, "DATABASE_URL": url._replace(query=query).geturl(), "HAKI_DB_POOL_MAX": "0"}
+    _write_worker = subprocess.Popen([sys.executable, str(ROOT / "manage.py"), "write_worker"], cwd=ROOT, env=env)
+    server.log.info("write worker started (pid %d)", _write_worker.pid)
 
 
 def _check_connection_budget(server) -> None:
@@ -180,6 +208,12 @@ def child_exit(server, worker) -> None:
 
 
 def on_exit(server) -> None:
+    if _write_worker and _write_worker.poll() is None:  # it finishes the job in hand first
+        _write_worker.terminate()
+        try:
+            _write_worker.wait(graceful_timeout)
+        except Exception:  # noqa: BLE001 - still running: killed, its transaction rolled back (nothing written)
+            _write_worker.kill()
     folder = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
     if folder and Path(folder).parent == VAR_DIR / "prometheus":
         shutil.rmtree(folder, ignore_errors=True)

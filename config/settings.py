@@ -279,6 +279,8 @@ HAKI_EXTRACTOR_MODEL = os.environ.get("HAKI_EXTRACTOR_MODEL", "")
 HAKI_EXTRACTOR_API_KEY = os.environ.get("HAKI_EXTRACTOR_API_KEY", "")
 HAKI_EXTRACTOR_TIMEOUT = env_float("HAKI_EXTRACTOR_TIMEOUT", 20.0)  # per attempt
 HAKI_EXTRACTOR_RETRY_WAIT = env_float("HAKI_EXTRACTOR_RETRY_WAIT", 30.0)  # before the queue runs a failed job again
+# A batch of facts with more characters than this is written by the task queue, answered 202 with a job (ingest/writes.py).
+HAKI_WRITE_JOB_CHARS = env_int("HAKI_WRITE_JOB_CHARS", 100_000)
 HAKI_EMBED_CACHE_SIZE = env_int("HAKI_EMBED_CACHE_SIZE", 2048)
 # The embedder's circuit breaker (hakimem/embeddings.py): open after this many failures in a row, try again
 # after the cool-down (seconds).

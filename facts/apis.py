@@ -151,6 +151,10 @@ class FactsApi(APIView):
     )
     def post(self, request):
         items, is_batch = validate_batch(request, FactInSerializer, "facts")
+        return self.write(request, items, is_batch)
+
+    def write(self, request, items: list[dict], is_batch: bool) -> Response:
+        """The validated items written in this request: 201 with one answer per item."""
         try:
             results = fact_create_batch(items=[FactInput(**item) for item in items], actor=actor_of(request))
         except ServiceValidationError as exc:

@@ -3,7 +3,7 @@ from django.urls import path
 from facts import apis
 
 urlpatterns = [
-    path("facts", apis.FactsApi.as_view(), name="facts"),
+    # GET and POST /v1/facts are ingest's: a heavy batch is written by the task queue (ingest/urls.py).
     path("facts/<id:fact_id>", apis.FactDetailApi.as_view(), name="fact-detail"),
     path("facts/<id:fact_id>/history", apis.FactHistoryApi.as_view(), name="fact-history"),
     # POST /v1/events (and its list) is ingest's: it queues the events' extraction (ingest/urls.py).

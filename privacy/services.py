@@ -14,6 +14,7 @@ from facts.models import Consent
 from facts.scope_graphs import scope_graph_drop, scope_graph_exists
 from hakimem import telemetry
 from ingest.services import extraction_jobs_erase
+from ingest.writes import write_jobs_erase
 from stats.rollup import rollup_erase, rollup_erase_facts
 from traces.services import trace_ids_naming, trace_scope_lock, traces_erase, traces_erase_naming
 
@@ -69,6 +70,7 @@ def _erase(project_id: str, subject_id: str | None) -> dict[str, int]:
     counts = rollup_erase(project_id, subject_id, None)  # the traces' share out of stats' sums, before they go
     counts.update(traces_erase(project_id=project_id, subject_id=subject_id))
     counts.update(extraction_jobs_erase(project_id, subject_id))  # the jobs name the events
+    counts.update(write_jobs_erase(project_id, subject_id))  # a pending one holds the scope's texts
     counts.update(facts_erase(project_id=project_id, subject_id=subject_id))
     return counts
 

@@ -6,6 +6,7 @@ import functools
 import re
 
 from facts.claims.clashes import COUNT, DATE, POLAR, SINGLE, STATE, Claim, _count
+from facts.claims.cues import CueFinder, pattern_cues
 from facts.claims.holders import _CLAUSE_APPOSITIVE_RE, _holder
 from facts.claims.patterns import _HABIT_VERBS, _INTRANSITIVE, _NATIONALITIES, _PATTERNS, _PLAIN_NEGATIONS
 from facts.claims.values import (
@@ -87,11 +88,19 @@ def _implied(claim: Claim) -> list[Claim]:
     return []
 
 
+# The patterns with their cues (facts.claims.cues): a sentence is searched only with those whose cues it holds.
+_CUED_PATTERNS = [(attribute, kind, pattern, pattern_cues(pattern)) for attribute, kind, pattern in _PATTERNS]
+_CUES = CueFinder(cue for *_, cues in _CUED_PATTERNS for cue in cues or ())
+
+
 def _read_sentence(sentence: str, speaker: str | None, before: str = "") -> list[Claim]:
     found: list[Claim] = []
     taken: dict[str, list[tuple[int, int]]] = {}  # per attribute, spans already read by an earlier pattern
     sentence_holder = None
-    for attribute, kind, pattern in _PATTERNS:
+    present = _CUES(sentence)
+    for attribute, kind, pattern, cues in _CUED_PATTERNS:
+        if cues is not None and cues.isdisjoint(present):
+            continue
         for match in pattern.finditer(sentence):
             start, end = match.span()
             if any(s <= start < e for s, e in taken.get(attribute, ())):

@@ -136,6 +136,22 @@ def test_batches_are_split_and_pages_followed(live_server, api_key):
         assert list(haki.iter_facts("bob", status="retracted")) == []
 
 
+def test_long_facts_are_sent_in_requests_light_enough_to_be_answered_at_once(live_server, api_key, monkeypatch):
+    # given a client that records its requests and keeps each under 20,000 characters of text, and five distinct
+    # facts of 8,000 characters
+    from hakimem_client import client as client_module
+
+    monkeypatch.setattr(client_module, "LIGHT_BATCH_CHARS", 20_000)
+    haki, sent = counting_client(live_server, api_key)
+    facts = [NewFact("carol", (f"Carol filed report {i} on the archive. " * 250)[:8000]) for i in range(5)]
+    with haki:
+        # when they are written in one call
+        written = haki.write_facts(facts)
+    # then three requests (two facts, two, one) wrote them, each answered with its facts
+    assert sent == [("POST", "/v1/facts")] * 3
+    assert [f.text for f in written] == [f.text for f in facts]
+
+
 def test_a_bad_item_refuses_its_whole_batch(haki):
     # given a batch whose second fact has a timestamp without an offset
     batch = [

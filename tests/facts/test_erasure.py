@@ -151,6 +151,7 @@ def test_erasure_scrubs_the_admins_log_and_the_curators_notes(api, client, curat
         "admin_log_entries": 2,
         "scope_graphs": 0,
         "extraction_jobs": 0,
+        "write_jobs": 0,
         "consents": 0,
         "identity_blocks": 0,
         "procedures": 0,

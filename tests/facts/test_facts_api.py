@@ -503,6 +503,7 @@ def test_erasing_a_subject_leaves_nothing(api):
         "conflict_sets": 1,
         "facts": 2,
         "extraction_jobs": 0,
+        "write_jobs": 0,
         "events": 1,
         "admin_log_entries": 0,
         "scope_graphs": 0,

@@ -50,6 +50,7 @@ def test_erasing_a_project_takes_all_its_subjects_and_their_traces_and_nothing_e
         "conflict_sets": 1,
         "facts": 3,
         "extraction_jobs": 0,
+        "write_jobs": 0,
         "events": 1,
         "admin_log_entries": 0,
         "consents": 0,

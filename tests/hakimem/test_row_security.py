@@ -153,6 +153,7 @@ def test_the_roles_are_bound_by_row_security():
             "facts_scopewordcounts",
             "facts_scopewrite",
             "hakimem_apikey",
+            "ingest_factwritejob",
             "stats_daylatencies",
             "stats_factserved",
             "stats_hourlatencies",

@@ -51,6 +51,7 @@ def served(transactional_db, tmp_path, settings):
         "HAKI_STATIC_ROOT": str(settings.STATIC_ROOT),
         "PROMETHEUS_MULTIPROC_DIR": str(tmp_path / "metrics"),
         "HAKI_METRICS_TOKEN": METRICS_TOKEN,
+        "HAKI_WRITE_JOB_CHARS": "2000",  # a batch of three 1,000-character facts is heavy
     }
     with Server(env=env, log=tmp_path / "server.log") as server:
         yield server
@@ -61,6 +62,24 @@ def _server_connections() -> list[str]:
     with psycopg.connect(database_url(connection.settings_dict), autocommit=True) as conn:
         rows = conn.execute("SELECT state FROM pg_stat_activity WHERE application_name = %s", [APP_NAME]).fetchall()
     return [state for (state,) in rows]
+
+
+def test_a_heavy_batch_is_written_by_the_worker_the_server_started(served):
+    # given a key and a batch over HAKI_WRITE_JOB_CHARS
+    _, key = api_key_create(project_id=PROJECT, label="served")
+    texts = [f"Dana wrote chapter {n} of her novel. " + "She keeps notes in a red notebook. " * 28 for n in range(3)]
+    facts = [{"project_id": PROJECT, "subject_id": "dana", "text": t} for t in texts]
+    # when it is posted, then it is accepted as a job
+    status, answer = request(served.url, "POST", "/v1/facts", {"facts": facts}, key)
+    assert status == 202, answer
+    # and the write worker beside gunicorn writes it (bounded wait)
+    deadline = time.monotonic() + 90
+    while (job := request(served.url, "GET", f"/v1/jobs/{answer['job']['id']}", key=key)[1])["status"] == "pending":
+        assert time.monotonic() < deadline, job
+        time.sleep(0.5)
+    assert job["status"] == "done", job
+    status, page = request(served.url, "GET", f"/v1/facts?project_id={PROJECT}&subject_id=dana", key=key)
+    assert {f["id"] for f in page["facts"]} == {f["id"] for f in job["facts"]} and len(job["facts"]) == 3
 
 
 def test_the_production_server_serves_the_api_and_the_pages(served):

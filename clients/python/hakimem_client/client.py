@@ -43,6 +43,9 @@ from hakimem_client.models import (
 
 __version__ = "0.1.0"
 MAX_BATCH = 500  # the server's largest batch (all-or-nothing per request)
+# The server's default HAKI_WRITE_JOB_CHARS: a batch of facts with more characters of text is accepted as a job (202),
+# so write_facts keeps each request under it and is answered with the facts.
+LIGHT_BATCH_CHARS = 100_000
 RETRY_STATUSES = frozenset({429, 503})
 
 
@@ -67,6 +70,21 @@ def _params(**kwargs: Any) -> dict[str, Any]:
 def _chunks(items: list[Any], size: int) -> Iterator[list[Any]]:
     for start in range(0, len(items), size):
         yield items[start : start + size]
+
+
+def _fact_chunks(facts: list[Any], size: int) -> Iterator[list[Any]]:
+    """Requests of at most `size` facts and LIGHT_BATCH_CHARS characters of text (a fact longer alone goes alone)."""
+    chunk: list[Any] = []
+    chars = 0
+    for fact in facts:
+        text = len(fact.text if isinstance(fact, NewFact) else str(fact.get("text", "")))
+        if chunk and (len(chunk) == size or chars + text > LIGHT_BATCH_CHARS):
+            yield chunk
+            chunk, chars = [], 0
+        chunk.append(fact)
+        chars += text
+    if chunk:
+        yield chunk
 
 
 def parse_retry_after(value: str | None) -> float | None:
@@ -417,10 +435,11 @@ class Client(_Common):
     def write_facts(
         self, facts: Iterable[NewFact | dict[str, Any]], *, project_id: str | None = None, batch_size: int = MAX_BATCH
     ) -> list[Fact]:
-        """Many facts, in requests of up to `batch_size` (at most 500); each request is all-or-nothing, so
-        on an error the batches before it are written and the rest are not."""
+        """Many facts, in requests of up to `batch_size` (at most 500) and 100,000 characters of text (the server
+        writes a heavier batch as a job); each request is all-or-nothing, so on an error the batches before it are
+        written and the rest are not."""
         written: list[Fact] = []
-        for chunk in _chunks(list(facts), min(batch_size, MAX_BATCH)):
+        for chunk in _fact_chunks(list(facts), min(batch_size, MAX_BATCH)):
             written += self._send(self._endpoints.write_facts(chunk, project_id))
         return written
 
@@ -657,7 +676,7 @@ class AsyncClient(_Common):
         self, facts: Iterable[NewFact | dict[str, Any]], *, project_id: str | None = None, batch_size: int = MAX_BATCH
     ) -> list[Fact]:
         written: list[Fact] = []
-        for chunk in _chunks(list(facts), min(batch_size, MAX_BATCH)):
+        for chunk in _fact_chunks(list(facts), min(batch_size, MAX_BATCH)):
             written += await self._send(self._endpoints.write_facts(chunk, project_id))
         return written
 

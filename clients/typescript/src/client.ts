@@ -13,6 +13,9 @@ import type { components, operations } from "./schema.js";
 export const VERSION = "0.1.0";
 /** The server's largest batch (all-or-nothing per request). */
 export const MAX_BATCH = 500;
+/** The server's default HAKI_WRITE_JOB_CHARS: a batch of facts with more characters of text is accepted as a job
+ * (202), so writeFacts keeps each request under it and is answered with the facts. */
+export const LIGHT_BATCH_CHARS = 100_000;
 const DEFAULT_PORT = "8000";
 
 type Schemas = components["schemas"];
@@ -29,6 +32,7 @@ type Scoped<T> = Omit<WithMoments<T>, "project_id"> & { project_id?: string };
 export type Fact = Schemas["FactOut"];
 /** A fact as a write answers it: also whether it was a duplicate and the conflict set it opened or joined. */
 export type FactWritten = Schemas["FactWritten"];
+export type WriteJob = Schemas["FactWriteJob"];
 export type Event = Schemas["EventOut"];
 export type IdentityBlock = Schemas["IdentityBlockOut"];
 export type Procedure = Schemas["ProcedureOut"];
@@ -159,6 +163,24 @@ function chunks<T>(items: T[], size: number): T[][] {
   return out;
 }
 
+/** Requests of at most `size` facts and LIGHT_BATCH_CHARS characters of text (a fact longer alone goes alone). */
+function factChunks<T extends { text: string }>(facts: T[], size: number): T[][] {
+  const out: T[][] = [];
+  let chunk: T[] = [];
+  let chars = 0;
+  for (const fact of facts) {
+    if (chunk.length && (chunk.length === size || chars + fact.text.length > LIGHT_BATCH_CHARS)) {
+      out.push(chunk);
+      chunk = [];
+      chars = 0;
+    }
+    chunk.push(fact);
+    chars += fact.text.length;
+  }
+  if (chunk.length) out.push(chunk);
+  return out;
+}
+
 function batchOf(size: number | undefined): number {
   return Math.max(1, Math.min(size ?? MAX_BATCH, MAX_BATCH));
 }
@@ -252,11 +274,12 @@ export class Client {
     return written!;
   }
 
-  /** Many facts, in requests of up to `batchSize` (at most 500); each request is all-or-nothing, so on an error
-   * the batches before it are written and the rest are not. */
+  /** Many facts, in requests of up to `batchSize` (at most 500) and 100,000 characters of text (the server writes a
+   * heavier batch as a job); each request is all-or-nothing, so on an error the batches before it are written and
+   * the rest are not. */
   async writeFacts(facts: NewFact[], options: InProject & { batchSize?: number } = {}): Promise<FactWritten[]> {
     const written: FactWritten[] = [];
-    for (const chunk of chunks(facts, batchOf(options.batchSize))) {
+    for (const chunk of factChunks(facts, batchOf(options.batchSize))) {
       const items = chunk.map((fact) => ({ ...fact, project_id: this.#project(fact.project_id ?? options.project_id) }));
       written.push(...await this.#send({
         method: "POST", path: "/v1/facts", body: { facts: items }, parse: (b: Schemas["FactBatchOut"]) => b.facts,
@@ -279,6 +302,12 @@ export class Client {
       yield* page.items;
       cursor = page.nextCursor ?? undefined;
     } while (cursor);
+  }
+
+  /** A heavy batch's write job (a batch sent by other means than writeFacts): pending, done with its facts' ids,
+   * or failed with the error. */
+  getJob(jobId: string): Promise<WriteJob> {
+    return this.#send({ method: "GET", path: `/v1/jobs/${id(jobId)}`, parse: (b: WriteJob) => b, idempotent: true });
   }
 
   getFact(factId: string): Promise<Fact> {

@@ -120,7 +120,10 @@ export interface paths {
         /** A scope's facts, newest first */
         get: operations["facts_list"];
         put?: never;
-        /** Write one fact, or a batch of up to 500 (all-or-nothing) */
+        /**
+         * Write one fact, or a batch of up to 500 (all-or-nothing); a heavy batch is accepted as a job
+         * @description A batch with more than HAKI_WRITE_JOB_CHARS characters of text (100,000 by default) is validated, then written by the task queue: 202 with the job, whose outcome GET /v1/jobs/{id} tells.
+         */
         post: operations["facts_create"];
         delete?: never;
         options?: never;
@@ -304,6 +307,23 @@ export interface paths {
          * @description 404 not_found for an unknown trace, and for every trace of an erased subject (erasure deletes them): an erased memory cannot be replayed. 400 invalid_request for an override out of its range, or a trace that is itself a replay; 400 budget_exceeded for overrides.budget_tokens.
          */
         post: operations["inspect_replay_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/jobs/{job_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A write job: pending, done with its facts, or failed with the error (nothing written) */
+        get: operations["jobs_retrieve"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -873,6 +893,29 @@ export interface components {
          */
         FactStatusEnum: "active" | "superseded" | "retracted";
         FactWriteAnswer: components["schemas"]["FactWritten"] | components["schemas"]["FactBatchOut"];
+        FactWriteJob: {
+            /** Format: uuid */
+            id: string;
+            status: components["schemas"]["FactWriteJobStatusEnum"];
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            finished_at: string | null;
+            /** @description once done: one per item, in order */
+            facts: components["schemas"]["JobFact"][];
+            /** @description once failed: nothing was written */
+            error: components["schemas"]["JobError"] | null;
+        };
+        FactWriteJobAccepted: {
+            job: components["schemas"]["FactWriteJob"];
+        };
+        /**
+         * @description * `pending` - Pending
+         *     * `done` - Done
+         *     * `failed` - Failed
+         * @enum {string}
+         */
+        FactWriteJobStatusEnum: "pending" | "done" | "failed";
         FactWriteRequest: components["schemas"]["FactInRequest"] | components["schemas"]["FactBatchInRequest"];
         FactWritten: {
             /** Format: uuid */
@@ -990,6 +1033,24 @@ export interface components {
             decisions: {
                 [key: string]: unknown;
             }[];
+        };
+        JobError: {
+            /** @description the error code the request would have answered with */
+            code: string;
+            message: string;
+            details: {
+                [key: string]: unknown;
+            };
+        };
+        JobFact: {
+            /**
+             * Format: uuid
+             * @description the fact written, or the active fact that answered the item
+             */
+            id: string;
+            deduplicated: boolean;
+            /** Format: uuid */
+            conflict_set_id: string | null;
         };
         /**
          * @description * `fact` - Fact
@@ -1969,6 +2030,14 @@ export interface operations {
                     "application/json": components["schemas"]["FactWriteAnswer"];
                 };
             };
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FactWriteJobAccepted"];
+                };
+            };
             /** @description invalid_request: the body or the query is invalid (details.errors lists {index, field, message}) */
             400: {
                 headers: {
@@ -2929,6 +2998,72 @@ export interface operations {
             };
             /** @description unsupported_media_type: send application/json */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description database_unavailable or embedder_unavailable: nothing was written; retry later */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    jobs_retrieve: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                job_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FactWriteJob"];
+                };
+            };
+            /** @description invalid_request: an id in the path is not a UUID */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unauthenticated: no key, or an unknown or revoked one */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not_found: nothing with this id in the key's project (another project's scope answers the same) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description method_not_allowed */
+            405: {
                 headers: {
                     [name: string]: unknown;
                 };

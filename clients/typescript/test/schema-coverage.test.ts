@@ -25,6 +25,7 @@ async function requestsOfEveryMethod(): Promise<{ called: Set<string>; sent: Set
     listFacts: (c) => c.listFacts("s"),
     iterFacts: (c) => c.iterFacts("s").next(),
     getFact: (c) => c.getFact(AN_ID),
+    getJob: (c) => c.getJob(AN_ID),
     updateFact: (c) => c.updateFact(AN_ID, { importance: 0.5 }),
     retractFact: (c) => c.retractFact(AN_ID),
     factHistory: (c) => c.factHistory(AN_ID),

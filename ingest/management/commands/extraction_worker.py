@@ -18,13 +18,13 @@ from ingest.tasks import QUEUE
 logger = logging.getLogger("hakimem.extraction")
 
 
-def run_worker(*, concurrency: int = 1, once: bool = False) -> None:
-    """Process the extraction queue; with `once`, return when it is empty (scripts and tests)."""
+def run_worker(*, concurrency: int = 1, once: bool = False, queues: tuple[str, ...] = (QUEUE,)) -> None:
+    """Process the extraction queue (or `queues`); with `once`, return when it is empty (scripts and tests)."""
     from procrastinate.contrib.django import app
 
     worker_app = app.with_connector(app.connector.get_worker_connector())
     worker_app.run_worker(
-        queues=[QUEUE],
+        queues=list(queues),
         concurrency=concurrency,
         wait=not once,
         install_signal_handlers=not once,
