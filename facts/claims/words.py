@@ -10,8 +10,9 @@ _TOKEN_RE = re.compile(r"[\w'-]+", re.UNICODE)
 
 
 def _fold(word: str) -> str:
-    """Case and accents folded: 'Munich' = 'munich', 'végétarienne' ~ 'vegetarienne'."""
-    decomposed = unicodedata.normalize("NFKD", word.casefold())
+    """Case and accents folded: 'Munich' = 'munich', 'végétarienne' ~ 'vegetarienne'. A dotless ı folds to i, as the
+    patterns' IGNORECASE matches it (else a word they matched is missing from the tables keyed by its folding)."""
+    decomposed = unicodedata.normalize("NFKD", word.casefold().replace("ı", "i"))
     return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
 
 
