@@ -17,7 +17,8 @@ of "big" in a 200,000 run. That keeps the embedding cache valid across totals.
 
 Texts are English with some French (the share varies per subject), about a protagonist and a cast of 8-20
 people (each with a relation, a city and a job) and 5-11 places, reused across the subject's facts, so names
-overlap and facts link (sister -> lives in -> city). The words and templates are in bench/vocabulary.py.
+overlap and facts link (sister -> lives in -> city). The words are in bench/vocabulary.py and
+bench/places.py, the sentences in bench/templates.py.
 Timestamps are relative to `now` (default: today, midnight UTC) so volatile facts stay mostly unexpired whatever
 the day; the texts never depend on it.
 """
@@ -44,6 +45,15 @@ from django.db import connection, transaction
 
 from facts.text import normalise_text, text_hash
 from hakimem.embeddings import _build
+from bench.places import PLACES, STREETS
+from bench.templates import (
+    EN_EVENTS,
+    EN_FACTS,
+    EN_QUERIES,
+    FR_EVENTS,
+    FR_FACTS,
+    FR_QUERIES,
+)
 from bench.vocabulary import (
     ALLERGENS,
     ANIMALS,
@@ -51,15 +61,9 @@ from bench.vocabulary import (
     CONDITIONS,
     CUISINES,
     DEPARTMENTS,
-    EN_EVENTS,
-    EN_FACTS,
-    EN_QUERIES,
     FEMALE_NAMES,
     FILM_GENRES,
     FOODS,
-    FR_EVENTS,
-    FR_FACTS,
-    FR_QUERIES,
     HOBBIES,
     LANGUAGES,
     MALE_NAMES,
@@ -70,11 +74,9 @@ from bench.vocabulary import (
     OCCUPATIONS,
     PET_NAMES,
     PET_TREATS,
-    PLACES,
     RELATIONS,
     SEASONS,
     SPORTS,
-    STREETS,
     STUDIES,
     SURNAMES,
     WEEKDAYS,
