@@ -160,11 +160,11 @@ def run(
     from django.db import connection
 
     from hakimem.services import api_key_create
-    from bench import dataset, in_process
+    from bench import dataset, in_process, loader
 
     settings.HAKI_EMBED_PROVIDER = embedder
     if not in_process._loaded(total, seed):
-        dataset.load(total, embedder, cache_dir, seed)
+        loader.load(total, embedder, cache_dir, seed)
     with connection.cursor() as cursor:
         cursor.execute("SELECT count(*) FROM facts_fact WHERE project_id = %s AND status = 'active'", [INGEST_PROJECT])
         ingested = cursor.fetchone()[0]

@@ -575,7 +575,7 @@ def run(
     from django.conf import settings
 
     from hakimem.services import api_key_create
-    from bench import dataset, in_process
+    from bench import dataset, in_process, loader
 
     settings.HAKI_EMBED_PROVIDER = embedder
     report = {
@@ -587,7 +587,7 @@ def run(
         "load_avg_1m_at_start": round(os.getloadavg()[0], 2),
     }
     if reload or not in_process._loaded(total, seed) or not _embedded_with(embedder, seed):
-        report["load"] = dataset.load(total, embedder, cache_dir, seed)
+        report["load"] = loader.load(total, embedder, cache_dir, seed)
     _, bench_key = api_key_create(project_id=dataset.PROJECT, label="bench_http")
     _, ingest_key = api_key_create(project_id=INGEST_PROJECT, label="bench_http")
 

@@ -101,7 +101,7 @@ def noop_cost_us(samples: int = 200_000) -> float:
 def run(*, total: int, embedder: str, queries: int, seed: int, cache_dir: Path, log: Path) -> dict:
     from django.conf import settings
 
-    from bench import dataset, in_process
+    from bench import dataset, in_process, loader
     from context.assembler import context_assemble
     from hakimem import telemetry
     from hakimem.embeddings import get_embedder
@@ -116,7 +116,7 @@ def run(*, total: int, embedder: str, queries: int, seed: int, cache_dir: Path, 
     }
     logging.getLogger("hakimem.context").setLevel(logging.WARNING)  # one line per call: not this run's figures
     if not in_process._loaded(total, seed) or not _embedded_with(embedder, seed):
-        report["load"] = dataset.load(total, embedder, cache_dir, seed)
+        report["load"] = loader.load(total, embedder, cache_dir, seed)
 
     collector_port = free_port()
     collector = subprocess.Popen([sys.executable, "-c", _COLLECTOR, str(collector_port)])
