@@ -33,24 +33,19 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.over_http import (
+from bench.clients import percentiles, request
+from bench.floor import (
     FLOOR_SAMPLES,
-    INGEST_PROJECT,
-    WARM_UP_CALLS_PER_WORKER,
-    Server,
-    _percentiles,
-    _scopes,
     fig,
     floor_line,
     floor_measure,
     floor_questions,
     floor_targets,
-    request,
-    server_environment,
-    settle,
     target_line,
     to_floor,
 )
+from bench.over_http import INGEST_PROJECT, WARM_UP_CALLS_PER_WORKER, _scopes, settle
+from bench.server import Server, server_environment
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -121,7 +116,7 @@ def compare(
             "subject": subject,
             "calls": queries,
             "errors": errors,
-            **{name: _percentiles(values) for name, values in latencies.items()},
+            **{name: percentiles(values) for name, values in latencies.items()},
         }
         base, new = result["baseline"], result["checkout"]
         result["ratio"] = {
@@ -160,11 +155,11 @@ def run(
     from django.db import connection
 
     from hakimem.services import api_key_create
-    from bench import dataset, in_process
+    from bench import dataset, in_process, loader
 
     settings.HAKI_EMBED_PROVIDER = embedder
     if not in_process._loaded(total, seed):
-        dataset.load(total, embedder, cache_dir, seed)
+        loader.load(total, embedder, cache_dir, seed)
     with connection.cursor() as cursor:
         cursor.execute("SELECT count(*) FROM facts_fact WHERE project_id = %s AND status = 'active'", [INGEST_PROJECT])
         ingested = cursor.fetchone()[0]

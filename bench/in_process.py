@@ -246,12 +246,12 @@ def run(
     from django.test import Client
 
     from hakimem.services import api_key_create
-    from bench import dataset
+    from bench import dataset, loader
 
     settings.HAKI_EMBED_PROVIDER = embedder
     report = {"total": total, "embedder": embedder, "queries_per_subject": queries}
     if reload or not _loaded(total, seed):
-        report["load"] = dataset.load(total, embedder, cache_dir, seed)
+        report["load"] = loader.load(total, embedder, cache_dir, seed)
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT pg_relation_size('facts_fact_embedding_hnsw'), pg_relation_size('facts_fact'),"

@@ -3,7 +3,7 @@
     python scripts/load_check.py                                   # MiniLM; steps of 30 s from 5 ops/s up
     python scripts/load_check.py --embedder hashing --step-seconds 10
 
-It starts gunicorn as `make run` does (bench/over_http.py's Server) against its own embedded server
+It starts gunicorn as `make run` does (bench/server.py's Server) against its own embedded server
 (var/pgdata-load, or HAKI_PGDATA / DATABASE_URL), writes --subjects subjects of project "load" over HTTP, then
 runs steps of --step-seconds at rising rates (x1.5 from --start-rate). Each step is open loop: an operation is
 due every 1/rate s whatever the answers, and a pool of client threads sends them:
@@ -41,7 +41,8 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from bench.over_http import Server, _percentiles, request
+from bench.clients import percentiles, request
+from bench.server import Server
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -147,7 +148,7 @@ class Step:
 
     def summary(self, seconds: float, max_p95: float) -> dict:
         done = len(self.latencies) + sum(self.errors.values())
-        latency = _percentiles(self.latencies)
+        latency = percentiles(self.latencies)
         held = done >= HELD_SHARE * self.due and not self.errors and latency.get("p95", 1e9) < max_p95
         return {
             "rate": round(self.rate, 1),

@@ -30,412 +30,34 @@ only; every phase is bounded in calls and time. Writes JSON (--out).
 
 from __future__ import annotations
 
-import http.client
 import json
 import os
-import signal
-import socket
-import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
-from urllib.parse import urlparse
 
-ROOT = Path(__file__).resolve().parent.parent
+from bench import clients as http_clients
+from bench.clients import ingest, load_phase, percentiles, request
+from bench.floor import (
+    FLOOR_SAMPLES,
+    LARGE_SCOPE,
+    THROUGHPUT_SHARE,
+    TIERED_LIMIT,
+    fig,
+    floor_line,
+    floor_measure,
+    floor_of_run,
+    floor_questions,
+    floor_targets,
+    target_line,
+    to_floor,
+)
+from bench.server import ROOT, Server, server_environment
 
 INGEST_PROJECT = "bench-http"
 INGEST_SUBJECT = "ingest-1k"
-LARGE_SCOPE = 5_000  # loaded scopes at least this big are measured beside the small and the ingested one
 SMALL_TARGET = 50
 WARM_UP_CALLS_PER_WORKER = 4
-
-
-# --- the server -----------------------------------------------------------------------------------------
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def database_url(settings_dict: dict, **params: str) -> str:
-    """A postgresql:// URL for a Django DATABASES entry (host may be a socket folder); `params` are added
-    to its query (application_name=...)."""
-    from urllib.parse import quote, urlencode
-
-    user = quote(settings_dict["USER"] or "")
-    password = f":{quote(settings_dict['PASSWORD'])}" if settings_dict["PASSWORD"] else ""
-    host = settings_dict["HOST"] or ""
-    if host.startswith("/"):
-        netloc, query = f"{user}{password}@" if user else "", f"?host={quote(host)}"
-    else:
-        netloc, query = f"{user}{password}@{host}" + (f":{settings_dict['PORT']}" if settings_dict["PORT"] else ""), ""
-    if params:
-        query += ("&" if query else "?") + urlencode(params)
-    return f"postgresql://{netloc}/{quote(settings_dict['NAME'])}{query}"
-
-
-class Server:
-    """gunicorn as `make run` starts it (or Django's development server, as `make dev` does), on a free port, from
-    the checkout at `root` (scripts/bench_ab.py starts one from another commit's work tree)."""
-
-    def __init__(
-        self,
-        *,
-        kind: str = "gunicorn",
-        env: dict | None = None,
-        log: Path | None = None,
-        port: int | None = None,
-        root: Path = ROOT,
-    ):
-        self.kind, self.port, self.root = kind, port or free_port(), root
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.env = {**os.environ, **(env or {}), "HAKI_PORT": str(self.port)}
-        self.log_path = log
-        self.process: subprocess.Popen | None = None
-
-    def start(self, timeout: float = 120.0) -> "Server":
-        configuration = "config.gunicorn"
-        if not (self.root / "config").is_dir():  # a bench_ab baseline older than the project package config/
-            configuration, self.env["DJANGO_SETTINGS_MODULE"] = "hakimem.gunicorn_conf", "hakimem.settings"
-        if self.kind == "gunicorn":
-            command = [sys.executable, "-m", "gunicorn", "-c", f"python:{configuration}"]
-        else:  # the old `make run`: one process, a thread per request, a connection per thread kept 60 s
-            self.env.setdefault("HAKI_DB_POOL_MAX", "0")
-            command = [sys.executable, "manage.py", "runserver", "--insecure", "--noreload", f"127.0.0.1:{self.port}"]
-        out = self.log_path.open("ab") if self.log_path else subprocess.DEVNULL
-        self.process = subprocess.Popen(
-            command, cwd=self.root, env=self.env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
-        )
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"{self.kind} exited with {self.process.returncode} (log: {self.log_path})")
-            try:
-                status, _ = request(self.url, "GET", "/v1/health/ready", timeout=5)
-                if status == 200:
-                    return self
-            except OSError:
-                pass
-            time.sleep(0.25)
-        self.stop()
-        raise RuntimeError(f"{self.kind} not ready after {timeout:.0f} s (log: {self.log_path})")
-
-    def worker_pids(self) -> list[int]:
-        if self.kind != "gunicorn":
-            return [self.process.pid]
-        out = subprocess.run(["ps", "-o", "pid=", "--ppid", str(self.process.pid)], capture_output=True, text=True)
-        return [int(pid) for pid in out.stdout.split()]
-
-    def stop(self) -> None:
-        if self.process and self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)  # gunicorn: graceful; its workers finish their request
-            try:
-                self.process.wait(30)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait(5)
-
-    def __enter__(self) -> "Server":
-        return self.start()
-
-    def __exit__(self, *exc) -> None:
-        self.stop()
-
-
-# --- the clients ----------------------------------------------------------------------------------------
-
-_local = threading.local()
-# Clients keep their connection open between requests, as an HTTP client library does. Django's development
-# server then answers every request ~40 ms late (it writes headers and body apart: Nagle's algorithm waits for
-# the client's delayed ACK); --no-keepalive sends `Connection: close` to measure it without that.
-KEEPALIVE = True
-
-
-def request(base: str, method: str, path: str, body=None, key: str | None = None, timeout: float = 60.0):
-    """(status, parsed JSON or None). One keep-alive connection per thread and server; a server that closes
-    it after each response (gunicorn's sync workers do) gets a new one for the next request."""
-    parsed = urlparse(base)
-    connections = _local.__dict__.setdefault("connections", {})
-    conn = connections.get(base)
-    if conn is None:
-        conn = connections[base] = http.client.HTTPConnection(parsed.hostname, parsed.port, timeout=timeout)
-    # This request's own timeout, also on a connection opened by an earlier one: the first ingest batch on a cold
-    # 1M-fact server took over the readiness probe's few seconds and the run died.
-    conn.timeout = timeout
-    if conn.sock is not None:
-        conn.sock.settimeout(timeout)
-    headers = {"Accept": "application/json"}
-    if not KEEPALIVE:
-        headers["Connection"] = "close"
-    payload = None
-    if body is not None:
-        payload = json.dumps(body).encode()
-        headers["Content-Type"] = "application/json"
-    if key:
-        headers["Authorization"] = f"Bearer {key}"
-    reused = conn.sock is not None
-    try:
-        conn.request(method, path, body=payload, headers=headers)
-        response = conn.getresponse()
-        data = response.read()
-        if not KEEPALIVE:
-            conn.close()
-    except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
-        conn.close()
-        connections.pop(base, None)
-        if not reused:
-            raise
-        # A kept-alive connection the server closed while it was idle (gthread's keepalive): once on a new one.
-        return request(base, method, path, body, key, timeout)
-    except (http.client.HTTPException, OSError):
-        conn.close()
-        connections.pop(base, None)
-        raise
-    try:
-        return response.status, json.loads(data) if data else None
-    except ValueError:
-        return response.status, None
-
-
-def _percentiles(values: list[float]) -> dict:
-    import numpy as np
-
-    if not values:
-        return {"n": 0}
-    arr = np.array(values)
-    return {
-        "n": len(values),
-        "p50": round(float(np.percentile(arr, 50)), 2),
-        "p95": round(float(np.percentile(arr, 95)), 2),
-        "p99": round(float(np.percentile(arr, 99)), 2),
-        "mean": round(float(arr.mean()), 2),
-    }
-
-
-# --- the floor ------------------------------------------------------------------------------------------
-# Issue 31's measuring rule: absolute milliseconds move 2x between machines of the same kind, so every latency is read
-# as a ratio to what any service that embeds the question must pay, measured in the same run on the same machine:
-# embedding one question with the configured embedder (p50) + the liveness probe's round trip through the server
-# under test (p50). Everything a context call adds beyond that is hakimem's own cost.
-
-FLOOR_SAMPLES = 60
-FLOOR_WARM_UP = 5
-FLOOR_SEED_OFFSET = 5_000  # the floor's questions come from a seed no scope draws from
-
-
-def floor_questions(n: int, seed: int, exclude: set[str]) -> list[str]:
-    """`n` distinct questions, none in `exclude` (the texts the run sends or has sent)."""
-    from bench import dataset
-
-    questions = [q for q in dataset.generate_queries(4 * n, seed + FLOOR_SEED_OFFSET) if q not in exclude][:n]
-    if len(questions) < n:
-        raise RuntimeError(f"only {len(questions)} questions for the floor, {n} asked")
-    return questions
-
-
-def floor_measure(bases: list[str], questions: list[str]) -> dict:
-    """The floor now: each of `questions` embedded alone in this process with the configured embedder (its vector is
-    never cached), then as many `GET /v1/health/live` round trips, taken in turn from the servers at `bases`; both
-    warmed first. floor_ms = embed p50 + live p50."""
-    from hakimem.embeddings import get_embedder
-
-    embedder = get_embedder()
-    for i in range(FLOOR_WARM_UP):
-        embedder.embed([f"warming the model before the floor, sentence {i}"])
-    embed_ms = []
-    for question in questions:
-        started = time.perf_counter()
-        embedder.embed([question])
-        embed_ms.append((time.perf_counter() - started) * 1000)
-    live_ms = []
-    for i in range(FLOOR_WARM_UP + len(questions)):
-        base = bases[i % len(bases)]
-        started = time.perf_counter()
-        status, _ = request(base, "GET", "/v1/health/live")
-        elapsed = (time.perf_counter() - started) * 1000
-        if status != 200:
-            raise RuntimeError(f"GET /v1/health/live answered {status} at {base}")
-        if i >= FLOOR_WARM_UP:
-            live_ms.append(elapsed)
-    embed, live = _percentiles(embed_ms), _percentiles(live_ms)
-    return {
-        "embed_ms": embed,
-        "live_ms": live,
-        "floor_ms": round(embed["p50"] + live["p50"], 2),
-        "load_avg_1m": round(os.getloadavg()[0], 2),
-    }
-
-
-def floor_of_run(before: dict, after: dict) -> dict:
-    """The run's floor: the mean of the one measured before the context calls and the one measured after them."""
-    return {
-        "floor_ms": round((before["floor_ms"] + after["floor_ms"]) / 2, 2),
-        "used": "mean of before and after",
-        "before": before,
-        "after": after,
-    }
-
-
-def to_floor(latency_ms: dict, floor_ms: float) -> dict:
-    """Each percentile of `latency_ms` as a multiple of `floor_ms`."""
-    return {pct: round(latency_ms[pct] / floor_ms, 2) for pct in ("p50", "p95", "p99", "mean") if latency_ms.get(pct)}
-
-
-def fig(latency_ms: dict, pct: str, floor_ms: float | None) -> str:
-    """`p50 40.1 ms (2.1x floor)`."""
-    value = latency_ms.get(pct)
-    if value is None:
-        return f"{pct} -"
-    return f"{pct} {value} ms" + (f" ({value / floor_ms:.2f}x floor)" if floor_ms else "")
-
-
-def floor_line(floor: dict) -> str:
-    """The floor in words: its parts, and the measurements it is the mean of (if it is)."""
-
-    def one(f: dict) -> str:
-        e, live = f["embed_ms"], f["live_ms"]
-        return (
-            f"{f['floor_ms']} ms = embed one question p50 {e['p50']} (p95 {e['p95']}) + GET /v1/health/live p50 "
-            f"{live['p50']} (p95 {live['p95']}), n {e['n']}, load {f['load_avg_1m']}"
-        )
-
-    if "before" not in floor:
-        return f"floor {one(floor)}"
-    return (
-        f"floor {floor['floor_ms']} ms ({floor['used']}): before the context calls {one(floor['before'])}; "
-        f"after them {one(floor['after'])}"
-    )
-
-
-# Issue 31's targets for the context call, as multiples of the floor: (what, scopes it applies to, percentile, limit).
-TARGETS = [
-    ("50-fact scope, 1 client, p50", lambda label, facts, total: label == "small", "p50", 1.5),
-    ("50-fact scope, 1 client, p95", lambda label, facts, total: label == "small", "p95", 2.0),
-    ("5k+ scope, 1 client, p50", lambda label, facts, total: facts >= LARGE_SCOPE, "p50", 2.0),
-    (
-        "10k+ scope in a 1M-fact table, 1 client, p95",
-        lambda label, facts, total: facts >= 10_000 and total >= 1_000_000,
-        "p95",
-        2.5,
-    ),
-]
-TIERED_LIMIT = 1.3  # tiered calls within 1.3x of plain ones, p50 and p95
-THROUGHPUT_SHARE = 0.8  # 8 clients at the 50-fact scope: at least 0.8 x (cores / floor) calls per second
-
-
-def floor_targets(scopes: dict[str, tuple[int, dict]], floor_ms: float, total: int) -> list[dict]:
-    """The targets met or not by `scopes` (label -> (facts, 1-client latency_ms))."""
-    rows = []
-    for what, applies, pct, limit in TARGETS:
-        for label, (facts, latency) in scopes.items():
-            if applies(label, facts, total) and latency.get(pct):
-                ratio = round(latency[pct] / floor_ms, 2)
-                rows.append(
-                    {
-                        "target": what,
-                        "scope": label,
-                        "facts": facts,
-                        "ms": latency[pct],
-                        "ratio": ratio,
-                        "limit": limit,
-                        "met": ratio <= limit,
-                    }
-                )
-    return rows
-
-
-def target_line(row: dict) -> str:
-    if "ratio" in row:
-        return (
-            f"{row['target']} <= {row['limit']}x floor: {row['scope']} ({row['facts']} facts) {row['ms']} ms = "
-            f"{row['ratio']}x: {'met' if row['met'] else 'not met'}"
-        )
-    return f"{row['target']}: {row['figure']}: {'met' if row['met'] else 'not met'}"
-
-
-def load_phase(
-    base: str,
-    key: str,
-    project: str,
-    subject: str,
-    queries: list[str],
-    *,
-    clients: int,
-    duration: float | None = None,
-    asks: dict | None = None,
-    think: float = 0.0,
-) -> dict:
-    """POST /v1/context with each text of `queries` once, from `clients` threads, for at most `duration`
-    seconds (`asks`: more of the request, e.g. tiers), each client waiting `think` seconds after each answer.
-    Latency in ms of the calls that answered 200; errors counted by status (or exception name)."""
-    texts = iter(queries)
-    lock = threading.Lock()
-    latencies: list[float] = []
-    errors: dict[str, int] = {}
-    stop_at = time.monotonic() + duration if duration else None
-
-    def client():
-        while stop_at is None or time.monotonic() < stop_at:
-            with lock:
-                query = next(texts, None)
-            if query is None:
-                return
-            body = {"project_id": project, "subject_id": subject, "query": query, "budget_tokens": 900, **(asks or {})}
-            started = time.perf_counter()
-            try:
-                status, _ = request(base, "POST", "/v1/context", body, key)
-            except (http.client.HTTPException, OSError) as exc:
-                status = exc.__class__.__name__
-            elapsed = (time.perf_counter() - started) * 1000
-            with lock:
-                if status == 200:
-                    latencies.append(elapsed)
-                else:
-                    errors[str(status)] = errors.get(str(status), 0) + 1
-            if think:
-                time.sleep(think)
-
-    began = time.perf_counter()
-    threads = [threading.Thread(target=client) for _ in range(clients)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    wall = time.perf_counter() - began
-    calls = len(latencies) + sum(errors.values())
-    return {
-        "clients": clients,
-        "calls": calls,
-        "seconds": round(wall, 2),
-        "calls_per_s": round(calls / wall, 1),
-        "errors": errors,
-        "latency_ms": _percentiles(latencies),
-        "load_avg_1m": round(os.getloadavg()[0], 2),
-    }
-
-
-def ingest(base: str, key: str, texts: list[str], *, project: str, subject: str) -> dict:
-    """POST /v1/facts in batches of 100 into a fresh subject; the facts stay (they are a scope measured next)."""
-    request(base, "DELETE", f"/v1/subjects/{subject}?project_id={project}", key=key)
-    timings, errors = [], 0
-    for start in range(0, len(texts), 100):
-        body = {
-            "facts": [{"project_id": project, "subject_id": subject, "text": t} for t in texts[start : start + 100]]
-        }
-        began = time.perf_counter()
-        status, _ = request(base, "POST", "/v1/facts", body, key, timeout=120)
-        timings.append(time.perf_counter() - began)
-        errors += status != 201
-    return {
-        "batches": len(timings),
-        "batch_size": 100,
-        "errors": errors,
-        "facts_per_s": round(len(texts) / sum(timings), 1) if timings else None,
-        "batch_ms": _percentiles([t * 1000 for t in timings]),
-    }
 
 
 # --- the run --------------------------------------------------------------------------------------------
@@ -490,7 +112,7 @@ def in_process_assembler(project: str, subject: str, queries: list[str]) -> dict
         started = time.perf_counter()
         context_assemble(project_id=project, subject_id=subject, query=query, budget_tokens=900)
         timings.append((time.perf_counter() - started) * 1000)
-    return _percentiles(timings)
+    return percentiles(timings)
 
 
 # --tiers: what a tiered call costs beside a plain one. Each project measured gets project-wide identity blocks and
@@ -542,15 +164,6 @@ def _scopes(total: int, seed: int, ingested: int) -> list[tuple[str, str, str, i
     return scopes
 
 
-def server_environment(embedder: str, extra: dict | None = None) -> dict:
-    """A benchmarked server's environment: this process's database (its data folder unless a DATABASE_URL is set),
-    `embedder`, no access log, then `extra`."""
-    env = {"HAKI_EMBED_PROVIDER": embedder, "HAKI_ACCESS_LOG": "", **(extra or {})}
-    if not os.environ.get("DATABASE_URL") and "DATABASE_URL" not in env:
-        env["HAKI_PGDATA"] = os.environ["HAKI_PGDATA"]
-    return env
-
-
 def run(
     *,
     total: int,
@@ -575,19 +188,19 @@ def run(
     from django.conf import settings
 
     from hakimem.services import api_key_create
-    from bench import dataset, in_process
+    from bench import dataset, in_process, loader
 
     settings.HAKI_EMBED_PROVIDER = embedder
     report = {
         "total": total,
         "embedder": embedder,
         "server": server_kind,
-        "keepalive": KEEPALIVE,
+        "keepalive": http_clients.KEEPALIVE,
         "cores": os.cpu_count(),
         "load_avg_1m_at_start": round(os.getloadavg()[0], 2),
     }
     if reload or not in_process._loaded(total, seed) or not _embedded_with(embedder, seed):
-        report["load"] = dataset.load(total, embedder, cache_dir, seed)
+        report["load"] = loader.load(total, embedder, cache_dir, seed)
     _, bench_key = api_key_create(project_id=dataset.PROJECT, label="bench_http")
     _, ingest_key = api_key_create(project_id=INGEST_PROJECT, label="bench_http")
 

@@ -30,19 +30,10 @@ import time
 import timeit
 from pathlib import Path
 
-from bench.over_http import (
-    FLOOR_SAMPLES,
-    Server,
-    _embedded_with,
-    _percentiles,
-    fig,
-    floor_line,
-    floor_measure,
-    floor_questions,
-    free_port,
-    server_environment,
-    to_floor,
-)
+from bench.clients import percentiles
+from bench.floor import FLOOR_SAMPLES, fig, floor_line, floor_measure, floor_questions, to_floor
+from bench.over_http import _embedded_with
+from bench.server import Server, free_port, server_environment
 
 ROOT = Path(__file__).resolve().parent.parent
 BUDGET_TOKENS = 900
@@ -101,7 +92,7 @@ def noop_cost_us(samples: int = 200_000) -> float:
 def run(*, total: int, embedder: str, queries: int, seed: int, cache_dir: Path, log: Path) -> dict:
     from django.conf import settings
 
-    from bench import dataset, in_process
+    from bench import dataset, in_process, loader
     from context.assembler import context_assemble
     from hakimem import telemetry
     from hakimem.embeddings import get_embedder
@@ -116,7 +107,7 @@ def run(*, total: int, embedder: str, queries: int, seed: int, cache_dir: Path, 
     }
     logging.getLogger("hakimem.context").setLevel(logging.WARNING)  # one line per call: not this run's figures
     if not in_process._loaded(total, seed) or not _embedded_with(embedder, seed):
-        report["load"] = dataset.load(total, embedder, cache_dir, seed)
+        report["load"] = loader.load(total, embedder, cache_dir, seed)
 
     collector_port = free_port()
     collector = subprocess.Popen([sys.executable, "-c", _COLLECTOR, str(collector_port)])
@@ -160,7 +151,7 @@ def run(*, total: int, embedder: str, queries: int, seed: int, cache_dir: Path, 
                     if i >= 10:  # the first ten warm both
                         timings[mode].append((time.perf_counter() - started) * 1000)
                 telemetry._tracer = None
-            result = {"subject": subject, "facts": facts, **{m: _percentiles(v) for m, v in timings.items()}}
+            result = {"subject": subject, "facts": facts, **{m: percentiles(v) for m, v in timings.items()}}
             for mode in ("off", "on"):
                 result[f"{mode}_x_floor"] = to_floor(result[mode], floor_ms)
             result["on_over_off_p50"] = round(result["on"]["p50"] / result["off"]["p50"], 3)

@@ -1,8 +1,8 @@
-"""The benchmark dataset's vocabulary (bench/dataset.py draws from it): names, places, jobs, everyday
-things, the cast's relations, and the templates of facts, events and questions. Plain data: the generator's
-rules, and every random draw, are in bench/dataset.py.
+"""The benchmark dataset's vocabulary (bench/dataset.py draws from it): names, jobs, everyday things, health,
+the calendar and the cast's relations; the places are in bench/places.py, the sentences that use them in
+bench/templates.py. Plain data: the generator's rules, and every random draw, are in bench/dataset.py.
 
-Bilingual entries read 'english|français' (`_pairs`); French forms carry their article where the templates
+Bilingual entries read 'english|français' (`bilingual`); French forms carry their article where the templates
 contract it. The order of every list is part of the dataset: a draw picks by position, so reordering or
 inserting an entry changes the generated texts (and invalidates the embedding cache).
 """
@@ -12,12 +12,10 @@ from __future__ import annotations
 from typing import NamedTuple
 
 
-def _pairs(items: list[str]) -> list[tuple[str, str]]:
+def bilingual(items: list[str]) -> list[tuple[str, str]]:
     """'english|français' entries; one without '|' reads the same in both languages."""
     return [tuple(item.split("|")) if "|" in item else (item, item) for item in items]
 
-
-# --- vocabulary -----------------------------------------------------------------------------------------
 
 FEMALE_NAMES = """Camille Léa Chloé Manon Inès Sarah Emma Jade Louise Alice Lina Zoé Juliette Anna Rose Mila Clara
 Eva Julia Nina Margaux Mathilde Pauline Élise Aurélie Céline Sophie Marie Claire Isabelle Nathalie Hélène Amélie
@@ -40,153 +38,8 @@ Bianchi Romano Silva Santos Oliveira Pereira Costa Fernández González Rodrígu
 Schmidt Schneider Fischer Weber Wagner Becker Hoffmann Nakamura Tanaka Sato Kim Park Chen Wang Zhang Patel Sharma
 Singh Khan Haddad Mansour Okafor Mensah Diallo Traoré Nguyen Tran Ivanov Petrov Andersen Larsen Nielsen Eriksson
 Johansson Yilmaz Kaya Papadopoulos""".split()
-PLACES = _pairs(
-    [
-        "Paris",
-        "Lyon",
-        "Marseille",
-        "Toulouse",
-        "Nice",
-        "Nantes",
-        "Strasbourg",
-        "Montpellier",
-        "Bordeaux",
-        "Lille",
-        "Rennes",
-        "Reims",
-        "Grenoble",
-        "Dijon",
-        "Angers",
-        "Nîmes",
-        "Annecy",
-        "Brest",
-        "Tours",
-        "Amiens",
-        "Limoges",
-        "Perpignan",
-        "Metz",
-        "Besançon",
-        "Orléans",
-        "Rouen",
-        "Caen",
-        "Nancy",
-        "Avignon",
-        "Poitiers",
-        "La Rochelle",
-        "Biarritz",
-        "Saint-Malo",
-        "Chamonix",
-        "Ajaccio",
-        "Bastia",
-        "Colmar",
-        "Arles",
-        "Aix-en-Provence",
-        "Cannes",
-        "Le Havre",
-        "Clermont-Ferrand",
-        "Bayonne",
-        "Pau",
-        "Vannes",
-        "Quimper",
-        "Lorient",
-        "Troyes",
-        "Chartres",
-        "Versailles",
-        "Brussels|Bruxelles",
-        "Antwerp|Anvers",
-        "Ghent|Gand",
-        "Bruges",
-        "Liège",
-        "Geneva|Genève",
-        "Lausanne",
-        "Zurich",
-        "Basel|Bâle",
-        "Bern|Berne",
-        "Luxembourg",
-        "Montreal|Montréal",
-        "Quebec City|Québec",
-        "Toronto",
-        "Vancouver",
-        "London|Londres",
-        "Edinburgh|Édimbourg",
-        "Manchester",
-        "Dublin",
-        "Cork",
-        "Lisbon|Lisbonne",
-        "Porto",
-        "Madrid",
-        "Barcelona|Barcelone",
-        "Seville|Séville",
-        "Valencia|Valence",
-        "Bilbao",
-        "Granada|Grenade",
-        "Rome",
-        "Milan",
-        "Florence",
-        "Venice|Venise",
-        "Naples",
-        "Turin",
-        "Bologna|Bologne",
-        "Berlin",
-        "Munich",
-        "Hamburg|Hambourg",
-        "Cologne",
-        "Frankfurt|Francfort",
-        "Vienna|Vienne",
-        "Salzburg|Salzbourg",
-        "Prague",
-        "Budapest",
-        "Warsaw|Varsovie",
-        "Krakow|Cracovie",
-        "Amsterdam",
-        "Rotterdam",
-        "Utrecht",
-        "Copenhagen|Copenhague",
-        "Stockholm",
-        "Oslo",
-        "Helsinki",
-        "Reykjavik",
-        "Athens|Athènes",
-        "Thessaloniki|Thessalonique",
-        "Istanbul",
-        "Marrakesh|Marrakech",
-        "Casablanca",
-        "Tunis",
-        "Dakar",
-        "Cairo|Le Caire",
-        "Cape Town|Le Cap",
-        "Nairobi",
-        "New York",
-        "Boston",
-        "Chicago",
-        "San Francisco",
-        "Los Angeles",
-        "Seattle",
-        "New Orleans|La Nouvelle-Orléans",
-        "Mexico City|Mexico",
-        "Buenos Aires",
-        "Rio de Janeiro",
-        "Lima",
-        "Santiago",
-        "Tokyo",
-        "Kyoto",
-        "Osaka",
-        "Seoul|Séoul",
-        "Beijing|Pékin",
-        "Shanghai",
-        "Hong Kong",
-        "Singapore|Singapour",
-        "Bangkok",
-        "Hanoi|Hanoï",
-        "Mumbai|Bombay",
-        "Delhi",
-        "Sydney",
-        "Melbourne",
-        "Auckland",
-    ]
-)
 # French forms with '/' are masculine/feminine; the others are the same for both.
-OCCUPATIONS = _pairs(
+OCCUPATIONS = bilingual(
     [
         "nurse|infirmier/infirmière",
         "architect|architecte",
@@ -265,7 +118,7 @@ Deezer Spotify Siemens Nestlé Philips IKEA Novartis Google Zalando Booking.com 
 Atelier_Moreau Studio_Nuances Cabinet_Lefèvre Clinique_du_Parc Librairie_Mollat Brasserie_Lipp""".split()
 COMPANIES = [name.replace("_", " ") for name in COMPANIES]  # '_' joins multi-word names in the list above
 # French forms carry their article, so the templates can contract "à les" into "aux" and "de le" into "du".
-FOODS = _pairs(
+FOODS = bilingual(
     [
         "sushi|les sushis",
         "ramen|les ramens",
@@ -312,7 +165,7 @@ FOODS = _pairs(
         "smoked salmon|le saumon fumé",
     ]
 )
-HOBBIES = _pairs(
+HOBBIES = bilingual(
     [
         "rock climbing|l'escalade",
         "hiking|la randonnée",
@@ -356,7 +209,7 @@ HOBBIES = _pairs(
         "stand-up paddling|le paddle",
     ]
 )
-SPORTS = _pairs(
+SPORTS = bilingual(
     [
         "tennis|au tennis",
         "badminton|au badminton",
@@ -372,7 +225,7 @@ SPORTS = _pairs(
         "pétanque|à la pétanque",
     ]
 )
-OBJECTS = _pairs(
+OBJECTS = bilingual(
     [
         "a red bicycle|un vélo rouge",
         "an old film camera|un vieil appareil photo argentique",
@@ -408,7 +261,7 @@ OBJECTS = _pairs(
         "a pair of running shoes|une paire de chaussures de course",
     ]
 )
-ANIMALS = _pairs(
+ANIMALS = bilingual(
     [
         "dog|un chien",
         "cat|un chat",
@@ -440,7 +293,7 @@ PET_TREATS = [
     "chasing pigeons",
     "car rides",
 ]
-ALLERGENS = _pairs(
+ALLERGENS = bilingual(
     [
         "peanuts|les arachides",
         "penicillin|la pénicilline",
@@ -456,7 +309,7 @@ ALLERGENS = _pairs(
         "eggs|les œufs",
     ]
 )
-CONDITIONS = _pairs(
+CONDITIONS = bilingual(
     [  # French form reads after "a": "Léa a des migraines"
         "back pain|mal au dos",
         "migraines|des migraines",
@@ -486,7 +339,7 @@ MEDICATIONS = [
     "melatonin",
     "a beta blocker",
 ]
-LANGUAGES = _pairs(
+LANGUAGES = bilingual(
     [
         "Spanish|l'espagnol",
         "German|l'allemand",
@@ -522,7 +375,7 @@ STUDIES = [
     "literature",
     "psychology",
 ]
-DEPARTMENTS = _pairs(
+DEPARTMENTS = bilingual(
     [
         "marketing",
         "finance",
@@ -549,7 +402,7 @@ MUSIC = [
     "indie rock",
     "film soundtracks",
 ]
-CUISINES = _pairs(
+CUISINES = bilingual(
     [
         "Italian|italien",
         "Japanese|japonais",
@@ -566,30 +419,8 @@ CUISINES = _pairs(
     ]
 )
 FILM_GENRES = ["horror", "science-fiction", "documentary", "romantic comedy", "thriller", "animated", "western"]
-STREETS = [
-    "rue des Lilas",
-    "rue Victor Hugo",
-    "avenue Jean Jaurès",
-    "boulevard Voltaire",
-    "rue de la République",
-    "Baker Street",
-    "Elm Street",
-    "Main Street",
-    "Canal Street",
-    "rue du Marché",
-    "place Bellecour",
-    "rue Mouffetard",
-    "rue Oberkampf",
-    "Calle Mayor",
-    "Via Roma",
-    "Kingsland Road",
-    "rue Sainte-Catherine",
-    "cours Julien",
-    "rue Pasteur",
-    "quai de la Fosse",
-]
 SEASONS = ["spring", "summer", "autumn", "winter"]
-MONTHS = _pairs(
+MONTHS = bilingual(
     [
         "January|janvier",
         "February|février",
@@ -605,7 +436,7 @@ MONTHS = _pairs(
         "December|décembre",
     ]
 )
-WEEKDAYS = _pairs(
+WEEKDAYS = bilingual(
     [
         "Monday|lundi",
         "Tuesday|mardi",
@@ -656,163 +487,4 @@ RELATIONS = [
     Relation("running coach", "le coach de course/la coach de course", "n", False),
     Relation("sister-in-law", "la belle-sœur", "f", False),
     Relation("brother-in-law", "le beau-frère", "m", False),
-]
-
-
-# --- templates ------------------------------------------------------------------------------------------
-# (category, kind, template). Volatility is drawn per category (bench.dataset.VOLATILITY).
-
-EN_FACTS = [
-    ("family", "fact", "{p} is {me}'s {rel}."),
-    ("family", "fact", "{me}'s {rel} {p} lives in {pcity}."),
-    ("family", "fact", "{p} was born on {day} {month} {year_birth} in {city}."),
-    ("family", "fact", "{p}'s birthday is on {month} {day}."),
-    ("family", "fact", "{p} and {q} got married in {city} in {year}."),
-    ("family", "fact", "{p} has {n_kids} children and lives near {city}."),
-    ("relationships", "fact", "{p} introduced {me} to {q} at a party in {city}."),
-    ("relationships", "fact", "{me} has known {p_full} since {year_past}, when they met in {city}."),
-    ("relationships", "fact", "{p} and {q} have not spoken to each other since {month} {year}."),
-    ("work", "fact", "{p} works as {a_pjob} at {company}."),
-    ("work", "fact", "{me} started a new job as {a_job} at {company} in {month} {year}."),
-    ("work", "fact", "{p} used to work at {company} before moving to {city}."),
-    ("work", "fact", "{me} works from home on {weekday}s."),
-    ("work", "fact", "{me}'s manager at {company} is {p_full}."),
-    ("work", "fact", "{p} is training to become {a_job}."),
-    ("work", "fact", "{me} earns about {salary} euros a month at {company}."),
-    ("work", "fact", "{p} was promoted to head of the {dept} team at {company} in {year}."),
-    ("place", "fact", "{me} lives in {home} with {p}."),
-    ("place", "fact", "{me} moved from {city} to {city2} in {year}."),
-    ("place", "fact", "{p} rents a small flat on {street} in {pcity}."),
-    ("place", "fact", "{me}'s favourite café in {home} is on {street}."),
-    ("place", "fact", "{p} owns a holiday house near {city}."),
-    ("preference", "preference", "{me} loves {food}."),
-    ("preference", "preference", "{p} does not like {food}."),
-    ("preference", "preference", "{me} prefers {food} to {food2}."),
-    ("preference", "preference", "{p}'s favourite hobby is {hobby}."),
-    ("preference", "preference", "{me} would like to try {hobby} this {season}."),
-    ("preference", "preference", "{me} prefers meetings before {hour} in the morning."),
-    ("preference", "preference", "{p} hates {food} but loves {food2}."),
-    ("preference", "preference", "{me} always orders {food} at restaurants in {city}."),
-    ("preference", "preference", "{p} listens to {music} while working."),
-    ("preference", "preference", "{me} would love {obj} as a birthday present."),
-    ("health", "fact", "{me} is allergic to {allergen}."),
-    ("health", "fact", "{p} has {cond} and sees Dr {doctor} every {n_months} months."),
-    ("health", "fact", "{me} saw Dr {doctor} about {cond} on {day} {month} {year}."),
-    ("health", "fact", "{p} has been running {km} km every week since {month}."),
-    ("health", "fact", "{me} stopped drinking coffee in {year} because of {cond}."),
-    ("health", "fact", "{p} takes {med} every morning."),
-    ("pet", "fact", "{me} has a {pet_animal} called {pet}."),
-    ("pet", "fact", "{pet} the {pet_animal} is {pet_age} years old and loves {pet_treat}."),
-    ("pet", "fact", "{p} looks after {pet} when {me} travels."),
-    ("pet", "fact", "{pet} had a check-up at the vet in {home} on {day} {month} {year}."),
-    ("travel", "fact", "{me} visited {city} with {p} in {month} {year}."),
-    ("travel", "fact", "{p} is planning a trip to {city} in {month}."),
-    ("travel", "fact", "{me} has never been to {city} but would like to go."),
-    ("travel", "fact", "{p} spent {n_days} days in {city} and loved the {food} there."),
-    ("travel", "fact", "{me} flies to {city} every {month} for work at {company}."),
-    ("education", "fact", "{p} studied {study} at university in {city}."),
-    ("education", "fact", "{me} is learning {lang} and practises with {p} on {weekday}s."),
-    ("education", "fact", "{p} speaks fluent {lang} and some {lang2}."),
-    ("schedule", "fact", "{me} plays {sport} with {p} every {weekday} at {hour}."),
-    ("schedule", "fact", "{p}'s wedding is planned for {day} {month} {year_future} in {city}."),
-    ("schedule", "fact", "{me} has a dentist appointment on {weekday} at {hour}."),
-    ("possession", "fact", "{me} bought {obj} in {city} for {price} euros."),
-    ("possession", "fact", "{p} lent {me} {obj} in {month}."),
-    ("finance", "fact", "{me} owes {p} {price} euros for the trip to {city}."),
-    ("finance", "fact", "{me} is saving to buy a flat in {city} by {year_future}."),
-]
-FR_FACTS = [
-    ("family", "fact", "{p} est {rel_fr} {de_me}."),
-    ("family", "fact", "{p} habite {a_pcity_fr} depuis {year}."),
-    ("family", "fact", "L'anniversaire {de_p} est le {day} {month_fr}."),
-    ("work", "fact", "{p} travaille comme {pjob_fr} chez {company}."),
-    ("work", "fact", "{me} a commencé un nouveau poste {de_job_fr} chez {company} en {month_fr} {year}."),
-    ("work", "fact", "{p} a pris la tête de l'équipe {dept_fr} chez {company} en {year}."),
-    ("preference", "preference", "{me} adore {food_fr}."),
-    ("preference", "preference", "{p} n'aime pas du tout {food_fr}."),
-    ("preference", "preference", "{me} préfère {food_fr} {a_food2_fr}."),
-    ("preference", "preference", "Le loisir préféré {de_p} est {hobby_fr}."),
-    ("preference", "preference", "{me} voudrait essayer {hobby_fr} cet été."),
-    ("travel", "fact", "{me} a visité {city_fr} avec {p} en {month_fr} {year}."),
-    ("travel", "fact", "{p} part {a_city_fr} en {month_fr} pour {n_days} jours."),
-    ("travel", "fact", "{me} n'a jamais visité {city_fr} mais aimerait y aller."),
-    ("health", "fact", "{me} est allergique {a_allergen_fr}."),
-    ("health", "fact", "{p} a rendez-vous chez le docteur {doctor} le {day} {month_fr} à {hour_fr}."),
-    ("health", "fact", "{me} a {cond_fr} depuis {year}."),
-    ("pet", "fact", "{me} a {pet_animal_fr} qui s'appelle {pet}."),
-    ("pet", "fact", "{p} garde {pet} quand {me} part en voyage."),
-    ("education", "fact", "{p} parle couramment {lang_fr}."),
-    ("schedule", "fact", "{me} joue {sport_fr} avec {p} tous les {weekday_fr}s à {hour_fr}."),
-    ("place", "fact", "{me} a déménagé {de_city_fr} {a_city2_fr} en {year}."),
-    ("possession", "fact", "{me} a acheté {obj_fr} {a_city_fr} pour {price} euros."),
-    ("relationships", "fact", "{me} connaît {p_full} depuis {year_past}."),
-]
-EN_EVENTS = [
-    "{me} went hiking with {p} near {city}.",
-    "{me} had dinner with {p} and {q} at {a_cuisine} restaurant in {city}.",
-    "{p} called {me} to say they got a new job at {company}.",
-    "{me} visited {p} in {pcity} for the weekend.",
-    "{me} saw Dr {doctor} about {cond}.",
-    "{p} and {q} got engaged during a trip to {city}.",
-    "{me} lost {obj} on the train to {city}.",
-    "{me} celebrated {p}'s birthday with {a_cuisine} dinner.",
-    "{pet} escaped from the garden and {p} found them on {street}.",
-    "{me} took {pet} to the vet in {home} because of a limp.",
-    "{me} gave a presentation at {company} about the {dept} budget.",
-    "{me} and {p} watched a {genre} film in {city}.",
-    "{p} helped {me} move furniture into the new flat.",
-    "{me} missed the flight to {city} and took the next one.",
-    "{me} ran the {city} half-marathon with {p}.",
-    "{me} cooked {food} for {p} and {q}.",
-    "{me} argued with {p} about the holidays in {city}.",
-    "{p}'s baby was born at the hospital in {pcity}.",
-]
-FR_EVENTS = [
-    "{me} a fait une randonnée avec {p} près {de_city_fr}.",
-    "{me} a dîné avec {p} dans un restaurant {cuisine_fr} {a_city_fr}.",
-    "{p} a appelé {me} pour annoncer son nouveau poste chez {company}.",
-    "{me} a rendu visite à {p} {a_pcity_fr} le temps d'un week-end.",
-    "{me} a perdu {obj_fr} dans le train pour {city_fr}.",
-    "{me} a fêté l'anniversaire {de_p} autour d'un bon repas.",
-    "{me} a emmené {pet} chez le vétérinaire.",
-    "{p} et {q} se sont fiancés pendant un voyage {a_city_fr}.",
-]
-EN_QUERIES = [
-    "Where does {p} work now?",
-    "Where does {p} live?",
-    "What is {p}'s job?",
-    "Who is {p}?",
-    "What does {me} like to eat?",
-    "When did {me} visit {city}?",
-    "Is {me} allergic to anything?",
-    "What is the name of {me}'s {pet_animal}?",
-    "Which languages does {p} speak?",
-    "When is {p}'s birthday?",
-    "Who looks after {pet} when {me} travels?",
-    "What did {me} buy in {city}?",
-    "How much does {me} owe {p}?",
-    "Where did {p} and {q} get married?",
-    "What hobby does {p} enjoy?",
-    "Who is {me}'s manager?",
-    "Where does {me}'s {rel} live?",
-    "What does {me}'s {rel} do for a living?",
-    "When did {me} move to {city}?",
-    "Does {p} like {food}?",
-    "What health problems does {p} have?",
-    "When is {me}'s next dentist appointment?",
-    "Who does {me} play {sport} with?",
-    "What did {me} do with {p} last weekend?",
-]
-FR_QUERIES = [
-    "Quand est-ce {que_p} a visité {city_fr} ?",
-    "Où travaille {p} maintenant ?",
-    "Où habite {p} ?",
-    "Qu'est-ce {que_me} aime manger ?",
-    "Quel est le loisir préféré {de_p} ?",
-    "Qui est {rel_fr} {de_me} ?",
-    "Quelles langues parle {p} ?",
-    "Comment s'appelle l'animal {de_me} ?",
-    "Quand est l'anniversaire {de_p} ?",
-    "Est-ce {que_me} est allergique à quelque chose ?",
-    "Qu'est-ce {que_me} a acheté {a_city_fr} ?",
 ]

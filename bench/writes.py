@@ -4,7 +4,7 @@
     .venv/bin/python scripts/bench_writes.py --batches 5 --large 0  # the batches of 100 only
     .venv/bin/python scripts/bench_writes.py --profile 100          # in process: where 100 long facts' time goes
 
-It starts gunicorn with config/gunicorn.py (bench/over_http.py's Server) on a free loopback port, against its own
+It starts gunicorn with config/gunicorn.py (bench/server.py's Server) on a free loopback port, against its own
 embedded server (HAKI_PGDATA, default var/pgdata-bench-writes, or DATABASE_URL), with the configured embedder, and:
 1. writes --batches batches of 100 short facts (bench/dataset.py's sentences, a fresh subject) and prints facts/s
    and the batch's p50/p95;
@@ -26,7 +26,8 @@ import pstats
 import time
 from itertools import islice
 
-from bench.over_http import Server, _percentiles, request, server_environment
+from bench.clients import percentiles, request
+from bench.server import Server, server_environment
 
 PROJECT = "bench-writes"
 WORKER_TIMEOUT_S = 60  # config/gunicorn.py's timeout
@@ -81,7 +82,7 @@ def run(*, batches: int, large: int, chars: int, log=None) -> dict:
                 "batches": batches,
                 "errors": errors,
                 "facts_per_s": round(len(texts) / sum(timings), 1),
-                "batch_ms": _percentiles([t * 1000 for t in timings]),
+                "batch_ms": percentiles([t * 1000 for t in timings]),
             }
         if large:
             subject = "large-batch"

@@ -1,4 +1,4 @@
-"""The command line of the benchmark dataset's loader, bench/dataset.py (its docstring's first paragraph is this
+"""The command line of the benchmark dataset's loader, bench/loader.py (its docstring's first paragraph is this
 command's help)."""
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench import dataset  # noqa: E402
+from bench import loader  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=dataset.__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=loader.__doc__.split("\n\n")[0])
     parser.add_argument("--total", type=int, default=200_000, help="number of facts (default 200000)")
     parser.add_argument("--embedder", choices=("sentence-transformers", "hashing"), default="hashing")
     parser.add_argument("--seed", type=int, default=7)
@@ -25,7 +25,7 @@ def main(argv: list[str] | None = None) -> None:
         "--hnsw",
         choices=("auto", "keep", "rebuild"),
         default="auto",
-        help=f"drop and rebuild the hnsw indexes around the COPY (auto: above {dataset.REBUILD_ABOVE_ROWS} rows)",
+        help=f"drop and rebuild the hnsw indexes around the COPY (auto: above {loader.REBUILD_ABOVE_ROWS} rows)",
     )
     args = parser.parse_args(argv)
 
@@ -39,9 +39,7 @@ def main(argv: list[str] | None = None) -> None:
     call_command("migrate", verbosity=0)  # a new data folder has no tables yet (scripts/bench.py does the same)
     rebuild = {"auto": None, "keep": False, "rebuild": True}[args.hnsw]
     print(
-        json.dumps(
-            dataset.load(args.total, args.embedder, args.cache_dir, args.seed, rebuild_indexes=rebuild), indent=2
-        )
+        json.dumps(loader.load(args.total, args.embedder, args.cache_dir, args.seed, rebuild_indexes=rebuild), indent=2)
     )
 
 

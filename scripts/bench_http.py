@@ -12,7 +12,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench import over_http  # noqa: E402
+from bench import clients, over_http  # noqa: E402
 
 
 def main(argv=None) -> int:
@@ -46,7 +46,7 @@ def main(argv=None) -> int:
     parser.add_argument("--out", type=Path, default=ROOT / "bench-output" / "bench_http.json")
     args = parser.parse_args(argv)
 
-    over_http.KEEPALIVE = not args.no_keepalive
+    clients.KEEPALIVE = not args.no_keepalive
     if not os.environ.get("DATABASE_URL"):
         os.environ.setdefault("HAKI_PGDATA", str(ROOT / "var" / "pgdata-bench-http"))
     from scripts._django import setup

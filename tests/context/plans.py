@@ -7,14 +7,14 @@ from context import retrieval, retrieval_sql
 from facts.selectors import volatility_cutoffs
 from hakimem.embeddings import get_embedder, vector_literal
 from hakimem.rowsecurity import API_ROLE, scope_enter
-from bench import dataset
+from bench import dataset, loader
 
 TOTAL = 30_000
 
 
 def load_30k(cache_dir) -> tuple[dict, str]:
     """Load 30k facts (one scope of 18,000, small ones ~45); returns the scope sizes and a ~45-fact scope."""
-    dataset.load(TOTAL, "hashing", cache_dir)
+    loader.load(TOTAL, "hashing", cache_dir)
     sizes = dict(dataset.subject_sizes(TOTAL))
     small = min((s for s in sizes if s.startswith("s-")), key=lambda s: abs(sizes[s] - 45))
     return sizes, small

@@ -7,6 +7,8 @@ from django.db import connection
 
 from facts.models import Fact
 from bench import over_http
+from bench.floor import fig, floor_measure, floor_of_run, floor_questions, floor_targets, to_floor
+from bench.server import Server, database_url, server_environment
 
 
 @pytest.mark.django_db(transaction=True)
@@ -20,7 +22,7 @@ def test_http_benchmark_smoke_run(tmp_path, capsys):
         ingest_batches=1,
         cache_dir=tmp_path,
         workers=2,
-        server_env={"DATABASE_URL": over_http.database_url(connection.settings_dict)},
+        server_env={"DATABASE_URL": database_url(connection.settings_dict)},
         log=tmp_path / "server.log",
         think_ms=5,
     )
@@ -54,30 +56,30 @@ def test_floor_measured_against_a_live_server(tmp_path):
 
     with (
         override_settings(HAKI_EMBED_PROVIDER="hashing"),
-        over_http.Server(
-            env=over_http.server_environment(
-                "hashing", {"DATABASE_URL": over_http.database_url(connection.settings_dict), "HAKI_WORKERS": "1"}
+        Server(
+            env=server_environment(
+                "hashing", {"DATABASE_URL": database_url(connection.settings_dict), "HAKI_WORKERS": "1"}
             ),
             log=tmp_path / "server.log",
         ) as server,
     ):
         sent = {"What did Ana say about Lyon?"}
-        questions = over_http.floor_questions(12, 7, sent)
-        floor = over_http.floor_measure([server.url], questions)
-        later = over_http.floor_measure([server.url], over_http.floor_questions(12, 8, sent | set(questions)))
+        questions = floor_questions(12, 7, sent)
+        floor = floor_measure([server.url], questions)
+        later = floor_measure([server.url], floor_questions(12, 8, sent | set(questions)))
 
     assert len(set(questions)) == 12 and not sent & set(questions)
     for part in ("embed_ms", "live_ms"):
         assert floor[part]["n"] == 12
         assert 0 < floor[part]["p50"] <= floor[part]["p95"]
     assert floor["floor_ms"] == round(floor["embed_ms"]["p50"] + floor["live_ms"]["p50"], 2) > 0
-    run = over_http.floor_of_run(floor, later)
+    run = floor_of_run(floor, later)
     assert run["floor_ms"] == round((floor["floor_ms"] + later["floor_ms"]) / 2, 2)
 
     call = {"p50": 3 * run["floor_ms"], "p95": 4 * run["floor_ms"]}
-    assert over_http.to_floor(call, run["floor_ms"]) == {"p50": 3.0, "p95": 4.0}
-    assert over_http.fig(call, "p50", run["floor_ms"]).endswith("(3.00x floor)")
-    rows = over_http.floor_targets(
+    assert to_floor(call, run["floor_ms"]) == {"p50": 3.0, "p95": 4.0}
+    assert fig(call, "p50", run["floor_ms"]).endswith("(3.00x floor)")
+    rows = floor_targets(
         {"small": (50, call), "big": (5200, {"p50": 1.5 * run["floor_ms"]})}, run["floor_ms"], total=9000
     )
     assert [(row["target"], row["ratio"], row["met"]) for row in rows] == [
@@ -108,7 +110,7 @@ def test_ab_benchmark_smoke_run(tmp_path, capsys):
             think_ms=1,
             scopes={"small"},
             cache_dir=tmp_path,
-            server_env={"DATABASE_URL": over_http.database_url(connection.settings_dict), "HAKI_WORKERS": "1"},
+            server_env={"DATABASE_URL": database_url(connection.settings_dict), "HAKI_WORKERS": "1"},
             log=tmp_path / "server.log",
         )
     small = report["scopes"]["small"]

@@ -17,7 +17,7 @@ from django.test import override_settings
 
 from facts.events import EventInput, event_create_batch
 from facts.writes import FactInput, fact_create_batch
-from bench import dataset
+from bench import dataset, loader
 from tests.conftest import make_client
 
 TENANT = "tenant-a"
@@ -143,7 +143,7 @@ def measured(django_db_setup, django_db_blocker, tmp_path_factory):
         client = make_client(TENANT)
         queries = [q.replace("Aurélie", "Alice") for q in dataset.generate_queries(QUERIES, 11, subject_id="s-0007")]
         before = _costs(client, queries)
-        dataset.load(OTHER_FACTS, "hashing", tmp_path_factory.mktemp("bench-cache"))
+        loader.load(OTHER_FACTS, "hashing", tmp_path_factory.mktemp("bench-cache"))
         _open_conflicts_elsewhere(OTHER_CONFLICT_MEMBERS)
         after = _costs(client, queries)
     yield {"before": before, "after": after, "scope_items": scope_items}

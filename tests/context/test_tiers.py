@@ -281,7 +281,7 @@ def test_a_tiered_call_replays_as_it_was_asked(api, memory):
 
 def test_a_tiered_call_without_the_embedder_serves_every_tier_by_words(api, memory, monkeypatch):
     # given the embedder down once the memory is written
-    from tests.context.test_context_api import _Broken
+    from tests.context.test_degraded_paths import _Broken
 
     monkeypatch.setattr("context.assembler.get_embedder", lambda: _Broken(384))
     # when a tiered call is made

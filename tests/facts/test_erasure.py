@@ -16,7 +16,8 @@ from facts.events import EventInput, event_create_batch
 from facts.models import ConflictSet, Event, Fact
 from facts.scope_graphs import scope_graph_create, scope_graph_drop, scope_graph_name
 from tests.conftest import PROJECT, error_code, make_client, rows_mentioning
-from traces.models import Decision, Trace
+from tests.facts.calls import PAUL_IN_BORDEAUX, PAUL_IN_NANTES, post_fact
+from traces.models import Decision, ItemAccess, Trace
 
 NANTES = "{subject}'s friend Paul lives in Nantes with his wife and their two children."
 BORDEAUX = "{subject}'s friend Paul lives in Bordeaux with his wife and their two children."
@@ -500,3 +501,80 @@ def test_an_event_written_while_an_erasure_holds_the_subject_waits_and_is_not_cl
     assert not committed_first
     _check_outcome(erased[0].json()["deleted"], wrote[0], committed_first=False, earlier_events=1)
     connections.close_all()
+
+
+@pytest.mark.django_db
+def test_erasing_a_subject_leaves_nothing(api):
+    post_fact(api, PAUL_IN_NANTES, subject_id="zoe-42")
+    post_fact(api, PAUL_IN_BORDEAUX, subject_id="zoe-42")  # opens a conflict set
+    api.post(
+        "/v1/events",
+        {
+            "project_id": PROJECT,
+            "subject_id": "zoe-42",
+            "text": "Zoe's secret party.",
+            "occurred_at": "2026-01-01T10:00:00Z",
+        },
+        format="json",
+    )
+    api.post(
+        "/v1/context", {"project_id": PROJECT, "subject_id": "zoe-42", "query": "Where does Paul live?"}, format="json"
+    )
+    post_fact(api, "Bob keeps his own facts.", subject_id="bob")
+    # her own identity block and procedure, and the project's, which stay
+    for subject in ("zoe-42", None):
+        scope = {"project_id": PROJECT, **({"subject_id": subject} if subject else {})}
+        assert (
+            api.post(
+                "/v1/identity-blocks",
+                {**scope, "name": f"tone of {subject}", "text": f"Zoe's tone {subject}."},
+                format="json",
+            ).status_code
+            == 201
+        )
+        assert (
+            api.post(
+                "/v1/procedures", {**scope, "title": f"Zoe's reports {subject}", "text": "Short ones."}, format="json"
+            ).status_code
+            == 201
+        )
+    ids = [str(i) for i in Fact.objects.filter(subject_id="zoe-42").values_list("id", flat=True)]
+    decisions = Decision.objects.filter(trace__subject_id="zoe-42").count()
+    accesses = ItemAccess.objects.filter(subject_id="zoe-42").count()  # the episode served
+    assert decisions >= 3 and accesses >= 1 and rows_mentioning("zoe-42")
+
+    response = api.delete(f"/v1/subjects/zoe-42?project_id={PROJECT}")
+    assert response.status_code == 200
+    deleted = response.json()["deleted"]
+    assert deleted == {
+        "decisions": decisions,
+        "traces": 1,
+        "item_accesses": accesses,
+        "conflict_members": 2,
+        "conflict_sets": 1,
+        "facts": 2,
+        "extraction_jobs": 0,
+        "write_jobs": 0,
+        "events": 1,
+        "admin_log_entries": 0,
+        "scope_graphs": 0,
+        "consents": 0,
+        "identity_blocks": 1,
+        "procedures": 1,
+        "scope_words": 0,
+        "scope_word_counts": 0,
+        "scope_writes": 1,
+        "stats_subject_days": 0,
+        "stats_fact_days": 0,
+    }
+    for needle in ["zoe-42", "Zoe's secret party", "Bordeaux", *ids]:
+        assert rows_mentioning(needle) == {}, needle
+    assert rows_mentioning("Zoe's tone None") == {"facts_identityblock": 1}
+    assert rows_mentioning("Zoe's reports None") == {"facts_procedure": 1}
+    assert Fact.objects.filter(subject_id="bob").count() == 1
+
+
+@pytest.mark.django_db
+def test_erase_needs_the_project(api):
+    response = api.delete("/v1/subjects/zoe")
+    assert response.status_code == 400 and error_code(response) == "invalid_request"

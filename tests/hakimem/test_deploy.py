@@ -25,7 +25,7 @@ from django.urls import path
 from django.utils import timezone
 from gunicorn.config import Config
 
-from bench.over_http import database_url
+from bench.server import database_url
 from config.logs import AccessLogger, redacted_url
 from config.urls import handler400, handler403, handler404, handler500, urlpatterns as root_urlpatterns  # noqa: F401
 from hakimem.models import ApiKey, hash_key

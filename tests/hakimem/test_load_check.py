@@ -6,7 +6,7 @@ absence of errors are asserted."""
 import pytest
 from django.db import connection
 
-from bench import load_check, over_http
+from bench import load_check, server
 
 
 @pytest.mark.django_db(transaction=True)
@@ -20,7 +20,7 @@ def test_short_load_run_keeps_every_invariant(tmp_path, capsys):
         max_p95=10_000.0,
         erase_every=1.5,
         resolve_every=0.5,
-        server_env={"DATABASE_URL": over_http.database_url(connection.settings_dict), "HAKI_WORKERS": "2"},
+        server_env={"DATABASE_URL": server.database_url(connection.settings_dict), "HAKI_WORKERS": "2"},
         log=tmp_path / "server.log",
     )
     with capsys.disabled():

@@ -7,7 +7,7 @@ from django.contrib.auth.models import User
 from django.db import connection
 from django.test import Client
 
-from bench.over_http import database_url
+from bench.server import database_url
 from hakimem.dbserver import APP_LOGIN_ROLE
 from hakimem.models import hash_key
 from hakimem.rowsecurity import API_ROLE, STAFF_ROLE

@@ -8,7 +8,7 @@ import pytest
 from django.db import connection
 from psycopg_pool import ConnectionPool
 
-from bench.over_http import database_url
+from bench.server import database_url
 from hakimem.postgresql.base import pooled_connection_check
 
 pytestmark = pytest.mark.django_db

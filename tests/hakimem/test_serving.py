@@ -21,7 +21,8 @@ from django.test import Client
 
 from hakimem.dbserver import APP_LOGIN_ROLE
 from hakimem.services import api_key_create
-from bench.over_http import Server, database_url, request
+from bench.clients import request
+from bench.server import Server, database_url
 from tests.conftest import PROJECT
 
 WORKERS, THREADS = 2, 2
