@@ -164,6 +164,9 @@ class _HeldStats:
     version: StatsVersion
     tables: dict  # {table: TableStats}
     settled: bool  # read under a settled version: kept until the version changes
+    # (subject, dense_k) WHOLE_SCOPE_SQL found a scope larger than for, though these statistics expected it smaller
+    # (written to since the last ANALYZE): such calls go straight to the two phases until the statistics change.
+    beyond_whole_scope: set = field(default_factory=set)
 
 
 _table_stats: dict[str | None, _HeldStats] = {}
@@ -542,9 +545,19 @@ WHOLE_SCOPE_MAX_SHARE = 0.5
 
 def whole_scope_expected(lookup: Lookup, dense_k: int) -> bool:
     """Whether the planner's statistics expect the scope to hold few enough facts and events for WHOLE_SCOPE_SQL
-    (always, until the tables are first analysed: a new table is small)."""
+    (always, until the tables are first analysed: a new table is small), and no call found it larger since they
+    were read."""
+    held = _table_stats.get(lookup.project_id)
+    if held is not None and (lookup.subject_id, dense_k) in held.beyond_whole_scope:
+        return False
     least = dense_k * WHOLE_SCOPE_MAX_SHARE
     return all(table_stats(t, lookup.project_id).scope_rows(lookup.subject_id) <= least for t in (FACTS, EVENTS))
+
+
+def _found_beyond_whole_scope(lookup: Lookup, dense_k: int) -> None:
+    held = _table_stats.get(lookup.project_id)
+    if held is not None:
+        held.beyond_whole_scope.add((lookup.subject_id, dense_k))
 
 
 def candidates_together(lookup: Lookup, *, qvec) -> tuple[list[Candidate], list[EpisodeCandidate], bool]:
@@ -565,6 +578,7 @@ def candidates_together(lookup: Lookup, *, qvec) -> tuple[list[Candidate], list[
                 facts, episodes = _facts_and_episodes(rows)
                 # Every active fact of the scope is a candidate, unless some were cut at the candidate limit.
                 return facts, episodes, len(facts) == scope_facts
+            _found_beyond_whole_scope(lookup, params["dense_k"])
         facts_exact, events_exact = _dense_exact(lookup, FACTS), _dense_exact(lookup, EVENTS)
         if not (facts_exact and events_exact):
             _settings_for_hnsw(cursor, connection)
