@@ -480,7 +480,7 @@ def multi_hop_within_sql(entities: int) -> str:
  WHERE {HARD_FILTERS} AND f.id = ANY(%(ids)s::uuid[])"""
 
 
-# Why a call that found no candidate at all came back empty (context.assembler.why_empty): does the subject hold a
+# Why a call that found no candidate at all came back empty (context.blocking.why_empty): does the subject hold a
 # fact or an event a call may serve (`servable`), and was anything else ever written for it (`written`: a fact
 # whatever its status, a procedure or an identity block of its own; the project-wide ones do not make a subject
 # known). Asked only then: a call with a candidate knows its scope exists, so no call that serves something, and
