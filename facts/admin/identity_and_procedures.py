@@ -7,7 +7,7 @@ from django import forms
 from django.contrib import admin, messages
 from django.db import transaction
 
-from facts import serializers
+from facts import identity_and_procedure_serializers
 from facts.admin.base import ProjectFormAdmin, ProjectRowForm
 from facts.errors import ServiceValidationError
 from facts.identity import (
@@ -45,7 +45,10 @@ class IdentityBlockForm(_ScopedForm):
         fields = ("project_id", "subject_id", "name", "text", "position", "enabled", "metadata")
         widgets = {"text": forms.Textarea(attrs={"rows": 6})}
 
-    add_serializer, change_serializer = serializers.IdentityBlockInSerializer, serializers.IdentityBlockPatchSerializer
+    add_serializer, change_serializer = (
+        identity_and_procedure_serializers.IdentityBlockInSerializer,
+        identity_and_procedure_serializers.IdentityBlockPatchSerializer,
+    )
 
     def clean(self):
         cleaned = super().clean()
@@ -99,7 +102,10 @@ class ProcedureForm(_ScopedForm):
         fields = ("project_id", "subject_id", "title", "text", "category", "importance", "metadata")
         widgets = {"text": forms.Textarea(attrs={"rows": 10})}
 
-    add_serializer, change_serializer = serializers.ProcedureInSerializer, serializers.ProcedurePatchSerializer
+    add_serializer, change_serializer = (
+        identity_and_procedure_serializers.ProcedureInSerializer,
+        identity_and_procedure_serializers.ProcedurePatchSerializer,
+    )
 
 
 @admin.register(Procedure)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.contrib import admin
 
-from facts import serializers
+from facts import project_serializers
 from facts.admin.base import ProjectFormAdmin, ProjectRowForm, ReadOnlyAdmin
 from facts.consent import project_update
 from facts.models import Consent, Project
@@ -16,7 +16,7 @@ class ProjectForm(ProjectRowForm):
         model = Project
         fields = ("project_id", "consent_required", "consent_write_policy", "categories", "conflict_policy")
 
-    add_serializer = change_serializer = serializers.ProjectPatchSerializer
+    add_serializer = change_serializer = project_serializers.ProjectPatchSerializer
 
 
 @admin.register(Project)
