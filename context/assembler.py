@@ -37,7 +37,7 @@ import functools
 import logging
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
@@ -201,23 +201,7 @@ def _assemble(*, project_id, subject_id, query, budget_tokens, config, rerun, op
     # The query is embedded on a thread of its own while memory_to_read makes the reads the candidates statement waits
     # for besides the vector: onnxruntime and a database round trip both let go of the GIL.
     embedding = _embedding_thread().submit(_query_vector, query, project_id, warnings)
-
-    def reads() -> Assembled:
-        read = memory_to_read(call)
-        qvec = embedding.result()
-        timer.lap("embed")
-        found = candidates_read(call, read, qvec)
-        timer.lap("retrieve")
-        ranked = rank_candidates(found.facts_and_episodes(), call.config, call.layout, options, found.access)
-        timer.lap("rank")
-        packable = block(ranked, call.config.max_distance, read.consented, options.min_score)
-        packed = (
-            pack_by_tier(call, read, found, ranked, packable, timer)
-            if options.tiers
-            else pack_plain(call, read, ranked, packable, timer)
-        )
-        return Assembled(read, found, packed, empty_reason(call, read, packed, timer))
-
+    reads = functools.partial(assembled_read, call, embedding, timer)
     # A live call's reads may go to a read replica that holds the scope's latest writes (hakimem/db_router.py); the
     # trace, and a contradiction proposed to curators, are written on the primary. A replay reads on the primary.
     done = (
@@ -228,15 +212,7 @@ def _assemble(*, project_id, subject_id, query, budget_tokens, config, rerun, op
         )
     )
     if done.packed.contradictions and rerun is None:
-        # Without waiting for the scope's writers: a context call never queues behind a batch of fact writes; a pair
-        # not proposed now is proposed by manage.py consolidate from the trace.
-        contradiction_propose(
-            project_id=project_id,
-            subject_id=subject_id,
-            pairs=done.packed.contradictions,
-            actor=CONTRADICTION_ACTOR,
-            wait=False,
-        )
+        _contradictions_propose(call, done.packed.contradictions)
     packet = packet_build(
         decided=done.packed.decided,
         layout=call.layout,
@@ -249,16 +225,7 @@ def _assemble(*, project_id, subject_id, query, budget_tokens, config, rerun, op
     )
     timer.lap("render")
     if span.recording:
-        span.set(
-            trace_id=packet["trace_id"],
-            status=str(packet["status"]),
-            used_tokens=packet["used_tokens"],
-            empty_reason=str(packet["empty_reason"]) if packet["empty_reason"] else None,
-            candidates=len(done.packed.decided),
-            facts_served=len(packet["facts"]),
-            episodes_served=len(packet["episodes"]),
-            warnings=len(packet["warnings"]),
-        )
+        _span_set(span, packet, done.packed.decided)
     record = functools.partial(
         _record, call, packet, done.packed.decided, timer, replay_inputs(call, done.read, done.found.access), span
     )
@@ -267,6 +234,46 @@ def _assemble(*, project_id, subject_id, query, budget_tokens, config, rerun, op
     else:
         write_trace(record)
     return packet
+
+
+def assembled_read(call: Call, embedding: Future, timer: _Timer) -> Assembled:
+    """Steps 1 to 6, every read of the call on one connection: the memory to read and the query's vector, the
+    candidates, their ranking, what is blocked, the packing, and why an empty call came back empty."""
+    read = memory_to_read(call)
+    qvec = embedding.result()
+    timer.lap("embed")
+    found = candidates_read(call, read, qvec)
+    timer.lap("retrieve")
+    ranked = rank_candidates(found.facts_and_episodes(), call.config, call.layout, call.options, found.access)
+    timer.lap("rank")
+    packable = block(ranked, call.config.max_distance, read.consented, call.options.min_score)
+    packed = (
+        pack_by_tier(call, read, found, ranked, packable, timer)
+        if call.options.tiers
+        else pack_plain(call, read, ranked, packable, timer)
+    )
+    return Assembled(read, found, packed, empty_reason(call, read, packed, timer))
+
+
+def _contradictions_propose(call: Call, pairs: list) -> None:
+    # Without waiting for the scope's writers: a context call never queues behind a batch of fact writes; a pair
+    # not proposed now is proposed by manage.py consolidate from the trace.
+    contradiction_propose(
+        project_id=call.project_id, subject_id=call.subject_id, pairs=pairs, actor=CONTRADICTION_ACTOR, wait=False
+    )
+
+
+def _span_set(span, packet: dict, decided: list[Decided]) -> None:
+    span.set(
+        trace_id=packet["trace_id"],
+        status=str(packet["status"]),
+        used_tokens=packet["used_tokens"],
+        empty_reason=str(packet["empty_reason"]) if packet["empty_reason"] else None,
+        candidates=len(decided),
+        facts_served=len(packet["facts"]),
+        episodes_served=len(packet["episodes"]),
+        warnings=len(packet["warnings"]),
+    )
 
 
 # --- 1. the memory to read, and the query's vector -------------------------------------------------------------
