@@ -24,7 +24,7 @@ from hakimem.fields import (
     StrictFloatField,
     StrictIntegerField,
 )
-from hakimem.serializers import StrictSerializer, iso
+from hakimem.serializers import StrictSerializer, response_writer
 from hakimem.tokens import estimate_tokens
 
 POSITION_MAX = 2**31 - 1  # the column's integer range
@@ -97,34 +97,40 @@ class IdentityBlockListQuerySerializer(StrictSerializer):
     )
 
 
-def identity_block_out(block) -> dict:
-    return {
-        "id": str(block.id),
-        "project_id": block.project_id,
-        "subject_id": block.subject_id or None,
-        "name": block.name,
-        "text": block.text,
-        "tokens": estimate_tokens(block.text),
-        "position": block.position,
-        "enabled": block.enabled,
-        "metadata": block.metadata,
-        "created_at": iso(block.created_at),
-        "updated_at": iso(block.updated_at),
-    }
+class SubjectOrProjectOutField(serializers.CharField):
+    """A block's or a procedure's subject in a response: null for the whole project ('' in its row)."""
+
+    def __init__(self, **kwargs):
+        super().__init__(allow_null=True, help_text="null: the whole project", **kwargs)
+
+    @staticmethod
+    def write(subject_id: str) -> str | None:
+        return subject_id or None
+
+
+class TokensOutField(serializers.IntegerField):
+    """What a text costs in a context call's budget, written from the text (response_writer)."""
+
+    write = staticmethod(estimate_tokens)
 
 
 class IdentityBlockOutSerializer(serializers.Serializer):
     id = serializers.UUIDField()
     project_id = serializers.CharField()
-    subject_id = serializers.CharField(allow_null=True, help_text="null: the whole project")
+    subject_id = SubjectOrProjectOutField()
     name = serializers.CharField()
     text = serializers.CharField()
-    tokens = serializers.IntegerField(help_text="its cost in the identity tier's budget (about 4 characters a token)")
+    tokens = TokensOutField(
+        source="text", help_text="its cost in the identity tier's budget (about 4 characters a token)"
+    )
     position = serializers.IntegerField()
     enabled = serializers.BooleanField()
     metadata = serializers.DictField()
     created_at = serializers.DateTimeField()
     updated_at = serializers.DateTimeField()
+
+
+identity_block_out = response_writer(IdentityBlockOutSerializer)
 
 
 class IdentityBlockListSerializer(serializers.Serializer):
@@ -160,26 +166,10 @@ class ProcedureListQuerySerializer(PageQuerySerializer):
     category = serializers.CharField(required=False, max_length=CATEGORY_MAX)
 
 
-def procedure_out(procedure) -> dict:
-    return {
-        "id": str(procedure.id),
-        "project_id": procedure.project_id,
-        "subject_id": procedure.subject_id or None,
-        "title": procedure.title,
-        "text": procedure.text,
-        "status": procedure.status,
-        "category": procedure.category,
-        "importance": procedure.importance,
-        "metadata": procedure.metadata,
-        "created_at": iso(procedure.created_at),
-        "updated_at": iso(procedure.updated_at),
-    }
-
-
 class ProcedureOutSerializer(serializers.Serializer):
     id = serializers.UUIDField()
     project_id = serializers.CharField()
-    subject_id = serializers.CharField(allow_null=True, help_text="null: the whole project")
+    subject_id = SubjectOrProjectOutField()
     title = serializers.CharField()
     text = serializers.CharField()
     status = serializers.ChoiceField(choices=ProcedureStatus.choices)
@@ -188,6 +178,9 @@ class ProcedureOutSerializer(serializers.Serializer):
     metadata = serializers.DictField()
     created_at = serializers.DateTimeField()
     updated_at = serializers.DateTimeField()
+
+
+procedure_out = response_writer(ProcedureOutSerializer)
 
 
 class ProcedurePageSerializer(serializers.Serializer):

@@ -6,7 +6,7 @@ from rest_framework import serializers
 
 from facts.models import CATEGORY_MAX, ConflictPolicy, ConsentWritePolicy
 from hakimem.fields import NOT_BLANK, ScopeIdField, StrictBooleanField, StrictCharField
-from hakimem.serializers import StrictSerializer, iso
+from hakimem.serializers import StrictSerializer, response_writer
 
 
 PROJECT_CATEGORIES_MAX = 100
@@ -39,17 +39,6 @@ class ProjectPatchSerializer(StrictSerializer):
         return attrs
 
 
-def project_out(project) -> dict:
-    """A ProjectSettings (facts.selectors) or a Project row after a change."""
-    return {
-        "project_id": project.project_id,
-        "consent_required": project.consent_required,
-        "consent_write_policy": project.consent_write_policy,
-        "categories": list(project.categories),
-        "conflict_policy": project.conflict_policy,
-    }
-
-
 class ConsentGrantSerializer(StrictSerializer):
     project_id = ScopeIdField()
     category = StrictCharField(max_length=CATEGORY_MAX, allow_blank=False, validators=[NOT_BLANK])
@@ -58,16 +47,6 @@ class ConsentGrantSerializer(StrictSerializer):
 class ConsentRevokeQuerySerializer(StrictSerializer):
     project_id = ScopeIdField()
     erase = serializers.ChoiceField(choices=["true", "false"], required=False, default="false")
-
-
-def consent_out(consent) -> dict:
-    return {
-        "category": consent.category,
-        "granted_at": iso(consent.granted_at),
-        "granted_by": consent.granted_by,
-        "revoked_at": iso(consent.revoked_at),
-        "revoked_by": consent.revoked_by,
-    }
 
 
 class ProjectOutSerializer(serializers.Serializer):
@@ -86,6 +65,10 @@ class ConsentOutSerializer(serializers.Serializer):
     granted_by = serializers.CharField()
     revoked_at = serializers.DateTimeField(allow_null=True)
     revoked_by = serializers.CharField(allow_blank=True)
+
+
+project_out = response_writer(ProjectOutSerializer)  # a ProjectSettings (facts.selectors) or a Project row
+consent_out = response_writer(ConsentOutSerializer)
 
 
 class ConsentsSerializer(serializers.Serializer):

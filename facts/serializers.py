@@ -24,7 +24,7 @@ from hakimem.fields import (
     StrictCharField,
     StrictFloatField,
 )
-from hakimem.serializers import StrictSerializer, iso
+from hakimem.serializers import StrictSerializer, response_writer
 
 
 def text_field(limit: int):
@@ -146,87 +146,7 @@ class ScopeQuerySerializer(StrictSerializer):
     project_id = ScopeIdField()
 
 
-def fact_out(fact, *, deduplicated=None, conflict_set_id=None, with_write_flags=False) -> dict:
-    out = {
-        "id": str(fact.id),
-        "project_id": fact.project_id,
-        "subject_id": fact.subject_id,
-        "text": fact.text,
-        "status": fact.status,
-        "category": fact.category,
-        "kind": fact.kind,
-        "importance": fact.importance,
-        "volatility": fact.volatility,
-        "valid_from": iso(fact.valid_from),
-        "valid_to": iso(fact.valid_to),
-        "recorded_from": iso(fact.recorded_from),
-        "recorded_to": iso(fact.recorded_to),
-        "last_confirmed_at": iso(fact.last_confirmed_at),
-        "superseded_by": str(fact.superseded_by_id) if fact.superseded_by_id else None,
-        "source_event_id": str(fact.source_event_id) if fact.source_event_id else None,
-        "metadata": fact.metadata,
-    }
-    if with_write_flags:
-        out["deduplicated"] = bool(deduplicated)
-        out["conflict_set_id"] = str(conflict_set_id) if conflict_set_id else None
-    return out
-
-
-def event_out(event) -> dict:
-    return {
-        "id": str(event.id),
-        "project_id": event.project_id,
-        "subject_id": event.subject_id,
-        "text": event.text,
-        "occurred_at": iso(event.occurred_at),
-        "recorded_at": iso(event.recorded_at),
-        "metadata": event.metadata,
-        "extraction": {
-            "status": event.extraction_status,
-            "attempts": event.extraction_attempts,
-            "error": event.extraction_error or None,
-            "fact_ids": event.extraction_fact_ids,
-        }
-        if event.extraction_status
-        else None,
-    }
-
-
-def conflict_out(conflict_set, members: list[dict] | None = None) -> dict:
-    out = {
-        "id": str(conflict_set.id),
-        "project_id": conflict_set.project_id,
-        "subject_id": conflict_set.subject_id,
-        "status": conflict_set.status,
-        "signal": conflict_set.signal,
-        "signal_detail": conflict_set.signal_detail,
-        "reading": conflict_set.reading or None,
-        "similarity": round(conflict_set.similarity, 4),
-        "opened_at": iso(conflict_set.opened_at),
-        "resolved_at": iso(conflict_set.resolved_at),
-        "resolved_by": conflict_set.resolved_by or None,
-        "note": conflict_set.note,
-    }
-    if members is not None:
-        out["members"] = [
-            {
-                "fact_id": str(m["id"]),
-                "text": m["text"],
-                "category": m["category"],
-                "status": m["status"],
-                "recorded_from": iso(m["recorded_from"]),
-                "valid_from": iso(m["valid_from"]),
-                "valid_to": iso(m["valid_to"]),
-                "source_event_id": str(m["source_event_id"]) if m["source_event_id"] else None,
-                "kept": m["kept"],
-                "similarity_to": m["similarities"],
-            }
-            for m in members
-        ]
-    return out
-
-
-# --- the responses, as the OpenAPI schema describes them (the views answer fact_out & co. above) -----------
+# --- the responses, as the OpenAPI schema describes them (response_writer writes each from its declaration) -
 
 
 class FactOutSerializer(serializers.Serializer):
@@ -244,7 +164,7 @@ class FactOutSerializer(serializers.Serializer):
     recorded_from = serializers.DateTimeField()
     recorded_to = serializers.DateTimeField(allow_null=True)
     last_confirmed_at = serializers.DateTimeField()
-    superseded_by = serializers.UUIDField(allow_null=True)
+    superseded_by = serializers.UUIDField(allow_null=True, source="superseded_by_id")
     source_event_id = serializers.UUIDField(allow_null=True)
     metadata = serializers.DictField()
 
@@ -254,6 +174,17 @@ class FactWrittenSerializer(FactOutSerializer):
         help_text="an active fact of the scope already said this: it answers, re-confirmed"
     )
     conflict_set_id = serializers.UUIDField(allow_null=True, help_text="the open conflict set the fact joined, if any")
+
+
+_fact_out = response_writer(FactOutSerializer)
+
+
+def fact_out(fact, *, deduplicated=None, conflict_set_id=None, with_write_flags=False) -> dict:
+    out = _fact_out(fact)
+    if with_write_flags:  # FactWrittenSerializer's two fields, which the fact does not hold
+        out["deduplicated"] = bool(deduplicated)
+        out["conflict_set_id"] = str(conflict_set_id) if conflict_set_id else None
+    return out
 
 
 def _batch_rules(plural: str) -> dict:
@@ -283,15 +214,34 @@ class FactHistorySerializer(serializers.Serializer):
     versions = FactOutSerializer(many=True)
 
 
+class BlankAsNullOutField(serializers.CharField):
+    """A text that a response writes as null when the row holds ''."""
+
+    @staticmethod
+    def write(value: str) -> str | None:
+        return value or None
+
+
+# An event's extraction, from its extraction_* columns; null when extraction was off as it was written. (A comment,
+# not a docstring: the schema would show a docstring as the component's description.)
 class EventExtractionSerializer(serializers.Serializer):
-    status = serializers.ChoiceField(choices=["pending", "done", "failed", "skipped"])
-    attempts = serializers.IntegerField(help_text="Calls made to the extractor")
-    error = serializers.CharField(
+    status = serializers.ChoiceField(choices=["pending", "done", "failed", "skipped"], source="extraction_status")
+    attempts = serializers.IntegerField(help_text="Calls made to the extractor", source="extraction_attempts")
+    error = BlankAsNullOutField(
         allow_null=True,
+        source="extraction_error",
         help_text="timeout, transport_error, http_error, invalid_output, "
         "write_failed, enqueue_failed, extractor_off, no_consent",
     )
-    fact_ids = serializers.ListField(child=serializers.UUIDField(), help_text="The facts it wrote or re-confirmed")
+    fact_ids = serializers.ListField(
+        child=serializers.UUIDField(), source="extraction_fact_ids", help_text="The facts it wrote or re-confirmed"
+    )
+
+    def write(self, event) -> dict | None:
+        return _event_extraction_out(event) if event.extraction_status else None
+
+
+_event_extraction_out = response_writer(EventExtractionSerializer)
 
 
 class EventOutSerializer(serializers.Serializer):
@@ -303,8 +253,13 @@ class EventOutSerializer(serializers.Serializer):
     recorded_at = serializers.DateTimeField()
     metadata = serializers.DictField()
     extraction = EventExtractionSerializer(
-        allow_null=True, help_text="Fact extraction from this event; null when it was off as the event was written"
+        allow_null=True,
+        source="*",
+        help_text="Fact extraction from this event; null when it was off as the event was written",
     )
+
+
+event_out = response_writer(EventOutSerializer)
 
 
 class EventBatchInSerializer(StrictSerializer):
@@ -324,6 +279,14 @@ class EventPageSerializer(serializers.Serializer):
     next_cursor = serializers.CharField(allow_null=True)
 
 
+class RoundedOutField(serializers.FloatField):
+    """A similarity as a response writes it: 4 decimals."""
+
+    @staticmethod
+    def write(value: float) -> float:
+        return round(value, 4)
+
+
 class ConflictReadingSerializer(serializers.Serializer):
     attribute = serializers.CharField(
         help_text="e.g. residence, employer, age, birth, partner, count:children, likes:jazz"
@@ -332,6 +295,10 @@ class ConflictReadingSerializer(serializers.Serializer):
         help_text="whom the facts are about, as read: a name, self, or a relation (bob/daughter)"
     )
     values = serializers.ListField(child=serializers.CharField(), min_length=2, max_length=2)
+
+    @staticmethod
+    def write(reading: dict) -> dict | None:
+        return reading or None  # a word rule's set reads nothing: {} in its row
 
 
 class ConflictOutSerializer(serializers.Serializer):
@@ -348,15 +315,15 @@ class ConflictOutSerializer(serializers.Serializer):
             "attribute, whose it is, and the two values as written, the newer first. Null for a word rule."
         ),
     )
-    similarity = serializers.FloatField()
+    similarity = RoundedOutField()
     opened_at = serializers.DateTimeField()
     resolved_at = serializers.DateTimeField(allow_null=True)
-    resolved_by = serializers.CharField(allow_null=True)
+    resolved_by = BlankAsNullOutField(allow_null=True)
     note = serializers.CharField(allow_blank=True)
 
 
 class ConflictMemberOutSerializer(serializers.Serializer):
-    fact_id = serializers.UUIDField()
+    fact_id = serializers.UUIDField(source="id")
     text = serializers.CharField()
     category = serializers.CharField(allow_blank=True)
     status = serializers.ChoiceField(choices=FactStatus.choices)
@@ -365,11 +332,25 @@ class ConflictMemberOutSerializer(serializers.Serializer):
     valid_to = serializers.DateTimeField(allow_null=True)
     source_event_id = serializers.UUIDField(allow_null=True)
     kept = serializers.BooleanField(allow_null=True)
-    similarity_to = serializers.DictField(child=serializers.FloatField(), help_text="fact id -> cosine similarity")
+    similarity_to = serializers.DictField(
+        child=serializers.FloatField(), source="similarities", help_text="fact id -> cosine similarity"
+    )
 
 
 class ConflictDetailSerializer(ConflictOutSerializer):
     members = ConflictMemberOutSerializer(many=True)
+
+
+_conflict_out = response_writer(ConflictOutSerializer)
+_conflict_member_out = response_writer(ConflictMemberOutSerializer, rows=True)
+
+
+def conflict_out(conflict_set, members: list[dict] | None = None) -> dict:
+    """A conflict set; with `members` (facts.selectors.conflict_members' rows), ConflictDetailSerializer's shape."""
+    out = _conflict_out(conflict_set)
+    if members is not None:
+        out["members"] = [_conflict_member_out(m) for m in members]
+    return out
 
 
 class ConflictPageSerializer(serializers.Serializer):
