@@ -12,14 +12,14 @@ name them):
                there to its candidate limit (CANDIDATE_LIMIT unless it asks); a call that scores in Python (tiers,
                category boosts) gets each table's best, its procedures and the access counts of all its candidates.
  3. rank       rank_candidates: facts and episodes ranked together; the candidate limit of both are the candidates.
- 4. block      block: no consent to their category, open conflict, expired volatility, the relevance floor and the
-               call's min_score. The weights, tau, floor, phase-1 widths and multi-hop share are one AssemblyConfig
-               (context/config.py): today's constants for a call, overridable by a replay.
+ 4. block      block (context/blocking.py): no consent to their category, open conflict, expired volatility, the
+               relevance floor and the call's min_score. The weights, tau, floor, phase-1 widths and multi-hop share
+               are one AssemblyConfig (context/config.py): today's constants for a call, overridable by a replay.
  5. pack       pack_plain: the rest in descending score while they fit the budget, a share held back for multi-hop
                (facts sharing an entity with the facts served, by full text, one hop), then what it left goes back
                to the ranking (context/packing.py). The budget counts what is rendered (context/render.py).
- 6. why_empty  a call that served nothing says why (empty_reason, empty_details); it reads the store for it only
-               when it found no candidate at all.
+ 6. why_empty  a call that served nothing says why (empty_reason, empty_details; context/blocking.py); it reads
+               the store for it only when it found no candidate at all.
  7. render     the packet (context/packet.py); then replay_inputs, what a replay as it was needs of the call.
  8. trace      one trace row and one decision row per candidate, in one statement.
 
@@ -37,7 +37,7 @@ import functools
 import logging
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
@@ -45,6 +45,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from context import contradictions, render, retrieval
+from context.blocking import Empty, block, why_empty
 from context.config import PLAIN, AssemblyConfig, CallOptions, default_config
 from context.memory import Memory, MemoryAsOf
 from context.packet import packet_build
@@ -56,7 +57,6 @@ from context.packing import (
     pack,
     pack_with_multi_hop,
     tier_budgets,
-    without_consent,
 )
 from context.render import Layout
 from context.scoring import hybrid_score, rank_order, tiered_score
@@ -65,7 +65,7 @@ from facts.selectors import SCOPE_WRITTEN_SQL, consent_gate, volatility_cutoffs
 from hakimem import telemetry
 from hakimem.db_router import reads_for_scope
 from hakimem.embeddings import EmbedderUnavailable, get_embedder, is_degenerate
-from traces.models import EmptyReason, ItemType, ReasonCode
+from traces.models import ItemType, ReasonCode
 from traces.services import DecisionRow, trace_record
 
 logger = logging.getLogger("hakimem.context")
@@ -75,8 +75,6 @@ WARNING_DEGENERATE_VECTOR = "degenerate_query_vector"
 
 # Who proposes a pair found contradictory at query time to curators (the conflict set's opener).
 CONTRADICTION_ACTOR = "system:context"
-
-_BLOCKED = (ReasonCode.CONFLICT_OPEN, ReasonCode.CONSENT_MISSING, ReasonCode.VOLATILITY_EXPIRED)
 
 
 @dataclass(frozen=True)
@@ -143,14 +141,6 @@ class Packed:
 
 
 @dataclass(frozen=True)
-class Empty:
-    """Step 6: why a call that served nothing came back empty, and what the reason says in numbers."""
-
-    reason: str | None = None
-    details: dict | None = None
-
-
-@dataclass(frozen=True)
 class Assembled:
     """What the reads of one call decided (steps 1 to 6), all made on one connection (reads_for_scope)."""
 
@@ -211,23 +201,7 @@ def _assemble(*, project_id, subject_id, query, budget_tokens, config, rerun, op
     # The query is embedded on a thread of its own while memory_to_read makes the reads the candidates statement waits
     # for besides the vector: onnxruntime and a database round trip both let go of the GIL.
     embedding = _embedding_thread().submit(_query_vector, query, project_id, warnings)
-
-    def reads() -> Assembled:
-        read = memory_to_read(call)
-        qvec = embedding.result()
-        timer.lap("embed")
-        found = candidates_read(call, read, qvec)
-        timer.lap("retrieve")
-        ranked = rank_candidates(found.facts_and_episodes(), call.config, call.layout, options, found.access)
-        timer.lap("rank")
-        packable = block(ranked, call.config.max_distance, read.consented, options.min_score)
-        packed = (
-            pack_by_tier(call, read, found, ranked, packable, timer)
-            if options.tiers
-            else pack_plain(call, read, ranked, packable, timer)
-        )
-        return Assembled(read, found, packed, empty_reason(call, read, packed, timer))
-
+    reads = functools.partial(assembled_read, call, embedding, timer)
     # A live call's reads may go to a read replica that holds the scope's latest writes (hakimem/db_router.py); the
     # trace, and a contradiction proposed to curators, are written on the primary. A replay reads on the primary.
     done = (
@@ -238,15 +212,7 @@ def _assemble(*, project_id, subject_id, query, budget_tokens, config, rerun, op
         )
     )
     if done.packed.contradictions and rerun is None:
-        # Without waiting for the scope's writers: a context call never queues behind a batch of fact writes; a pair
-        # not proposed now is proposed by manage.py consolidate from the trace.
-        contradiction_propose(
-            project_id=project_id,
-            subject_id=subject_id,
-            pairs=done.packed.contradictions,
-            actor=CONTRADICTION_ACTOR,
-            wait=False,
-        )
+        _contradictions_propose(call, done.packed.contradictions)
     packet = packet_build(
         decided=done.packed.decided,
         layout=call.layout,
@@ -259,16 +225,7 @@ def _assemble(*, project_id, subject_id, query, budget_tokens, config, rerun, op
     )
     timer.lap("render")
     if span.recording:
-        span.set(
-            trace_id=packet["trace_id"],
-            status=str(packet["status"]),
-            used_tokens=packet["used_tokens"],
-            empty_reason=str(packet["empty_reason"]) if packet["empty_reason"] else None,
-            candidates=len(done.packed.decided),
-            facts_served=len(packet["facts"]),
-            episodes_served=len(packet["episodes"]),
-            warnings=len(packet["warnings"]),
-        )
+        _span_set(span, packet, done.packed.decided)
     record = functools.partial(
         _record, call, packet, done.packed.decided, timer, replay_inputs(call, done.read, done.found.access), span
     )
@@ -277,6 +234,46 @@ def _assemble(*, project_id, subject_id, query, budget_tokens, config, rerun, op
     else:
         write_trace(record)
     return packet
+
+
+def assembled_read(call: Call, embedding: Future, timer: _Timer) -> Assembled:
+    """Steps 1 to 6, every read of the call on one connection: the memory to read and the query's vector, the
+    candidates, their ranking, what is blocked, the packing, and why an empty call came back empty."""
+    read = memory_to_read(call)
+    qvec = embedding.result()
+    timer.lap("embed")
+    found = candidates_read(call, read, qvec)
+    timer.lap("retrieve")
+    ranked = rank_candidates(found.facts_and_episodes(), call.config, call.layout, call.options, found.access)
+    timer.lap("rank")
+    packable = block(ranked, call.config.max_distance, read.consented, call.options.min_score)
+    packed = (
+        pack_by_tier(call, read, found, ranked, packable, timer)
+        if call.options.tiers
+        else pack_plain(call, read, ranked, packable, timer)
+    )
+    return Assembled(read, found, packed, empty_reason(call, read, packed, timer))
+
+
+def _contradictions_propose(call: Call, pairs: list) -> None:
+    # Without waiting for the scope's writers: a context call never queues behind a batch of fact writes; a pair
+    # not proposed now is proposed by manage.py consolidate from the trace.
+    contradiction_propose(
+        project_id=call.project_id, subject_id=call.subject_id, pairs=pairs, actor=CONTRADICTION_ACTOR, wait=False
+    )
+
+
+def _span_set(span, packet: dict, decided: list[Decided]) -> None:
+    span.set(
+        trace_id=packet["trace_id"],
+        status=str(packet["status"]),
+        used_tokens=packet["used_tokens"],
+        empty_reason=str(packet["empty_reason"]) if packet["empty_reason"] else None,
+        candidates=len(decided),
+        facts_served=len(packet["facts"]),
+        episodes_served=len(packet["episodes"]),
+        warnings=len(packet["warnings"]),
+    )
 
 
 # --- 1. the memory to read, and the query's vector -------------------------------------------------------------
@@ -333,7 +330,7 @@ def _query_vector(query: str, project_id: str, warnings: list[str]):
     return vector
 
 
-# --- 2. the candidates, 3. their ranking, 4. what is blocked -----------------------------------------------------
+# --- 2. the candidates, 3. their ranking (4. what is blocked: context/blocking.py) ------------------------------
 
 
 def candidates_read(call: Call, read: MemoryToRead, qvec) -> Candidates:
@@ -365,43 +362,6 @@ def rank_candidates(
     pool = sorted(pool, key=lambda p: rank_order(p[0]))
     limit = options.candidate_limit or retrieval.CANDIDATE_LIMIT
     return [candidate_decision(item, kind, i + 1, layout) for i, (item, kind) in enumerate(pool[:limit])]
-
-
-def block(
-    ranked: list[Decided], max_distance: float, consented: frozenset[str] | None = None, min_score: float = 0.0
-) -> list[Decided]:
-    """Decide the candidates that may not be served (no consent, open conflict, expired volatility, beyond the
-    relevance floor, under the call's min_score); returns the others in rank order."""
-    packable = []
-    for d in ranked:
-        item = d.item
-        if without_consent(item, consented):
-            d.reason = ReasonCode.CONSENT_MISSING
-        elif getattr(item, "in_open_conflict", False):
-            d.reason = ReasonCode.CONFLICT_OPEN
-        elif getattr(item, "expired", False):
-            d.reason = ReasonCode.VOLATILITY_EXPIRED
-        elif _beyond_floor(item, max_distance):
-            d.reason = ReasonCode.BELOW_RELEVANCE_FLOOR
-        elif _below_min_score(item, min_score):
-            d.reason = ReasonCode.BELOW_MIN_SCORE
-        else:
-            packable.append(d)
-    return packable
-
-
-def _beyond_floor(item, max_distance: float) -> bool:
-    return max_distance > 0 and getattr(item, "distance", None) is not None and item.distance > max_distance
-
-
-def _below_min_score(item, min_score: float) -> bool:
-    return min_score > 0 and getattr(item, "score", min_score) < min_score
-
-
-def _relevant(item, max_distance: float, min_score: float) -> bool:
-    """Within the relevance floor and the call's min_score. (Identity blocks have neither a distance nor a score:
-    never ranked nor gated.)"""
-    return not _beyond_floor(item, max_distance) and not _below_min_score(item, min_score)
 
 
 # --- 5. packing, plain or by tier --------------------------------------------------------------------------------
@@ -501,64 +461,6 @@ def empty_reason(call: Call, read: MemoryToRead, packed: Packed, timer) -> Empty
     )
     timer.lap("why_empty")
     return empty
-
-
-def why_empty(
-    decided: list[Decided],
-    *,
-    total: Budget,
-    tiers: dict[str, Budget] | None,
-    options: CallOptions,
-    config: AssemblyConfig,
-    scope: Callable[[], retrieval.ScopeState],
-) -> Empty:
-    """Why a call that served nothing came back empty, and what the reason says in numbers (the packet's
-    empty_details). The first that holds, in this order:
-    1. budget_too_small: a candidate passed every gate and did not fit; a larger budget would have served it, so
-       this comes before what blocked the others. Details: the budget that serves something (fitting_budgets);
-    2. all_blocked: some candidate within the relevance floor and min_score was blocked (open conflict, consent,
-       expired volatility) and none was left to pack. Details: the blocked candidates per reason code;
-    3. no_relevant_memory: there were candidates, and the floor or min_score held back every one not blocked;
-    4. no candidate at all: scope_unknown when nothing was ever written for the subject, scope_empty when nothing
-       it holds may be served now, else no_relevant_memory (the degraded path's full-text leg matched nothing).
-       Only this case reads the store (`scope`, one statement), so that no call with a candidate pays for it."""
-    over = [d for d in decided if d.reason == ReasonCode.OVER_BUDGET]
-    if over:
-        return Empty(EmptyReason.BUDGET_TOO_SMALL, fitting_budgets(over, total, tiers, options))
-    if decided:
-        blocked = [d for d in decided if d.reason in _BLOCKED]
-        if any(_relevant(d.item, config.max_distance, options.min_score) for d in blocked):
-            counts = {str(code): n for code in _BLOCKED if (n := sum(1 for d in blocked if d.reason == code))}
-            return Empty(EmptyReason.ALL_BLOCKED, counts)
-        return Empty(EmptyReason.NO_RELEVANT_MEMORY)
-    state = scope()
-    if not state.written:
-        return Empty(EmptyReason.SCOPE_UNKNOWN)
-    return Empty(EmptyReason.NO_RELEVANT_MEMORY if state.servable else EmptyReason.SCOPE_EMPTY)
-
-
-def fitting_budgets(over: list[Decided], total: Budget, tiers: dict[str, Budget] | None, options: CallOptions) -> dict:
-    """The smallest budget_tokens that serves something, where nothing was served and `over` did not fit: the
-    cheapest of them alone, its line and its section's header inside the wrapper (Budget.of_tokens inverted). With
-    nothing served no section is open, and the multi-hop share held back is given back to the ranking before the
-    call ends, so at that budget the call serves at least that item, and below it nothing. A tiered call names the
-    item's tier, and the tier budget it needs when its own is too small; the item is one whose tier budget fits
-    it already, when there is one."""
-    wrapper = total.layout.wrapper_chars()
-
-    def needs(d: Decided) -> tuple[int, int]:
-        cost = total.cost(d)
-        return max(1, -(-(cost + wrapper - 4) // 4)), -(-cost // 4)  # (budget_tokens, a tier's budget)
-
-    if tiers is None:
-        return {"smallest_fitting_budget": min(needs(d)[0] for d in over)}
-    tier_fits = [d for d in over if needs(d)[1] <= options.tier_budgets[d.section]]
-    first = min(tier_fits or over, key=lambda d: (needs(d)[0], needs(d)[1]))
-    budget, tier_budget = needs(first)
-    details = {"smallest_fitting_budget": budget, "tier": first.section}
-    if tier_budget > options.tier_budgets[first.section]:
-        details["smallest_fitting_tier_budget"] = tier_budget
-    return details
 
 
 # --- 7. what a replay needs, 8. the trace -----------------------------------------------------------------------

@@ -3,7 +3,7 @@ time (MemoryAsOf, for a replay as it was). The assembler asks either the same qu
 
 from __future__ import annotations
 
-from context import retrieval, retrieval_asof
+from context import multi_hop, retrieval, retrieval_asof
 from facts import selectors as fact_selectors
 from hakimem.embeddings import EmbedderUnavailable
 from traces import selectors as trace_selectors
@@ -37,10 +37,10 @@ class Memory:
 
     def hop(self, lookup, entities, exclude_ids):
         if self.scope_facts is not None:  # what multi-hop could find is among the candidates already
-            return retrieval.multi_hop_within(
+            return multi_hop.multi_hop_within(
                 lookup, entities=entities, scope_facts=self.scope_facts, exclude_ids=exclude_ids
             )
-        return retrieval.multi_hop_candidates(lookup, entities=entities, exclude_ids=exclude_ids)
+        return multi_hop.multi_hop_candidates(lookup, entities=entities, exclude_ids=exclude_ids)
 
     def name_freq(self, name: str, project_id: str | None = None) -> float:
         freq = retrieval.table_stats(retrieval.FACTS, project_id).term_freq.get(name, 0.0)

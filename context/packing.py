@@ -9,9 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from context import render, retrieval
+from context.candidates import Candidate
 from context.config import AssemblyConfig, CallOptions
 from context.entities import extract_entities
 from context.memory import Memory
+from context.multi_hop import MULTI_HOP_MAX_ENTITIES
 from context.render import Layout
 from context.scoring import estimate_tokens, hybrid_score
 from traces.models import ItemType, ReasonCode
@@ -34,7 +36,7 @@ SERVED = (ReasonCode.INCLUDED, ReasonCode.MULTI_HOP_EXPANSION)
 class Decided:
     """One candidate of the call and what became of it."""
 
-    item: object  # retrieval.Candidate or retrieval.EpisodeCandidate
+    item: object  # candidates.Candidate or candidates.EpisodeCandidate
     item_type: str  # ItemType
     rank: int
     tokens: int
@@ -118,7 +120,7 @@ def candidate_decision(item, item_type: str, rank: int, layout: Layout, section:
 def without_consent(item, consented: frozenset[str] | None) -> bool:
     """A fact whose category its subject does not consent to, in a project that requires consent. Episodes
     and procedures carry no consent gate."""
-    return consented is not None and isinstance(item, retrieval.Candidate) and item.category not in consented
+    return consented is not None and isinstance(item, Candidate) and item.category not in consented
 
 
 def pack(items: list[Decided], budget: Budget, fits_reason: str) -> None:
@@ -174,7 +176,7 @@ def multi_hop(
     entities = extract_entities(
         [d.item.text for d in included],
         query,
-        retrieval.MULTI_HOP_MAX_ENTITIES,
+        MULTI_HOP_MAX_ENTITIES,
         too_common=lambda name: memory.name_freq(name, lookup.project_id) > MULTI_HOP_MAX_ENTITY_FREQUENCY,
     )
     settled = [d.item.id for d in facts if d.reason in SETTLED]

@@ -1,6 +1,7 @@
 """The reads of POST /v1/context: what a call asks of each table (its text queries, weighed by the planner's
 statistics and a large scope's own word counts), which statement answers it (context/retrieval_sql.py, whose opening
-states the invariants every statement keeps), and the candidates they return.
+states the invariants every statement keeps), and the candidates they return (context/candidates.py). Multi-hop's
+reads are context/multi_hop.py.
 """
 
 from __future__ import annotations
@@ -8,13 +9,21 @@ from __future__ import annotations
 import math
 import re
 import weakref
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from django.conf import settings
 from django.db import transaction
 
 from context import scoring
+from context.candidates import (
+    Candidate,
+    EpisodeCandidate,
+    ProcedureCandidate,
+    episode_candidate,
+    fact_candidate,
+    procedure_candidate,
+)
 from context.retrieval_sql import (
     CONTRADICTION_PAIRS_SQL,
     EPISODE_TEXT_PREFIX,
@@ -37,8 +46,6 @@ from context.retrieval_sql import (
     TEXT_PARAMS,
     TOGETHER_SQL,
     WHOLE_SCOPE_SQL,
-    multi_hop_sql,
-    multi_hop_within_sql,
 )
 from facts.scope_graphs import SCOPE_GRAPH_PREFIX, scope_graph_name
 from facts.text import STOP_WORDS
@@ -52,8 +59,6 @@ from hakimem.embeddings import vector_literal
 DENSE_TOP_K = 256
 LEXICAL_TOP_K = 64
 CANDIDATE_LIMIT = 128
-MULTI_HOP_MAX_ENTITIES = 2
-MULTI_HOP_MAX_PER_ENTITY = 5
 LEXICAL_MAX_TERMS = 12  # longer queries keep their rarest-looking (longest) words
 
 # hnsw returns at most ef_search rows per scan; with iterative scan it keeps walking the graph until the
@@ -405,54 +410,6 @@ def lookup_for(
     )
 
 
-@dataclass
-class Candidate:
-    id: object
-    text: str
-    category: str
-    kind: str
-    importance: float
-    metadata: dict
-    valid_from: datetime | None
-    recorded_from: datetime
-    similarity: float | None
-    distance: float | None
-    text_rank: float
-    recency: float
-    in_open_conflict: bool = False
-    expired: bool = False
-    score: float = 0.0
-
-
-@dataclass
-class EpisodeCandidate:
-    id: object
-    text: str
-    occurred_at: datetime
-    metadata: dict
-    similarity: float | None
-    distance: float | None
-    text_rank: float
-    recency: float
-    score: float = 0.0
-
-
-@dataclass
-class ProcedureCandidate:
-    id: object
-    title: str
-    text: str
-    category: str
-    importance: float
-    metadata: dict
-    updated_at: datetime
-    similarity: float | None
-    distance: float | None
-    text_rank: float
-    recency: float
-    score: float = 0.0
-
-
 _TUNED_CONNECTIONS: "weakref.WeakSet" = weakref.WeakSet()
 
 
@@ -474,43 +431,6 @@ def _settings_for_hnsw(cursor, connection) -> None:
         transaction.on_commit(lambda: _TUNED_CONNECTIONS.add(raw), using=connection.alias)
     else:
         _TUNED_CONNECTIONS.add(raw)
-
-
-def _walked(lookup: Lookup, entities: list[str]) -> set[int]:
-    """The entities common enough in the scope, by its own word counts, to walk the scope for (_NAME_MATCH_WALKED)."""
-    counted = lookup.scope_words.get(FACTS)
-    if counted is None:
-        return set()
-    names = [entity.lower() for entity in entities]
-    unread = [n for n in names if n not in counted.counts]
-    if unread:  # names found in the served facts, not in the query: one more read, in a large scope only
-        more = scope_words_read(lookup.project_id, lookup.subject_id, unread, tables=(FACTS,)).get(FACTS)
-        if more is not None:
-            counted = replace(counted, counts={**counted.counts, **more.counts})
-    return {
-        i for i, name in enumerate(names) if counted.holding(name, 0.0) ** 2 > MULTI_HOP_MAX_PER_ENTITY * counted.items
-    }
-
-
-def _candidate(r: dict) -> Candidate:
-    """A fact row as a Candidate; the multi-hop query selects no similarity, text rank or block flags (its
-    facts are found by a shared name, and blocked facts are filtered out in its SQL)."""
-    return Candidate(
-        id=r["id"],
-        text=r["text"],
-        category=r["category"],
-        kind=r["kind"],
-        importance=r["importance"],
-        metadata=r["metadata"],
-        valid_from=r["valid_from"],
-        recorded_from=r["recorded_from"],
-        similarity=r.get("similarity"),
-        distance=r.get("distance"),
-        text_rank=float(r.get("text_rank") or 0.0),
-        recency=float(r["recency"]),
-        in_open_conflict=bool(r.get("in_open_conflict")),
-        expired=bool(r.get("expired")),
-    )
 
 
 def _dense_exact(lookup: Lookup, table: str) -> bool:
@@ -564,7 +484,7 @@ def candidates_together(lookup: Lookup, *, qvec) -> tuple[list[Candidate], list[
     """A plain call's candidates, facts and episodes, in one statement: the CANDIDATE_LIMIT best of both by hybrid
     score, from the whole scope when it is small (WHOLE_SCOPE_SQL), else from both tables' two phases (TOGETHER_SQL).
     Only for a call that ranks by the hybrid score alone, with a query vector. The third value: whether the facts
-    returned are every active fact of the scope (multi_hop_within may then answer multi-hop)."""
+    returned are every active fact of the scope (multi_hop.multi_hop_within may then answer multi-hop)."""
     params = {**lookup.params(lookup.fact_text), "qvec": vector_literal(qvec)}
     episode_params = lookup.params(lookup.event_text)
     params.update({EPISODE_TEXT_PREFIX + name: episode_params[name] for name in TEXT_PARAMS})
@@ -589,8 +509,8 @@ def candidates_together(lookup: Lookup, *, qvec) -> tuple[list[Candidate], list[
 
 def _facts_and_episodes(rows: list[dict]) -> tuple[list[Candidate], list[EpisodeCandidate]]:
     return (
-        [_candidate(r) for r in rows if r["item_type"] == "fact"],
-        [_episode(r) for r in rows if r["item_type"] == "episode"],
+        [fact_candidate(r) for r in rows if r["item_type"] == "fact"],
+        [episode_candidate(r) for r in rows if r["item_type"] == "episode"],
     )
 
 
@@ -604,14 +524,14 @@ def fact_candidates(lookup: Lookup, *, qvec) -> list[Candidate]:
         HYBRID_EXACT_CANDIDATES_SQL,
         LEXICAL_CANDIDATES_SQL,
     )
-    return [_candidate(r) for r in rows]
+    return [fact_candidate(r) for r in rows]
 
 
 def episode_candidates(lookup: Lookup, *, qvec) -> list[EpisodeCandidate]:
     rows = _ranked_rows(
         lookup, qvec, EVENTS, lookup.event_text, EPISODES_HYBRID_SQL, EPISODES_HYBRID_EXACT_SQL, EPISODES_LEXICAL_SQL
     )
-    return [_episode(r) for r in rows]
+    return [episode_candidate(r) for r in rows]
 
 
 def procedure_candidates(lookup: Lookup, *, qvec) -> list[ProcedureCandidate]:
@@ -626,78 +546,7 @@ def procedure_candidates(lookup: Lookup, *, qvec) -> list[ProcedureCandidate]:
         PROCEDURES_HYBRID_EXACT_SQL,
         PROCEDURES_LEXICAL_SQL,
     )
-    return [
-        ProcedureCandidate(
-            id=r["id"],
-            title=r["title"],
-            text=r["text"],
-            category=r["category"],
-            importance=float(r["importance"]),
-            metadata=r["metadata"],
-            updated_at=r["updated_at"],
-            similarity=r["similarity"],
-            distance=r["distance"],
-            text_rank=float(r["text_rank"] or 0.0),
-            recency=float(r["recency"]),
-        )
-        for r in rows
-    ]
-
-
-def _episode(r: dict) -> EpisodeCandidate:
-    return EpisodeCandidate(
-        id=r["id"],
-        text=r["text"],
-        occurred_at=r["occurred_at"],
-        metadata=r["metadata"],
-        similarity=r["similarity"],
-        distance=r["distance"],
-        text_rank=float(r["text_rank"] or 0.0),
-        recency=float(r["recency"]),
-    )
-
-
-def multi_hop_within(
-    lookup: Lookup, *, entities: list[str], scope_facts: list[Candidate], exclude_ids: list
-) -> list[tuple[str, Candidate]]:
-    """multi_hop_candidates' answer, in a scope whose every active fact is in `scope_facts` (multi_hop_within_sql)."""
-    excluded = set(exclude_ids)
-    eligible = [c for c in scope_facts if c.id not in excluded and not c.in_open_conflict and not c.expired]
-    if not entities or not eligible:
-        return []
-    params = {
-        **lookup.params(TextQuery()),
-        **{f"entity_{i}": entity for i, entity in enumerate(entities)},
-        "ids": [str(c.id) for c in eligible],
-    }
-    with read_connection().cursor() as cursor:
-        cursor.execute(multi_hop_within_sql(len(entities)), params)
-        names = {row[0]: row[1:] for row in cursor.fetchall()}
-    newest_first = sorted(
-        sorted((c for c in eligible if c.id in names), key=lambda c: (c.text, str(c.id))),
-        key=lambda c: c.recorded_from,
-        reverse=True,
-    )  # as the statement's ORDER BY
-    found = []
-    for i, entity in enumerate(entities):
-        named = [c for c in newest_first if names[c.id][i]]
-        found += [(entity, c) for c in named[:MULTI_HOP_MAX_PER_ENTITY]]
-    return found
-
-
-def multi_hop_candidates(lookup: Lookup, *, entities: list[str], exclude_ids: list) -> list[tuple[str, Candidate]]:
-    if not entities:
-        return []
-    params = {
-        **lookup.params(TextQuery()),
-        **{f"entity_{i}": entity for i, entity in enumerate(entities)},
-        "exclude": [str(i) for i in exclude_ids],
-        "per_entity": MULTI_HOP_MAX_PER_ENTITY,
-    }
-    with read_connection().cursor() as cursor:
-        cursor.execute(multi_hop_sql(len(entities), _walked(lookup, entities)), params)
-        rows = dict_rows(cursor, json_columns=["metadata"])
-    return [(r["entity"], _candidate(r)) for r in rows]
+    return [procedure_candidate(r) for r in rows]
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,9 @@ from __future__ import annotations
 from django.db import connection
 
 from context import retrieval
-from context.retrieval import Candidate, EpisodeCandidate, Lookup, _candidate, _episode
+from context.candidates import Candidate, EpisodeCandidate, episode_candidate, fact_candidate
+from context.multi_hop import MULTI_HOP_MAX_PER_ENTITY
+from context.retrieval import Lookup
 from context.retrieval_sql import (
     EVENTS,
     EVENTS_SOURCE,
@@ -101,14 +103,14 @@ def fact_candidates_as_of(lookup: Lookup, *, qvec, verdicts: dict) -> list[Candi
     with connection.cursor() as cursor:
         cursor.execute(FACTS_AS_OF_SQL, {**_params(lookup, lookup.fact_text, verdicts), "qvec": vector_literal(qvec)})
         rows = dict_rows(cursor, json_columns=["metadata"])
-    return [_candidate(r) for r in rows]
+    return [fact_candidate(r) for r in rows]
 
 
 def episode_candidates_as_of(lookup: Lookup, *, qvec) -> list[EpisodeCandidate]:
     with connection.cursor() as cursor:
         cursor.execute(EVENTS_AS_OF_SQL, {**lookup.params(lookup.event_text), "qvec": vector_literal(qvec)})
         rows = dict_rows(cursor, json_columns=["metadata"])
-    return [_episode(r) for r in rows]
+    return [episode_candidate(r) for r in rows]
 
 
 def scope_state_as_of(lookup: Lookup) -> retrieval.ScopeState:
@@ -122,10 +124,10 @@ def multi_hop_candidates_as_of(lookup: Lookup, *, entities: list[str], exclude_i
         **_params(lookup, retrieval.TextQuery(), verdicts),
         **{f"entity_{i}": entity for i, entity in enumerate(entities)},
         "exclude": [str(i) for i in exclude_ids],
-        "per_entity": retrieval.MULTI_HOP_MAX_PER_ENTITY,
+        "per_entity": MULTI_HOP_MAX_PER_ENTITY,
     }
     sql = "\nUNION ALL".join(_MULTI_HOP_BRANCH_AT.replace("{n}", str(i)) for i in range(len(entities)))
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         rows = dict_rows(cursor, json_columns=["metadata"])
-    return [(r["entity"], _candidate(r)) for r in rows]
+    return [(r["entity"], fact_candidate(r)) for r in rows]

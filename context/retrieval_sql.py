@@ -429,7 +429,7 @@ SELECT x.id, x.title, x.text, x.category, x.importance, x.metadata, x.updated_at
 # frequency: a common name walks the scope newest first and stops at the fifth match, a rare one takes its few rows
 # from the GIN index. A name rare in the table may be common in its scope: where the scope's own word counts
 # (ScopeWords) say it holds more than sqrt(per_entity x items) of them, the branch matches it by ts_match_vq, the same
-# test as @@ that no index serves, and walks the scope (retrieval._walked; the figures: docs/history.md).
+# test as @@ that no index serves, and walks the scope (multi_hop._walked; the figures: docs/history.md).
 # -- uses: facts_fact_scope_recorded (common names) or facts_fact_search_gin (rare names)
 _NAME_MATCH = scoped_match("f", "to_tsquery('simple', quote_literal(lower(%(entity_{n})s)))")
 _NAME_MATCH_WALKED = "ts_match_vq(f.search_vector, to_tsquery('simple', quote_literal(lower(%(entity_{n})s))))"
@@ -480,7 +480,7 @@ def multi_hop_within_sql(entities: int) -> str:
  WHERE {HARD_FILTERS} AND f.id = ANY(%(ids)s::uuid[])"""
 
 
-# Why a call that found no candidate at all came back empty (context.assembler.why_empty): does the subject hold a
+# Why a call that found no candidate at all came back empty (context.blocking.why_empty): does the subject hold a
 # fact or an event a call may serve (`servable`), and was anything else ever written for it (`written`: a fact
 # whatever its status, a procedure or an identity block of its own; the project-wide ones do not make a subject
 # known). Asked only then: a call with a candidate knows its scope exists, so no call that serves something, and

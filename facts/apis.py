@@ -21,7 +21,6 @@ from facts.serializers import (
     ConflictListQuerySerializer,
     ConflictPageSerializer,
     ConflictResolveSerializer,
-    ConsentGrantSerializer,
     EventOutSerializer,
     FactBatchInSerializer,
     FactBatchOutSerializer,
@@ -31,11 +30,22 @@ from facts.serializers import (
     FactOutSerializer,
     FactPageSerializer,
     FactPatchSerializer,
+    FactWrittenSerializer,
+    ScopeQuerySerializer,
+    conflict_out,
+    event_out,
+    fact_out,
+)
+from facts.project_serializers import (
+    ConsentGrantSerializer,
     ConsentOutSerializer,
     ConsentsSerializer,
     ProjectOutSerializer,
     ProjectPatchSerializer,
-    FactWrittenSerializer,
+    consent_out,
+    project_out,
+)
+from facts.identity_and_procedure_serializers import (
     IdentityBlockInSerializer,
     IdentityBlockListQuerySerializer,
     IdentityBlockListSerializer,
@@ -46,14 +56,8 @@ from facts.serializers import (
     ProcedureOutSerializer,
     ProcedurePageSerializer,
     ProcedurePatchSerializer,
-    ScopeQuerySerializer,
-    conflict_out,
-    consent_out,
-    event_out,
-    fact_out,
     identity_block_out,
     procedure_out,
-    project_out,
 )
 from hakimem.auth import require_project
 from hakimem.errors import ApiError, ErrorCode, invalid

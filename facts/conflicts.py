@@ -43,36 +43,42 @@ def conflict_record(fact: Fact, conflicts, *, actor: str, now, policy: str) -> C
     other_ids = [fid for fid, _, _ in conflicts]
     fid, similarity, signal = max(conflicts, key=lambda c: c[1])
     if policy == ConflictPolicy.NEWEST_WINS:
-        conflict_set = ConflictSet.objects.create(
-            project_id=fact.project_id,
-            subject_id=fact.subject_id,
-            status=ConflictStatus.RESOLVED,
-            signal=signal.rule,
-            signal_detail=signal.detail[:SIGNAL_DETAIL_MAX],
-            reading=signal.reading or {},
-            similarity=similarity,
-            opened_at=now,
-            resolved_at=now,
-            resolved_by="system:newest_wins",
-            note="Newest fact kept by the project's conflict policy.",
-        )
-        ConflictMember.objects.bulk_create(
-            [ConflictMember(project_id=fact.project_id, conflict_set=conflict_set, fact=fact, added_at=now, kept=True)]
-            + [
-                ConflictMember(
-                    project_id=fact.project_id, conflict_set=conflict_set, fact_id=o, added_at=now, kept=False
-                )
-                for o in other_ids
-            ]
-        )
-        fact_supersede(other_ids, by=fact.id, now=now, project_id=fact.project_id)
-        return conflict_set
+        return _newest_wins(fact, other_ids, similarity, signal, now=now)
+    return _open_sets_join(fact, other_ids, similarity, signal, now=now)
 
-    # Pairwise membership: the new fact joins each open set holding a fact it contradicts (by a rule, above
-    # the similarity threshold), and the facts it contradicts that are in no open set join it there. Sets are
-    # never merged through a fact that bridges them: a set then holds only facts that each contradict one
-    # of its members, not every fact one similar sentence led to (merged sets grew to 28 members on
-    # average on LoCoMo's chats, each blocking all of them).
+
+def _newest_wins(fact: Fact, other_ids: list, similarity: float, signal: Signal, *, now) -> ConflictSet:
+    """A set resolved at once by the project's policy: `fact` kept, the facts it contradicts superseded."""
+    conflict_set = ConflictSet.objects.create(
+        project_id=fact.project_id,
+        subject_id=fact.subject_id,
+        status=ConflictStatus.RESOLVED,
+        signal=signal.rule,
+        signal_detail=signal.detail[:SIGNAL_DETAIL_MAX],
+        reading=signal.reading or {},
+        similarity=similarity,
+        opened_at=now,
+        resolved_at=now,
+        resolved_by="system:newest_wins",
+        note="Newest fact kept by the project's conflict policy.",
+    )
+    ConflictMember.objects.bulk_create(
+        [ConflictMember(project_id=fact.project_id, conflict_set=conflict_set, fact=fact, added_at=now, kept=True)]
+        + [
+            ConflictMember(project_id=fact.project_id, conflict_set=conflict_set, fact_id=o, added_at=now, kept=False)
+            for o in other_ids
+        ]
+    )
+    fact_supersede(other_ids, by=fact.id, now=now, project_id=fact.project_id)
+    return conflict_set
+
+
+def _open_sets_join(fact: Fact, other_ids: list, similarity: float, signal: Signal, *, now) -> ConflictSet:
+    """Pairwise membership: the new fact joins each open set holding a fact it contradicts (by a rule, above the
+    similarity threshold), and the facts it contradicts that are in no open set join it there. Sets are never merged
+    through a fact that bridges them: a set then holds only facts that each contradict one of its members, not every
+    fact one similar sentence led to (merged sets grew to 28 members on average on LoCoMo's chats, each blocking all
+    of them). Returns the first of the sets, a new one when none was open."""
     open_sets = list(
         ConflictSet.objects.select_for_update()
         .filter(

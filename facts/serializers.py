@@ -1,48 +1,40 @@
+"""The API's shapes of facts, events and conflict sets, and what every shape of the store shares (text_field, pages,
+scope queries). A project's settings and consents: facts/project_serializers.py; identity blocks and procedures:
+facts/identity_and_procedure_serializers.py."""
+
 from __future__ import annotations
 
 from rest_framework import serializers
 
 from facts.models import (
     CATEGORY_MAX,
-    ConflictPolicy,
-    ConsentWritePolicy,
     CONFLICT_NOTE_MAX,
     EVENT_TEXT_MAX,
     FACT_TEXT_MAX,
-    IDENTITY_NAME_MAX,
-    IDENTITY_TEXT_MAX,
-    PROCEDURE_TEXT_MAX,
-    PROCEDURE_TITLE_MAX,
-    PROJECT_WIDE,
     ConflictStatus,
     FactKind,
     FactStatus,
-    ProcedureStatus,
     Volatility,
 )
 from hakimem.fields import (
     AwareDateTimeField,
     NOT_BLANK,
-    ONE_LINE,
     JsonObjectField,
     ScopeIdField,
-    StrictBooleanField,
     StrictCharField,
     StrictFloatField,
-    StrictIntegerField,
 )
-from hakimem.serializers import StrictSerializer, iso
-from hakimem.tokens import estimate_tokens
+from hakimem.serializers import StrictSerializer, response_writer
 
 
-def _text_field(limit: int):
+def text_field(limit: int):
     return StrictCharField(max_length=limit, trim_whitespace=False, allow_blank=False, validators=[NOT_BLANK])
 
 
 class FactInSerializer(StrictSerializer):
     project_id = ScopeIdField()
     subject_id = ScopeIdField()
-    text = _text_field(FACT_TEXT_MAX)
+    text = text_field(FACT_TEXT_MAX)
     category = StrictCharField(max_length=CATEGORY_MAX, required=False, allow_blank=True, default="")
     kind = serializers.ChoiceField(choices=FactKind.choices, required=False, default=FactKind.FACT)
     importance = StrictFloatField(min_value=0.0, max_value=1.0, required=False, default=0.5)
@@ -59,7 +51,7 @@ class FactInSerializer(StrictSerializer):
 
 
 class FactPatchSerializer(StrictSerializer):
-    text = _text_field(FACT_TEXT_MAX)
+    text = text_field(FACT_TEXT_MAX)
     category = StrictCharField(max_length=CATEGORY_MAX, allow_blank=True)
     importance = StrictFloatField(min_value=0.0, max_value=1.0)
     volatility = serializers.ChoiceField(choices=Volatility.choices)
@@ -90,7 +82,7 @@ class FactPatchSerializer(StrictSerializer):
 class EventInSerializer(StrictSerializer):
     project_id = ScopeIdField()
     subject_id = ScopeIdField()
-    text = _text_field(EVENT_TEXT_MAX)
+    text = text_field(EVENT_TEXT_MAX)
     occurred_at = AwareDateTimeField()
     metadata = JsonObjectField(required=False, default=dict)
 
@@ -154,87 +146,7 @@ class ScopeQuerySerializer(StrictSerializer):
     project_id = ScopeIdField()
 
 
-def fact_out(fact, *, deduplicated=None, conflict_set_id=None, with_write_flags=False) -> dict:
-    out = {
-        "id": str(fact.id),
-        "project_id": fact.project_id,
-        "subject_id": fact.subject_id,
-        "text": fact.text,
-        "status": fact.status,
-        "category": fact.category,
-        "kind": fact.kind,
-        "importance": fact.importance,
-        "volatility": fact.volatility,
-        "valid_from": iso(fact.valid_from),
-        "valid_to": iso(fact.valid_to),
-        "recorded_from": iso(fact.recorded_from),
-        "recorded_to": iso(fact.recorded_to),
-        "last_confirmed_at": iso(fact.last_confirmed_at),
-        "superseded_by": str(fact.superseded_by_id) if fact.superseded_by_id else None,
-        "source_event_id": str(fact.source_event_id) if fact.source_event_id else None,
-        "metadata": fact.metadata,
-    }
-    if with_write_flags:
-        out["deduplicated"] = bool(deduplicated)
-        out["conflict_set_id"] = str(conflict_set_id) if conflict_set_id else None
-    return out
-
-
-def event_out(event) -> dict:
-    return {
-        "id": str(event.id),
-        "project_id": event.project_id,
-        "subject_id": event.subject_id,
-        "text": event.text,
-        "occurred_at": iso(event.occurred_at),
-        "recorded_at": iso(event.recorded_at),
-        "metadata": event.metadata,
-        "extraction": {
-            "status": event.extraction_status,
-            "attempts": event.extraction_attempts,
-            "error": event.extraction_error or None,
-            "fact_ids": event.extraction_fact_ids,
-        }
-        if event.extraction_status
-        else None,
-    }
-
-
-def conflict_out(conflict_set, members: list[dict] | None = None) -> dict:
-    out = {
-        "id": str(conflict_set.id),
-        "project_id": conflict_set.project_id,
-        "subject_id": conflict_set.subject_id,
-        "status": conflict_set.status,
-        "signal": conflict_set.signal,
-        "signal_detail": conflict_set.signal_detail,
-        "reading": conflict_set.reading or None,
-        "similarity": round(conflict_set.similarity, 4),
-        "opened_at": iso(conflict_set.opened_at),
-        "resolved_at": iso(conflict_set.resolved_at),
-        "resolved_by": conflict_set.resolved_by or None,
-        "note": conflict_set.note,
-    }
-    if members is not None:
-        out["members"] = [
-            {
-                "fact_id": str(m["id"]),
-                "text": m["text"],
-                "category": m["category"],
-                "status": m["status"],
-                "recorded_from": iso(m["recorded_from"]),
-                "valid_from": iso(m["valid_from"]),
-                "valid_to": iso(m["valid_to"]),
-                "source_event_id": str(m["source_event_id"]) if m["source_event_id"] else None,
-                "kept": m["kept"],
-                "similarity_to": m["similarities"],
-            }
-            for m in members
-        ]
-    return out
-
-
-# --- the responses, as the OpenAPI schema describes them (the views answer fact_out & co. above) -----------
+# --- the responses, as the OpenAPI schema describes them (response_writer writes each from its declaration) -
 
 
 class FactOutSerializer(serializers.Serializer):
@@ -252,7 +164,7 @@ class FactOutSerializer(serializers.Serializer):
     recorded_from = serializers.DateTimeField()
     recorded_to = serializers.DateTimeField(allow_null=True)
     last_confirmed_at = serializers.DateTimeField()
-    superseded_by = serializers.UUIDField(allow_null=True)
+    superseded_by = serializers.UUIDField(allow_null=True, source="superseded_by_id")
     source_event_id = serializers.UUIDField(allow_null=True)
     metadata = serializers.DictField()
 
@@ -262,6 +174,17 @@ class FactWrittenSerializer(FactOutSerializer):
         help_text="an active fact of the scope already said this: it answers, re-confirmed"
     )
     conflict_set_id = serializers.UUIDField(allow_null=True, help_text="the open conflict set the fact joined, if any")
+
+
+_fact_out = response_writer(FactOutSerializer)
+
+
+def fact_out(fact, *, deduplicated=None, conflict_set_id=None, with_write_flags=False) -> dict:
+    out = _fact_out(fact)
+    if with_write_flags:  # FactWrittenSerializer's two fields, which the fact does not hold
+        out["deduplicated"] = bool(deduplicated)
+        out["conflict_set_id"] = str(conflict_set_id) if conflict_set_id else None
+    return out
 
 
 def _batch_rules(plural: str) -> dict:
@@ -291,15 +214,34 @@ class FactHistorySerializer(serializers.Serializer):
     versions = FactOutSerializer(many=True)
 
 
+class BlankAsNullOutField(serializers.CharField):
+    """A text that a response writes as null when the row holds ''."""
+
+    @staticmethod
+    def write(value: str) -> str | None:
+        return value or None
+
+
+# An event's extraction, from its extraction_* columns; null when extraction was off as it was written. (A comment,
+# not a docstring: the schema would show a docstring as the component's description.)
 class EventExtractionSerializer(serializers.Serializer):
-    status = serializers.ChoiceField(choices=["pending", "done", "failed", "skipped"])
-    attempts = serializers.IntegerField(help_text="Calls made to the extractor")
-    error = serializers.CharField(
+    status = serializers.ChoiceField(choices=["pending", "done", "failed", "skipped"], source="extraction_status")
+    attempts = serializers.IntegerField(help_text="Calls made to the extractor", source="extraction_attempts")
+    error = BlankAsNullOutField(
         allow_null=True,
+        source="extraction_error",
         help_text="timeout, transport_error, http_error, invalid_output, "
         "write_failed, enqueue_failed, extractor_off, no_consent",
     )
-    fact_ids = serializers.ListField(child=serializers.UUIDField(), help_text="The facts it wrote or re-confirmed")
+    fact_ids = serializers.ListField(
+        child=serializers.UUIDField(), source="extraction_fact_ids", help_text="The facts it wrote or re-confirmed"
+    )
+
+    def write(self, event) -> dict | None:
+        return _event_extraction_out(event) if event.extraction_status else None
+
+
+_event_extraction_out = response_writer(EventExtractionSerializer)
 
 
 class EventOutSerializer(serializers.Serializer):
@@ -311,8 +253,13 @@ class EventOutSerializer(serializers.Serializer):
     recorded_at = serializers.DateTimeField()
     metadata = serializers.DictField()
     extraction = EventExtractionSerializer(
-        allow_null=True, help_text="Fact extraction from this event; null when it was off as the event was written"
+        allow_null=True,
+        source="*",
+        help_text="Fact extraction from this event; null when it was off as the event was written",
     )
+
+
+event_out = response_writer(EventOutSerializer)
 
 
 class EventBatchInSerializer(StrictSerializer):
@@ -332,6 +279,14 @@ class EventPageSerializer(serializers.Serializer):
     next_cursor = serializers.CharField(allow_null=True)
 
 
+class RoundedOutField(serializers.FloatField):
+    """A similarity as a response writes it: 4 decimals."""
+
+    @staticmethod
+    def write(value: float) -> float:
+        return round(value, 4)
+
+
 class ConflictReadingSerializer(serializers.Serializer):
     attribute = serializers.CharField(
         help_text="e.g. residence, employer, age, birth, partner, count:children, likes:jazz"
@@ -340,6 +295,10 @@ class ConflictReadingSerializer(serializers.Serializer):
         help_text="whom the facts are about, as read: a name, self, or a relation (bob/daughter)"
     )
     values = serializers.ListField(child=serializers.CharField(), min_length=2, max_length=2)
+
+    @staticmethod
+    def write(reading: dict) -> dict | None:
+        return reading or None  # a word rule's set reads nothing: {} in its row
 
 
 class ConflictOutSerializer(serializers.Serializer):
@@ -356,15 +315,15 @@ class ConflictOutSerializer(serializers.Serializer):
             "attribute, whose it is, and the two values as written, the newer first. Null for a word rule."
         ),
     )
-    similarity = serializers.FloatField()
+    similarity = RoundedOutField()
     opened_at = serializers.DateTimeField()
     resolved_at = serializers.DateTimeField(allow_null=True)
-    resolved_by = serializers.CharField(allow_null=True)
+    resolved_by = BlankAsNullOutField(allow_null=True)
     note = serializers.CharField(allow_blank=True)
 
 
 class ConflictMemberOutSerializer(serializers.Serializer):
-    fact_id = serializers.UUIDField()
+    fact_id = serializers.UUIDField(source="id")
     text = serializers.CharField()
     category = serializers.CharField(allow_blank=True)
     status = serializers.ChoiceField(choices=FactStatus.choices)
@@ -373,11 +332,25 @@ class ConflictMemberOutSerializer(serializers.Serializer):
     valid_to = serializers.DateTimeField(allow_null=True)
     source_event_id = serializers.UUIDField(allow_null=True)
     kept = serializers.BooleanField(allow_null=True)
-    similarity_to = serializers.DictField(child=serializers.FloatField(), help_text="fact id -> cosine similarity")
+    similarity_to = serializers.DictField(
+        child=serializers.FloatField(), source="similarities", help_text="fact id -> cosine similarity"
+    )
 
 
 class ConflictDetailSerializer(ConflictOutSerializer):
     members = ConflictMemberOutSerializer(many=True)
+
+
+_conflict_out = response_writer(ConflictOutSerializer)
+_conflict_member_out = response_writer(ConflictMemberOutSerializer, rows=True)
+
+
+def conflict_out(conflict_set, members: list[dict] | None = None) -> dict:
+    """A conflict set; with `members` (facts.selectors.conflict_members' rows), ConflictDetailSerializer's shape."""
+    out = _conflict_out(conflict_set)
+    if members is not None:
+        out["members"] = [_conflict_member_out(m) for m in members]
+    return out
 
 
 class ConflictPageSerializer(serializers.Serializer):
@@ -389,267 +362,3 @@ class ErasedSerializer(serializers.Serializer):
     project_id = serializers.CharField()
     subject_id = serializers.CharField()
     deleted = serializers.DictField(child=serializers.IntegerField(), help_text="rows deleted, per table")
-
-
-PROJECT_CATEGORIES_MAX = 100
-
-
-class ProjectPatchSerializer(StrictSerializer):
-    consent_required = StrictBooleanField(required=False)
-    consent_write_policy = serializers.ChoiceField(choices=ConsentWritePolicy.choices, required=False)
-    categories = serializers.ListField(
-        child=StrictCharField(max_length=CATEGORY_MAX, allow_blank=False, validators=[NOT_BLANK]),
-        required=False,
-        max_length=PROJECT_CATEGORIES_MAX,
-    )
-    conflict_policy = serializers.ChoiceField(
-        choices=[("", "environment default"), *ConflictPolicy.choices], required=False
-    )
-
-    @classmethod
-    def schema_rules(cls) -> dict:
-        return {"minProperties": 1, "properties": {"categories": {"uniqueItems": True}}}
-
-    def validate_categories(self, value):
-        if len(set(value)) != len(value):
-            raise serializers.ValidationError("must not repeat a category")
-        return value
-
-    def validate(self, attrs):
-        if not attrs:
-            raise serializers.ValidationError({"non_field_errors": ["send at least one setting to change"]})
-        return attrs
-
-
-def project_out(project) -> dict:
-    """A ProjectSettings (facts.selectors) or a Project row after a change."""
-    return {
-        "project_id": project.project_id,
-        "consent_required": project.consent_required,
-        "consent_write_policy": project.consent_write_policy,
-        "categories": list(project.categories),
-        "conflict_policy": project.conflict_policy,
-    }
-
-
-class ConsentGrantSerializer(StrictSerializer):
-    project_id = ScopeIdField()
-    category = StrictCharField(max_length=CATEGORY_MAX, allow_blank=False, validators=[NOT_BLANK])
-
-
-class ConsentRevokeQuerySerializer(StrictSerializer):
-    project_id = ScopeIdField()
-    erase = serializers.ChoiceField(choices=["true", "false"], required=False, default="false")
-
-
-def consent_out(consent) -> dict:
-    return {
-        "category": consent.category,
-        "granted_at": iso(consent.granted_at),
-        "granted_by": consent.granted_by,
-        "revoked_at": iso(consent.revoked_at),
-        "revoked_by": consent.revoked_by,
-    }
-
-
-class ProjectOutSerializer(serializers.Serializer):
-    project_id = serializers.CharField()
-    consent_required = serializers.BooleanField()
-    consent_write_policy = serializers.ChoiceField(choices=ConsentWritePolicy.choices)
-    categories = serializers.ListField(child=serializers.CharField())
-    conflict_policy = serializers.ChoiceField(
-        choices=ConflictPolicy.choices, help_text="in effect (the environment's when unset)"
-    )
-
-
-class ConsentOutSerializer(serializers.Serializer):
-    category = serializers.CharField()
-    granted_at = serializers.DateTimeField()
-    granted_by = serializers.CharField()
-    revoked_at = serializers.DateTimeField(allow_null=True)
-    revoked_by = serializers.CharField(allow_blank=True)
-
-
-class ConsentsSerializer(serializers.Serializer):
-    project_id = serializers.CharField()
-    subject_id = serializers.CharField()
-    consented = serializers.ListField(child=serializers.CharField(), help_text="the categories consented to now")
-    history = ConsentOutSerializer(many=True, help_text="every grant, oldest first, with its revocation if any")
-
-
-class ConsentRevokedSerializer(serializers.Serializer):
-    consent = ConsentOutSerializer(allow_null=True)
-    erased = serializers.DictField(
-        child=serializers.IntegerField(), allow_null=True, help_text="with erase=true: rows deleted, per table"
-    )
-
-
-# --- identity blocks and procedures ---------------------------------------------------------------------------
-# subject_id null (or left out) is the project: the block or procedure applies to every subject of it.
-
-POSITION_MAX = 2**31 - 1  # the column's integer range
-_SUBJECT_OR_PROJECT_HELP = "null or left out: the whole project (every subject of it)"
-
-
-def _subject_or_project() -> ScopeIdField:
-    return ScopeIdField(required=False, allow_null=True, default=None, help_text=_SUBJECT_OR_PROJECT_HELP)
-
-
-def _stored_subject(attrs: dict) -> dict:
-    if "subject_id" in attrs:
-        attrs["subject_id"] = attrs["subject_id"] or PROJECT_WIDE
-    return attrs
-
-
-class _AllOptional:
-    """A PATCH body: every field optional, at least one sent."""
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        for f in self.fields.values():
-            f.required = False
-
-    @classmethod
-    def schema_rules(cls) -> dict:
-        return {"minProperties": 1}
-
-    def validate(self, attrs):
-        if not attrs:
-            raise serializers.ValidationError({"non_field_errors": [f"send at least one of: {', '.join(self.fields)}"]})
-        return attrs
-
-
-class IdentityBlockInSerializer(StrictSerializer):
-    project_id = ScopeIdField()
-    subject_id = _subject_or_project()
-    name = StrictCharField(
-        max_length=IDENTITY_NAME_MAX, trim_whitespace=False, validators=[ONE_LINE], help_text="unique in its scope"
-    )
-    text = _text_field(IDENTITY_TEXT_MAX)
-    position = StrictIntegerField(
-        required=False,
-        min_value=0,
-        max_value=POSITION_MAX,
-        default=0,
-        help_text="blocks are served by position, then name",
-    )
-    enabled = StrictBooleanField(required=False, default=True)
-    metadata = JsonObjectField(required=False, default=dict)
-
-    def validate(self, attrs):
-        return _stored_subject(attrs)
-
-
-class IdentityBlockPatchSerializer(_AllOptional, StrictSerializer):
-    name = StrictCharField(max_length=IDENTITY_NAME_MAX, trim_whitespace=False, validators=[ONE_LINE])
-    text = _text_field(IDENTITY_TEXT_MAX)
-    position = StrictIntegerField(min_value=0, max_value=POSITION_MAX)
-    enabled = StrictBooleanField()
-    metadata = JsonObjectField()
-
-
-class IdentityBlockListQuerySerializer(StrictSerializer):
-    project_id = ScopeIdField()
-    subject_id = ScopeIdField(
-        required=False,
-        help_text="left out: the project-wide blocks only; given: those and "
-        "the subject's own, in the order a context call serves them",
-    )
-
-
-def identity_block_out(block) -> dict:
-    return {
-        "id": str(block.id),
-        "project_id": block.project_id,
-        "subject_id": block.subject_id or None,
-        "name": block.name,
-        "text": block.text,
-        "tokens": estimate_tokens(block.text),
-        "position": block.position,
-        "enabled": block.enabled,
-        "metadata": block.metadata,
-        "created_at": iso(block.created_at),
-        "updated_at": iso(block.updated_at),
-    }
-
-
-class IdentityBlockOutSerializer(serializers.Serializer):
-    id = serializers.UUIDField()
-    project_id = serializers.CharField()
-    subject_id = serializers.CharField(allow_null=True, help_text="null: the whole project")
-    name = serializers.CharField()
-    text = serializers.CharField()
-    tokens = serializers.IntegerField(help_text="its cost in the identity tier's budget (about 4 characters a token)")
-    position = serializers.IntegerField()
-    enabled = serializers.BooleanField()
-    metadata = serializers.DictField()
-    created_at = serializers.DateTimeField()
-    updated_at = serializers.DateTimeField()
-
-
-class IdentityBlockListSerializer(serializers.Serializer):
-    identity_blocks = IdentityBlockOutSerializer(many=True)
-
-
-class ProcedureInSerializer(StrictSerializer):
-    project_id = ScopeIdField()
-    subject_id = _subject_or_project()
-    title = StrictCharField(max_length=PROCEDURE_TITLE_MAX, trim_whitespace=False, validators=[ONE_LINE])
-    text = _text_field(PROCEDURE_TEXT_MAX)
-    category = StrictCharField(max_length=CATEGORY_MAX, required=False, allow_blank=True, default="")
-    importance = StrictFloatField(min_value=0.0, max_value=1.0, required=False, default=0.5)
-    metadata = JsonObjectField(required=False, default=dict)
-
-    def validate(self, attrs):
-        return _stored_subject(attrs)
-
-
-class ProcedurePatchSerializer(_AllOptional, StrictSerializer):
-    title = StrictCharField(max_length=PROCEDURE_TITLE_MAX, trim_whitespace=False, validators=[ONE_LINE])
-    text = _text_field(PROCEDURE_TEXT_MAX)
-    category = StrictCharField(max_length=CATEGORY_MAX, allow_blank=True)
-    importance = StrictFloatField(min_value=0.0, max_value=1.0)
-    metadata = JsonObjectField()
-
-
-class ProcedureListQuerySerializer(PageQuerySerializer):
-    subject_id = ScopeIdField(
-        required=False, help_text="left out: the project-wide procedures only; given: those and the subject's own"
-    )
-    status = serializers.ChoiceField(choices=ProcedureStatus.choices, required=False)
-    category = serializers.CharField(required=False, max_length=CATEGORY_MAX)
-
-
-def procedure_out(procedure) -> dict:
-    return {
-        "id": str(procedure.id),
-        "project_id": procedure.project_id,
-        "subject_id": procedure.subject_id or None,
-        "title": procedure.title,
-        "text": procedure.text,
-        "status": procedure.status,
-        "category": procedure.category,
-        "importance": procedure.importance,
-        "metadata": procedure.metadata,
-        "created_at": iso(procedure.created_at),
-        "updated_at": iso(procedure.updated_at),
-    }
-
-
-class ProcedureOutSerializer(serializers.Serializer):
-    id = serializers.UUIDField()
-    project_id = serializers.CharField()
-    subject_id = serializers.CharField(allow_null=True, help_text="null: the whole project")
-    title = serializers.CharField()
-    text = serializers.CharField()
-    status = serializers.ChoiceField(choices=ProcedureStatus.choices)
-    category = serializers.CharField(allow_blank=True)
-    importance = serializers.FloatField()
-    metadata = serializers.DictField()
-    created_at = serializers.DateTimeField()
-    updated_at = serializers.DateTimeField()
-
-
-class ProcedurePageSerializer(serializers.Serializer):
-    procedures = ProcedureOutSerializer(many=True)
-    next_cursor = serializers.CharField(allow_null=True)

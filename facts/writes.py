@@ -441,36 +441,43 @@ def fact_update(*, fact: Fact, changes: dict, actor: str) -> FactWriteResult:
         )
     new_text = changes.get("text")
     if new_text is None or text_hash(new_text) == fact.text_hash:
-        with transaction.atomic():
-            lock_scopes([(fact.project_id, fact.subject_id)])
-            fact = Fact.objects.select_for_update().get(id=fact.id, project_id=fact.project_id)
-            if fact.status != FactStatus.ACTIVE:
-                raise ServiceValidationError(
-                    [{"index": None, "field": "status", "message": f"the fact is {fact.status}"}]
-                )
-            if "category" in changes:
-                _check_categories(
-                    [
-                        FactInput(
-                            project_id=fact.project_id,
-                            subject_id=fact.subject_id,
-                            text=fact.text,
-                            category=changes["category"],
-                        )
-                    ]
-                )
-            fields = [name for name in IN_PLACE_FIELDS if name in changes]
-            for name in fields:
-                setattr(fact, name, changes[name])
-            if new_text is not None and new_text != fact.text:  # same normalised text: a cosmetic edit
-                fact.text = new_text
-                fact.embedding = get_embedder().embed([new_text])[0]
-                fields += ["text", "embedding"]
-            if fields:
-                fact.full_clean(exclude=["embedding", "superseded_by", "source_event"])
-                fact.save(update_fields=fields)
-            return FactWriteResult(fact=fact)
+        return _fact_edit_in_place(fact, changes, new_text)
+    return _fact_new_version(fact, changes, new_text, actor=actor)
 
+
+def _fact_edit_in_place(fact: Fact, changes: dict, new_text: str | None) -> FactWriteResult:
+    """The IN_PLACE_FIELDS changed on the row itself, and a text that normalises to the same one (a cosmetic edit)."""
+    with transaction.atomic():
+        lock_scopes([(fact.project_id, fact.subject_id)])
+        fact = Fact.objects.select_for_update().get(id=fact.id, project_id=fact.project_id)
+        if fact.status != FactStatus.ACTIVE:
+            raise ServiceValidationError([{"index": None, "field": "status", "message": f"the fact is {fact.status}"}])
+        if "category" in changes:
+            _check_categories(
+                [
+                    FactInput(
+                        project_id=fact.project_id,
+                        subject_id=fact.subject_id,
+                        text=fact.text,
+                        category=changes["category"],
+                    )
+                ]
+            )
+        fields = [name for name in IN_PLACE_FIELDS if name in changes]
+        for name in fields:
+            setattr(fact, name, changes[name])
+        if new_text is not None and new_text != fact.text:  # same normalised text: a cosmetic edit
+            fact.text = new_text
+            fact.embedding = get_embedder().embed([new_text])[0]
+            fields += ["text", "embedding"]
+        if fields:
+            fact.full_clean(exclude=["embedding", "superseded_by", "source_event"])
+            fact.save(update_fields=fields)
+        return FactWriteResult(fact=fact)
+
+
+def _fact_new_version(fact: Fact, changes: dict, new_text: str, *, actor: str) -> FactWriteResult:
+    """A new fact in the same scope, with the other fields carried over unless changed, superseding `fact`."""
     carried = {
         "category": fact.category,
         "kind": fact.kind,

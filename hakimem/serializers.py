@@ -1,7 +1,9 @@
-"""What every app's API does at its edge: strict input serializers, reading the query string into one, and
-ISO 8601 output."""
+"""What every app's API does at its edge: strict input serializers, reading the query string into one, ISO 8601
+output, and responses written from the serializers that declare them."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from rest_framework import serializers
 
@@ -41,3 +43,37 @@ def query_params(request) -> dict:
 def iso(value):
     """ISO 8601 in UTC with a Z, the way every response writes a moment; None stays None."""
     return value.isoformat().replace("+00:00", "Z") if value else None
+
+
+def _id_text(value):
+    return str(value) if value else None
+
+
+def response_writer(serializer_class, *, rows: bool = False) -> Callable[[object], dict]:
+    """The response body `serializer_class` declares (the class the OpenAPI schema describes), written from an object
+    at a dict literal's cost: a DRF serializer's to_representation takes about ten times longer a row. Each
+    field is read from its source attribute and written as is, except a moment (iso), an id (a string, None
+    kept), a list (a list) and a field that says how it is written (its `write`). So each shape is declared
+    once. rows: the objects are dicts (a selector's rows), read by key."""
+    steps = []
+    for name, field in serializer_class().fields.items():
+        if hasattr(field, "write"):
+            write = field.write
+        elif isinstance(field, serializers.DateTimeField):
+            write = iso
+        elif isinstance(field, serializers.UUIDField):
+            write = _id_text
+        elif isinstance(field, serializers.ListField):
+            write = list
+        else:
+            write = None
+        steps.append((name, field.source, write))
+
+    def written(obj) -> dict:
+        out = {}
+        for name, source, write in steps:
+            value = obj if source == "*" else obj[source] if rows else getattr(obj, source)  # "*": the whole object
+            out[name] = write(value) if write else value
+        return out
+
+    return written

@@ -58,7 +58,7 @@ from facts.models import (
     Volatility,
     validate_scope_id_or_project_wide,
 )
-from facts.serializers import POSITION_MAX
+from facts.identity_and_procedure_serializers import POSITION_MAX
 from hakimem.embeddings import vector_literal
 from hakimem.validators import validate_scope_id
 

@@ -10,10 +10,12 @@ from rest_framework.views import APIView
 from facts.apis import actor_of, subject_in_path
 from facts.errors import ConsentNotFound
 from facts.serializers import (
-    ConsentRevokedSerializer,
-    ConsentRevokeQuerySerializer,
     ErasedSerializer,
     ScopeQuerySerializer,
+)
+from facts.project_serializers import (
+    ConsentRevokedSerializer,
+    ConsentRevokeQuerySerializer,
     consent_out,
 )
 from hakimem.auth import require_project

@@ -16,7 +16,8 @@ from django.template.response import TemplateResponse
 from django.urls import path
 from django.utils.text import Truncator
 
-from facts import admin as facts_admin
+from facts.admin import conflicts as conflict_pages
+from facts.admin import facts as fact_pages
 from facts.models import ConflictSet, Fact
 from hakimem.admin_filters import InputFilter, ProjectFilter, StaffProjectsMixin, SubjectFilter
 from traces.models import Decision, DecisionKind, ReasonCode, Trace
@@ -225,17 +226,17 @@ class TraceAdmin(StaffProjectsMixin, admin.ModelAdmin):
 
 
 class WithDecisionCounts:
-    """The facts' pages (facts/admin.py) with how context calls used each fact, from the decisions of this app."""
+    """The facts' pages (facts/admin/) with how context calls used each fact, from the decisions of this app."""
 
     def decision_counts(self, *, fact_ids) -> dict:
         return fact_decision_counts(fact_ids=fact_ids)
 
 
-class FactAdmin(WithDecisionCounts, facts_admin.FactAdmin):
+class FactAdmin(WithDecisionCounts, fact_pages.FactAdmin):
     pass
 
 
-class ConflictSetAdmin(WithDecisionCounts, facts_admin.ConflictSetAdmin):
+class ConflictSetAdmin(WithDecisionCounts, conflict_pages.ConflictSetAdmin):
     pass
 
 

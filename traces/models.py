@@ -22,7 +22,7 @@ class TraceStatus(models.TextChoices):
 
 class EmptyReason(models.TextChoices):
     """Why a context call served nothing (its `rendered` is ""). Every empty call has one, and a call that served
-    something has none. context.assembler.why_empty decides it: the first below that holds. The labels are what the
+    something has none. context.blocking.why_empty decides it: the first below that holds. The labels are what the
     stats page and the admin show."""
 
     # Nothing was ever written for the subject in the project: no fact, event, procedure or identity block of its

@@ -8,7 +8,7 @@ import re
 
 import pytest
 from hakimem_client import models
-from hakimem_client.client import _Endpoints
+from hakimem_client.endpoints import _Endpoints
 from rest_framework.test import APIClient
 
 pytestmark = pytest.mark.django_db

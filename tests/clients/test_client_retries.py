@@ -9,7 +9,7 @@ from datetime import datetime, timedelta, timezone
 import httpx
 import pytest
 from hakimem_client import AsyncClient, Client, InvalidRequestError, RateLimitedError, UnavailableError
-from hakimem_client.client import parse_retry_after
+from hakimem_client.retries import parse_retry_after
 
 FACT = {
     "id": "6f1c1d52-6a57-4f8b-9d4f-0d3f3e0e6b1a",

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from django.utils import timezone
 
-from context import retrieval
+from context import candidates, retrieval
 from context.contradictions import Contradiction, find_contradictions, losers
 from facts.conflicts import conflict_resolve
 from tests.conftest import PROJECT
@@ -44,8 +44,8 @@ def stored(text: str, *, days_ago: float, embedding=None, valid_from=None, subje
     )
 
 
-def candidate(fact) -> retrieval.Candidate:
-    return retrieval.Candidate(
+def candidate(fact) -> candidates.Candidate:
+    return candidates.Candidate(
         id=fact.id,
         text=fact.text,
         category=fact.category,

@@ -54,11 +54,11 @@ def test_multi_hop_only_within_the_budget(api):
 
 
 def test_multi_hop_within_a_whole_scope_finds_what_its_statement_finds(monkeypatch):
-    """Where the candidates hold every active fact of the scope, multi-hop is answered from them (retrieval.
+    """Where the candidates hold every active fact of the scope, multi-hop is answered from them (multi_hop.
     multi_hop_within): the same facts per entity, in the same order, as the multi-hop statement, with its exclusions
     (the settled ids, an open conflict, expired volatility) and its cut at MULTI_HOP_MAX_PER_ENTITY, newest first and
     ties by id."""
-    from context import retrieval
+    from context import multi_hop, retrieval
     from facts.selectors import volatility_cutoffs
     from facts.writes import fact_retract
     from hakimem.embeddings import get_embedder
@@ -90,14 +90,14 @@ def test_multi_hop_within_a_whole_scope_finds_what_its_statement_finds(monkeypat
     assert whole and len(facts) == 16
     settled = [c.id for c in facts if "number 4" in c.text or "number 1." in c.text]
     entities = ["Julien", "Montreal"]
-    within = retrieval.multi_hop_within(lookup, entities=entities, scope_facts=facts, exclude_ids=settled)
-    found = retrieval.multi_hop_candidates(lookup, entities=entities, exclude_ids=settled)
+    within = multi_hop.multi_hop_within(lookup, entities=entities, scope_facts=facts, exclude_ids=settled)
+    found = multi_hop.multi_hop_candidates(lookup, entities=entities, exclude_ids=settled)
     assert [(e, c.id) for e, c in within] == [(e, c.id) for e, c in found]
-    assert [e for e, _ in found] == ["Julien"] * retrieval.MULTI_HOP_MAX_PER_ENTITY + ["Montreal"] * 2
+    assert [e for e, _ in found] == ["Julien"] * multi_hop.MULTI_HOP_MAX_PER_ENTITY + ["Montreal"] * 2
     # A fact retracted after the candidates were read is not brought back, by either.
     fact_retract(fact=Fact.objects.get(id=found[0][1].id))
-    within = retrieval.multi_hop_within(lookup, entities=entities, scope_facts=facts, exclude_ids=settled)
-    found_now = retrieval.multi_hop_candidates(lookup, entities=entities, exclude_ids=settled)
+    within = multi_hop.multi_hop_within(lookup, entities=entities, scope_facts=facts, exclude_ids=settled)
+    found_now = multi_hop.multi_hop_candidates(lookup, entities=entities, exclude_ids=settled)
     assert [(e, c.id) for e, c in within] == [(e, c.id) for e, c in found_now]
     assert found[0][1].id not in {c.id for _, c in found_now}
 

@@ -8,7 +8,7 @@ from django.core.management import call_command
 from django.db import connection
 from django.utils import timezone
 
-from context import retrieval, retrieval_sql
+from context import multi_hop, retrieval, retrieval_sql
 from facts.selectors import volatility_cutoffs
 from bench import dataset
 from hakimem.rowsecurity import API_ROLE, scope_enter
@@ -140,7 +140,7 @@ def test_multi_hop_plans_each_name_with_its_own_frequency(loaded):
         "entity_0": rare,
         "entity_1": common,
         "exclude": [],
-        "per_entity": retrieval.MULTI_HOP_MAX_PER_ENTITY,
+        "per_entity": multi_hop.MULTI_HOP_MAX_PER_ENTITY,
     }
     with connection.cursor() as cursor:
         cursor.execute("EXPLAIN (COSTS OFF) " + retrieval_sql.multi_hop_sql(2), params)
@@ -203,15 +203,15 @@ def test_a_name_common_in_the_scope_by_its_own_counts_walks_the_scope_and_finds_
         )
         for n in (299, 301)
     }
-    assert retrieval._walked(counted[299], [name.title()]) == set() and retrieval._walked(base, [name]) == set()
-    walked = retrieval._walked(counted[301], [name.title()])
+    assert multi_hop._walked(counted[299], [name.title()]) == set() and multi_hop._walked(base, [name]) == set()
+    walked = multi_hop._walked(counted[301], [name.title()])
     assert walked == {0}
 
     params = {
         **base.params(retrieval.TextQuery()),
         "entity_0": name,
         "exclude": [],
-        "per_entity": retrieval.MULTI_HOP_MAX_PER_ENTITY,
+        "per_entity": multi_hop.MULTI_HOP_MAX_PER_ENTITY,
     }
     plans, rows = [], []
     for sql in (retrieval_sql.multi_hop_sql(1), retrieval_sql.multi_hop_sql(1, walked)):
@@ -224,7 +224,7 @@ def test_a_name_common_in_the_scope_by_its_own_counts_walks_the_scope_and_finds_
     assert "Index Scan using facts_fact_scope_recorded" in plans[1] and "facts_fact_search_gin" not in plans[1], plans[
         1
     ]
-    assert len(rows[0]) == retrieval.MULTI_HOP_MAX_PER_ENTITY and rows[0] == rows[1]
+    assert len(rows[0]) == multi_hop.MULTI_HOP_MAX_PER_ENTITY and rows[0] == rows[1]
 
 
 @pytest.fixture(scope="module")

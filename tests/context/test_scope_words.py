@@ -7,7 +7,7 @@ from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
-from context import retrieval
+from context import multi_hop, retrieval
 from facts import scope_words
 from facts.scope_words import scope_words_refresh
 from facts.selectors import volatility_cutoffs
@@ -65,9 +65,9 @@ def test_a_call_reads_the_counts_of_a_large_scope_only(monkeypatch, django_asser
 
     # multi-hop reads the counts of names the query did not hold, once, and walks for a common one
     with django_assert_num_queries(1):
-        assert retrieval._walked(lookup, ["Maya", "Loic"]) == {1}
+        assert multi_hop._walked(lookup, ["Maya", "Loic"]) == {1}
     # 24 ** 2 > 5 x 24; maya (6 facts) is fetched from the index: 6 ** 2 < 5 x 24
-    assert retrieval._walked(lookup, ["Loic"]) == {0}
+    assert multi_hop._walked(lookup, ["Loic"]) == {0}
 
 
 def test_the_trace_keeps_the_counts_that_chose_the_legs_words(api, monkeypatch):

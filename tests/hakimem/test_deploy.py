@@ -280,7 +280,7 @@ def error_log():
 
 @pytest.mark.urls(__name__)
 def test_a_crash_outside_the_api_leaves_its_traceback_without_subject_ids(error_log, monkeypatch):
-    from facts.admin import FactAdmin
+    from facts.admin.facts import FactAdmin
 
     # given an admin page that fails, and a page and an API URL that fail
     def boom(self, request):
