@@ -4,13 +4,13 @@ import threading
 from datetime import timedelta
 
 import pytest
-from django.db import connection, connections
+from django.db import connection, connections, transaction
 from django.utils import timezone
 
 from facts.conflicts import conflict_record
 from facts.writes import fact_create
 from facts.models import ConflictSet, Event, Fact
-from tests.conftest import PROJECT, REQUEST_OVERHEAD_QUERIES, error_code, rows_mentioning
+from tests.conftest import ON_CITUS, PROJECT, REQUEST_OVERHEAD_QUERIES, error_code, rows_mentioning
 from tests.facts.factories import EventFactory, FactFactory
 from traces.models import Decision, ItemAccess
 
@@ -238,18 +238,22 @@ def test_a_fact_contradicting_members_of_two_open_sets_joins_both_and_merges_nei
     a, b, c, d, bridge, loose = (FactFactory(text=f"Paul fact {n}.") for n in "abcdef")
     now = timezone.now()
     signal = Signal("different_name", "test")
-    first = conflict_record(b, [(a.id, 0.9, signal)], actor="test", policy="curator", now=now)
-    second = conflict_record(
-        d, [(c.id, 0.9, signal)], actor="test", policy="curator", now=now + timezone.timedelta(seconds=1)
-    )
+    # Each in the write's transaction, as facts.writes calls it (a committed test has none around it).
+    with transaction.atomic():
+        first = conflict_record(b, [(a.id, 0.9, signal)], actor="test", policy="curator", now=now)
+    with transaction.atomic():
+        second = conflict_record(
+            d, [(c.id, 0.9, signal)], actor="test", policy="curator", now=now + timezone.timedelta(seconds=1)
+        )
     assert first.id != second.id
-    joined = conflict_record(
-        bridge,
-        [(a.id, 0.9, signal), (c.id, 0.9, signal), (loose.id, 0.8, signal)],
-        actor="test",
-        policy="curator",
-        now=now + timezone.timedelta(seconds=2),
-    )
+    with transaction.atomic():
+        joined = conflict_record(
+            bridge,
+            [(a.id, 0.9, signal), (c.id, 0.9, signal), (loose.id, 0.8, signal)],
+            actor="test",
+            policy="curator",
+            now=now + timezone.timedelta(seconds=2),
+        )
     assert joined.id == first.id  # the oldest set is the one the write reports
     assert ConflictSet.objects.filter(status="open").count() == 2
     assert set(first.members.values_list("fact_id", flat=True)) == {a.id, b.id, bridge.id, loose.id}
@@ -511,7 +515,7 @@ def test_erasing_a_subject_leaves_nothing(api):
         "procedures": 1,
         "scope_words": 0,
         "scope_word_counts": 0,
-        "scope_writes": 1,
+        "scope_writes": 0 if ON_CITUS else 1,  # Citus: the scope-write triggers are dropped (docs/scaling.md)
         "stats_subject_days": 0,
         "stats_fact_days": 0,
     }
