@@ -5,10 +5,14 @@ DATABASE_URL that points hakimem at it.
 
 The nodes trust every connection from 127.0.0.1 (initdb --auth=trust) and listen on nothing else: a fixture on
 one machine, not a deployment.
+
+The application's statements are the same on one server and on a cluster, except where Citus refuses a form: that
+difference is here, at the end (on_citus, rows_of_each_shard), and nowhere else.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -270,3 +274,40 @@ def cluster_status(base: Path, *, port: int = DEFAULT_PORT, workers: int = WORKE
             ):
                 lines.append(f"worker registered: {name}:{node_port} {'active' if active else 'inactive'}")
     return lines
+
+
+# --- what a statement does differently on a cluster ----------------------------------------------------------
+
+_ON_CITUS: dict[tuple, bool] = {}
+
+
+def on_citus() -> bool:
+    """Whether the default database is a Citus coordinator; asked once per process and database."""
+    from django.db import connection
+
+    key = tuple(connection.settings_dict.get(name) for name in ("HOST", "PORT", "NAME"))
+    if key not in _ON_CITUS:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1 FROM pg_extension WHERE extname = 'citus'")
+            _ON_CITUS[key] = cursor.fetchone() is not None
+    return _ON_CITUS[key]
+
+
+def rows_of_each_shard(statement: str, table: str) -> list:
+    """The first column of `statement`, which reads `table` alone (named `{table}` in it). On a Citus coordinator it
+    runs on each of the distributed table's shards (run_command_on_shards), their rows together: Citus refuses a
+    recursive CTE with no filter on the project over a distributed table, such as a loose index scan."""
+    from django.db import DatabaseError, connection
+
+    with connection.cursor() as cursor:
+        if not on_citus():
+            cursor.execute(statement.format(table=table))
+            return [row[0] for row in cursor.fetchall()]
+        # run_command_on_shards puts each shard's name in the command with format(): %1$s wherever the table is.
+        per_shard = "SELECT coalesce(json_agg(v), '[]') FROM (" + statement.format(table="%1$s") + ") s(v)"
+        cursor.execute("SELECT success, result FROM run_command_on_shards(%s, %s)", [table, per_shard])
+        results = cursor.fetchall()
+    failed = [result for success, result in results if not success]
+    if failed:
+        raise DatabaseError(f"on a shard of {table}: {failed[0]}")
+    return [value for _, result in results for value in json.loads(result)]

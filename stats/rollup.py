@@ -35,7 +35,7 @@ from django.utils import timezone
 
 from hakimem.db import fetch_dicts, with_tables
 from stats.models import DayLatencies, FactServed, HourLatencies, HourTotals, RollupMark, SliceTotals, SubjectDay
-from traces.services import TRACE_PROJECTS_SQL
+from traces.services import trace_project_ids
 
 ROLLUP_LAG = timedelta(minutes=10)
 SLICE = timedelta(minutes=5)  # the job's step: the raw part of a period is at most ROLLUP_LAG + 2 slices
@@ -107,11 +107,12 @@ SELECT """
 
 # --- the aggregates, over t ---------------------------------------------------------------------------------
 
-# The decisions of t, a CTE named td beside it, read by the hourly totals and the facts' served days.
+# The decisions of t, a CTE named td beside it, read by the hourly totals and the facts' served days. The project
+# names the decisions' shard: on Citus a join by trace id alone is refused.
 # -- uses: traces_decision_trace_rank (trace_id leads it), a probe per trace
 DECISIONS_OF_T = """
 SELECT t.created_at, t.subject_id, d.reason_code, d.decision, d.fact_id
-  FROM t JOIN traces_decision d ON d.trace_id = t.id
+  FROM t JOIN traces_decision d ON d.trace_id = t.id AND d.project_id = %(project_id)s
 """
 
 _TOTALS_OF_T = """
@@ -168,11 +169,10 @@ SELECT fact_id, date_trunc('month', day)::date AS month, subject_id, array_agg(d
 
 def _merge_days(other: str, sign: str) -> str:
     """A FactServed row r's (days, served) plus (sign "") or minus (sign "-") those of `other`, sorted by day, the
-    days left at 0 dropped."""
-    return (
-        """(days, served) = (
-           SELECT coalesce(array_agg(day ORDER BY day), '{{}}'), coalesce(array_agg(n ORDER BY day), '{{}}')
-             FROM (SELECT day, sum(n) AS n
+    days left at 0 dropped. Two assignments, each merging (a month's days at most): Citus sends a multiple-column
+    assignment `(days, served) = (SELECT ...)` to the workers with its columns mixed up."""
+    merged = (
+        """(SELECT day, sum(n) AS n
                      FROM (SELECT * FROM unnest(r.days, r.served)
                            UNION ALL SELECT day, """
         + sign
@@ -183,6 +183,12 @@ def _merge_days(other: str, sign: str) -> str:
         + """.served) AS x(day, n)) u(day, n)
                     GROUP BY day) m
             WHERE n <> 0)"""
+    )
+    return (
+        "days = (SELECT coalesce(array_agg(day ORDER BY day), '{{}}') FROM "
+        + merged
+        + ",\n           served = (SELECT coalesce(array_agg(n ORDER BY day), '{{}}') FROM "
+        + merged
     )
 
 
@@ -202,7 +208,9 @@ def _add_json(column: str, other: str, sign: str) -> str:
     """{key: n} of the row r plus (sign "+") or minus (sign "-") the {key: n} of `other`, keys at 0 dropped (as
     the raw query never has them)."""
     return (
-        f"(SELECT coalesce(jsonb_object_agg(key, n), jsonb_build_object()) FROM (SELECT key, sum(n) AS n"
+        # '{}', not jsonb_build_object() (STABLE): Citus refuses a function that is not IMMUTABLE in DO UPDATE SET.
+        # Four braces: the f-string and then with_tables each halve them.
+        f"(SELECT coalesce(jsonb_object_agg(key, n), '{{{{}}}}'::jsonb) FROM (SELECT key, sum(n) AS n"
         f" FROM (SELECT key, value::bigint AS n FROM jsonb_each_text(r.{column}) UNION ALL SELECT key, {sign}value::bigint"
         f" FROM jsonb_each_text({other}.{column})) u GROUP BY key) m WHERE n <> 0)"
     )
@@ -353,9 +361,7 @@ def stats_rollup(*, now: datetime | None = None, project_ids: list[str] | None =
     which."""
     target = floor_to((now or timezone.now()) - ROLLUP_LAG, SLICE)
     if project_ids is None:
-        with connection.cursor() as cursor:
-            cursor.execute(TRACE_PROJECTS_SQL)
-            project_ids = [row[0] for row in cursor.fetchall()]
+        project_ids = trace_project_ids()
     totals = {"projects": 0, "days": 0, "traces": 0, "slices": 0}
     for project_id in project_ids:
         totals["projects"] += 1

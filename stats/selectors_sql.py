@@ -44,7 +44,7 @@ SELECT count(*) AS context_calls,
 DECISIONS_BY_REASON_SQL = """
 SELECT d.reason_code, count(*) AS n
   FROM traces_trace t
-  JOIN traces_decision d ON d.trace_id = t.id
+  JOIN traces_decision d ON d.trace_id = t.id AND d.project_id = t.project_id
  WHERE t.project_id = %(project_id)s AND t.created_at >= %(since)s AND t.created_at < %(until)s
    AND t.replay_of IS NULL
  GROUP BY d.reason_code
@@ -77,8 +77,8 @@ _NEVER_SERVED_FROM = with_tables(
    AND NOT EXISTS (
        SELECT 1
          FROM traces_decision d
-         JOIN traces_trace t ON t.id = d.trace_id
-        WHERE d.fact_id = f.id AND d.decision = 'included'
+         JOIN traces_trace t ON t.id = d.trace_id AND t.project_id = %(project_id)s
+        WHERE d.fact_id = f.id AND d.project_id = %(project_id)s AND d.decision = 'included'
           AND t.created_at >= %(since)s AND t.created_at < %(until)s
           AND t.replay_of IS NULL)
 """,
@@ -343,9 +343,9 @@ SELECT {columns}
  WHERE NOT EXISTS (
        SELECT 1
          FROM traces_decision d
-        WHERE d.fact_id = c.id AND d.decision = 'included'
+        WHERE d.fact_id = c.id AND d.project_id = %(project_id)s AND d.decision = 'included'
           AND EXISTS (SELECT 1 FROM traces_trace t
-                       WHERE t.id = d.trace_id AND t.replay_of IS NULL AND """
+                       WHERE t.id = d.trace_id AND t.project_id = %(project_id)s AND t.replay_of IS NULL AND """
         + RAW_INTERVALS
         + """
                       OFFSET 0)

@@ -12,6 +12,7 @@ from django.db import connection
 from facts.models import Event, Fact, IdentityBlock, Procedure
 from facts.erasure import erase_condition
 from hakimem import observability
+from hakimem.citus import rows_of_each_shard
 from hakimem.db import decay_sql, with_tables
 from traces.models import (
     ACCESS_MIN_COUNT,
@@ -291,16 +292,22 @@ def traces_erase_naming(*, project_id: str, subject_id: str, fact_ids: list, tra
 
 # The projects that have traces, one index probe each (a loose scan of traces_trace_project_time): the prune
 # then walks each project's traces oldest first on that index, with no index of its own on created_at (which
-# every trace write would pay for).
+# every trace write would pay for). On Citus, run on each shard (hakimem.citus.rows_of_each_shard).
 TRACE_PROJECTS_SQL = """
 WITH RECURSIVE p AS (
-    (SELECT project_id FROM traces_trace ORDER BY project_id LIMIT 1)
+    (SELECT project_id FROM {table} ORDER BY project_id LIMIT 1)
     UNION ALL
-    SELECT (SELECT t.project_id FROM traces_trace t WHERE t.project_id > p.project_id ORDER BY t.project_id LIMIT 1)
+    SELECT (SELECT t.project_id FROM {table} t WHERE t.project_id > p.project_id ORDER BY t.project_id LIMIT 1)
       FROM p WHERE p.project_id IS NOT NULL
 )
 SELECT project_id FROM p WHERE project_id IS NOT NULL
 """
+
+
+def trace_project_ids() -> list[str]:
+    """The projects that have traces, each once (a shard's rows are one project's: no two shards name the same)."""
+    return rows_of_each_shard(TRACE_PROJECTS_SQL, "traces_trace")
+
 
 # One batch: the project's oldest traces before the cutoff and their decisions, in one statement (one
 # transaction). Rows an erasure is deleting are skipped, not waited for.
@@ -313,15 +320,16 @@ WITH batch AS (
      LIMIT %(limit)s
        FOR UPDATE SKIP LOCKED
 ), d AS (
-    DELETE FROM traces_decision x USING batch WHERE x.trace_id = batch.id RETURNING 1
+    DELETE FROM traces_decision x USING batch WHERE x.trace_id = batch.id AND x.project_id = %(project_id)s RETURNING 1
 ), t AS (
-    DELETE FROM traces_trace x USING batch WHERE x.id = batch.id RETURNING 1
+    DELETE FROM traces_trace x USING batch WHERE x.id = batch.id AND x.project_id = %(project_id)s RETURNING 1
 )
 SELECT (SELECT count(*) FROM t), (SELECT count(*) FROM d)
 """
 
 PRUNE_COUNT_SQL = """
-SELECT count(*), coalesce(sum((SELECT count(*) FROM traces_decision d WHERE d.trace_id = t.id)), 0)
+SELECT count(*),
+       coalesce(sum((SELECT count(*) FROM traces_decision d WHERE d.trace_id = t.id AND d.project_id = t.project_id)), 0)
   FROM traces_trace t WHERE t.created_at < %(before)s
 """
 
@@ -339,10 +347,8 @@ def traces_prune(*, before: datetime, batch_size: int = PRUNE_BATCH_SIZE, dry_ru
             cursor.execute(PRUNE_COUNT_SQL, {"before": before})
             traces, decisions = cursor.fetchone()
             return {"traces": traces, "decisions": int(decisions), "batches": 0}
-        cursor.execute(TRACE_PROJECTS_SQL)
-        projects = [row[0] for row in cursor.fetchall()]
         counts = {"traces": 0, "decisions": 0, "batches": 0}
-        for project_id in projects:
+        for project_id in trace_project_ids():
             while True:
                 cursor.execute(PRUNE_BATCH_SQL, {"project_id": project_id, "before": before, "limit": batch_size})
                 traces, decisions = cursor.fetchone()

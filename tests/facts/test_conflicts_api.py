@@ -2,6 +2,7 @@
 itself; /v1/conflicts resolves (keep one, dismiss) or refuses; the newest-wins policy supersedes at once."""
 
 import pytest
+from django.db import transaction
 from django.utils import timezone
 
 from facts.conflicts import conflict_record
@@ -76,18 +77,22 @@ def test_a_fact_contradicting_members_of_two_open_sets_joins_both_and_merges_nei
     a, b, c, d, bridge, loose = (FactFactory(text=f"Paul fact {n}.") for n in "abcdef")
     now = timezone.now()
     signal = Signal("different_name", "test")
-    first = conflict_record(b, [(a.id, 0.9, signal)], actor="test", policy="curator", now=now)
-    second = conflict_record(
-        d, [(c.id, 0.9, signal)], actor="test", policy="curator", now=now + timezone.timedelta(seconds=1)
-    )
+    # Each in the write's transaction, as facts.writes calls it (a committed test has none around it).
+    with transaction.atomic():
+        first = conflict_record(b, [(a.id, 0.9, signal)], actor="test", policy="curator", now=now)
+    with transaction.atomic():
+        second = conflict_record(
+            d, [(c.id, 0.9, signal)], actor="test", policy="curator", now=now + timezone.timedelta(seconds=1)
+        )
     assert first.id != second.id
-    joined = conflict_record(
-        bridge,
-        [(a.id, 0.9, signal), (c.id, 0.9, signal), (loose.id, 0.8, signal)],
-        actor="test",
-        policy="curator",
-        now=now + timezone.timedelta(seconds=2),
-    )
+    with transaction.atomic():
+        joined = conflict_record(
+            bridge,
+            [(a.id, 0.9, signal), (c.id, 0.9, signal), (loose.id, 0.8, signal)],
+            actor="test",
+            policy="curator",
+            now=now + timezone.timedelta(seconds=2),
+        )
     assert joined.id == first.id  # the oldest set is the one the write reports
     assert ConflictSet.objects.filter(status="open").count() == 2
     assert set(first.members.values_list("fact_id", flat=True)) == {a.id, b.id, bridge.id, loose.id}

@@ -15,7 +15,7 @@ import privacy.services
 from facts.events import EventInput, event_create_batch
 from facts.models import ConflictSet, Event, Fact
 from facts.scope_graphs import scope_graph_create, scope_graph_drop, scope_graph_name
-from tests.conftest import PROJECT, error_code, make_client, rows_mentioning
+from tests.conftest import ON_CITUS, PROJECT, error_code, make_client, rows_mentioning
 from tests.facts.calls import PAUL_IN_BORDEAUX, PAUL_IN_NANTES, post_fact
 from traces.models import Decision, ItemAccess, Trace
 
@@ -89,12 +89,15 @@ def context_call(api, subject: str):
 
 
 def orphan_decisions() -> int:
-    """Decisions naming a fact or an event that no longer exists."""
+    """Decisions naming a fact or an event that no longer exists (in their project: a decision names no other's,
+    traces/services.py, and Citus refuses a join by id alone)."""
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT count(*) FROM traces_decision d"
-            " WHERE (d.fact_id IS NOT NULL AND NOT EXISTS (SELECT FROM facts_fact f WHERE f.id = d.fact_id))"
-            "    OR (d.event_id IS NOT NULL AND NOT EXISTS (SELECT FROM facts_event e WHERE e.id = d.event_id))"
+            " WHERE (d.fact_id IS NOT NULL AND NOT EXISTS"
+            "        (SELECT FROM facts_fact f WHERE f.id = d.fact_id AND f.project_id = d.project_id))"
+            "    OR (d.event_id IS NOT NULL AND NOT EXISTS"
+            "        (SELECT FROM facts_event e WHERE e.id = d.event_id AND e.project_id = d.project_id))"
         )
         return cursor.fetchone()[0]
 
@@ -158,7 +161,7 @@ def test_erasure_scrubs_the_admins_log_and_the_curators_notes(api, client, curat
         "procedures": 0,
         "scope_words": 0,
         "scope_word_counts": 0,
-        "scope_writes": 1,
+        "scope_writes": 0 if ON_CITUS else 1,  # Citus: the scope-write triggers are dropped (docs/scaling.md)
         "stats_subject_days": 0,
         "stats_fact_days": 0,
     }
@@ -563,7 +566,7 @@ def test_erasing_a_subject_leaves_nothing(api):
         "procedures": 1,
         "scope_words": 0,
         "scope_word_counts": 0,
-        "scope_writes": 1,
+        "scope_writes": 0 if ON_CITUS else 1,  # Citus: the scope-write triggers are dropped (docs/scaling.md)
         "stats_subject_days": 0,
         "stats_fact_days": 0,
     }

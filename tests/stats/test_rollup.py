@@ -8,8 +8,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.core.management import call_command
-from django.db import connection
+from django.db import connection, transaction
 
+from hakimem.rowsecurity import API_ROLE, scope_enter
 from privacy.services import consent_revoke, project_erase, subject_erase
 from stats import selectors
 from stats.models import DayLatencies, FactServed, HourLatencies, HourTotals, RollupMark, SliceTotals, SubjectDay
@@ -21,7 +22,8 @@ from tests.traces.factories import record_call
 from traces.models import EmptyReason, ReasonCode, Trace
 from traces.services import traces_prune
 
-pytestmark = pytest.mark.django_db
+# Marked citus: the rollup runs on a cluster too (make test-citus).
+pytestmark = [pytest.mark.django_db, pytest.mark.citus]
 
 SUBJECTS = ["alice", "bob", "carol", "dan"]
 CATEGORIES = ["health", "hobby", "work"]
@@ -295,11 +297,9 @@ def test_the_api_reads_the_rollup_under_row_security(api, calls):
 
 def test_the_rollup_tables_are_bound_by_row_security(calls):
     stats_rollup(now=AFTER_ALL)
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT set_config('role', 'hakimem_api', true), set_config('hakimem.project_id', %s, true)",
-            [OTHER_PROJECT],
-        )
+    # As a request takes them (a SET LOCAL statement, which Citus passes on to the shards), in a transaction.
+    with transaction.atomic(), connection.cursor() as cursor:
+        before = scope_enter(API_ROLE, OTHER_PROJECT)
         for table in (
             "stats_slicetotals",
             "stats_hourtotals",
@@ -311,4 +311,4 @@ def test_the_rollup_tables_are_bound_by_row_security(calls):
         ):
             cursor.execute(f"SELECT DISTINCT project_id FROM {table}")
             assert cursor.fetchall() == [(OTHER_PROJECT,)], table
-        cursor.execute("RESET role")
+        scope_enter(*before)
