@@ -89,8 +89,12 @@ class Server:
     def worker_pids(self) -> list[int]:
         if self.kind != "gunicorn":
             return [self.process.pid]
-        out = subprocess.run(["ps", "-o", "pid=", "--ppid", str(self.process.pid)], capture_output=True, text=True)
-        return [int(pid) for pid in out.stdout.split()]
+        # gunicorn's children, not the write worker it starts beside them (config/gunicorn.py)
+        out = subprocess.run(
+            ["ps", "-o", "pid=,args=", "--ppid", str(self.process.pid)], capture_output=True, text=True
+        )
+        rows = (line.split(None, 1) for line in out.stdout.splitlines() if line.strip())
+        return [int(row[0]) for row in rows if "write_worker" not in row[-1]]
 
     def stop(self) -> None:
         if self.process and self.process.poll() is None:

@@ -53,6 +53,8 @@ LOCAL = {
     "hakimem_staffprojectaccess": "holds a project_id, but is read by user (the admin's and stats pages' scope)",
     "hakimem_ratecounter": "rate-limit counters per key, user or address, not per project (UNLOGGED)",
     "facts_reembedrun": "one row per `manage.py reembed` run, over every project",
+    "ingest_factwritejob": "holds a project_id, but is keyed by its job id alone and read by it (GET /v1/jobs/{id}, "
+    "the write worker's task): a heavy batch's row, written and read once beside the queue that runs it",
     "django_migrations": "Django's own",
     "django_content_type": "Django's own",
     "django_session": "the admin's sessions",
