@@ -19,10 +19,11 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from facts.errors import ConsentMissing, ServiceValidationError
+from facts.apis import service_errors
+from facts.errors import ServiceValidationError
 from facts.writes import FactInput, FactWriteResult, fact_create_batch
 from hakimem.embeddings import EmbedderUnavailable
-from hakimem.errors import ErrorCode
+from hakimem.errors import ErrorCode, error_body
 from hakimem.rowsecurity import api_transaction
 from ingest.models import FactWriteJob, WriteJobStatus
 
@@ -75,12 +76,9 @@ def _outcome(result: FactWriteResult) -> dict:
 
 def _error(exc: Exception) -> dict:
     """The error body's content the request would have answered with."""
-    if isinstance(exc, ConsentMissing):
-        code, message = ErrorCode.CONSENT_MISSING, "The subject has not consented to these categories."
-        return {"code": code.value, "message": message + " Nothing was written.", "details": {"errors": exc.errors}}
-    if isinstance(exc, ServiceValidationError):
-        message = "The request is invalid; see details. Nothing was written."
-        return {"code": ErrorCode.INVALID_REQUEST.value, "message": message, "details": {"errors": exc.errors}}
+    if isinstance(exc, ServiceValidationError):  # consent_missing or invalid_request, as POST /v1/facts maps them
+        refused = service_errors(exc)
+        return error_body(refused.code, refused.message, refused.details)["error"]
     if isinstance(exc, EmbedderUnavailable):
         message = f"The embedder is unavailable; nothing was written. ({exc})"
         return {"code": ErrorCode.EMBEDDER_UNAVAILABLE.value, "message": message, "details": {}}
