@@ -155,11 +155,10 @@ def run(
     from django.db import connection
 
     from hakimem.services import api_key_create
-    from bench import dataset, in_process, loader
+    from bench import dataset, loader
 
     settings.HAKI_EMBED_PROVIDER = embedder
-    if not in_process._loaded(total, seed):
-        loader.load(total, embedder, cache_dir, seed)
+    loader.ensure_loaded(total, embedder, cache_dir, seed)
     with connection.cursor() as cursor:
         cursor.execute("SELECT count(*) FROM facts_fact WHERE project_id = %s AND status = 'active'", [INGEST_PROJECT])
         ingested = cursor.fetchone()[0]

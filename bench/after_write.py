@@ -33,13 +33,14 @@ TARGET = 1.2
 def run(*, facts: int, calls: int, embedder: str, think_ms: float, seed: int, total: int, log=None) -> dict:
     from django.conf import settings
 
-    from bench import dataset, in_process, loader
+    from bench import dataset, loader
     from hakimem.services import api_key_create
 
     settings.HAKI_EMBED_PROVIDER = embedder
     report = {"facts": facts, "calls": calls, "embedder": embedder, "think_ms": think_ms, "cores": os.cpu_count()}
-    if not in_process._loaded(total, seed):
-        report["load"] = loader.load(total, embedder, server.ROOT / "var" / "bench-cache", seed)
+    load = loader.ensure_loaded(total, embedder, server.ROOT / "var" / "bench-cache", seed)
+    if load:
+        report["load"] = load
     _, key = api_key_create(project_id=PROJECT, label="bench_after_write")
     # New texts about the cast of "big" (a seed no loaded scope drew from), and questions about that cast.
     drawn = (f["text"] for f in dataset.generate_facts(40 * facts, seed + 31) if f["subject_id"] == "big")

@@ -61,20 +61,6 @@ def _subjects(total: int, seed: int) -> tuple[dict[str, str], dict[str, int]]:
     return chosen, sizes
 
 
-def _loaded(total: int, seed: int) -> bool:
-    from django.db import connection
-
-    from bench import dataset
-
-    expected = dict(dataset.subject_sizes(total, seed))
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT subject_id, count(*) FROM facts_fact WHERE project_id = %s GROUP BY 1", [dataset.PROJECT]
-        )
-        found = dict(cursor.fetchall())
-    return found == expected
-
-
 # The naive full scan: every active fact of the scope scored in SQL with the assembler's own formula (no
 # index can order a sum); {text_rank} and {recency} are the assembler's (context.retrieval_sql).
 NAIVE_SQL = """
@@ -250,7 +236,7 @@ def run(
 
     settings.HAKI_EMBED_PROVIDER = embedder
     report = {"total": total, "embedder": embedder, "queries_per_subject": queries}
-    if reload or not _loaded(total, seed):
+    if reload or not loader.loaded(total, seed):
         report["load"] = loader.load(total, embedder, cache_dir, seed)
     with connection.cursor() as cursor:
         cursor.execute(

@@ -7,6 +7,7 @@ copied into project "bench" in one transaction, the hnsw indexes rebuilt around 
 from __future__ import annotations
 
 import hashlib
+import json
 import random
 import sys
 import time
@@ -238,3 +239,35 @@ def load(
             result[f"{name}_mb"] = round(cursor.fetchone()[0] / 2**20, 1)
     result["total_s"] = round(time.perf_counter() - began, 2)
     return result
+
+
+def loaded(total: int, seed: int) -> bool:
+    """Whether project "bench" holds the dataset of `total` facts drawn with `seed`, subject by subject."""
+    expected = dict(subject_sizes(total, seed))
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT subject_id, count(*) FROM facts_fact WHERE project_id = %s GROUP BY 1", [PROJECT])
+        found = dict(cursor.fetchall())
+    return found == expected
+
+
+def embedded_with(embedder: str) -> bool:
+    """Whether the loaded facts were embedded by `embedder` (a load by another one holds the same rows)."""
+    from hakimem.embeddings import get_embedder
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT text, embedding::text FROM facts_fact WHERE project_id = %s ORDER BY recorded_from LIMIT 1",
+            [PROJECT],
+        )
+        row = cursor.fetchone()
+    if row is None:
+        return False
+    stored = np.array(json.loads(row[1]), dtype=np.float32)
+    return float(stored @ get_embedder().embed([row[0]])[0]) > 0.99
+
+
+def ensure_loaded(total: int, embedder: str, cache_dir: Path, seed: int, *, reload: bool = False) -> dict | None:
+    """The dataset loaded unless it is there, embedded by `embedder`: the load's report, or None when it was."""
+    if reload or not loaded(total, seed) or not embedded_with(embedder):
+        return load(total, embedder, cache_dir, seed)
+    return None

@@ -30,7 +30,6 @@ only; every phase is bounded in calls and time. Writes JSON (--out).
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
@@ -78,26 +77,6 @@ def settle(timeout: float = 120.0) -> dict:
                 break
             time.sleep(1)
     return {"seconds": round(time.perf_counter() - began, 1), "autovacuum_workers_left": running}
-
-
-def _embedded_with(embedder: str, seed: int) -> bool:
-    """Whether the loaded facts were embedded by `embedder` (a load by another one holds the same rows)."""
-    import numpy as np
-    from django.db import connection
-
-    from hakimem.embeddings import get_embedder
-    from bench import dataset
-
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT text, embedding::text FROM facts_fact WHERE project_id = %s ORDER BY recorded_from LIMIT 1",
-            [dataset.PROJECT],
-        )
-        row = cursor.fetchone()
-    if row is None:
-        return False
-    stored = np.array(json.loads(row[1]), dtype=np.float32)
-    return float(stored @ get_embedder().embed([row[0]])[0]) > 0.99
 
 
 def in_process_assembler(project: str, subject: str, queries: list[str]) -> dict:
@@ -188,7 +167,7 @@ def run(
     from django.conf import settings
 
     from hakimem.services import api_key_create
-    from bench import dataset, in_process, loader
+    from bench import dataset, loader
 
     settings.HAKI_EMBED_PROVIDER = embedder
     report = {
@@ -199,8 +178,9 @@ def run(
         "cores": os.cpu_count(),
         "load_avg_1m_at_start": round(os.getloadavg()[0], 2),
     }
-    if reload or not in_process._loaded(total, seed) or not _embedded_with(embedder, seed):
-        report["load"] = loader.load(total, embedder, cache_dir, seed)
+    load = loader.ensure_loaded(total, embedder, cache_dir, seed, reload=reload)
+    if load:
+        report["load"] = load
     _, bench_key = api_key_create(project_id=dataset.PROJECT, label="bench_http")
     _, ingest_key = api_key_create(project_id=INGEST_PROJECT, label="bench_http")
 

@@ -32,7 +32,6 @@ from pathlib import Path
 
 from bench.clients import percentiles
 from bench.floor import FLOOR_SAMPLES, fig, floor_line, floor_measure, floor_questions, to_floor
-from bench.over_http import _embedded_with
 from bench.server import Server, free_port, server_environment
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -92,7 +91,7 @@ def noop_cost_us(samples: int = 200_000) -> float:
 def run(*, total: int, embedder: str, queries: int, seed: int, cache_dir: Path, log: Path) -> dict:
     from django.conf import settings
 
-    from bench import dataset, in_process, loader
+    from bench import dataset, loader
     from context.assembler import context_assemble
     from hakimem import telemetry
     from hakimem.embeddings import get_embedder
@@ -106,8 +105,9 @@ def run(*, total: int, embedder: str, queries: int, seed: int, cache_dir: Path, 
         "load_avg_1m_at_start": round(os.getloadavg()[0], 2),
     }
     logging.getLogger("hakimem.context").setLevel(logging.WARNING)  # one line per call: not this run's figures
-    if not in_process._loaded(total, seed) or not _embedded_with(embedder, seed):
-        report["load"] = loader.load(total, embedder, cache_dir, seed)
+    load = loader.ensure_loaded(total, embedder, cache_dir, seed)
+    if load:
+        report["load"] = load
 
     collector_port = free_port()
     collector = subprocess.Popen([sys.executable, "-c", _COLLECTOR, str(collector_port)])
