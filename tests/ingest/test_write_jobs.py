@@ -5,9 +5,10 @@ connections)."""
 from __future__ import annotations
 
 import pytest
+from django.db import connection
 
 from facts.models import Fact
-from ingest.management.commands.extraction_worker import run_worker
+from ingest.management.commands.extraction_worker import STALLED_AFTER, run_worker, stalled_jobs_retry
 from ingest.models import FactWriteJob
 from ingest.writes import QUEUE
 from privacy.services import subject_erase
@@ -106,3 +107,52 @@ def test_erasing_the_subject_deletes_its_pending_job_which_then_writes_nothing(c
     run_worker(once=True, queues=(QUEUE,))
     assert client.get(f"/v1/jobs/{job_id}").status_code == 404
     assert not Fact.objects.filter(project_id=PROJECT, subject_id=SUBJECT).exists()
+
+
+def _stall(job_row_id: int, *, heartbeat_age_s: int) -> None:
+    """The queue's job as a worker killed in the middle of it leaves it: `doing`, fetched by a worker whose last
+    heartbeat is `heartbeat_age_s` old."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO procrastinate_workers (last_heartbeat) VALUES (now() - make_interval(secs => %s)) RETURNING id",
+            [heartbeat_age_s],
+        )
+        worker_id = cursor.fetchone()[0]
+        cursor.execute(
+            "UPDATE procrastinate_jobs SET status = 'doing', worker_id = %s WHERE id = %s", [worker_id, job_row_id]
+        )
+
+
+def _queued_job_id() -> int:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT id FROM procrastinate_jobs WHERE queue_name = %s", [QUEUE])
+        (row,) = cursor.fetchall()
+    return row[0]
+
+
+def test_a_job_its_worker_died_in_is_run_again_by_the_next_worker(client):
+    # given a job whose worker was killed in the middle of it (its transaction rolled back: the job still pending)
+    job_id = post(client, [long_fact(n) for n in range(3)]).json()["job"]["id"]
+    _stall(_queued_job_id(), heartbeat_age_s=STALLED_AFTER + 60)
+    # when the next worker starts
+    run_worker(once=True, queues=(QUEUE,))
+    # then the job is run again, and done
+    assert job_of(client, job_id)["status"] == "done"
+    assert Fact.objects.filter(project_id=PROJECT, subject_id=SUBJECT).count() == 3
+
+
+def test_a_job_whose_worker_still_beats_is_left_to_it(client):
+    # given a job in the hands of a worker that sent its heartbeat a moment ago
+    job_id = post(client, [long_fact(n) for n in range(3)]).json()["job"]["id"]
+    queued = _queued_job_id()
+    _stall(queued, heartbeat_age_s=1)
+    # when another worker starts, then the job is not taken from it
+    assert stalled_jobs_retry((QUEUE,)) == []
+    run_worker(once=True, queues=(QUEUE,))
+    assert job_of(client, job_id)["status"] == "pending"
+    # and once that worker's heartbeat is too old, the job is queued again
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE procrastinate_workers SET last_heartbeat = now() - make_interval(secs => %s)", [STALLED_AFTER + 1]
+        )
+    assert stalled_jobs_retry((QUEUE,)) == [queued]
