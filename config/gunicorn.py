@@ -115,8 +115,10 @@ def _start_write_worker(server, database_url: str) -> None:
     url = urlsplit(database_url)
     query = urlencode({**dict(parse_qsl(url.query)), "application_name": WRITE_WORKER_NAME})
     env = {**os.environ, "DATABASE_URL": url._replace(query=query).geturl(), "HAKI_DB_POOL_MAX": "0"}
-    _write_worker = subprocess.Popen([sys.executable, str(ROOT / "manage.py"), "write_worker"], cwd=ROOT, env=env)
-    server.log.info("write worker started (pid %d)", _write_worker.pid)
+    # Under config/supervise.py, which starts it again if it dies; in a process group of its own, killed whole below.
+    command = [sys.executable, "-m", "config.supervise", sys.executable, str(ROOT / "manage.py"), "write_worker"]
+    _write_worker = subprocess.Popen(command, cwd=ROOT, env=env, start_new_session=True)
+    server.log.info("write worker started (pid %d, supervised)", _write_worker.pid)
 
 
 def _check_connection_budget(server) -> None:
@@ -213,7 +215,7 @@ def on_exit(server) -> None:
         try:
             _write_worker.wait(graceful_timeout)
         except Exception:  # noqa: BLE001 - still running: killed, its transaction rolled back (nothing written)
-            _write_worker.kill()
+            os.killpg(_write_worker.pid, signal.SIGKILL)  # the supervisor and the worker
     folder = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
     if folder and Path(folder).parent == VAR_DIR / "prometheus":
         shutil.rmtree(folder, ignore_errors=True)

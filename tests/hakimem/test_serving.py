@@ -6,6 +6,7 @@ import json
 import os
 import re
 import signal
+import subprocess
 import threading
 import time
 from pathlib import Path
@@ -81,6 +82,33 @@ def test_a_heavy_batch_is_written_by_the_worker_the_server_started(served):
     assert job["status"] == "done", job
     status, page = request(served.url, "GET", f"/v1/facts?project_id={PROJECT}&subject_id=dana", key=key)
     assert {f["id"] for f in page["facts"]} == {f["id"] for f in job["facts"]} and len(job["facts"]) == 3
+    # when the write worker is killed, then it is started again, and writes the next heavy batch
+    killed = _write_worker_pid(served)
+    os.kill(killed, signal.SIGKILL)
+    deadline = time.monotonic() + 30
+    while _write_worker_pid(served) in (None, killed):
+        assert time.monotonic() < deadline, "the write worker was not started again"
+        time.sleep(0.2)
+    facts = [{**f, "text": f["text"].replace("novel", "play")} for f in facts]
+    status, answer = request(served.url, "POST", "/v1/facts", {"facts": facts}, key)
+    assert status == 202, answer
+    deadline = time.monotonic() + 90
+    while (job := request(served.url, "GET", f"/v1/jobs/{answer['job']['id']}", key=key)[1])["status"] == "pending":
+        assert time.monotonic() < deadline, job
+        time.sleep(0.5)
+    assert job["status"] == "done" and len(job["facts"]) == 3, job
+
+
+def _children(pid: int) -> list[tuple[int, str]]:
+    out = subprocess.run(["ps", "-o", "pid=,args=", "--ppid", str(pid)], capture_output=True, text=True).stdout
+    return [(int(row.split(None, 1)[0]), row.split(None, 1)[1]) for row in out.splitlines() if row.strip()]
+
+
+def _write_worker_pid(served) -> int | None:
+    """The write worker's pid: the child of its supervisor (config/supervise.py), gunicorn's child."""
+    supervisors = [pid for pid, args in _children(served.process.pid) if "config.supervise" in args]
+    workers = [pid for supervisor in supervisors for pid, _ in _children(supervisor)]
+    return workers[0] if workers else None
 
 
 def test_the_production_server_serves_the_api_and_the_pages(served):
