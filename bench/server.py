@@ -89,12 +89,13 @@ class Server:
     def worker_pids(self) -> list[int]:
         if self.kind != "gunicorn":
             return [self.process.pid]
-        # gunicorn's children, not the write worker it starts beside them (config/gunicorn.py)
+        # gunicorn's children, not the write worker's supervisor it starts beside them (config/gunicorn.py); -ww: the
+        # whole command line, which ps cuts at 80 columns without a terminal
         out = subprocess.run(
-            ["ps", "-o", "pid=,args=", "--ppid", str(self.process.pid)], capture_output=True, text=True
+            ["ps", "-ww", "-o", "pid=,args=", "--ppid", str(self.process.pid)], capture_output=True, text=True
         )
         rows = (line.split(None, 1) for line in out.stdout.splitlines() if line.strip())
-        return [int(row[0]) for row in rows if "write_worker" not in row[-1]]
+        return [int(row[0]) for row in rows if "config.supervise" not in row[-1]]
 
     def stop(self) -> None:
         if self.process and self.process.poll() is None:

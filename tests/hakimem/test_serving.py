@@ -100,7 +100,7 @@ def test_a_heavy_batch_is_written_by_the_worker_the_server_started(served):
 
 
 def _children(pid: int) -> list[tuple[int, str]]:
-    out = subprocess.run(["ps", "-o", "pid=,args=", "--ppid", str(pid)], capture_output=True, text=True).stdout
+    out = subprocess.run(["ps", "-ww", "-o", "pid=,args=", "--ppid", str(pid)], capture_output=True, text=True).stdout
     return [(int(row.split(None, 1)[0]), row.split(None, 1)[1]) for row in out.splitlines() if row.strip()]
 
 
