@@ -32,6 +32,7 @@ class AssemblyConfig:
     multi_hop_share: float = MULTI_HOP_BUDGET_SHARE
     w_importance: float = scoring.W_IMPORTANCE  # tiered calls only
     w_access: float = scoring.W_ACCESS  # tiered calls only
+    w_same_sitting: float = scoring.W_SAME_SITTING  # episodes of the best episodes' sitting
 
     @property
     def tau_seconds(self) -> float:
@@ -45,10 +46,13 @@ class AssemblyConfig:
 
     @classmethod
     def from_dict(cls, data: dict) -> AssemblyConfig:
-        return cls(**{k: v for k, v in data.items() if k in CONFIG_FIELDS})
+        """A recorded configuration; a knob added since it was recorded takes the value that had its effect then."""
+        return cls(**{**ADDED_SINCE, **{k: v for k, v in data.items() if k in CONFIG_FIELDS}})
 
 
 CONFIG_FIELDS = frozenset(AssemblyConfig.__dataclass_fields__)
+# Knobs added after traces were first recorded, with the value that does what the calls of before did.
+ADDED_SINCE = {"w_same_sitting": 0.0}
 
 # What a replay may override, and within what (inclusive bounds). budget_tokens is checked as POST /v1/context
 # checks it (1..HAKI_MAX_BUDGET_TOKENS, budget_exceeded). Widths are bounded: each unit of width is a row scored
@@ -62,6 +66,7 @@ OVERRIDE_RANGES = {
     "dense_top_k": (1, 1024),
     "lexical_top_k": (0, 1024),
     "multi_hop_share": (0.0, 1.0),
+    "w_same_sitting": (0.0, 1.0),
 }
 INTEGER_OVERRIDES = frozenset({"dense_top_k", "lexical_top_k"})
 

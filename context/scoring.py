@@ -34,6 +34,13 @@ W_IMPORTANCE = 0.10
 W_ACCESS = 0.05
 NEUTRAL_IMPORTANCE = 0.5
 
+# Episodes of the sitting of the call's best episodes: within SAME_SITTING_HOURS of one of its SAME_SITTING_TOP best
+# by score, an episode's score is multiplied by 1 + W_SAME_SITTING. A chat stored turn by turn keeps much of a
+# question's evidence in the turns around its best hits, which share few words with it (LoCoMo dev, docs/quality.md).
+W_SAME_SITTING = 0.10
+SAME_SITTING_TOP = 3
+SAME_SITTING_SECONDS = 12 * 3600
+
 
 def hybrid_score(similarity: float | None, text_rank: float, recency: float, config=None) -> float:
     """config: a context.config.AssemblyConfig whose weights replace the constants (a replay's overrides)."""
@@ -50,6 +57,18 @@ def tiered_score(base: float, importance: float | None, access: float, config=No
     """A tiered call's five-signal score from the three-signal `base` (hybrid_score)."""
     w_imp, w_acc = (config.w_importance, config.w_access) if config else (W_IMPORTANCE, W_ACCESS)
     return base + w_imp * (NEUTRAL_IMPORTANCE if importance is None else importance) + w_acc * access
+
+
+def same_sitting_lift(episodes: list, config=None) -> None:
+    """Lift, in place, the scored `episodes` that occurred within SAME_SITTING_SECONDS of one of the
+    SAME_SITTING_TOP best of them (those included)."""
+    lift = config.w_same_sitting if config else W_SAME_SITTING
+    if not lift or not episodes:
+        return
+    best = sorted(episodes, key=rank_order)[:SAME_SITTING_TOP]
+    for episode in episodes:
+        if any(abs((episode.occurred_at - b.occurred_at).total_seconds()) <= SAME_SITTING_SECONDS for b in best):
+            episode.score *= 1 + lift
 
 
 def rank_order(item) -> tuple:

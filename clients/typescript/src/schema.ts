@@ -1330,6 +1330,11 @@ export interface components {
              * @description share of the budget held for multi-hop, 0.0 to 1.0
              */
             multi_hop_share?: number;
+            /**
+             * Format: double
+             * @description lift of the episodes of the best episodes' sitting, 0.0 to 1.0
+             */
+            w_same_sitting?: number;
             /** @description 1 to HAKI_MAX_BUDGET_TOKENS (400 budget_exceeded) */
             budget_tokens?: number;
         };
