@@ -1,5 +1,5 @@
-"""A Citus cluster on this machine, for tests and benchmarks (docs/scaling.md): a coordinator and two workers as three
-data folders of the embedded server's own PostgreSQL 18, on loopback ports, with Citus built once into that
+"""A Citus cluster on this machine, for tests and benchmarks (docs/scaling.md): a coordinator and two workers (more with
+add_worker) as data folders of the embedded server's own PostgreSQL 18, on loopback ports, with Citus built once into that
 installation from its source archive. Never the default database: `manage.py citus_cluster start` prints the
 DATABASE_URL that points hakimem at it.
 
@@ -150,10 +150,17 @@ class Node:
         return done.returncode == 0
 
 
-def nodes(base: Path, port: int = DEFAULT_PORT, workers: int = WORKERS) -> list[Node]:
-    """The coordinator first, then the workers, on consecutive ports."""
+def workers_made(base: Path) -> int:
+    """How many workers the cluster under `base` has (WORKERS at first; add_worker makes more)."""
+    made = [d for d in base.glob("worker*") if d.name[6:].isdigit() and (d / "PG_VERSION").exists()]
+    return max(WORKERS, len(made))
+
+
+def nodes(base: Path, port: int = DEFAULT_PORT, workers: int | None = None) -> list[Node]:
+    """The coordinator first, then the workers (those made, by default), on consecutive ports."""
+    count = workers_made(base) if workers is None else workers
     return [Node("coordinator", base / "coordinator", port)] + [
-        Node(f"worker{i}", base / f"worker{i}", port + i) for i in range(1, workers + 1)
+        Node(f"worker{i}", base / f"worker{i}", port + i) for i in range(1, count + 1)
     ]
 
 
@@ -211,7 +218,7 @@ def _database_ensure(node: Node) -> None:
         conn.execute("CREATE EXTENSION IF NOT EXISTS citus")
 
 
-def cluster_start(base: Path, *, port: int = DEFAULT_PORT, workers: int = WORKERS, say=print) -> str:
+def cluster_start(base: Path, *, port: int = DEFAULT_PORT, workers: int | None = None, say=print) -> str:
     """Make (first time) and start the nodes, register the workers with the coordinator and create pgvector and
     hakimem's roles through it (Citus propagates both to the workers). Returns the coordinator's DATABASE_URL."""
     import psycopg
@@ -257,16 +264,24 @@ def _request_roles_log_in(node: Node) -> None:
             conn.execute(f"ALTER ROLE {role} LOGIN")
 
 
-def cluster_stop(base: Path, *, port: int = DEFAULT_PORT, workers: int = WORKERS) -> list[str]:
+def cluster_add_worker(base: Path, *, port: int = DEFAULT_PORT, say=print) -> Node:
+    """Start the cluster with one worker more than it has, registered as cluster_start registers each. It holds no
+    shard until the shards are moved there: `SELECT citus_rebalance_start()` on the coordinator (docs/scaling.md)."""
+    workers = workers_made(base) + 1
+    cluster_start(base, port=port, workers=workers, say=say)
+    return nodes(base, port, workers)[-1]
+
+
+def cluster_stop(base: Path, *, port: int = DEFAULT_PORT) -> list[str]:
     """Stop the nodes (workers first), returning the names of those that were running."""
-    return [node.name for node in reversed(nodes(base, port, workers)) if _stop_node(node)]
+    return [node.name for node in reversed(nodes(base, port)) if _stop_node(node)]
 
 
-def cluster_status(base: Path, *, port: int = DEFAULT_PORT, workers: int = WORKERS) -> list[str]:
+def cluster_status(base: Path, *, port: int = DEFAULT_PORT) -> list[str]:
     """A line per node, then the coordinator's list of active workers."""
     import psycopg
 
-    cluster = nodes(base, port, workers)
+    cluster = nodes(base, port)
     lines = [f"{n.name}: {'running' if n.running() else 'stopped'} on {HOST}:{n.port} ({n.data})" for n in cluster]
     if cluster[0].running():
         with psycopg.connect(cluster[0].url(), autocommit=True) as conn:
