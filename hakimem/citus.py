@@ -21,6 +21,8 @@ import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from hakimem.rowsecurity import API_ROLE, STAFF_ROLE
+
 HOST = "127.0.0.1"
 DATABASE = "hakimem"
 SUPERUSER = "postgres"
@@ -239,29 +241,32 @@ def cluster_start(base: Path, *, port: int = DEFAULT_PORT, workers: int | None =
             row[0]
             for row in conn.execute("SELECT nodeport FROM pg_dist_node WHERE noderole = 'primary' AND groupid <> 0")
         }
+        roles_made = conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", [API_ROLE]).fetchone() is not None
         for node in others:
             if node.port not in known:
-                conn.execute("SELECT citus_add_node(%s, %s)", [HOST, node.port])
+                with psycopg.connect(node.url(), autocommit=True) as worker:
+                    conn.execute("SELECT citus_add_node(%s, %s)", [HOST, node.port])
+                    # At once: Citus copies the roles NOLOGIN from the coordinator, and until they may log in there
+                    # every statement of a request that reaches the new node fails (a trace write did, under load).
+                    if roles_made:
+                        _request_roles_log_in(worker)
                 say(f"registered {node.name} on port {node.port}")
         conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
     login_role_ensure(coordinator.url())
     for node in others:
-        _request_roles_log_in(node)
+        with psycopg.connect(node.url(), autocommit=True) as worker:
+            _request_roles_log_in(worker)
     return coordinator.url()
 
 
-def _request_roles_log_in(node: Node) -> None:
+def _request_roles_log_in(worker) -> None:
     """Citus opens its connection to a worker as the coordinator's current role: a request's role (hakimem_api,
     hakimem_staff: NOLOGIN on the coordinator) must be able to log in on the workers, from the coordinator only
-    (here every node trusts 127.0.0.1 alone). Set on the worker itself, not propagated."""
-    import psycopg
-
-    from hakimem.rowsecurity import API_ROLE, STAFF_ROLE
-
-    with psycopg.connect(node.url(), autocommit=True) as conn:
-        conn.execute("SET citus.enable_ddl_propagation = off")
-        for role in (API_ROLE, STAFF_ROLE):
-            conn.execute(f"ALTER ROLE {role} LOGIN")
+    (here every node trusts 127.0.0.1 alone). Set on the worker itself (`worker`, a connection to it), not
+    propagated."""
+    worker.execute(
+        f"SET citus.enable_ddl_propagation = off; ALTER ROLE {API_ROLE} LOGIN; ALTER ROLE {STAFF_ROLE} LOGIN"
+    )
 
 
 def cluster_add_worker(base: Path, *, port: int = DEFAULT_PORT, say=print) -> Node:
