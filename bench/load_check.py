@@ -291,7 +291,8 @@ def _rows(sql: str, params: dict) -> list[tuple]:
 
 
 def check_invariants(work: Workload) -> dict[str, list]:
-    """Each invariant's violations (empty lists when all hold)."""
+    """Each invariant's violations (empty lists when all hold). Every join names the project: Citus refuses a join by id
+    alone."""
     # Traces of an erased subject went with it: only the others' must all be there.
     kept_traces = [trace_id for subject, trace_id in work.trace_ids if subject not in work.erased]
     p = {"p": PROJECT, "erased": work.erased or [""], "traces": kept_traces or ["00000000-0000-0000-0000-000000000000"]}
@@ -306,45 +307,54 @@ def check_invariants(work: Workload) -> dict[str, list]:
     answered = {
         str(i): text
         for i, text in _rows(
-            "SELECT id, text FROM facts_fact WHERE id = ANY(%(ids)s::uuid[])",
-            {"ids": [got for _, _, got in work.repeats] or [None]},
+            "SELECT id, text FROM facts_fact WHERE project_id = %(p)s AND id = ANY(%(ids)s::uuid[])",
+            {**p, "ids": [got for _, _, got in work.repeats] or [None]},
         )
     }
     problems["repeat_answered_by_another_text"] = [
         (s, t, got) for s, t, got in work.repeats if s not in work.erased and answered.get(got) != t
     ]
-    stored = {str(r[0]) for r in _rows("SELECT id FROM traces_trace WHERE id = ANY(%(traces)s::uuid[])", p)}
+    stored = {
+        str(r[0])
+        for r in _rows("SELECT id FROM traces_trace WHERE project_id = %(p)s AND id = ANY(%(traces)s::uuid[])", p)
+    }
     problems["returned_trace_missing"] = [(t,) for t in sorted(set(kept_traces) - stored)]
     problems["trace_counts_not_its_decisions"] = _rows(
         """SELECT t.id, t.facts_served, t.episodes_served,
                   count(*) FILTER (WHERE d.decision = 'included' AND d.item_type = 'fact'),
                   count(*) FILTER (WHERE d.decision = 'included' AND d.item_type = 'event')
-           FROM traces_trace t LEFT JOIN traces_decision d ON d.trace_id = t.id
+           FROM traces_trace t LEFT JOIN traces_decision d ON d.trace_id = t.id AND d.project_id = t.project_id
            WHERE t.project_id = %(p)s GROUP BY t.id, t.project_id
            HAVING t.facts_served <> count(*) FILTER (WHERE d.decision = 'included' AND d.item_type = 'fact')
                OR t.episodes_served <> count(*) FILTER (WHERE d.decision = 'included' AND d.item_type = 'event')""",
         p,
     )
     problems["decision_names_missing_item"] = _rows(
-        """SELECT t.subject_id, d.id FROM traces_decision d JOIN traces_trace t ON t.id = d.trace_id
+        """SELECT t.subject_id, d.id FROM traces_decision d
+           JOIN traces_trace t ON t.id = d.trace_id AND t.project_id = d.project_id
            WHERE t.project_id = %(p)s AND NOT t.subject_id = ANY(%(erased)s)
-             AND ((d.fact_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM facts_fact f WHERE f.id = d.fact_id))
-               OR (d.event_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM facts_event e WHERE e.id = d.event_id)))""",
+             AND ((d.fact_id IS NOT NULL
+                   AND NOT EXISTS (SELECT 1 FROM facts_fact f WHERE f.id = d.fact_id AND f.project_id = d.project_id))
+               OR (d.event_id IS NOT NULL
+                   AND NOT EXISTS (SELECT 1 FROM facts_event e WHERE e.id = d.event_id AND e.project_id = d.project_id)))""",
         p,
     )
     problems["conflict_member_out_of_scope"] = _rows(
-        """SELECT c.id, f.id FROM facts_conflictset c JOIN facts_conflictmember m ON m.conflict_set_id = c.id
-           JOIN facts_fact f ON f.id = m.fact_id
-           WHERE c.project_id = %(p)s AND (f.project_id <> c.project_id OR f.subject_id <> c.subject_id)""",
+        """SELECT c.id, m.fact_id FROM facts_conflictset c
+           JOIN facts_conflictmember m ON m.conflict_set_id = c.id AND m.project_id = c.project_id
+           LEFT JOIN facts_fact f ON f.id = m.fact_id AND f.project_id = m.project_id
+           WHERE c.project_id = %(p)s AND (f.id IS NULL OR f.subject_id <> c.subject_id)""",
         p,
     )
     problems["conflict_set_under_two_members"] = _rows(
-        """SELECT c.id, count(m.id) FROM facts_conflictset c LEFT JOIN facts_conflictmember m ON m.conflict_set_id = c.id
+        """SELECT c.id, count(m.id) FROM facts_conflictset c
+           LEFT JOIN facts_conflictmember m ON m.conflict_set_id = c.id AND m.project_id = c.project_id
            WHERE c.project_id = %(p)s GROUP BY c.id HAVING count(m.id) < 2""",
         p,
     )
     problems["resolved_set_member_undecided"] = _rows(
-        """SELECT c.id, m.fact_id FROM facts_conflictset c JOIN facts_conflictmember m ON m.conflict_set_id = c.id
+        """SELECT c.id, m.fact_id FROM facts_conflictset c
+           JOIN facts_conflictmember m ON m.conflict_set_id = c.id AND m.project_id = c.project_id
            WHERE c.project_id = %(p)s AND c.status = 'resolved' AND m.kept IS NULL""",
         p,
     )
@@ -355,7 +365,7 @@ def check_invariants(work: Workload) -> dict[str, list]:
            UNION ALL SELECT 'trace naming an item', t.subject_id, count(*) FROM traces_trace t
              WHERE t.project_id = %(p)s AND t.subject_id = ANY(%(erased)s)
                AND (t.facts_served > 0 OR t.episodes_served > 0 OR EXISTS (SELECT 1 FROM traces_decision d
-                    WHERE d.trace_id = t.id AND (d.fact_id IS NOT NULL OR d.event_id IS NOT NULL))) GROUP BY 2""",
+                    WHERE d.trace_id = t.id AND d.project_id = t.project_id AND (d.fact_id IS NOT NULL OR d.event_id IS NOT NULL))) GROUP BY 2""",
         p,
     )
     return problems

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import math
 import re
+import time
 import weakref
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from django.conf import settings
@@ -25,6 +26,8 @@ from context.candidates import (
     procedure_candidate,
 )
 from context.retrieval_sql import (
+    CITUS_TABLE_STATS_SQL,
+    CITUS_TABLE_STATS_VERSION_SQL,
     CONTRADICTION_PAIRS_SQL,
     EPISODE_TEXT_PREFIX,
     EPISODES_HYBRID_EXACT_SQL,
@@ -49,6 +52,7 @@ from context.retrieval_sql import (
 )
 from facts.scope_graphs import SCOPE_GRAPH_PREFIX, scope_graph_name
 from facts.text import STOP_WORDS
+from hakimem.citus import on_citus
 from hakimem.db import dict_rows
 from hakimem.db_router import read_connection
 from hakimem.embeddings import vector_literal
@@ -147,6 +151,10 @@ class TableStats:
 
 
 STATS_SETTLE_SECONDS = 5.0
+# On Citus the version comes from the shards, over a new connection to a worker (20-40 ms on the loaded test machine):
+# a process reads it at most this often per project, so processes may weigh words differently for that long after a
+# shard's ANALYZE. On one server it is read every call (0).
+CITUS_STATS_RECHECK_SECONDS = 10.0
 # Projects whose statistics a process keeps at once (each project's name only its own subjects).
 TABLE_STATS_MAX_PROJECTS = 256
 
@@ -169,6 +177,7 @@ class _HeldStats:
     version: StatsVersion
     tables: dict  # {table: TableStats}
     settled: bool  # read under a settled version: kept until the version changes
+    recheck_at: float = 0.0  # time.monotonic() before which the version is not read again (Citus only)
     # (subject, dense_k) WHOLE_SCOPE_SQL found a scope larger than for, though these statistics expected it smaller
     # (written to since the last ANALYZE): such calls go straight to the two phases until the statistics change.
     beyond_whole_scope: set = field(default_factory=set)
@@ -179,7 +188,10 @@ _table_stats: dict[str | None, _HeldStats] = {}
 
 def table_stats_version() -> StatsVersion:
     with read_connection().cursor() as cursor:
-        cursor.execute(TABLE_STATS_VERSION_SQL, {"tables": list(RANKED_TABLES), "settle": STATS_SETTLE_SECONDS})
+        cursor.execute(
+            CITUS_TABLE_STATS_VERSION_SQL if on_citus() else TABLE_STATS_VERSION_SQL,
+            {"tables": list(RANKED_TABLES), "settle": STATS_SETTLE_SECONDS},
+        )
         rows = sorted(cursor.fetchall())
     return StatsVersion(
         tuple((name, float(tuples), analyses, indexes) for name, tuples, analyses, _, indexes in rows),
@@ -190,14 +202,19 @@ def table_stats_version() -> StatsVersion:
 def table_stats_refresh(project_id: str | None = None) -> StatsVersion:
     """Once a call, before any table_stats: the statistics as they are now, read again only when their version
     changed, or once more when it settled. Returns the version the call's statistics are at (for its trace)."""
-    version = table_stats_version()
     held = _table_stats.get(project_id)
+    if held is not None and time.monotonic() < held.recheck_at:
+        return held.version
+    version = table_stats_version()
+    recheck_at = time.monotonic() + CITUS_STATS_RECHECK_SECONDS if on_citus() else 0.0
     if held is None or held.version != version or (version.settled and not held.settled):
         if project_id not in _table_stats and len(_table_stats) >= TABLE_STATS_MAX_PROJECTS:
             _table_stats.clear()
         _table_stats[project_id] = _HeldStats(
-            version, {name: _read_table_stats(name) for name in RANKED_TABLES}, version.settled
+            version, {name: _read_table_stats(name) for name in RANKED_TABLES}, version.settled, recheck_at
         )
+    elif recheck_at:
+        _table_stats[project_id] = replace(held, recheck_at=recheck_at)
     return version
 
 
@@ -212,7 +229,10 @@ def table_stats(table: str = FACTS, project_id: str | None = None) -> TableStats
 
 def _read_table_stats(table: str) -> TableStats:
     with read_connection().cursor() as cursor:
-        cursor.execute(TABLE_STATS_SQL, {"table": table, "scope_graphs": SCOPE_GRAPH_PREFIX + "%"})
+        cursor.execute(
+            CITUS_TABLE_STATS_SQL if on_citus() else TABLE_STATS_SQL,
+            {"table": table, "scope_graphs": SCOPE_GRAPH_PREFIX + "%"},
+        )
         reltuples, elems, elem_freqs, subjects, subject_freqs, n_distinct, graphs = cursor.fetchone()
     term_freq = dict(zip(elems, elem_freqs)) if elems else {}  # elem_freqs has 3 trailing summary values
     rarest = float(elem_freqs[len(elems)]) if elems and len(elem_freqs) > len(elems) else 0.0  # the first: min

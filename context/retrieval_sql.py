@@ -60,6 +60,14 @@ SELECT c.relname, c.reltuples,
   FROM (SELECT pg_stat_clear_snapshot()) fresh, pg_class c
  WHERE c.oid = ANY(%(tables)s::regclass[])"""
 
+# The same two on a Citus coordinator (hakimem.citus.on_citus), where the tables' own catalogue rows are empty shells:
+# hakimem/citus.py's functions read the shards' (those of the caller's projects) on the workers and add them up.
+CITUS_TABLE_STATS_SQL = """
+SELECT * FROM hakimem_shard_table_stats(%(table)s::regclass, %(scope_graphs)s)
+"""
+CITUS_TABLE_STATS_VERSION_SQL = """
+SELECT * FROM hakimem_shard_stats_version(%(tables)s::regclass[], %(settle)s)"""
+
 # A large scope's own word counts (facts.models.ScopeWordCounts, kept by the nightly consolidation): for the words a
 # call asks about, how many of the scope's items hold each. One round trip, made only where the planner's statistics
 # expect the scope to hold at least half of settings.HAKI_SCOPE_WORDS_MIN_ITEMS facts or events (retrieval.lookup_for):

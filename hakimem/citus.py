@@ -1,5 +1,5 @@
-"""A Citus cluster on this machine, for tests and benchmarks (docs/scaling.md): a coordinator and two workers as three
-data folders of the embedded server's own PostgreSQL 18, on loopback ports, with Citus built once into that
+"""A Citus cluster on this machine, for tests and benchmarks (docs/scaling.md): a coordinator and two workers (more with
+add_worker) as data folders of the embedded server's own PostgreSQL 18, on loopback ports, with Citus built once into that
 installation from its source archive. Never the default database: `manage.py citus_cluster start` prints the
 DATABASE_URL that points hakimem at it.
 
@@ -7,7 +7,8 @@ The nodes trust every connection from 127.0.0.1 (initdb --auth=trust) and listen
 one machine, not a deployment.
 
 The application's statements are the same on one server and on a cluster, except where Citus refuses a form: that
-difference is here, at the end (on_citus, rows_of_each_shard), and nowhere else.
+difference is here, at the end (on_citus, rows_of_each_shard, and the functions that read the planner's statistics
+from the shards), and nowhere else.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ import subprocess
 import tarfile
 from dataclasses import dataclass
 from pathlib import Path
+
+from hakimem.rowsecurity import API_ROLE, STAFF_ROLE
 
 HOST = "127.0.0.1"
 DATABASE = "hakimem"
@@ -149,10 +152,17 @@ class Node:
         return done.returncode == 0
 
 
-def nodes(base: Path, port: int = DEFAULT_PORT, workers: int = WORKERS) -> list[Node]:
-    """The coordinator first, then the workers, on consecutive ports."""
+def workers_made(base: Path) -> int:
+    """How many workers the cluster under `base` has (WORKERS at first; add_worker makes more)."""
+    made = [d for d in base.glob("worker*") if d.name[6:].isdigit() and (d / "PG_VERSION").exists()]
+    return max(WORKERS, len(made))
+
+
+def nodes(base: Path, port: int = DEFAULT_PORT, workers: int | None = None) -> list[Node]:
+    """The coordinator first, then the workers (those made, by default), on consecutive ports."""
+    count = workers_made(base) if workers is None else workers
     return [Node("coordinator", base / "coordinator", port)] + [
-        Node(f"worker{i}", base / f"worker{i}", port + i) for i in range(1, workers + 1)
+        Node(f"worker{i}", base / f"worker{i}", port + i) for i in range(1, count + 1)
     ]
 
 
@@ -210,7 +220,7 @@ def _database_ensure(node: Node) -> None:
         conn.execute("CREATE EXTENSION IF NOT EXISTS citus")
 
 
-def cluster_start(base: Path, *, port: int = DEFAULT_PORT, workers: int = WORKERS, say=print) -> str:
+def cluster_start(base: Path, *, port: int = DEFAULT_PORT, workers: int | None = None, say=print) -> str:
     """Make (first time) and start the nodes, register the workers with the coordinator and create pgvector and
     hakimem's roles through it (Citus propagates both to the workers). Returns the coordinator's DATABASE_URL."""
     import psycopg
@@ -231,41 +241,52 @@ def cluster_start(base: Path, *, port: int = DEFAULT_PORT, workers: int = WORKER
             row[0]
             for row in conn.execute("SELECT nodeport FROM pg_dist_node WHERE noderole = 'primary' AND groupid <> 0")
         }
+        roles_made = conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", [API_ROLE]).fetchone() is not None
         for node in others:
             if node.port not in known:
-                conn.execute("SELECT citus_add_node(%s, %s)", [HOST, node.port])
+                with psycopg.connect(node.url(), autocommit=True) as worker:
+                    conn.execute("SELECT citus_add_node(%s, %s)", [HOST, node.port])
+                    # At once: Citus copies the roles NOLOGIN from the coordinator, and until they may log in there
+                    # every statement of a request that reaches the new node fails (a trace write did, under load).
+                    if roles_made:
+                        _request_roles_log_in(worker)
                 say(f"registered {node.name} on port {node.port}")
         conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
     login_role_ensure(coordinator.url())
     for node in others:
-        _request_roles_log_in(node)
+        with psycopg.connect(node.url(), autocommit=True) as worker:
+            _request_roles_log_in(worker)
     return coordinator.url()
 
 
-def _request_roles_log_in(node: Node) -> None:
+def _request_roles_log_in(worker) -> None:
     """Citus opens its connection to a worker as the coordinator's current role: a request's role (hakimem_api,
     hakimem_staff: NOLOGIN on the coordinator) must be able to log in on the workers, from the coordinator only
-    (here every node trusts 127.0.0.1 alone). Set on the worker itself, not propagated."""
-    import psycopg
-
-    from hakimem.rowsecurity import API_ROLE, STAFF_ROLE
-
-    with psycopg.connect(node.url(), autocommit=True) as conn:
-        conn.execute("SET citus.enable_ddl_propagation = off")
-        for role in (API_ROLE, STAFF_ROLE):
-            conn.execute(f"ALTER ROLE {role} LOGIN")
+    (here every node trusts 127.0.0.1 alone). Set on the worker itself (`worker`, a connection to it), not
+    propagated."""
+    worker.execute(
+        f"SET citus.enable_ddl_propagation = off; ALTER ROLE {API_ROLE} LOGIN; ALTER ROLE {STAFF_ROLE} LOGIN"
+    )
 
 
-def cluster_stop(base: Path, *, port: int = DEFAULT_PORT, workers: int = WORKERS) -> list[str]:
+def cluster_add_worker(base: Path, *, port: int = DEFAULT_PORT, say=print) -> Node:
+    """Start the cluster with one worker more than it has, registered as cluster_start registers each. It holds no
+    shard until the shards are moved there: `SELECT citus_rebalance_start()` on the coordinator (docs/scaling.md)."""
+    workers = workers_made(base) + 1
+    cluster_start(base, port=port, workers=workers, say=say)
+    return nodes(base, port, workers)[-1]
+
+
+def cluster_stop(base: Path, *, port: int = DEFAULT_PORT) -> list[str]:
     """Stop the nodes (workers first), returning the names of those that were running."""
-    return [node.name for node in reversed(nodes(base, port, workers)) if _stop_node(node)]
+    return [node.name for node in reversed(nodes(base, port)) if _stop_node(node)]
 
 
-def cluster_status(base: Path, *, port: int = DEFAULT_PORT, workers: int = WORKERS) -> list[str]:
+def cluster_status(base: Path, *, port: int = DEFAULT_PORT) -> list[str]:
     """A line per node, then the coordinator's list of active workers."""
     import psycopg
 
-    cluster = nodes(base, port, workers)
+    cluster = nodes(base, port)
     lines = [f"{n.name}: {'running' if n.running() else 'stopped'} on {HOST}:{n.port} ({n.data})" for n in cluster]
     if cluster[0].running():
         with psycopg.connect(cluster[0].url(), autocommit=True) as conn:
@@ -311,3 +332,169 @@ def rows_of_each_shard(statement: str, table: str) -> list:
     if failed:
         raise DatabaseError(f"on a shard of {table}: {failed[0]}")
     return [value for _, result in results for value in json.loads(result)]
+
+
+# --- the planner's statistics, from the shards -------------------------------------------------------------------
+
+# On a coordinator a distributed table is an empty shell: its pg_class and pg_stats hold nothing of the rows, which
+# are in the shards on the workers. These functions read the shards' instead (`manage.py citus_distribute` creates
+# them; context/retrieval.py calls them in place of hakimem_table_stats and its version query when on_citus()).
+# A caller row security binds reads its projects' shards alone (the shards its context calls walk); a caller it does
+# not bind, every shard. One connection per worker that holds such a shard (master_run_on_worker, as the owner).
+STATS_TABLES = ("facts_fact", "facts_event", "facts_procedure")
+
+
+def stats_functions_sql() -> list[str]:
+    from hakimem.rowsecurity import ALL_PROJECTS, API_ROLE, PROJECT_SETTING, STAFF_ROLE
+
+    tables = ", ".join(f"'{t}'" for t in STATS_TABLES)
+    known = {"setting": PROJECT_SETTING, "staff": STAFF_ROLE, "every": ALL_PROJECTS}
+    # Which shards a caller reads, as hakimem_table_stats (facts/migrations/0017) decides whose subjects it names.
+    caller = """
+    v_role text := current_setting('role');
+    v_setting text := coalesce(current_setting('{setting}', true), '');
+    v_every boolean := (v_role = 'none' AND EXISTS (SELECT 1 FROM pg_roles r WHERE r.rolname = session_user
+                                                    AND (r.rolsuper OR r.rolbypassrls
+                                                         OR r.oid = (SELECT relowner FROM pg_class
+                                                                      WHERE oid = {owned}))))
+                       OR (v_role = '{staff}' AND v_setting = '{every}');
+    v_projects text[] := CASE WHEN v_role = '{staff}' THEN string_to_array(v_setting, ',')
+                              ELSE ARRAY[v_setting] END;"""
+    shards_read = """
+CREATE OR REPLACE FUNCTION hakimem_shards_read(p_tables regclass[], p_query text, p_every boolean, p_projects text[])
+RETURNS SETOF jsonb
+LANGUAGE sql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+    -- p_query: one statement per worker, its %s the VALUES (table's name, shard) of the shards on that worker; it returns
+    -- a jsonb array. A worker that fails (a shard moved away in between) gives nothing.
+    WITH shards AS (
+        SELECT t.t AS logical, s.shardid
+          FROM unnest(p_tables) t, pg_dist_shard s
+         WHERE p_every AND s.logicalrelid = t.t
+        UNION
+        SELECT t.t, get_shard_id_for_distribution_column(t.t, p.p)
+          FROM unnest(p_tables) t, unnest(p_projects) p
+         WHERE NOT p_every AND p.p <> ''
+    ), per_node AS (
+        SELECT n.nodename, n.nodeport,
+               string_agg(format('(%L, %L)', c.relname, shard_name(sh.logical, sh.shardid)), ', ') AS pairs
+          FROM shards sh
+          JOIN pg_class c ON c.oid = sh.logical
+          JOIN pg_dist_placement pl ON pl.shardid = sh.shardid AND pl.shardstate = 1
+          JOIN pg_dist_node n ON n.groupid = pl.groupid AND n.noderole = 'primary' AND n.isactive
+         GROUP BY n.nodename, n.nodeport
+    ), ran AS (
+        SELECT r.success, r.result
+          FROM (SELECT array_agg(nodename) AS names, array_agg(nodeport) AS ports,
+                       array_agg(format(p_query, pairs)) AS commands FROM per_node) w,
+               master_run_on_worker(w.names, w.ports, w.commands, true) r
+         WHERE w.names IS NOT NULL
+    )
+    SELECT j FROM ran, jsonb_array_elements(ran.result::jsonb) j WHERE ran.success
+$$;
+REVOKE ALL ON FUNCTION hakimem_shards_read(regclass[], text, boolean, text[]) FROM PUBLIC;"""
+    shard_stats = f"""
+CREATE OR REPLACE FUNCTION hakimem_shard_table_stats(p_table regclass, p_graphs text)
+RETURNS TABLE (reltuples real, elems text[], elem_freqs real[], subjects text[], subject_freqs real[],
+               n_distinct real, graphs text[])
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE{caller.format(owned="p_table", **known)}
+    v_shards jsonb;
+BEGIN
+    IF (SELECT relname FROM pg_class WHERE oid = p_table) NOT IN ({tables}) THEN
+        RETURN;
+    END IF;
+    SELECT coalesce(jsonb_agg(j), '[]') INTO v_shards
+      FROM public.hakimem_shards_read(ARRAY[p_table], $q$
+SELECT coalesce(jsonb_agg(jsonb_build_object(
+           'rows', c.reltuples, 'elems', e.most_common_elems::text::text[], 'elem_freqs', e.most_common_elem_freqs,
+           'subjects', s.most_common_vals::text::text[], 'subject_freqs', s.most_common_freqs,
+           'n_distinct', s.n_distinct)), '[]')
+  FROM (VALUES %s) t(logical, shard)
+  JOIN pg_class c ON c.oid = t.shard::regclass
+  JOIN pg_namespace n ON n.oid = c.relnamespace
+  LEFT JOIN pg_stats e ON e.schemaname = n.nspname AND e.tablename = c.relname AND e.attname = 'search_vector'
+  LEFT JOIN pg_stats s ON s.schemaname = n.nspname AND s.tablename = c.relname AND s.attname = 'subject_id'
+$q$, v_every, v_projects) j;
+    -- Each shard weighs by its rows (alike while none is analysed): a share of the shards together.
+    WITH shard AS (
+        SELECT j, (j->>'rows')::float8 AS rows FROM jsonb_array_elements(v_shards) j
+    ), weighed AS (
+        SELECT j, rows, CASE WHEN (SELECT sum(greatest(rows, 0)) FROM shard) > 0 THEN greatest(rows, 0)
+                             ELSE 1 END / (SELECT CASE WHEN sum(greatest(rows, 0)) > 0 THEN sum(greatest(rows, 0))
+                                                       ELSE count(*) END FROM shard) AS w
+          FROM shard
+    ), elem AS (
+        SELECT v, sum(f * w) AS f
+          FROM weighed, jsonb_array_elements_text(CASE WHEN jsonb_typeof(j->'elems') = 'array' THEN j->'elems' ELSE '[]' END)
+                                   WITH ORDINALITY v(v, i)
+          JOIN LATERAL (SELECT (j->'elem_freqs'->>(i::int - 1))::float8) ff(f) ON true
+         GROUP BY v
+    ), subject AS (
+        SELECT v, sum(f * w) AS f
+          FROM weighed, jsonb_array_elements_text(CASE WHEN jsonb_typeof(j->'subjects') = 'array' THEN j->'subjects' ELSE '[]' END)
+                                   WITH ORDINALITY v(v, i)
+          JOIN LATERAL (SELECT (j->'subject_freqs'->>(i::int - 1))::float8) ff(f) ON true
+         GROUP BY v
+    )
+    SELECT (SELECT CASE WHEN max(rows) < 0 THEN -1 ELSE sum(greatest(rows, 0)) END FROM shard),
+           (SELECT array_agg(v ORDER BY f DESC, v) FROM elem),
+           -- after the shares, pg_stats's three summary values: the least share any shard tracks, the most, nulls
+           (SELECT array_agg(f::real ORDER BY f DESC, v) FROM elem)
+             || ARRAY[(SELECT min((j->'elem_freqs'->>(jsonb_array_length(j->'elems')))::float8) FROM weighed
+                        WHERE jsonb_typeof(j->'elems') = 'array')::real,
+                      (SELECT max(f) FROM elem)::real, 0::real],
+           (SELECT array_agg(v ORDER BY f DESC, v) FROM subject),
+           (SELECT array_agg(f::real ORDER BY f DESC, v) FROM subject),
+           (SELECT sum(CASE WHEN (j->>'n_distinct')::float8 > 0 THEN (j->>'n_distinct')::float8
+                            ELSE -(j->>'n_distinct')::float8 * greatest(rows, 0) END)::real
+              FROM shard WHERE j->>'n_distinct' IS NOT NULL),
+           ARRAY(SELECT i.relname::text FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid
+                  WHERE x.indrelid = p_table AND i.relname LIKE p_graphs)
+      INTO reltuples, elems, elem_freqs, subjects, subject_freqs, n_distinct, graphs;
+    IF elems IS NULL THEN
+        elem_freqs := NULL;
+    END IF;
+    IF subjects IS NOT NULL AND NOT v_every THEN
+        EXECUTE format('SELECT coalesce(array_agg(CASE WHEN EXISTS (SELECT 1 FROM %s t WHERE t.project_id = ANY($2)'
+                       ' AND t.subject_id = m.v) THEN m.v END ORDER BY i), ARRAY[]::text[])'
+                       ' FROM unnest($1) WITH ORDINALITY AS m(v, i)', p_table)
+           INTO subjects USING subjects, v_projects;
+    END IF;
+    RETURN NEXT;
+END
+$$;
+REVOKE ALL ON FUNCTION hakimem_shard_table_stats(regclass, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION hakimem_shard_table_stats(regclass, text) TO {API_ROLE}, {STAFF_ROLE};"""
+    version = f"""
+CREATE OR REPLACE FUNCTION hakimem_shard_stats_version(p_tables regclass[], p_settle float8)
+RETURNS TABLE (relname text, reltuples real, analyses bigint, young boolean, indexes bigint)
+LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE{caller.format(owned="p_tables[1]", **known)}
+BEGIN
+    RETURN QUERY
+    WITH shard AS (
+        SELECT j->>'table' AS logical, (j->>'rows')::float8 AS rows, (j->>'analyses')::bigint AS analyses,
+               (j->>'analysed')::timestamptz AS analysed
+          FROM public.hakimem_shards_read(p_tables, $q$
+SELECT coalesce(jsonb_agg(jsonb_build_object(
+           'table', t.logical, 'rows', c.reltuples,
+           'analyses', pg_stat_get_analyze_count(c.oid) + pg_stat_get_autoanalyze_count(c.oid),
+           'analysed', greatest(pg_stat_get_last_analyze_time(c.oid), pg_stat_get_last_autoanalyze_time(c.oid)))), '[]')
+  FROM (SELECT pg_stat_clear_snapshot()) fresh, (VALUES %s) t(logical, shard)
+  JOIN pg_class c ON c.oid = t.shard::regclass
+$q$, v_every, v_projects) j
+    )
+    SELECT c.relname::text,
+           coalesce((SELECT CASE WHEN max(s.rows) < 0 THEN -1 ELSE sum(greatest(s.rows, 0)) END
+                       FROM shard s WHERE s.logical = c.relname), -1)::real,
+           coalesce((SELECT sum(s.analyses) FROM shard s WHERE s.logical = c.relname), 0)::bigint,
+           coalesce((SELECT max(s.analysed) FROM shard s WHERE s.logical = c.relname)
+                    > statement_timestamp() - make_interval(secs => p_settle), false),
+           (SELECT count(*) FROM pg_index x WHERE x.indrelid = c.oid)
+      FROM pg_class c
+     WHERE c.oid = ANY(p_tables) AND c.relname IN ({tables});
+END
+$$;
+REVOKE ALL ON FUNCTION hakimem_shard_stats_version(regclass[], float8) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION hakimem_shard_stats_version(regclass[], float8) TO {API_ROLE}, {STAFF_ROLE};"""
+    return [shards_read, shard_stats, version]

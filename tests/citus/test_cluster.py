@@ -51,6 +51,16 @@ def test_every_worker_has_the_database_settings():
         assert set(setting.split(",")) == {f"{name}={value}" for name, value in DATABASE_SETTINGS.items()}
 
 
+def test_every_registered_worker_lets_the_request_roles_log_in():
+    """cluster_start (and add-worker, which runs it for one worker more) sets LOGIN on each worker itself."""
+    workers = _rows("SELECT count(*) FROM pg_dist_node WHERE groupid <> 0 AND isactive")[0][0]
+    logins = _rows(
+        "SELECT result FROM run_command_on_workers("
+        "$$SELECT count(*) FROM pg_roles WHERE rolname IN ('hakimem_api', 'hakimem_staff') AND rolcanlogin$$)"
+    )
+    assert len(logins) == workers >= 2 and {result for (result,) in logins} == {"2"}
+
+
 def test_the_api_role_sees_its_own_project_only_on_the_shards():
     FactFactory(project_id=PROJECT, text="Alice keeps bees.")
     FactFactory(project_id=OTHER_PROJECT, text="Bob keeps goats.")

@@ -1,7 +1,8 @@
-"""manage.py citus_cluster start|stop|status|url: a Citus cluster on this machine (a coordinator and two workers) for
-tests and benchmarks, built and started on demand (hakimem/citus.py, docs/scaling.md). `start` prints the DATABASE_URL
-of its coordinator; then `manage.py migrate` and `manage.py citus_distribute` with that DATABASE_URL (`make citus` runs
-all three)."""
+"""manage.py citus_cluster start|add-worker|stop|status|url: a Citus cluster on this machine (a coordinator and two
+workers) for tests and benchmarks, built and started on demand (hakimem/citus.py, docs/scaling.md). `start` prints the
+DATABASE_URL of its coordinator; then `manage.py migrate` and `manage.py citus_distribute` with that DATABASE_URL
+(`make citus` runs all three). `add-worker` starts and registers one worker more; `manage.py citus_distribute` then
+sets the database settings on it too, and `SELECT citus_rebalance_start()` moves shards to it."""
 
 from __future__ import annotations
 
@@ -15,10 +16,10 @@ from hakimem import citus
 
 
 class Command(BaseCommand):
-    help = "Start, stop or report a local Citus cluster (coordinator + 2 workers) for tests and benchmarks."
+    help = "Start, grow, stop or report a local Citus cluster (coordinator + 2 workers) for tests and benchmarks."
 
     def add_arguments(self, parser):
-        parser.add_argument("action", choices=["start", "stop", "status", "url"])
+        parser.add_argument("action", choices=["start", "add-worker", "stop", "status", "url"])
         parser.add_argument(
             "--dir",
             type=Path,
@@ -47,6 +48,9 @@ class Command(BaseCommand):
                     citus.citus_build(source, build_dir.resolve(), say=self.stderr.write)
                 url = citus.cluster_start(base, port=port, say=self.stderr.write)
                 self.stdout.write(f"DATABASE_URL={url}")
+            elif action == "add-worker":
+                added = citus.cluster_add_worker(base, port=port, say=self.stderr.write)
+                self.stdout.write(f"added {added.name} on port {added.port}: it holds no shard before a rebalance")
             elif action == "stop":
                 stopped = citus.cluster_stop(base, port=port)
                 self.stdout.write(f"stopped: {', '.join(stopped)}" if stopped else "no node was running")
