@@ -53,6 +53,7 @@ from context.packing import (
     SERVED,
     Budget,
     Decided,
+    Neighbours,
     candidate_decision,
     pack,
     pack_with_multi_hop,
@@ -382,6 +383,7 @@ def pack_plain(call: Call, read: MemoryToRead, ranked: list[Decided], packable: 
         read.memory,
         call.config,
         timer,
+        Neighbours(read.lookup, ranked, packable, read.memory, call.config),
     )
     return Packed(ranked, total)
 
@@ -420,7 +422,9 @@ def pack_by_tier(
         call.config,
         timer,
     )
-    pack([d for d in packable if d.section == render.EPISODES], tiers[render.EPISODES], ReasonCode.INCLUDED)
+    episodes = [d for d in packable if d.section == render.EPISODES]
+    neighbours = Neighbours(read.lookup, decided, episodes, read.memory, call.config)
+    pack(episodes, tiers[render.EPISODES], ReasonCode.INCLUDED, neighbours)
     pack(packable_procedures, tiers[render.PROCEDURES], ReasonCode.INCLUDED)
     timer.lap("pack_tiers")
     return Packed(decided, total, tiers, pairs)
