@@ -6,6 +6,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from tests.conftest import PROJECT
 from tests.context.calls import ask, decisions
 from tests.context.test_replay import decision_rows, replay
 from tests.facts.factories import EventFactory
@@ -96,3 +97,30 @@ def test_a_call_serving_no_question_reads_no_next_turn(api):
     # then no statement looked for a next turn
     assert packet["episodes"] and not any(e["text"].endswith("?") for e in packet["episodes"])
     assert not any("after_id" in q["sql"] for q in counted.captured_queries)
+
+
+def test_a_tiered_call_serves_the_answer_on_the_episodes_tier(api):
+    # given the chat
+    question, answer = chat()
+
+    # when a tiered call's episodes tier holds the question and a few turns
+    response = api.post(
+        "/v1/context",
+        {
+            "project_id": PROJECT,
+            "subject_id": "alice",
+            "query": QUERY,
+            "tiers": True,
+            "tier_budgets": {"identity": 0, "preferences": 0, "facts": 0, "episodes": 50, "procedures": 0},
+        },
+        format="json",
+    )
+
+    # then the answer is served on that tier, just after its question
+    assert response.status_code == 200, response.content
+    packet = response.json()
+    row = decisions(packet)[str(answer.id)]
+    assert row.reason_code == "neighbouring_turn" and row.tier == "episodes"
+    served = [e["id"] for e in packet["episodes"]]
+    assert served.index(str(answer.id)) == served.index(str(question.id)) + 1
+    assert packet["tiers"]["episodes"]["used_tokens"] <= 50
