@@ -328,7 +328,7 @@ def ask_hakimem(
         best: dict[str, str] = {}
         for d in trace["decisions"]:
             for dia in dia_of.get(d["item_id"], []):
-                if dia in q.gold and best.get(dia) not in ("included", "multi_hop_expansion"):
+                if dia in q.gold and best.get(dia) not in ("included", "multi_hop_expansion", "neighbouring_turn"):
                     best[dia] = d["reason_code"]
         out["gold_reasons"] = [best.get(g, "not_a_candidate") for g in q.gold]
     return out

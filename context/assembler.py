@@ -17,7 +17,9 @@ name them):
                are one AssemblyConfig (context/config.py): today's constants for a call, overridable by a replay.
  5. pack       pack_plain: the rest in descending score while they fit the budget, a share held back for multi-hop
                (facts sharing an entity with the facts served, by full text, one hop), then what it left goes back
-               to the ranking (context/packing.py). The budget counts what is rendered (context/render.py).
+               to the ranking (context/packing.py); a served episode that ends in a question has the next turn
+               served just after it when it fits (packing.Neighbours, neighbouring_turn). The budget counts what is
+               rendered (context/render.py).
  6. why_empty  a call that served nothing says why (empty_reason, empty_details; context/blocking.py); it reads
                the store for it only when it found no candidate at all.
  7. render     the packet (context/packet.py); then replay_inputs, what a replay as it was needs of the call.
@@ -26,8 +28,8 @@ name them):
 A tiered call (CallOptions.tiers, seed 003) ranks with five signals (importance and access frequency added) and is
 packed by pack_by_tier: it drops the older of two contradicting candidate facts for the call
 (superseded_in_context), ranks the procedures and reads the identity blocks ("tiers" in the timings), then packs each
-tier under its own budget inside the call's total: identity, preferences, facts (with multi-hop), episodes,
-procedures ("pack_tiers"). A plain call asks for none of it and is answered as seed 000 says.
+tier under its own budget inside the call's total: identity, preferences, facts (with multi-hop), episodes (with a
+question's next turn), procedures ("pack_tiers"). A plain call asks for none of it and is answered as seed 000 says.
 Every read runs in reads_for_scope: on a read replica holding the scope's latest writes, else on the primary.
 """
 
@@ -53,6 +55,7 @@ from context.packing import (
     SERVED,
     Budget,
     Decided,
+    Neighbours,
     candidate_decision,
     pack,
     pack_with_multi_hop,
@@ -383,6 +386,7 @@ def pack_plain(call: Call, read: MemoryToRead, ranked: list[Decided], packable: 
         read.memory,
         call.config,
         timer,
+        Neighbours(read.lookup, ranked, packable, read.memory, call.config),
     )
     return Packed(ranked, total)
 
@@ -421,7 +425,9 @@ def pack_by_tier(
         call.config,
         timer,
     )
-    pack([d for d in packable if d.section == render.EPISODES], tiers[render.EPISODES], ReasonCode.INCLUDED)
+    episodes = [d for d in packable if d.section == render.EPISODES]
+    neighbours = Neighbours(read.lookup, decided, episodes, read.memory, call.config)
+    pack(episodes, tiers[render.EPISODES], ReasonCode.INCLUDED, neighbours)
     pack(packable_procedures, tiers[render.PROCEDURES], ReasonCode.INCLUDED)
     timer.lap("pack_tiers")
     return Packed(decided, total, tiers, pairs)

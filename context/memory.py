@@ -35,6 +35,10 @@ class Memory:
         """Asked of a call that found no candidate at all only (why_empty)."""
         return retrieval.scope_state(lookup)
 
+    def next_turns(self, lookup, question_ids) -> dict:
+        """The turn after each of these episodes, by episode id (context/packing.py, neighbouring turns)."""
+        return retrieval.next_turns(lookup, question_ids)
+
     def hop(self, lookup, entities, exclude_ids):
         if self.scope_facts is not None:  # what multi-hop could find is among the candidates already
             return multi_hop.multi_hop_within(
@@ -84,6 +88,9 @@ class MemoryAsOf(Memory):
 
     def scope_state(self, lookup) -> retrieval.ScopeState:
         return retrieval_asof.scope_state_as_of(lookup)
+
+    def next_turns(self, lookup, question_ids) -> dict:
+        return retrieval_asof.next_turns_as_of(lookup, question_ids)
 
     def hop(self, lookup, entities, exclude_ids):
         return retrieval_asof.multi_hop_candidates_as_of(

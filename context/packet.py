@@ -24,8 +24,7 @@ def packet_build(
 ) -> dict:
     """The packet of a call whose candidates are `decided`: the served ones in rank order within their section,
     the blocked ones counted in its warnings."""
-    served = [d for d in decided if d.reason in SERVED]
-    served.sort(key=lambda d: (d.reason != ReasonCode.INCLUDED, d.rank))  # by section when rendered
+    served = sorted((d for d in decided if d.reason in SERVED), key=_render_order)
     warnings = warnings + blocked_warnings(decided)
     rendered = layout.render(_served_lines(served))
     packet = {
@@ -53,6 +52,13 @@ def packet_build(
     if options != PLAIN:
         packet["render_format"] = options.render_format
     return packet
+
+
+def _render_order(d: Decided) -> tuple:
+    # By section when rendered: the included in rank order, a neighbouring turn just after its question, then the
+    # multi-hop facts.
+    anchor = d.follows or d
+    return (anchor.reason != ReasonCode.INCLUDED, anchor.rank, d is not anchor)
 
 
 def _served_lines(served: list[Decided]) -> dict[str, list[str]]:

@@ -29,7 +29,10 @@ PREFERENCE_MIN_IMPORTANCE = 0.8
 
 # Decisions a multi-hop pass never revisits: already served, or blocked.
 SETTLED = (ReasonCode.INCLUDED, ReasonCode.CONFLICT_OPEN, ReasonCode.VOLATILITY_EXPIRED, ReasonCode.CONSENT_MISSING)
-SERVED = (ReasonCode.INCLUDED, ReasonCode.MULTI_HOP_EXPANSION)
+SERVED = (ReasonCode.INCLUDED, ReasonCode.MULTI_HOP_EXPANSION, ReasonCode.NEIGHBOURING_TURN)
+
+# A turn ending in one of these asks; its answer is the next turn, which often shares no word with the query.
+QUESTION_MARKS = ("?", "\uff1f")  # "?" and the full-width one
 
 
 @dataclass
@@ -45,6 +48,7 @@ class Decided:
     by_item: object = None  # superseded_in_context: the newer fact that won
     section: str = ""  # where it renders (context.render: preferences, facts, episodes, ...)
     line: str = ""  # its line in `rendered` (context/render.py)
+    follows: Decided | None = None  # neighbouring_turn: the served question it answers, rendered just before it
 
 
 class Budget:
@@ -123,10 +127,55 @@ def without_consent(item, consented: frozenset[str] | None) -> bool:
     return consented is not None and isinstance(item, Candidate) and item.category not in consented
 
 
-def pack(items: list[Decided], budget: Budget, fits_reason: str) -> None:
-    """Greedy in the given order; an item that does not fit is excluded and smaller ones after it may still fit."""
+def pack(items: list[Decided], budget: Budget, fits_reason: str, neighbours: Neighbours | None = None) -> None:
+    """Greedy in the given order; an item that does not fit is excluded and smaller ones after it may still fit.
+    An item served already is left as it is. With `neighbours`, an episode served (or found served) as included that
+    ends in a question has its next turn offered to the budget right after it."""
     for d in items:
-        d.reason = fits_reason if budget.take(d) else ReasonCode.OVER_BUDGET
+        if d.reason not in SERVED:
+            d.reason = fits_reason if budget.take(d) else ReasonCode.OVER_BUDGET
+        if neighbours is not None and d.reason == ReasonCode.INCLUDED:
+            neighbours.offer(d, budget)
+
+
+class Neighbours:
+    """The neighbouring turn: a chat stored turn by turn as events puts a question and its answer in two episodes,
+    and the answer, which holds the evidence, often shares no word with the query. When an episode that ends in a
+    question is served, the scope's next event is served beside it if it fits (neighbouring_turn), as multi-hop
+    does for facts: whatever its own rank, under the relevance floor or not a candidate at all (then traced as a
+    decision of its own, over_budget when it does not fit). No chain: the answer's own next turn is not offered.
+    The next turns of all the call's packable questions are read in one statement, at the first question served."""
+
+    def __init__(self, lookup, decided: list[Decided], items: list[Decided], memory: Memory, config: AssemblyConfig):
+        self.lookup, self.decided, self.memory, self.config = lookup, decided, memory, config
+        self.questions = {
+            d.item.id: d
+            for d in items
+            if d.item_type == ItemType.EPISODE and d.item.text.rstrip().endswith(QUESTION_MARKS)
+        }
+        self.next: dict | None = None  # question id -> EpisodeCandidate, read at the first offer
+        self.by_id = {d.item.id: d for d in decided if d.item_type == ItemType.EPISODE}
+
+    def offer(self, question: Decided, budget: Budget) -> None:
+        if question.item.id not in self.questions:
+            return
+        if self.next is None:
+            self.next = self.memory.next_turns(self.lookup, list(self.questions))
+        turn = self.next.get(question.item.id)
+        if turn is None:  # the scope's last event
+            return
+        d = self.by_id.get(turn.id)
+        if d is None:
+            turn.score = hybrid_score(None, 0.0, turn.recency, self.config)
+            d = candidate_decision(
+                turn, ItemType.EPISODE, len(self.decided) + 1, budget.layout, reason=ReasonCode.OVER_BUDGET
+            )
+            self.decided.append(d)
+            self.by_id[turn.id] = d
+        if d.reason in SERVED:
+            return
+        if budget.take(d):  # else it keeps its reason: a candidate is still decided in its turn
+            d.reason, d.follows = ReasonCode.NEIGHBOURING_TURN, question
 
 
 def pack_with_multi_hop(
@@ -140,16 +189,18 @@ def pack_with_multi_hop(
     memory: Memory,
     config: AssemblyConfig,
     timer,
+    neighbours: Neighbours | None = None,
 ) -> None:
     """The facts' pass: a share of the budget waits for multi-hop. Filled greedily, the first pass always spent it
-    all and the second hop never got in; what multi-hop does not use goes back to the first pass's ranking."""
+    all and the second hop never got in; what multi-hop does not use goes back to the first pass's ranking (with the
+    neighbouring turns of the questions served that did not fit then)."""
     reserve = 4 * int(reserve_tokens * config.multi_hop_share)
     budget.left -= reserve
-    pack(items, budget, ReasonCode.INCLUDED)
+    pack(items, budget, ReasonCode.INCLUDED, neighbours)
     budget.left += reserve
     timer.lap("pack")
     multi_hop(lookup, query, decided, budget, consented, memory, config)
-    pack([d for d in items if d.reason == ReasonCode.OVER_BUDGET], budget, ReasonCode.INCLUDED)
+    pack(items, budget, ReasonCode.INCLUDED, neighbours)
     timer.lap("multi_hop")
 
 

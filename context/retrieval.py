@@ -38,6 +38,7 @@ from context.retrieval_sql import (
     HYBRID_CANDIDATES_SQL,
     HYBRID_EXACT_CANDIDATES_SQL,
     LEXICAL_CANDIDATES_SQL,
+    NEXT_TURNS_SQL,
     PROCEDURES,
     PROCEDURES_HYBRID_EXACT_SQL,
     PROCEDURES_HYBRID_SQL,
@@ -552,6 +553,17 @@ def episode_candidates(lookup: Lookup, *, qvec) -> list[EpisodeCandidate]:
         lookup, qvec, EVENTS, lookup.event_text, EPISODES_HYBRID_SQL, EPISODES_HYBRID_EXACT_SQL, EPISODES_LEXICAL_SQL
     )
     return [episode_candidate(r) for r in rows]
+
+
+def next_turns(lookup: Lookup, question_ids: list, sql: str = NEXT_TURNS_SQL, connection=None) -> dict:
+    """The event after each of `question_ids` in the scope, by question id (retrieval_sql.next_turns_sql): one
+    statement for all of them; a question that is its scope's last event has none."""
+    if not question_ids:
+        return {}
+    with (connection or read_connection()).cursor() as cursor:
+        cursor.execute(sql, {**lookup.params(TextQuery()), "ids": [str(i) for i in question_ids]})
+        rows = dict_rows(cursor, json_columns=["metadata"])
+    return {r["after_id"]: episode_candidate(r) for r in rows}
 
 
 def procedure_candidates(lookup: Lookup, *, qvec) -> list[ProcedureCandidate]:

@@ -38,6 +38,7 @@ from context.retrieval_sql import (
     distance_sql,
     hybrid_sql,
     multi_hop_branch,
+    next_turns_sql,
     scope_state_sql,
     text_rank_sql,
 )
@@ -84,6 +85,9 @@ FACTS_AS_OF_SQL = hybrid_sql(_FACTS_SRC, exact=True)
 # -- uses: facts_event_scope_time (an exact scan of the scope)
 EVENTS_AS_OF_SQL = hybrid_sql(_EVENTS_SRC, exact=True)
 
+# -- uses: facts_event_pkey, facts_event_scope_time (as NEXT_TURNS_SQL; the event recorded by T filtered on the way)
+NEXT_TURNS_AS_OF_SQL = next_turns_sql(_EVENTS_SRC.filters)
+
 _MULTI_HOP_BRANCH_AT = multi_hop_branch(_FACTS_AT, _IN_OPEN_CONFLICT_AT, _EXPIRED_AT)
 
 # An empty replay's scope as it stood at T (retrieval_sql.scope_state_sql): its facts and events by their recorded
@@ -111,6 +115,10 @@ def episode_candidates_as_of(lookup: Lookup, *, qvec) -> list[EpisodeCandidate]:
         cursor.execute(EVENTS_AS_OF_SQL, {**lookup.params(lookup.event_text), "qvec": vector_literal(qvec)})
         rows = dict_rows(cursor, json_columns=["metadata"])
     return [episode_candidate(r) for r in rows]
+
+
+def next_turns_as_of(lookup: Lookup, question_ids: list) -> dict:
+    return retrieval.next_turns(lookup, question_ids, NEXT_TURNS_AS_OF_SQL, connection)
 
 
 def scope_state_as_of(lookup: Lookup) -> retrieval.ScopeState:

@@ -416,6 +416,29 @@ SELECT e.id, e.text, e.occurred_at, e.metadata,
  LIMIT %(top_k)s
 """
 
+
+# A served episode that ends in a question is followed by its answer: the scope's next event by occurred_at, ties by
+# id (the index's order), at most one per question, for all of a call's packable questions in one statement
+# (context/packing.py serves it beside its question). `filters` keeps the events the call may see: the scope, and
+# for a replay as it was those recorded by then (context/retrieval_asof.py).
+# -- uses: facts_event_pkey (the questions), facts_event_scope_time (each next event: the first row past its question)
+def next_turns_sql(filters: str) -> str:
+    return f"""
+SELECT n.after_id, e.id, e.text, e.occurred_at, e.metadata, {_EVENT_RECENCY} AS recency,
+       NULL::float8 AS similarity, NULL::float8 AS distance, 0.0::float8 AS text_rank
+  FROM facts_event q
+ CROSS JOIN LATERAL (
+    SELECT q.id AS after_id, e.id FROM facts_event e
+     WHERE {filters} AND (e.occurred_at, e.id) > (q.occurred_at, q.id)
+     ORDER BY e.occurred_at, e.id
+     LIMIT 1) n
+  JOIN facts_event e ON e.id = n.id AND e.project_id = %(project_id)s
+ WHERE q.project_id = %(project_id)s AND q.subject_id = %(subject_id)s AND q.id = ANY(%(ids)s::uuid[])"""
+
+
+NEXT_TURNS_SQL = next_turns_sql(EVENTS_SOURCE.filters)
+
+
 # Degraded path for procedures: full-text matches first, then the most recently edited. A scope holds few
 # procedures: its rows are read from the scope index and sorted.
 # -- uses: facts_procedure_scope_vectors (the scope's active rows)

@@ -61,6 +61,8 @@ class ReasonCode(models.TextChoices):
     # (Decision.superseded_by). For this call only: consolidation (manage.py consolidate) applies it to the store.
     SUPERSEDED_IN_CONTEXT = "superseded_in_context"
     BELOW_MIN_SCORE = "below_min_score"  # under the request's min_score
+    # The turn after a served episode that ends in a question, served beside it: its answer, seldom near the query.
+    NEIGHBOURING_TURN = "neighbouring_turn"
 
 
 DECISION_OF_REASON = {
@@ -73,6 +75,7 @@ DECISION_OF_REASON = {
     ReasonCode.CONSENT_MISSING: DecisionKind.BLOCKED,
     ReasonCode.SUPERSEDED_IN_CONTEXT: DecisionKind.EXCLUDED,
     ReasonCode.BELOW_MIN_SCORE: DecisionKind.EXCLUDED,
+    ReasonCode.NEIGHBOURING_TURN: DecisionKind.INCLUDED,
 }
 
 
@@ -298,8 +301,8 @@ ACCESS_MIN_COUNT = 0.05
 class ItemAccess(models.Model):
     """How often an item (fact, episode) was served by context calls, decayed over time: the access frequency
     signal. One row per item, kept by the trace writer (traces.services.TRACE_INSERT_SQL): each trace that serves
-    the item (included or multi_hop_expansion) moves `count` to its value as of the trace's time and adds 1.
-    Replays count nothing. `count` is as of `at`; traces.selectors.access_frequency decays it to the caller's
+    the item (included, multi_hop_expansion or neighbouring_turn) moves `count` to its value as of the trace's time
+    and adds 1. Replays count nothing. `count` is as of `at`; traces.selectors.access_frequency decays it to the caller's
     time. No foreign key, as for decisions: serving an item must not lock it. Erasure deletes the rows with the
     scope's traces (traces.services.traces_erase, traces_erase_naming); pruning traces leaves them (the count
     outlives the calls it sums)."""

@@ -45,7 +45,7 @@ class DecisionRow:
 
 
 # The decisions that serve their item: what the access frequency counts.
-SERVED_REASONS = (ReasonCode.INCLUDED, ReasonCode.MULTI_HOP_EXPANSION)
+SERVED_REASONS = (ReasonCode.INCLUDED, ReasonCode.MULTI_HOP_EXPANSION, ReasonCode.NEIGHBOURING_TURN)
 
 
 # The scope's trace lock: every trace write shares it, erasure (trace_scope_lock, inside subject_erase's

@@ -21,7 +21,11 @@ def load_30k(cache_dir) -> tuple[dict, str]:
 
 
 def explain(
-    subject: str, query: str, sql: str = retrieval_sql.HYBRID_CANDIDATES_SQL, table: str = retrieval.FACTS
+    subject: str,
+    query: str,
+    sql: str = retrieval_sql.HYBRID_CANDIDATES_SQL,
+    table: str = retrieval.FACTS,
+    extra: dict | None = None,
 ) -> str:
     now = timezone.now()
     lookup = retrieval.lookup_for(
@@ -38,6 +42,7 @@ def explain(
     }
     events = lookup.params(lookup.event_text)  # a plain call's facts and episodes together (retrieval_sql.TOGETHER_SQL)
     params.update({retrieval_sql.EPISODE_TEXT_PREFIX + name: events[name] for name in retrieval_sql.TEXT_PARAMS})
+    params.update(extra or {})  # what the statement asks besides the call's own (e.g. the ids of next_turns)
     # As a request runs it: under row-level security, as the API role seeing the key's project (the test's
     # transaction is rolled back, role and project with it).
     scope_enter(API_ROLE, dataset.PROJECT)

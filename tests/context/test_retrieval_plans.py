@@ -301,6 +301,22 @@ def test_query_time_contradictions_read_the_candidates_by_id(loaded):
     assert "Index Scan using facts_fact_pkey" in plan and "Seq Scan on facts_fact" not in plan, plan
 
 
+def test_the_next_turns_of_a_calls_questions_are_read_by_id_and_one_scope_index_probe_each(loaded):
+    # given 20 of the 1,800 events of "big" (a call's packable questions)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT id::text FROM facts_event WHERE project_id = %s AND subject_id = 'big' LIMIT 20", [dataset.PROJECT]
+        )
+        ids = [row[0] for row in cursor.fetchall()]
+    # when their next turns are read (retrieval.next_turns)
+    plan = explain("big", "anything", retrieval_sql.NEXT_TURNS_SQL, retrieval.EVENTS, {"ids": ids})
+    # then each question is found by id, and its next event by the scope's time index, from the question's place on
+    assert "facts_event_pkey" in plan, plan
+    assert "Index Only Scan Backward using facts_event_scope_time" in plan, plan
+    assert "ROW(occurred_at, id) > ROW(q.occurred_at, q.id)" in plan, plan  # an index bound, not a filter
+    assert "Seq Scan on facts_event" not in plan, plan
+
+
 @pytest.mark.parametrize("unknown", [True, False], ids=["unknown subject", "small scope"])
 def test_an_empty_calls_look_at_its_scope_probes_the_scope_indexes(loaded, unknown):
     """Asked only by a call that found no candidate: a probe of each scope index, never a scan of a table. (For the

@@ -41,6 +41,7 @@ def test_overview_numbers_on_a_known_week(api, week):
         "consent_missing": 0,
         "below_min_score": 0,
         "superseded_in_context": 0,
+        "neighbouring_turn": 0,
     }
     assert body["mean_used_tokens"] == 47.5
     assert body["latency_ms"] == {"p50": 25.0, "p95": 38.5}  # percentile_cont over 10, 20, 30, 40

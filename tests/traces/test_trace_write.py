@@ -54,7 +54,7 @@ def test_inspect_answers_each_decision_as_recorded_with_scores_to_six_decimals(a
         DecisionRow(
             item_type="episode",
             item_id=event.id,
-            reason_code="included",
+            reason_code="neighbouring_turn",
             rank=10,
             score=None,
             similarity=None,
@@ -101,6 +101,7 @@ def test_inspect_answers_each_decision_as_recorded_with_scores_to_six_decimals(a
         "consent_missing": "blocked",
         "superseded_in_context": "excluded",
         "below_min_score": "excluded",
+        "neighbouring_turn": "included",
     }
     expected = [
         {
