@@ -324,11 +324,13 @@ def ask_hakimem(
         "used_tokens": packet["used_tokens"],
     }
     if inspect:  # why each gold turn was or was not served: the best decision on any item citing it
+        from traces.models import SERVED_REASONS
+
         trace = _check(client.get(f"/v1/inspect/{packet['trace_id']}"), 200, "GET /v1/inspect/{id}")
         best: dict[str, str] = {}
         for d in trace["decisions"]:
             for dia in dia_of.get(d["item_id"], []):
-                if dia in q.gold and best.get(dia) not in ("included", "multi_hop_expansion", "neighbouring_turn"):
+                if dia in q.gold and best.get(dia) not in SERVED_REASONS:
                     best[dia] = d["reason_code"]
         out["gold_reasons"] = [best.get(g, "not_a_candidate") for g in q.gold]
     return out

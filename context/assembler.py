@@ -52,7 +52,6 @@ from context.config import PLAIN, AssemblyConfig, CallOptions, default_config
 from context.memory import Memory, MemoryAsOf
 from context.packet import packet_build
 from context.packing import (
-    SERVED,
     Budget,
     Decided,
     Neighbours,
@@ -68,7 +67,7 @@ from facts.selectors import SCOPE_WRITTEN_SQL, consent_gate, volatility_cutoffs
 from hakimem import telemetry
 from hakimem.db_router import reads_for_scope
 from hakimem.embeddings import EmbedderUnavailable, get_embedder, is_degenerate
-from traces.models import ItemType, ReasonCode
+from traces.models import SERVED_REASONS, ItemType, ReasonCode
 from traces.services import DecisionRow, trace_record
 
 logger = logging.getLogger("hakimem.context")
@@ -456,7 +455,7 @@ def _contradictions_in_context(packable: list[Decided], *, project_id, subject_i
 
 def empty_reason(call: Call, read: MemoryToRead, packed: Packed, timer) -> Empty:
     """Empty() for a call that served something; else why_empty's answer."""
-    if any(d.reason in SERVED for d in packed.decided):
+    if any(d.reason in SERVED_REASONS for d in packed.decided):
         return Empty()
     empty = why_empty(
         packed.decided,

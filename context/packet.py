@@ -4,11 +4,11 @@ Built here, beside the assembler; the API edge only serializes it (context/seria
 from __future__ import annotations
 
 from context.config import PLAIN, CallOptions
-from context.packing import SERVED, Budget, Decided
+from context.packing import Budget, Decided
 from context.render import Layout
 from context.scoring import estimate_tokens
 from hakimem.serializers import iso
-from traces.models import ItemType, ReasonCode, TraceStatus, trace_id_new
+from traces.models import SERVED_REASONS, ItemType, ReasonCode, TraceStatus, trace_id_new
 
 
 def packet_build(
@@ -24,7 +24,7 @@ def packet_build(
 ) -> dict:
     """The packet of a call whose candidates are `decided`: the served ones in rank order within their section,
     the blocked ones counted in its warnings."""
-    served = sorted((d for d in decided if d.reason in SERVED), key=_render_order)
+    served = sorted((d for d in decided if d.reason in SERVED_REASONS), key=_render_order)
     warnings = warnings + blocked_warnings(decided)
     rendered = layout.render(_served_lines(served))
     packet = {

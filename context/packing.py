@@ -16,7 +16,7 @@ from context.memory import Memory
 from context.multi_hop import MULTI_HOP_MAX_ENTITIES
 from context.render import Layout
 from context.scoring import estimate_tokens, hybrid_score
-from traces.models import ItemType, ReasonCode
+from traces.models import SERVED_REASONS, ItemType, ReasonCode
 
 # A name held by more of the facts table than this links nothing: in a chat stored turn by turn the speakers'
 # names are in every fact, and the hop brought back the newest turns that name them (docs/quality.md).
@@ -29,7 +29,6 @@ PREFERENCE_MIN_IMPORTANCE = 0.8
 
 # Decisions a multi-hop pass never revisits: already served, or blocked.
 SETTLED = (ReasonCode.INCLUDED, ReasonCode.CONFLICT_OPEN, ReasonCode.VOLATILITY_EXPIRED, ReasonCode.CONSENT_MISSING)
-SERVED = (ReasonCode.INCLUDED, ReasonCode.MULTI_HOP_EXPANSION, ReasonCode.NEIGHBOURING_TURN)
 
 # A turn ending in one of these asks; its answer is the next turn, which often shares no word with the query.
 QUESTION_MARKS = ("?", "\uff1f")  # "?" and the full-width one
@@ -132,7 +131,7 @@ def pack(items: list[Decided], budget: Budget, fits_reason: str, neighbours: Nei
     An item served already is left as it is. With `neighbours`, an episode served (or found served) as included that
     ends in a question has its next turn offered to the budget right after it."""
     for d in items:
-        if d.reason not in SERVED:
+        if d.reason not in SERVED_REASONS:
             d.reason = fits_reason if budget.take(d) else ReasonCode.OVER_BUDGET
         if neighbours is not None and d.reason == ReasonCode.INCLUDED:
             neighbours.offer(d, budget)
@@ -172,7 +171,7 @@ class Neighbours:
             )
             self.decided.append(d)
             self.by_id[turn.id] = d
-        if d.reason in SERVED:
+        if d.reason in SERVED_REASONS:
             return
         if budget.take(d):  # else it keeps its reason: a candidate is still decided in its turn
             d.reason, d.follows = ReasonCode.NEIGHBOURING_TURN, question

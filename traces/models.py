@@ -77,6 +77,8 @@ DECISION_OF_REASON = {
     ReasonCode.BELOW_MIN_SCORE: DecisionKind.EXCLUDED,
     ReasonCode.NEIGHBOURING_TURN: DecisionKind.INCLUDED,
 }
+# The reasons that serve their item: what a packet holds and the access frequency counts.
+SERVED_REASONS = tuple(reason for reason, kind in DECISION_OF_REASON.items() if kind == DecisionKind.INCLUDED)
 
 
 class ItemType(models.TextChoices):

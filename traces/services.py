@@ -18,8 +18,8 @@ from traces.models import (
     ACCESS_MIN_COUNT,
     ACCESS_TAU_SECONDS,
     DECISION_OF_REASON,
+    SERVED_REASONS,
     ItemAccess,
-    ReasonCode,
     TRACE_PENDING_KEY,
     trace_id_new,
 )
@@ -42,10 +42,6 @@ class DecisionRow:
     entity: str = ""
     tier: str = ""  # the section a tiered call packed the item for (identity, preferences, ...); '' for a plain call
     by_item: object = None  # superseded_in_context: the id of the fact that won (Decision.superseded_by)
-
-
-# The decisions that serve their item: what the access frequency counts.
-SERVED_REASONS = (ReasonCode.INCLUDED, ReasonCode.MULTI_HOP_EXPANSION, ReasonCode.NEIGHBOURING_TURN)
 
 
 # The scope's trace lock: every trace write shares it, erasure (trace_scope_lock, inside subject_erase's
