@@ -14,6 +14,8 @@ The weights are documented here and are not part of the API contract: they may c
 
 from __future__ import annotations
 
+import heapq
+
 from hakimem.tokens import estimate_tokens  # noqa: F401 (the assembler and the scripts import it from here)
 
 # Tuned on the quality harness's dev split: recency weighs less than the specification's 0.15, or an event of a year
@@ -65,7 +67,7 @@ def same_sitting_lift(episodes: list, config=None) -> None:
     lift = config.w_same_sitting if config else W_SAME_SITTING
     if not lift or not episodes:
         return
-    best = sorted(episodes, key=rank_order)[:SAME_SITTING_TOP]
+    best = heapq.nsmallest(SAME_SITTING_TOP, episodes, key=rank_order)
     for episode in episodes:
         if any(abs((episode.occurred_at - b.occurred_at).total_seconds()) <= SAME_SITTING_SECONDS for b in best):
             episode.score *= 1 + lift
