@@ -40,6 +40,13 @@ def database_url(settings_dict: dict, **params: str) -> str:
     return f"postgresql://{netloc}/{quote(settings_dict['NAME'])}{query}"
 
 
+def child_processes(pid: int) -> list[tuple[int, str]]:
+    """(pid, command line) of each child of `pid`; -ww: the whole line, which ps cuts at 80 columns without a terminal."""
+    out = subprocess.run(["ps", "-ww", "-o", "pid=,args=", "--ppid", str(pid)], capture_output=True, text=True).stdout
+    rows = (line.split(None, 1) for line in out.splitlines() if line.strip())
+    return [(int(row[0]), row[1] if len(row) > 1 else "") for row in rows]
+
+
 class Server:
     """gunicorn as `make run` starts it (or Django's development server, as `make dev` does), on a free port, from
     the checkout at `root` (scripts/bench_ab.py starts one from another commit's work tree)."""
@@ -89,13 +96,8 @@ class Server:
     def worker_pids(self) -> list[int]:
         if self.kind != "gunicorn":
             return [self.process.pid]
-        # gunicorn's children, not the write worker's supervisor it starts beside them (config/gunicorn.py); -ww: the
-        # whole command line, which ps cuts at 80 columns without a terminal
-        out = subprocess.run(
-            ["ps", "-ww", "-o", "pid=,args=", "--ppid", str(self.process.pid)], capture_output=True, text=True
-        )
-        rows = (line.split(None, 1) for line in out.stdout.splitlines() if line.strip())
-        return [int(row[0]) for row in rows if "config.supervise" not in row[-1]]
+        # gunicorn's children, not the write worker's supervisor it starts beside them (config/gunicorn.py)
+        return [pid for pid, args in child_processes(self.process.pid) if "config.supervise" not in args]
 
     def stop(self) -> None:
         if self.process and self.process.poll() is None:

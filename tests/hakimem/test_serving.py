@@ -6,7 +6,6 @@ import json
 import os
 import re
 import signal
-import subprocess
 import threading
 import time
 from pathlib import Path
@@ -23,7 +22,7 @@ from django.test import Client
 from hakimem.dbserver import APP_LOGIN_ROLE
 from hakimem.services import api_key_create
 from bench.clients import request
-from bench.server import Server, database_url
+from bench.server import Server, child_processes, database_url
 from tests.conftest import PROJECT
 
 WORKERS, THREADS = 2, 2
@@ -99,15 +98,10 @@ def test_a_heavy_batch_is_written_by_the_worker_the_server_started(served):
     assert job["status"] == "done" and len(job["facts"]) == 3, job
 
 
-def _children(pid: int) -> list[tuple[int, str]]:
-    out = subprocess.run(["ps", "-ww", "-o", "pid=,args=", "--ppid", str(pid)], capture_output=True, text=True).stdout
-    return [(int(row.split(None, 1)[0]), row.split(None, 1)[1]) for row in out.splitlines() if row.strip()]
-
-
 def _write_worker_pid(served) -> int | None:
     """The write worker's pid: the child of its supervisor (config/supervise.py), gunicorn's child."""
-    supervisors = [pid for pid, args in _children(served.process.pid) if "config.supervise" in args]
-    workers = [pid for supervisor in supervisors for pid, _ in _children(supervisor)]
+    supervisors = [pid for pid, args in child_processes(served.process.pid) if "config.supervise" in args]
+    workers = [pid for supervisor in supervisors for pid, _ in child_processes(supervisor)]
     return workers[0] if workers else None
 
 

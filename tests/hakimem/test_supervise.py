@@ -6,6 +6,8 @@ import sys
 import time
 from pathlib import Path
 
+from bench.server import child_processes
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -51,7 +53,7 @@ def test_the_supervision_ends_with_its_parent(tmp_path):
     )
     subprocess.run([sys.executable, "-c", parent], cwd=ROOT, timeout=30, check=True)
     supervisor = int(pids.read_text())
-    (child,) = _children(supervisor)
+    (child,) = [pid for pid, _ in child_processes(supervisor)]
     try:
         # then it stops its command and exits
         assert _wait_for(lambda: not _alive(child) and not _alive(supervisor), 15)
@@ -59,8 +61,3 @@ def test_the_supervision_ends_with_its_parent(tmp_path):
         for pid in (supervisor, child):
             if _alive(pid):
                 os.kill(pid, 9)
-
-
-def _children(pid: int) -> list[int]:
-    out = subprocess.run(["ps", "-o", "pid=", "--ppid", str(pid)], capture_output=True, text=True).stdout
-    return [int(line) for line in out.split()]
