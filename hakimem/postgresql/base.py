@@ -1,4 +1,5 @@
-"""Django's PostgreSQL backend, with a pooled connection checked without a round trip when it is taken.
+"""Django's PostgreSQL backend, with a pooled connection checked without a round trip when it is taken, and a cursor
+whose statements are prepared on their connection.
 
 Django hands its pool psycopg_pool's check when CONN_HEALTH_CHECKS is on: an empty statement before every request,
 one round trip to the database each time (a context call makes a dozen). A connection the server has ended (a restart,
@@ -10,8 +11,9 @@ from __future__ import annotations
 
 import select
 
-from django.db.backends.postgresql import base
-from psycopg import OperationalError
+import psycopg
+from django.db.backends.postgresql import base, operations
+from psycopg import DataError, OperationalError
 from psycopg_pool import ConnectionPool
 
 
@@ -26,7 +28,28 @@ def pooled_connection_check(conn) -> None:
         ConnectionPool.check_connection(conn)
 
 
+class DatabaseOperations(operations.DatabaseOperations):
+    def last_executed_query(self, cursor, sql, params):
+        # A statement run by name leaves psycopg no text of it; Django's query log (and the tests that read it) want one.
+        if isinstance(cursor, PreparedCursor):
+            try:
+                return self.compose_sql(sql, params)
+            except DataError:
+                return None
+        return super().last_executed_query(cursor, sql, params)
+
+
 class DatabaseWrapper(base.DatabaseWrapper):
+    ops_class = DatabaseOperations
+
+    def prepared_cursor(self):
+        """A cursor as connection.cursor() gives (logged, execute wrappers applied) whose statements are prepared
+        (PreparedCursor)."""
+        self.close_if_health_check_failed()
+        self.ensure_connection()
+        with self.wrap_database_errors:
+            return self._prepare_cursor(PreparedCursor(self.connection))
+
     @property
     def pool(self):
         pool = super().pool
@@ -34,3 +57,14 @@ class DatabaseWrapper(base.DatabaseWrapper):
         if pool is not None and pool._check is ConnectionPool.check_connection:
             pool._check = pooled_connection_check
         return pool
+
+
+class PreparedCursor(psycopg.Cursor):
+    """Server-side binding, each statement prepared on its connection the first time it runs there (psycopg keeps it by
+    name for the connection's life): PostgreSQL then skips parsing it, and planning it once it settles on its generic
+    plan (after five runs, when that plan costs no more than the custom ones). Only for a statement whose plan does not
+    depend on its parameters: never the two-phase retrieval, whose generic plan loses the hnsw index
+    (hakimem/dbserver.py)."""
+
+    def execute(self, query, params=None, *, prepare=None, binary=None):
+        return super().execute(query, params, prepare=True, binary=binary)
