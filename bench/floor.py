@@ -64,13 +64,9 @@ def floor_measure(bases: list[str], questions: list[str]) -> dict:
 
 
 def floor_of_run(before: dict, after: dict) -> dict:
-    """The run's floor: the mean of the one measured before the context calls and the one measured after them."""
-    return {
-        "floor_ms": round((before["floor_ms"] + after["floor_ms"]) / 2, 2),
-        "used": "mean of before and after",
-        "before": before,
-        "after": after,
-    }
+    """The run's floor: the one measured before the context calls, which every line printed during the run used; the one
+    measured after them is kept beside it, to show how far the machine's load moved meanwhile."""
+    return {"floor_ms": before["floor_ms"], "used": "measured before the context calls", "before": before, "after": after}
 
 
 def to_floor(latency_ms: dict, floor_ms: float) -> dict:
@@ -87,7 +83,7 @@ def fig(latency_ms: dict, pct: str, floor_ms: float | None) -> str:
 
 
 def floor_line(floor: dict) -> str:
-    """The floor in words: its parts, and the measurements it is the mean of (if it is)."""
+    """The floor in words: its parts, and the one measured after the calls (if it was)."""
 
     def one(f: dict) -> str:
         e, live = f["embed_ms"], f["live_ms"]
@@ -100,7 +96,7 @@ def floor_line(floor: dict) -> str:
         return f"floor {one(floor)}"
     return (
         f"floor {floor['floor_ms']} ms ({floor['used']}): before the context calls {one(floor['before'])}; "
-        f"after them {one(floor['after'])}"
+        f"after them, not used for the ratios, {one(floor['after'])}"
     )
 
 

@@ -22,8 +22,8 @@ own embedded server (var/pgdata-bench-http, or HAKI_PGDATA / DATABASE_URL), and 
    1-client texts (its query vectors computed first), as scripts/bench.py measures it.
 Every latency is printed beside its multiple of the run's floor (issue 31): embedding one question with the configured
 embedder in this process (p50 over FLOOR_SAMPLES distinct questions the run never sends) + the round trip of
-`GET /v1/health/live` through the server under test (p50), measured before the context calls and again after them;
-the ratios use the mean of the two, and the targets of issue 31 are printed met or not against it.
+`GET /v1/health/live` through the server under test (p50), measured before the context calls (the ratios and the
+targets of issue 31, met or not, use it) and again after them (printed beside it: how far the load moved).
 The clients run in this process, on the same cores as the server: the figures include their cost. Loopback
 only; every phase is bounded in calls and time. Writes JSON (--out).
 """

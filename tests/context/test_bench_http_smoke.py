@@ -33,7 +33,7 @@ def test_http_benchmark_smoke_run(tmp_path, capsys):
     assert Fact.objects.filter(project_id=over_http.INGEST_PROJECT, subject_id=over_http.INGEST_SUBJECT).count() == 100
     assert set(report["scopes"]) == {"small", "ingest"}
     floor = report["floor"]
-    assert floor["floor_ms"] == round((floor["before"]["floor_ms"] + floor["after"]["floor_ms"]) / 2, 2)
+    assert floor["floor_ms"] == floor["before"]["floor_ms"] and floor["after"]["floor_ms"] > 0
     for scope in report["scopes"].values():
         assert scope["one_client"]["calls"] == 6 and scope["one_client"]["errors"] == {}
         assert scope["one_client_paced"]["calls"] == 6 and scope["one_client_paced"]["errors"] == {}
@@ -74,7 +74,7 @@ def test_floor_measured_against_a_live_server(tmp_path):
         assert 0 < floor[part]["p50"] <= floor[part]["p95"]
     assert floor["floor_ms"] == round(floor["embed_ms"]["p50"] + floor["live_ms"]["p50"], 2) > 0
     run = floor_of_run(floor, later)
-    assert run["floor_ms"] == round((floor["floor_ms"] + later["floor_ms"]) / 2, 2)
+    assert run["floor_ms"] == floor["floor_ms"] and run["after"] is later  # the lines printed during the run used it
 
     call = {"p50": 3 * run["floor_ms"], "p95": 4 * run["floor_ms"]}
     assert to_floor(call, run["floor_ms"]) == {"p50": 3.0, "p95": 4.0}
