@@ -10,7 +10,8 @@ name them):
                phase 2 (hybrid score on the union), and the same two phases over the scope's events
                (context/retrieval.py). Hard filters are in the SQL. A plain call gets both in one round trip, cut
                there to its candidate limit (CANDIDATE_LIMIT unless it asks); a call that scores in Python (tiers,
-               category boosts) gets each table's best, its procedures and the access counts of all its candidates.
+               category boosts) gets each table's best (a small scope's every row in one statement), its procedures
+               and the access counts of all its candidates.
  3. rank       rank_candidates: facts and episodes ranked together; the candidate limit of both are the candidates.
  4. block      block (context/blocking.py): no consent to their category, open conflict, expired volatility, the
                relevance floor and the call's min_score. The weights, tau, floor, phase-1 widths and multi-hop share

@@ -18,11 +18,15 @@ class Memory:
 
     def candidates(self, lookup, qvec, *, together: bool):
         """The call's facts and episodes. `together`: the call ranks them by the hybrid score alone, so one statement
-        returns the best of both (retrieval.candidates_together); else one statement each."""
+        returns the best of both (retrieval.candidates_together); else one statement for a small scope's every row
+        (retrieval.whole_scope_candidates), or one statement each."""
         if together and qvec is not None:
             facts, episodes, whole = retrieval.candidates_together(lookup, qvec=qvec)
             self.scope_facts = facts if whole else None
             return facts, episodes
+        if qvec is not None and (scope := retrieval.whole_scope_candidates(lookup, qvec=qvec)) is not None:
+            self.scope_facts = scope[0]
+            return scope
         return self.facts(lookup, qvec), self.episodes(lookup, qvec)
 
     def facts(self, lookup, qvec):

@@ -506,21 +506,13 @@ def candidates_together(lookup: Lookup, *, qvec) -> tuple[list[Candidate], list[
     score, from the whole scope when it is small (WHOLE_SCOPE_SQL), else from both tables' two phases (TOGETHER_SQL).
     Only for a call that ranks by the hybrid score alone, with a query vector. The third value: whether the facts
     returned are every active fact of the scope (multi_hop.multi_hop_within may then answer multi-hop)."""
-    params = {**lookup.params(lookup.fact_text), "qvec": vector_literal(qvec)}
-    episode_params = lookup.params(lookup.event_text)
-    params.update({EPISODE_TEXT_PREFIX + name: episode_params[name] for name in TEXT_PARAMS})
+    params = _together_params(lookup, qvec)
+    read = _whole_scope(lookup, params)
+    if read is not None:
+        facts, episodes, scope_facts, _ = read
+        # Every active fact of the scope is a candidate, unless some were cut at the candidate limit.
+        return facts, episodes, len(facts) == scope_facts
     connection = read_connection()
-    if whole_scope_expected(lookup, params["dense_k"]):
-        # Prepared: its plan reads the scope by its btree whatever the parameters, and its planning was half its time.
-        with connection.prepared_cursor() as cursor:
-            cursor.execute(WHOLE_SCOPE_SQL, params)
-            rows = dict_rows(cursor, json_columns=["metadata"])
-            scope_facts, scope_events = (rows[0]["scope_facts"], rows[0]["scope_events"]) if rows else (0, 0)
-            if max(scope_facts, scope_events) <= params["dense_k"]:  # else its pool was cut short: the two phases
-                facts, episodes = _facts_and_episodes(rows)
-                # Every active fact of the scope is a candidate, unless some were cut at the candidate limit.
-                return facts, episodes, len(facts) == scope_facts
-            _found_beyond_whole_scope(lookup, params["dense_k"])
     with connection.cursor() as cursor:
         facts_exact, events_exact = _dense_exact(lookup, FACTS), _dense_exact(lookup, EVENTS)
         if not (facts_exact and events_exact):
@@ -528,6 +520,47 @@ def candidates_together(lookup: Lookup, *, qvec) -> tuple[list[Candidate], list[
         cursor.execute(TOGETHER_SQL[facts_exact, events_exact], params)
         rows = dict_rows(cursor, json_columns=["metadata"])
     return *_facts_and_episodes(rows), False
+
+
+def whole_scope_candidates(lookup: Lookup, *, qvec) -> tuple[list[Candidate], list[EpisodeCandidate]] | None:
+    """For a call that ranks in Python (tiers, category boosts): every active fact and event of a small scope, scored,
+    in one statement (WHOLE_SCOPE_SQL), which is what fact_candidates and episode_candidates return for it, without
+    their two phases each. None when the scope is not small enough for that (the statistics expect more rows than
+    the candidate limit, or the statement found them): the call then asks each table."""
+    limit = lookup.candidate_limit or CANDIDATE_LIMIT
+    expected = sum(table_stats(t, lookup.project_id).scope_rows(lookup.subject_id) for t in (FACTS, EVENTS))
+    if expected > limit:
+        return None
+    read = _whole_scope(lookup, _together_params(lookup, qvec))
+    if read is None:
+        return None
+    facts, episodes, scope_facts, scope_events = read
+    if len(facts) < scope_facts or len(episodes) < scope_events:  # cut at the limit: each table's best would differ
+        return None
+    return facts, episodes
+
+
+def _together_params(lookup: Lookup, qvec) -> dict:
+    params = {**lookup.params(lookup.fact_text), "qvec": vector_literal(qvec)}
+    episode_params = lookup.params(lookup.event_text)
+    params.update({EPISODE_TEXT_PREFIX + name: episode_params[name] for name in TEXT_PARAMS})
+    return params
+
+
+def _whole_scope(lookup: Lookup, params: dict) -> tuple[list[Candidate], list[EpisodeCandidate], int, int] | None:
+    """WHOLE_SCOPE_SQL's facts and episodes, and the scope's active facts and events counted, when the statistics
+    expect the scope small and the statement read each table whole; None otherwise."""
+    if not whole_scope_expected(lookup, params["dense_k"]):
+        return None
+    # Prepared: its plan reads the scope by its btree whatever the parameters, and its planning was half its time.
+    with read_connection().prepared_cursor() as cursor:
+        cursor.execute(WHOLE_SCOPE_SQL, params)
+        rows = dict_rows(cursor, json_columns=["metadata"])
+    scope_facts, scope_events = (rows[0]["scope_facts"], rows[0]["scope_events"]) if rows else (0, 0)
+    if max(scope_facts, scope_events) > params["dense_k"]:  # its pool was cut short: the two phases
+        _found_beyond_whole_scope(lookup, params["dense_k"])
+        return None
+    return *_facts_and_episodes(rows), scope_facts, scope_events
 
 
 def _facts_and_episodes(rows: list[dict]) -> tuple[list[Candidate], list[EpisodeCandidate]]:

@@ -24,6 +24,9 @@ def main(argv=None) -> int:
     parser.add_argument("--queries", type=int, default=150, help="distinct texts per scope, each sent to both")
     parser.add_argument("--think-ms", type=float, default=30.0, help="pause after each answer")
     parser.add_argument("--scopes", help="comma-separated labels (small, ingest, mid-0, big); default all")
+    parser.add_argument(
+        "--tiers", action="store_true", help="tiered calls (the projects get bench_http's identity blocks and procedures)"
+    )
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--out", type=Path, default=ROOT / "bench-output" / "bench_ab.json")
     args = parser.parse_args(argv)
@@ -46,6 +49,7 @@ def main(argv=None) -> int:
         scopes=set(args.scopes.split(",")) if args.scopes else None,
         seed=args.seed,
         log=args.out.with_suffix(".server.log"),
+        tiers=args.tiers,
     )
     args.out.write_text(json.dumps(report, indent=1))
     print(

@@ -5,7 +5,7 @@ what is asserted is that every phase ran and nothing failed."""
 import pytest
 from django.db import connection
 
-from facts.models import Fact
+from facts.models import Fact, IdentityBlock, Procedure
 from bench import over_http
 from bench.floor import fig, floor_measure, floor_of_run, floor_questions, floor_targets, to_floor
 from bench.server import Server, database_url, server_environment
@@ -90,9 +90,10 @@ def test_floor_measured_against_a_live_server(tmp_path):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_ab_benchmark_smoke_run(tmp_path, capsys):
-    """scripts/bench_ab.py: a baseline commit's server (HEAD's work tree) and this checkout's, asked the same questions;
-    every call answered by both, the work tree removed after."""
+@pytest.mark.parametrize("tiers", [False, True], ids=["plain", "tiered"])
+def test_ab_benchmark_smoke_run(tmp_path, capsys, tiers):
+    """scripts/bench_ab.py: a baseline commit's server (HEAD's work tree) and this checkout's, asked the same questions
+    (plain or tiered calls); every call answered by both, the work tree removed after."""
     import subprocess
 
     from bench import ab
@@ -112,7 +113,15 @@ def test_ab_benchmark_smoke_run(tmp_path, capsys):
             cache_dir=tmp_path,
             server_env={"DATABASE_URL": database_url(connection.settings_dict), "HAKI_WORKERS": "1"},
             log=tmp_path / "server.log",
+            tiers=tiers,
         )
+    assert report["asks"] == ({"tiers": True} if tiers else {})
+    from bench import dataset
+
+    seeded = IdentityBlock.objects.filter(project_id=dataset.PROJECT).count(), Procedure.objects.filter(
+        project_id=dataset.PROJECT
+    ).count()
+    assert seeded == ((2, over_http.BENCH_PROCEDURES) if tiers else (0, 0))
     small = report["scopes"]["small"]
     assert small["errors"] == {"baseline": 0, "checkout": 0}
     assert small["baseline"]["n"] == small["checkout"]["n"] == 4
@@ -120,6 +129,6 @@ def test_ab_benchmark_smoke_run(tmp_path, capsys):
     floor = report["floor"]
     assert floor["floor_ms"] == floor["before"]["floor_ms"] > 0 and floor["after"]["floor_ms"] > 0
     assert small["x_floor"]["checkout"]["p50"] == round(small["checkout"]["p50"] / floor["floor_ms"], 2)
-    assert [row["scope"] for row in report["targets"]["baseline"]] == ["small", "small"]
+    assert [row["scope"] for row in report["targets"].get("baseline", [])] == ([] if tiers else ["small", "small"])
     assert report["baseline"] == ab._git("rev-parse", "HEAD")
     assert ab._git("worktree", "list") == trees

@@ -291,3 +291,66 @@ def test_a_tiered_call_without_the_embedder_serves_every_tier_by_words(api, memo
     assert [i["name"] for i in packet["identity"]] == ["persona", "tone"]
     assert [p["title"] for p in packet["procedures"]] == ["Garden report"]
     assert packet["facts"] and packet["used_tokens"] == estimate_tokens(packet["rendered"])
+
+
+@pytest.mark.parametrize("asks", [{"tiers": True}, {"category_boosts": {"preference": 1.5}}], ids=["tiers", "boosts"])
+def test_a_small_scopes_call_ranked_in_python_reads_it_whole_and_serves_what_a_statement_per_table_served(
+    api, memory, monkeypatch, asks
+):
+    """A call that scores in Python gets a small scope's every fact and event from the whole-scope statement alone,
+    and serves the same packet, with the same decisions, as with the two phases of a statement per table."""
+    from django.db import connection, transaction
+    from django.test.utils import CaptureQueriesContext
+
+    from context import retrieval
+
+    for i in range(12):
+        FactFactory(text=f"Alice grows {i} kinds of tomato in bed {i % 6}.")
+        EventFactory(text=f"Alice watered bed {i % 6} on day {i}.", occurred_at=timezone.now() - timedelta(days=i + 1))
+    question = "What does Alice grow in her garden beds?"
+
+    def served(**patch):
+        for name, value in patch.items():
+            monkeypatch.setattr(retrieval, name, value)
+        # undone after: the call's served items count as accessed, which a tiered call's next ranking reads
+        with transaction.atomic():
+            with CaptureQueriesContext(connection) as queries:
+                packet = ask(api, question, budget_tokens=900, **asks)
+            whole = sum("AS scope_facts" in q["sql"] for q in queries.captured_queries)
+            ranked = sorted((str(k), d.reason_code, d.rank, d.score) for k, d in decisions(packet).items())
+            transaction.set_rollback(True)
+        return whole, {k: packet[k] for k in ("facts", "episodes", "rendered", "used_tokens")}, ranked
+
+    whole, packet, ranked = served()
+    apart_whole, apart_packet, apart_ranked = served(whole_scope_candidates=lambda lookup, qvec: None)
+    assert (whole, apart_whole) == (1, 0)
+    assert packet["facts"] and packet["episodes"]
+    assert packet == apart_packet and ranked == apart_ranked
+
+
+def test_a_scope_of_more_rows_than_the_candidate_limit_is_asked_table_by_table(api, monkeypatch):
+    """Read whole and cut at the candidate limit, a scope would lose what each table's best keeps: the call asks each
+    table, and the packet is the one a statement per table gives."""
+    from context import retrieval
+
+    for i in range(8):
+        FactFactory(text=f"Alice grows {i} kinds of tomato in bed {i % 6}.")
+        EventFactory(text=f"Alice watered bed {i % 6} on day {i}.", occurred_at=timezone.now() - timedelta(days=i + 1))
+    monkeypatch.setattr(retrieval, "CANDIDATE_LIMIT", 10)
+    lookup = retrieval.lookup_for(
+        project_id=PROJECT, subject_id="alice", query="tomato beds", now=timezone.now(), cutoffs=_cutoffs()
+    )
+    from hakimem.embeddings import get_embedder
+
+    qvec = get_embedder().embed_query("tomato beds", project_id=PROJECT)
+    assert retrieval.whole_scope_candidates(lookup, qvec=qvec) is None
+    monkeypatch.setattr(retrieval, "CANDIDATE_LIMIT", 16)
+    facts, episodes = retrieval.whole_scope_candidates(lookup, qvec=qvec)
+    assert len(facts) == 8 and len(episodes) == 8
+    assert [f.id for f in facts] == [f.id for f in sorted(retrieval.fact_candidates(lookup, qvec=qvec), key=lambda f: -f.score)]
+
+
+def _cutoffs():
+    from facts.selectors import volatility_cutoffs
+
+    return volatility_cutoffs(timezone.now())
