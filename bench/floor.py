@@ -66,7 +66,12 @@ def floor_measure(bases: list[str], questions: list[str]) -> dict:
 def floor_of_run(before: dict, after: dict) -> dict:
     """The run's floor: the one measured before the context calls, which every line printed during the run used; the one
     measured after them is kept beside it, to show how far the machine's load moved meanwhile."""
-    return {"floor_ms": before["floor_ms"], "used": "measured before the context calls", "before": before, "after": after}
+    return {
+        "floor_ms": before["floor_ms"],
+        "used": "measured before the context calls",
+        "before": before,
+        "after": after,
+    }
 
 
 def to_floor(latency_ms: dict, floor_ms: float) -> dict:

@@ -118,9 +118,10 @@ def test_ab_benchmark_smoke_run(tmp_path, capsys, tiers):
     assert report["asks"] == ({"tiers": True} if tiers else {})
     from bench import dataset
 
-    seeded = IdentityBlock.objects.filter(project_id=dataset.PROJECT).count(), Procedure.objects.filter(
-        project_id=dataset.PROJECT
-    ).count()
+    seeded = (
+        IdentityBlock.objects.filter(project_id=dataset.PROJECT).count(),
+        Procedure.objects.filter(project_id=dataset.PROJECT).count(),
+    )
     assert seeded == ((2, over_http.BENCH_PROCEDURES) if tiers else (0, 0))
     small = report["scopes"]["small"]
     assert small["errors"] == {"baseline": 0, "checkout": 0}

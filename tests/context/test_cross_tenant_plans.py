@@ -9,12 +9,14 @@ level.
 """
 
 import json
+import re
 
 import pytest
 from django.core.management import call_command
 from django.db import connection
 from django.test import override_settings
 
+from context.retrieval_sql import WHOLE_SCOPE_SQL
 from facts.events import EventInput, event_create_batch
 from facts.writes import FactInput, fact_create_batch
 from bench import dataset, loader
@@ -136,6 +138,35 @@ def _costs(client, queries: list[str]) -> dict[str, dict]:
     return costs
 
 
+def _explain_prepared(sql: str, params: dict) -> dict[str, dict]:
+    """`sql` prepared as a context call's connection prepares it, run once with its custom plan and once with the
+    generic plan PostgreSQL settles on after five runs: each one's EXPLAIN (ANALYZE, BUFFERS)."""
+    names: list[str] = []
+
+    def placeholder(match) -> str:
+        if match.group(1) not in names:
+            names.append(match.group(1))
+        return f"${names.index(match.group(1)) + 1}"
+
+    server_side = re.sub(r"%\((\w+)\)s", placeholder, sql).replace("%%", "%").replace("%", "%%")
+    plans = {}
+    with connection.cursor() as cursor:
+        cursor.execute("PREPARE hakimem_measured AS " + server_side)
+        try:
+            for mode in ("force_custom_plan", "force_generic_plan"):
+                cursor.execute(f"SET plan_cache_mode = {mode}")
+                cursor.execute(
+                    f"EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE hakimem_measured({', '.join(['%s'] * len(names))})",
+                    [params[name] for name in names],
+                )
+                document = cursor.fetchone()[0]
+                plans[mode] = (json.loads(document) if isinstance(document, str) else document)[0]
+        finally:
+            cursor.execute("DEALLOCATE hakimem_measured")
+            cursor.execute("RESET plan_cache_mode")
+    return plans
+
+
 @pytest.fixture(scope="module")
 def measured(django_db_setup, django_db_blocker, tmp_path_factory):
     """The small scope's statement costs before and after the other tenant's load (about a minute, once)."""
@@ -147,7 +178,9 @@ def measured(django_db_setup, django_db_blocker, tmp_path_factory):
         loader.load(OTHER_FACTS, "hashing", tmp_path_factory.mktemp("bench-cache"))
         _open_conflicts_elsewhere(OTHER_CONFLICT_MEMBERS)
         after = _costs(client, queries)
-    yield {"before": before, "after": after, "scope_items": scope_items}
+        whole_scope = [params for sql, params in _reads_of_context_calls(client, queries[:1]) if sql == WHOLE_SCOPE_SQL]
+        prepared = _explain_prepared(WHOLE_SCOPE_SQL, whole_scope[0]) if whole_scope else None
+    yield {"before": before, "after": after, "scope_items": scope_items, "prepared": prepared}
     with django_db_blocker.unblock():
         call_command("flush", verbosity=0, interactive=False)
 
@@ -179,6 +212,21 @@ def test_no_statement_examines_another_tenants_rows(measured):
         assert after["rows"] <= before["rows"] + MAX_EXTRA_ROWS, (
             f"{_name(sql)}: {before['rows']:.0f} -> {after['rows']:.0f} rows examined\n{json.dumps(after['plan'], indent=1)[:6000]}"
         )
+
+
+def test_the_prepared_statements_generic_plan_reads_what_its_custom_plan_reads(measured):
+    """The whole-scope statement runs prepared (hakimem/postgresql/base.py): after five runs on a connection PostgreSQL
+    may keep its generic plan, made without the project and subject. With the other tenant's rows in the tables, that
+    plan reads no more pages than the one made for this scope."""
+    assert measured["prepared"], "the calls did not read the small scope whole"
+    custom, generic = (measured["prepared"][mode]["Plan"] for mode in ("force_custom_plan", "force_generic_plan"))
+    pages = {
+        name: plan["Shared Hit Blocks"] + plan["Shared Read Blocks"]
+        for name, plan in (("custom", custom), ("generic", generic))
+    }
+    assert "$1" in json.dumps(generic) and "$1" not in json.dumps(custom)  # planned without, and with, the values
+    assert generic["Actual Rows"] == custom["Actual Rows"] > 0
+    assert pages["generic"] <= PAGES_FACTOR * pages["custom"] + MAX_EXTRA_PAGES, pages
 
 
 def test_the_scope_itself_was_served(measured):

@@ -347,7 +347,9 @@ def test_a_scope_of_more_rows_than_the_candidate_limit_is_asked_table_by_table(a
     monkeypatch.setattr(retrieval, "CANDIDATE_LIMIT", 16)
     facts, episodes = retrieval.whole_scope_candidates(lookup, qvec=qvec)
     assert len(facts) == 8 and len(episodes) == 8
-    assert [f.id for f in facts] == [f.id for f in sorted(retrieval.fact_candidates(lookup, qvec=qvec), key=lambda f: -f.score)]
+    assert [f.id for f in facts] == [
+        f.id for f in sorted(retrieval.fact_candidates(lookup, qvec=qvec), key=lambda f: -f.score)
+    ]
 
 
 def _cutoffs():
