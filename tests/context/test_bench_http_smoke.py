@@ -99,7 +99,7 @@ def test_ab_benchmark_smoke_run(tmp_path, capsys, tiers):
     from bench import ab
 
     try:  # the script compares commits: it needs this checkout to be a git repository
-        trees = ab._git("worktree", "list")
+        trees = ab._git("worktree", "list", "--porcelain")
     except (OSError, subprocess.CalledProcessError) as exc:
         pytest.skip(f"not a usable git checkout: {exc}")
     with capsys.disabled():
@@ -132,4 +132,9 @@ def test_ab_benchmark_smoke_run(tmp_path, capsys, tiers):
     assert small["x_floor"]["checkout"]["p50"] == round(small["checkout"]["p50"] / floor["floor_ms"], 2)
     assert [row["scope"] for row in report["targets"].get("baseline", [])] == ([] if tiers else ["small", "small"])
     assert report["baseline"] == ab._git("rev-parse", "HEAD")
-    assert ab._git("worktree", "list") == trees
+    # the same work trees (their paths: another tree's commit may move meanwhile)
+    assert _tree_paths(ab._git("worktree", "list", "--porcelain")) == _tree_paths(trees)
+
+
+def _tree_paths(porcelain: str) -> set[str]:
+    return {line.split(" ", 1)[1] for line in porcelain.splitlines() if line.startswith("worktree ")}
