@@ -22,7 +22,9 @@ written once) and scores evidence recall: the share of a question's gold turn id
 metadata, averaged over questions. The same turns
 are ranked, in the same run and the same process, by three baselines packed under the same budget in rank
 order (the first item that does not fit ends the list): dense (cosine of the same embedder), BM25
-(k1 1.5, b 0.75) and their reciprocal-rank fusion (k 60). It erases everything it wrote, also on error.
+(k1 1.5, b 0.75) and their reciprocal-rank fusion (k 60). It erases everything it wrote, also on error, unless
+told to keep it (--keep): then each mode's project stays, its memory and its traces, a populated database to move
+or inspect (docs/scaling.md ran the move from one server to a cluster on it).
 
 This is the method of ../shared/tools/locomo_eval.py (which runs it over HTTP against `make run`); both
 must agree within 0.01 on hakimem's figures. Nothing but figures and the dataset's ids is printed.
@@ -402,6 +404,7 @@ def run_budgets(
     samples: list[str] | None = None,
     max_questions: int = 0,
     inspect: bool = False,
+    keep: bool = False,
     progress=None,
 ) -> list[dict]:
     """run() at each budget over one load of each mode: one report per budget, in the order given."""
@@ -415,11 +418,12 @@ def run_budgets(
             samples=samples,
             max_questions=max_questions,
             inspect=inspect,
+            keep=keep,
             progress=progress or (lambda _msg: None),
         )
 
 
-def _run(*, data, modes, budgets, samples, max_questions, inspect, progress) -> list[dict]:
+def _run(*, data, modes, budgets, samples, max_questions, inspect, keep, progress) -> list[dict]:
     from django.conf import settings
 
     from context.config import recall_max_distance
@@ -483,11 +487,14 @@ def _run(*, data, modes, budgets, samples, max_questions, inspect, progress) -> 
                 dia_of,
                 progress,
                 cleanup,
+                keep,
             )
         for report, budget in zip(reports, budgets, strict=True):
             summary = summarise(records[budget])
             report["modes"][mode] = {"load": load, "summary": summary, "records": records[budget]}
-        progress(f"{mode}: done")
+            if keep:
+                report["modes"][mode]["project_id"] = project_id
+        progress(f"{mode}: done" + (f", kept in project {project_id}" if keep else ""))
     return reports
 
 
@@ -509,7 +516,20 @@ def _replay_through_extractor(stack: contextlib.ExitStack, conversations: list[C
 
 
 def _run_mode(
-    mode, conversations, client, project_id, budgets, inspect, indexes, qvecs, records, load, dia_of, progress, cleanup
+    mode,
+    conversations,
+    client,
+    project_id,
+    budgets,
+    inspect,
+    indexes,
+    qvecs,
+    records,
+    load,
+    dia_of,
+    progress,
+    cleanup,
+    keep=False,
 ) -> None:
     from facts.text import STOP_WORDS
 
@@ -525,7 +545,7 @@ def _run_mode(
                     systems.update(ask_baselines(indexes[conv.sample_id], qvecs[q.qid], q, budget, STOP_WORDS))
                     records[budget].append({"qid": q.qid, "category": q.category, "systems": systems})
     finally:
-        for conv in conversations:
+        for conv in [] if keep else conversations:
             client.delete(f"/v1/subjects/{conv.sample_id}?project_id={project_id}")
         cleanup()
 
