@@ -113,6 +113,10 @@ def distribute_sql() -> list[str]:
         for t in DISTRIBUTED[1:]
     ]
     statements += [f"SELECT create_reference_table('{t}')" for t in REFERENCE]
+    # create_distributed_table copies a table's rows into its shards and leaves them on the coordinator, unseen but
+    # on disk (a restored store's size again): removed once every table is distributed, before the foreign keys come
+    # back (the truncation cascades over the coordinator's local copies only). A no-op on an empty schema.
+    statements += [f"SELECT truncate_local_data_after_distributing_table('{t}')" for t in (*DISTRIBUTED, *REFERENCE)]
     statements += [
         f"ALTER TABLE {t} ADD CONSTRAINT {name} FOREIGN KEY ({column}, {DISTRIBUTION_COLUMN})"
         f" REFERENCES {target} (id, {DISTRIBUTION_COLUMN}) DEFERRABLE INITIALLY DEFERRED"

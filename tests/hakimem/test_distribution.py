@@ -142,15 +142,17 @@ def test_the_distribution_script_distributes_each_table_after_those_it_reference
     assert order == list(DISTRIBUTED)
     for table, _, _, target in COMPOSITE_FOREIGN_KEYS:
         assert DISTRIBUTED.index(target) <= DISTRIBUTED.index(table)
-    # the scope-write triggers and the foreign keys are dropped before the first table is distributed, and the
-    # foreign keys added back after the last
+    # the scope-write triggers and the foreign keys are dropped before the first table is distributed; after the
+    # last, the coordinator's copy of each table's rows is truncated, then the foreign keys are added back
     first = next(i for i, s in enumerate(statements) if "create_distributed_table" in s)
     last = max(i for i, s in enumerate(statements) if "create_distributed_table" in s)
-    before = statements[:first]
+    before, after = statements[:first], statements[last + 1 :]
     assert [s for s in before if "DROP TRIGGER" in s] == before[: len(SCOPE_WRITE_TRIGGERS)]
     assert all("DROP CONSTRAINT" in s for s in before[len(SCOPE_WRITE_TRIGGERS) :])
-    assert all("ADD CONSTRAINT" in s for s in statements[last + 1 :])
-    assert len(before) - len(SCOPE_WRITE_TRIGGERS) == len(statements[last + 1 :]) == len(COMPOSITE_FOREIGN_KEYS)
+    truncated = after[: len(DISTRIBUTED)]
+    assert truncated == [f"SELECT truncate_local_data_after_distributing_table('{t}')" for t in DISTRIBUTED]
+    assert all("ADD CONSTRAINT" in s for s in after[len(DISTRIBUTED) :])
+    assert len(before) - len(SCOPE_WRITE_TRIGGERS) == len(after) - len(DISTRIBUTED) == len(COMPOSITE_FOREIGN_KEYS)
 
 
 def test_the_distribution_script_drops_every_trigger_of_a_distributed_table():
