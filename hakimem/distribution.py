@@ -136,6 +136,10 @@ def distribute_sql() -> list[str]:
         f" REFERENCES {target} (id, {DISTRIBUTION_COLUMN}) DEFERRABLE INITIALLY DEFERRED"
         for t, name, column, target in COMPOSITE_FOREIGN_KEYS
     ]
+    # The shards are new tables on the workers, never analysed: until autovacuum gets to them the context path's
+    # statistics (read from the shards, hakimem/citus.py) are empty and its plans those of an unknown size (a restored
+    # store's packets differed from one server's in every call). ANALYZE on the coordinator runs on every shard.
+    statements += [f"ANALYZE {t}" for t in (*DISTRIBUTED, *REFERENCE)]
     return statements
 
 

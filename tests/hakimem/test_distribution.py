@@ -144,10 +144,12 @@ def test_the_distribution_script_distributes_each_table_after_those_it_reference
     for table, _, _, target in COMPOSITE_FOREIGN_KEYS:
         assert DISTRIBUTED.index(target) <= DISTRIBUTED.index(table)
     # the scope-write triggers and the foreign keys are dropped before the first table is distributed; after the
-    # last, the coordinator's copy of each table's rows is truncated, then the foreign keys are added back
+    # last, the coordinator's copy of each table's rows is truncated, the foreign keys are added back, and every
+    # table analysed (its shards)
     first = next(i for i, s in enumerate(statements) if "create_distributed_table" in s)
     last = max(i for i, s in enumerate(statements) if "create_distributed_table" in s)
-    before, after = statements[:first], statements[last + 1 :]
+    before, after = statements[:first], statements[last + 1 : -len(DISTRIBUTED)]
+    assert statements[-len(DISTRIBUTED) :] == [f"ANALYZE {t}" for t in DISTRIBUTED]
     assert [s for s in before if "DROP TRIGGER" in s] == before[: len(SCOPE_WRITE_TRIGGERS)]
     before = [s for s in before[len(SCOPE_WRITE_TRIGGERS) :] if s not in policies_as_migrated_sql()]
     assert all("DROP CONSTRAINT" in s for s in before)
