@@ -24,7 +24,10 @@ are ranked, in the same run and the same process, by three baselines packed unde
 order (the first item that does not fit ends the list): dense (cosine of the same embedder), BM25
 (k1 1.5, b 0.75) and their reciprocal-rank fusion (k 60). It erases everything it wrote, also on error, unless
 told to keep it (--keep): then each mode's project stays, its memory and its traces, a populated database to move
-or inspect (docs/scaling.md ran the move from one server to a cluster on it).
+or inspect (docs/scaling.md ran the move from one server to a cluster on it). With --analyze it analyses the ranked
+tables after each conversation is written and waits until the context path reads those statistics: every question
+then weighs its words with the statistics of the store as written, not with whatever autovacuum last analysed (which
+moves a plain run's figures by up to 0.02, and differently on one server and on a cluster).
 
 This is the method of ../shared/tools/locomo_eval.py (which runs it over HTTP against `make run`); both
 must agree within 0.01 on hakimem's figures. Nothing but figures and the dataset's ids is printed.
@@ -405,6 +408,7 @@ def run_budgets(
     max_questions: int = 0,
     inspect: bool = False,
     keep: bool = False,
+    analyze: bool = False,
     progress=None,
 ) -> list[dict]:
     """run() at each budget over one load of each mode: one report per budget, in the order given."""
@@ -419,11 +423,12 @@ def run_budgets(
             max_questions=max_questions,
             inspect=inspect,
             keep=keep,
+            analyze=analyze,
             progress=progress or (lambda _msg: None),
         )
 
 
-def _run(*, data, modes, budgets, samples, max_questions, inspect, keep, progress) -> list[dict]:
+def _run(*, data, modes, budgets, samples, max_questions, inspect, keep, analyze, progress) -> list[dict]:
     from django.conf import settings
 
     from context.config import recall_max_distance
@@ -488,6 +493,7 @@ def _run(*, data, modes, budgets, samples, max_questions, inspect, keep, progres
                 progress,
                 cleanup,
                 keep,
+                analyze,
             )
         for report, budget in zip(reports, budgets, strict=True):
             summary = summarise(records[budget])
@@ -530,6 +536,7 @@ def _run_mode(
     progress,
     cleanup,
     keep=False,
+    analyze=False,
 ) -> None:
     from facts.text import STOP_WORDS
 
@@ -538,6 +545,8 @@ def _run_mode(
             started = time.perf_counter()
             load[conv.sample_id] = load_conversation(client, project_id, conv, mode, dia_of)
             load[conv.sample_id]["seconds"] = round(time.perf_counter() - started, 1)
+            if analyze:
+                _statistics_settle()
             progress(f"{mode}: {conv.sample_id} written {load[conv.sample_id]}")
             for q in conv.questions:
                 for budget in budgets:
@@ -548,6 +557,20 @@ def _run_mode(
         for conv in [] if keep else conversations:
             client.delete(f"/v1/subjects/{conv.sample_id}?project_id={project_id}")
         cleanup()
+
+
+def _statistics_settle() -> None:
+    """ANALYZE the tables the context path weighs words with (on Citus: every shard), then wait until a call reads
+    these statistics as settled: STATS_SETTLE_SECONDS after an ANALYZE, and on a cluster past the version's recheck."""
+    from django.db import connection
+
+    from context.retrieval import CITUS_STATS_RECHECK_SECONDS, RANKED_TABLES, STATS_SETTLE_SECONDS
+    from hakimem.citus import on_citus
+
+    with connection.cursor() as cursor:
+        for table in RANKED_TABLES:
+            cursor.execute(f"ANALYZE {table}")  # names from the code, never from input
+    time.sleep(max(STATS_SETTLE_SECONDS, CITUS_STATS_RECHECK_SECONDS if on_citus() else 0.0) + 1.0)
 
 
 def format_report(report: dict) -> str:
