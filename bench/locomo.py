@@ -22,7 +22,12 @@ written once) and scores evidence recall: the share of a question's gold turn id
 metadata, averaged over questions. The same turns
 are ranked, in the same run and the same process, by three baselines packed under the same budget in rank
 order (the first item that does not fit ends the list): dense (cosine of the same embedder), BM25
-(k1 1.5, b 0.75) and their reciprocal-rank fusion (k 60). It erases everything it wrote, also on error.
+(k1 1.5, b 0.75) and their reciprocal-rank fusion (k 60). It erases everything it wrote, also on error, unless
+told to keep it (--keep): then each mode's project stays, its memory and its traces, a populated database to move
+or inspect (docs/scaling.md ran the move from one server to a cluster on it). With --analyze it analyses the ranked
+tables after each conversation is written and waits until the context path reads those statistics: every question
+then weighs its words with the statistics of the store as written, not with whatever autovacuum last analysed (which
+moves a plain run's figures by up to 0.02, and differently on one server and on a cluster).
 
 This is the method of ../shared/tools/locomo_eval.py (which runs it over HTTP against `make run`); both
 must agree within 0.01 on hakimem's figures. Nothing but figures and the dataset's ids is printed.
@@ -402,6 +407,8 @@ def run_budgets(
     samples: list[str] | None = None,
     max_questions: int = 0,
     inspect: bool = False,
+    keep: bool = False,
+    analyze: bool = False,
     progress=None,
 ) -> list[dict]:
     """run() at each budget over one load of each mode: one report per budget, in the order given."""
@@ -415,11 +422,13 @@ def run_budgets(
             samples=samples,
             max_questions=max_questions,
             inspect=inspect,
+            keep=keep,
+            analyze=analyze,
             progress=progress or (lambda _msg: None),
         )
 
 
-def _run(*, data, modes, budgets, samples, max_questions, inspect, progress) -> list[dict]:
+def _run(*, data, modes, budgets, samples, max_questions, inspect, keep, analyze, progress) -> list[dict]:
     from django.conf import settings
 
     from context.config import recall_max_distance
@@ -483,11 +492,15 @@ def _run(*, data, modes, budgets, samples, max_questions, inspect, progress) -> 
                 dia_of,
                 progress,
                 cleanup,
+                keep,
+                analyze,
             )
         for report, budget in zip(reports, budgets, strict=True):
             summary = summarise(records[budget])
             report["modes"][mode] = {"load": load, "summary": summary, "records": records[budget]}
-        progress(f"{mode}: done")
+            if keep:
+                report["modes"][mode]["project_id"] = project_id
+        progress(f"{mode}: done" + (f", kept in project {project_id}" if keep else ""))
     return reports
 
 
@@ -509,7 +522,21 @@ def _replay_through_extractor(stack: contextlib.ExitStack, conversations: list[C
 
 
 def _run_mode(
-    mode, conversations, client, project_id, budgets, inspect, indexes, qvecs, records, load, dia_of, progress, cleanup
+    mode,
+    conversations,
+    client,
+    project_id,
+    budgets,
+    inspect,
+    indexes,
+    qvecs,
+    records,
+    load,
+    dia_of,
+    progress,
+    cleanup,
+    keep=False,
+    analyze=False,
 ) -> None:
     from facts.text import STOP_WORDS
 
@@ -518,6 +545,8 @@ def _run_mode(
             started = time.perf_counter()
             load[conv.sample_id] = load_conversation(client, project_id, conv, mode, dia_of)
             load[conv.sample_id]["seconds"] = round(time.perf_counter() - started, 1)
+            if analyze:
+                _statistics_settle()
             progress(f"{mode}: {conv.sample_id} written {load[conv.sample_id]}")
             for q in conv.questions:
                 for budget in budgets:
@@ -525,9 +554,23 @@ def _run_mode(
                     systems.update(ask_baselines(indexes[conv.sample_id], qvecs[q.qid], q, budget, STOP_WORDS))
                     records[budget].append({"qid": q.qid, "category": q.category, "systems": systems})
     finally:
-        for conv in conversations:
+        for conv in [] if keep else conversations:
             client.delete(f"/v1/subjects/{conv.sample_id}?project_id={project_id}")
         cleanup()
+
+
+def _statistics_settle() -> None:
+    """ANALYZE the tables the context path weighs words with (on Citus: every shard), then wait until a call reads
+    these statistics as settled: STATS_SETTLE_SECONDS after an ANALYZE, and on a cluster past the version's recheck."""
+    from django.db import connection
+
+    from context.retrieval import CITUS_STATS_RECHECK_SECONDS, RANKED_TABLES, STATS_SETTLE_SECONDS
+    from hakimem.citus import on_citus
+
+    with connection.cursor() as cursor:
+        for table in RANKED_TABLES:
+            cursor.execute(f"ANALYZE {table}")  # names from the code, never from input
+    time.sleep(max(STATS_SETTLE_SECONDS, CITUS_STATS_RECHECK_SECONDS if on_citus() else 0.0) + 1.0)
 
 
 def format_report(report: dict) -> str:

@@ -249,21 +249,22 @@ def cluster_start(base: Path, *, port: int = DEFAULT_PORT, workers: int | None =
                     # At once: Citus copies the roles NOLOGIN from the coordinator, and until they may log in there
                     # every statement of a request that reaches the new node fails (a trace write did, under load).
                     if roles_made:
-                        _request_roles_log_in(worker)
+                        request_roles_log_in(worker)
                 say(f"registered {node.name} on port {node.port}")
         conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
     login_role_ensure(coordinator.url())
     for node in others:
         with psycopg.connect(node.url(), autocommit=True) as worker:
-            _request_roles_log_in(worker)
+            request_roles_log_in(worker)
     return coordinator.url()
 
 
-def _request_roles_log_in(worker) -> None:
+def request_roles_log_in(worker) -> None:
     """Citus opens its connection to a worker as the coordinator's current role: a request's role (hakimem_api,
     hakimem_staff: NOLOGIN on the coordinator) must be able to log in on the workers, from the coordinator only
     (here every node trusts 127.0.0.1 alone). Set on the worker itself (`worker`, a connection to it), not
-    propagated."""
+    propagated; again after any citus_add_node, in any database of the cluster: Citus copies the roles to the node as
+    the coordinator has them, NOLOGIN (tests/citus/test_move.py's new database did)."""
     worker.execute(
         f"SET citus.enable_ddl_propagation = off; ALTER ROLE {API_ROLE} LOGIN; ALTER ROLE {STAFF_ROLE} LOGIN"
     )

@@ -27,6 +27,14 @@ def main(argv=None) -> int:
     parser.add_argument("--samples", help="comma-separated sample ids (default: all)")
     parser.add_argument("--max-questions", type=int, default=0, help="questions per conversation (0: all)")
     parser.add_argument("--inspect", action="store_true", help="read each trace: why gold turns were not served")
+    parser.add_argument(
+        "--keep", action="store_true", help="leave each mode's project (memory and traces) in the database, not erased"
+    )
+    parser.add_argument(
+        "--analyze",
+        action="store_true",
+        help="analyse the ranked tables after each conversation is written and wait until calls read them",
+    )
     parser.add_argument("--out", type=Path, default=locomo.DEFAULT_OUT)
     args = parser.parse_args(argv)
     modes = [m for m in args.modes.split(",") if m]
@@ -55,6 +63,8 @@ def main(argv=None) -> int:
         samples=args.samples.split(",") if args.samples else None,
         max_questions=args.max_questions,
         inspect=args.inspect,
+        keep=args.keep,
+        analyze=args.analyze,
         progress=lambda msg: print(msg, file=sys.stderr, flush=True),
     )
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -91,3 +91,14 @@ def test_turns_stored_as_events_fill_the_budget(report):
 def test_the_harness_leaves_nothing_behind(report):
     for model in (Fact, Event, Trace, ApiKey):
         assert not model.objects.filter(project_id__startswith="locomo-").exists(), model.__name__
+
+
+def test_kept_the_modes_project_stays_with_its_memory_and_traces():
+    """Given --keep, when one conversation is written and asked, then its project keeps the turns and the calls'
+    traces (a database to move elsewhere), and the harness's own key is still deleted."""
+    with override_settings(HAKI_RECALL_MAX_DISTANCE=None):
+        kept = run(embedder="hashing", modes=["events"], samples=["conv-30"], max_questions=2, keep=True)
+    project_id = kept["modes"]["events"]["project_id"]
+    assert Event.objects.filter(project_id=project_id, subject_id="conv-30").count() == 369
+    assert Trace.objects.filter(project_id=project_id).count() == 2
+    assert not ApiKey.objects.filter(project_id=project_id).exists()

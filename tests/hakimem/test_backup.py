@@ -1,13 +1,19 @@
 """manage.py backup and restore: a round trip gives back every row and the same context call answer; the dump is
 its owner's only."""
 
+import os
 import stat
+import subprocess
+import sys
+from pathlib import Path
 
+import psycopg
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import connection
 
+from bench.server import database_url
 from tests.conftest import PROJECT, make_client
 
 TABLES = (
@@ -21,13 +27,15 @@ TABLES = (
 )
 
 
-def counts() -> dict[str, int]:
-    with connection.cursor() as cursor:
-        found = {}
-        for table in TABLES:
-            cursor.execute(f"SELECT count(*) FROM {table}")
-            found[table] = cursor.fetchone()[0]
-        return found
+def counts(cursor=None) -> dict[str, int]:
+    if cursor is None:
+        with connection.cursor() as cursor:
+            return counts(cursor)
+    found = {}
+    for table in TABLES:
+        cursor.execute(f"SELECT count(*) FROM {table}")
+        found[table] = cursor.fetchone()[0]
+    return found
 
 
 def served(client) -> list[str]:
@@ -112,3 +120,39 @@ def test_restore_gives_back_what_the_backup_held(tmp_path):
 def test_a_missing_backup_file_is_refused(tmp_path):
     with pytest.raises(CommandError, match="no such backup"):
         call_command("restore", tmp_path / "nothing.dump", yes=True)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_restore_fills_a_new_empty_database(tmp_path):
+    """A move to a new server (docs/scaling.md): the backup restored into a database with no table and no extension,
+    which `DROP POLICY IF EXISTS` on a missing table made pg_restore --clean refuse."""
+    client = make_client(PROJECT)
+    client.post(
+        "/v1/facts", {"project_id": PROJECT, "subject_id": "alice", "text": "Paul lives in Nantes."}, format="json"
+    )
+    served(client)
+    before = counts()
+    call_command("backup", out=tmp_path / "memory.dump")
+    target = {**connection.settings_dict, "NAME": f"{connection.settings_dict['NAME']}_restored"}
+    with psycopg.connect(database_url(connection.settings_dict), autocommit=True) as admin:
+        admin.execute(f'DROP DATABASE IF EXISTS "{target["NAME"]}"')
+        admin.execute(f'CREATE DATABASE "{target["NAME"]}"')
+        try:
+            root = Path(__file__).resolve().parents[2]
+            restored = subprocess.run(
+                [sys.executable, "manage.py", "restore", str(tmp_path / "memory.dump"), "--yes"],
+                cwd=root,
+                env={**os.environ, "DATABASE_URL": database_url(target)},
+                capture_output=True,
+                text=True,
+            )
+            assert restored.returncode == 0, restored.stderr
+            assert "into an empty database" in restored.stdout
+            with psycopg.connect(database_url(target)) as conn, conn.cursor() as cursor:
+                assert counts(cursor) == before
+                cursor.execute("SELECT count(*) FROM pg_extension WHERE extname = 'vector'")
+                assert cursor.fetchone() == (1,)
+                cursor.execute("SELECT has_table_privilege('hakimem_api', 'hakimem_apikey', 'SELECT')")
+                assert cursor.fetchone() == (False,)
+        finally:
+            admin.execute(f'DROP DATABASE IF EXISTS "{target["NAME"]}" WITH (FORCE)')

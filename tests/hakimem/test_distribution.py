@@ -2,7 +2,7 @@
 catalog of the migrated database, so a table or key added by a later migration is judged too."""
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 
 from hakimem.distribution import (
     COMPOSITE_FOREIGN_KEYS,
@@ -14,6 +14,7 @@ from hakimem.distribution import (
     SCOPE_WRITE_TRIGGERS,
     database_settings_sql,
     distribute_sql,
+    policies_as_migrated_sql,
 )
 
 pytestmark = pytest.mark.django_db
@@ -142,15 +143,49 @@ def test_the_distribution_script_distributes_each_table_after_those_it_reference
     assert order == list(DISTRIBUTED)
     for table, _, _, target in COMPOSITE_FOREIGN_KEYS:
         assert DISTRIBUTED.index(target) <= DISTRIBUTED.index(table)
-    # the scope-write triggers and the foreign keys are dropped before the first table is distributed, and the
-    # foreign keys added back after the last
+    # the scope-write triggers and the foreign keys are dropped before the first table is distributed; after the
+    # last, the coordinator's copy of each table's rows is truncated, the foreign keys are added back, and every
+    # table analysed (its shards)
     first = next(i for i, s in enumerate(statements) if "create_distributed_table" in s)
     last = max(i for i, s in enumerate(statements) if "create_distributed_table" in s)
-    before = statements[:first]
+    before, after = statements[:first], statements[last + 1 : -len(DISTRIBUTED)]
+    assert statements[-len(DISTRIBUTED) :] == [f"ANALYZE {t}" for t in DISTRIBUTED]
     assert [s for s in before if "DROP TRIGGER" in s] == before[: len(SCOPE_WRITE_TRIGGERS)]
-    assert all("DROP CONSTRAINT" in s for s in before[len(SCOPE_WRITE_TRIGGERS) :])
-    assert all("ADD CONSTRAINT" in s for s in statements[last + 1 :])
-    assert len(before) - len(SCOPE_WRITE_TRIGGERS) == len(statements[last + 1 :]) == len(COMPOSITE_FOREIGN_KEYS)
+    before = [s for s in before[len(SCOPE_WRITE_TRIGGERS) :] if s not in policies_as_migrated_sql()]
+    assert all("DROP CONSTRAINT" in s for s in before)
+    truncated = after[: len(DISTRIBUTED)]
+    assert truncated == [f"SELECT truncate_local_data_after_distributing_table('{t}')" for t in DISTRIBUTED]
+    assert all("ADD CONSTRAINT" in s for s in after[len(DISTRIBUTED) :])
+    assert len(before) == len(after) - len(DISTRIBUTED) == len(COMPOSITE_FOREIGN_KEYS)
+
+
+def _policies() -> set[tuple]:
+    # polqual and polwithcheck as stored trees: a restored dump's explicit cast shows there, not in pg_get_expr's text
+    return set(
+        _rows(f"""
+        SELECT c.relname, p.polname, p.polcmd, p.polpermissive, p.polroles::regrole[]::text, p.polqual::text,
+               p.polwithcheck::text, c.relrowsecurity
+          FROM pg_policy p JOIN pg_class c ON c.oid = p.polrelid WHERE c.relname = ANY(ARRAY{list(DISTRIBUTED)})""")
+    )
+
+
+def test_the_policies_made_again_before_distributing_are_the_migrated_ones():
+    """citus_distribute makes each distributed table's policies again (a restored dump's kept Citus from routing a
+    request's joins to one shard): on a migrated database that changes nothing, and no table is left without them."""
+    migrated = _policies()
+    assert {(table, name) for table, name, *_ in migrated} == {
+        (t, name) for t in DISTRIBUTED for name in ("api_own_project", "staff_projects")
+    }
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            for statement in policies_as_migrated_sql():
+                cursor.execute(statement)
+        made_again = _policies()
+        transaction.set_rollback(True)
+    assert made_again == migrated
+    statements = distribute_sql()
+    first = next(i for i, s in enumerate(statements) if "create_distributed_table" in s)
+    assert set(policies_as_migrated_sql()) <= set(statements[:first])
 
 
 def test_the_distribution_script_drops_every_trigger_of_a_distributed_table():

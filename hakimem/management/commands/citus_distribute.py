@@ -34,8 +34,9 @@ class Command(BaseCommand):
         # Statement by statement, outside a transaction: create_distributed_table commits its own shards.
         with connection.cursor() as cursor:
             for statement in statements:
+                begun = time.monotonic()
                 cursor.execute(statement)
-                self.stdout.write(statement.strip().splitlines()[0])
+                self.stdout.write(f"{statement.strip().splitlines()[0]}  ({time.monotonic() - begun:.2f} s)")
         self.stdout.write(
             f"{len(statements)} statements in {time.monotonic() - started:.1f} s; new connections "
             "take the database settings"
