@@ -107,7 +107,8 @@ def scopes_from_pairs(pairs) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
         texts = rel + irr
         if not texts:
             continue
-        d = 1.0 - vectors(texts) @ vectors([query])[0]
+        # as a context call embeds it: e5 puts "query: " before a question, "passage: " before what is stored
+        d = 1.0 - vectors(texts) @ embedder.embed([query], queries=True)[0]
         scopes.append((d, np.array([estimate_tokens(t) for t in texts]), np.arange(len(texts)) < len(rel)))
     return scopes
 
