@@ -200,7 +200,7 @@ def locomo(judge: NliJudge, thresholds: Sequence[float], *, sample: int = 1000) 
     import numpy as np
 
     from hakimem.embeddings import get_embedder, thresholds
-    from scripts.eval_locomo import DEFAULT_DATA, load_conversations
+    from bench.locomo import DEFAULT_DATA, load_conversations
 
     if not DEFAULT_DATA.exists():
         return {"skipped": f"LoCoMo development data not found at {DEFAULT_DATA}"}
