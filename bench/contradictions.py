@@ -242,7 +242,8 @@ def format_report(report: dict) -> str:
     config, summary = report["config"], report["summary"]
     lines = [
         f"contradiction set: {config['pairs']} pairs (split {config['split']}), embedder {config['embedder']}, "
-        f"conflict >= {config['conflict_min_similarity']}, duplicate >= {config['duplicate_similarity']}",
+        f"conflict >= {config['conflict_min_similarity']}, claims >= {config.get('claim_min_similarity')}, "
+        f"duplicate >= {config['duplicate_similarity']}",
         "",
         f"{'':8} {'pairs':>5} {'recall':>7} {'false sets':>11} {'precision':>9} {'dedup':>6}  outcomes "
         "(contradictions | compatible)",
