@@ -18,7 +18,7 @@ MINILM = Thresholds(
     conflict_min_similarity=0.75, claim_min_similarity=0.3, duplicate_similarity=0.92, recall_max_distance=0.85
 )
 E5 = Thresholds(
-    conflict_min_similarity=0.94, claim_min_similarity=0.84, duplicate_similarity=0.98, recall_max_distance=0.26
+    conflict_min_similarity=0.94, claim_min_similarity=0.80, duplicate_similarity=0.98, recall_max_distance=0.26
 )
 
 
@@ -105,6 +105,7 @@ def test_a_threshold_is_carried_by_the_share_it_lets_through():
     target = 0.5 + reference / 2  # another embedder's of the same pairs, squeezed upwards
     share, carried = carry_similarity(reference, target, 0.75)
     assert share == 0.25 and carried == 0.88  # 0.871 rounded up: never more pairs through than with MiniLM
+    assert carry_similarity(reference, target, 0.75, round_up=False) == (0.25, 0.87)  # a floor that must let through
     # a floor is a distance: the same share of relevant items kept
     kept, floor = carry_floor(reference, target, 0.85)
     assert kept == 0.86 and floor == 0.93  # 0.926 rounded up: never more relevant items lost
