@@ -22,8 +22,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 os.environ.setdefault("HAKI_PGDATA", str(ROOT / "var" / "pgdata-eval"))
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT))  # before scripts/, whose bench.py would shadow the bench package
 from hakimem.embeddings import PROVIDERS  # noqa: E402
 
 
