@@ -25,7 +25,6 @@ import statistics
 import time
 from pathlib import Path
 
-from django.conf import settings
 from django.core.management import call_command
 from django.db import connection
 from django.utils import timezone
@@ -36,7 +35,7 @@ from facts.models import Fact
 from facts.selectors import volatility_cutoffs
 from privacy.services import project_erase
 from facts.text import text_hash
-from hakimem.embeddings import get_embedder
+from hakimem.embeddings import get_embedder, thresholds
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -82,7 +81,7 @@ def _measure(subject: str, calls: list[list], limit: int) -> dict:
                     project_id=PROJECT,
                     subject_id=subject,
                     ids=[c.id for c in candidates[:limit]],
-                    min_similarity=settings.HAKI_CONFLICT_MIN_SIMILARITY,
+                    min_similarity=thresholds().conflict_min_similarity,
                 )
             )
         )
@@ -150,6 +149,6 @@ def run(*, queries: int) -> None:
                 f"{subject} scope ({Fact.objects.filter(project_id=PROJECT, subject_id=subject).count()} facts), "
                 f"{r['candidates']:.0f} candidates: find_contradictions p50 {r['p50']:.2f} ms, p95 {r['p95']:.2f} ms "
                 f"(its SQL p50 {r['sql_p50']:.2f}, p95 {r['sql_p95']:.2f}); {r['pairs']:.1f} pairs >= "
-                f"{settings.HAKI_CONFLICT_MIN_SIMILARITY}, {r['found']:.1f} contradictions per call"
+                f"{thresholds().conflict_min_similarity}, {r['found']:.1f} contradictions per call"
             )
     project_erase(project_id=PROJECT)

@@ -191,7 +191,7 @@ def _ensure_curator(project_id: str) -> None:
 
 def _run(*, settings, pairs_path: Path, pairs: list[dict], split: str, project_id: str, progress) -> dict:
     from privacy.services import project_erase
-    from hakimem.embeddings import get_embedder
+    from hakimem.embeddings import get_embedder, thresholds
 
     started = time.perf_counter()
     get_embedder().embed(["warm-up"])  # loads the model, so the first pair's time is a write's
@@ -217,8 +217,9 @@ def _run(*, settings, pairs_path: Path, pairs: list[dict], split: str, project_i
             "project_id": project_id,
             "embedder": settings.HAKI_EMBED_PROVIDER,
             "conflict_policy": "curator",
-            "conflict_min_similarity": settings.HAKI_CONFLICT_MIN_SIMILARITY,
-            "duplicate_similarity": settings.HAKI_DUPLICATE_SIMILARITY,
+            "conflict_min_similarity": thresholds().conflict_min_similarity,
+            "claim_min_similarity": thresholds().claim_min_similarity,
+            "duplicate_similarity": thresholds().duplicate_similarity,
             "finished_at": datetime.now(UTC).isoformat(timespec="seconds"),
             "duration_s": round(time.perf_counter() - started, 2),
             "embedder_load_s": round(load_seconds, 2),
@@ -241,7 +242,8 @@ def format_report(report: dict) -> str:
     config, summary = report["config"], report["summary"]
     lines = [
         f"contradiction set: {config['pairs']} pairs (split {config['split']}), embedder {config['embedder']}, "
-        f"conflict >= {config['conflict_min_similarity']}, duplicate >= {config['duplicate_similarity']}",
+        f"conflict >= {config['conflict_min_similarity']}, claims >= {config.get('claim_min_similarity')}, "
+        f"duplicate >= {config['duplicate_similarity']}",
         "",
         f"{'':8} {'pairs':>5} {'recall':>7} {'false sets':>11} {'precision':>9} {'dedup':>6}  outcomes "
         "(contradictions | compatible)",

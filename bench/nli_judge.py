@@ -198,14 +198,13 @@ def locomo(judge: NliJudge, thresholds: Sequence[float], *, sample: int = 1000) 
     are read (0: all): how many the judge would flag at each threshold, and the highest-scored ones
     (score, conversation, kind, index of the older text, of the newer, the two texts)."""
     import numpy as np
-    from django.conf import settings
 
-    from hakimem.embeddings import get_embedder
-    from scripts.eval_locomo import DEFAULT_DATA, load_conversations
+    from hakimem.embeddings import get_embedder, thresholds
+    from bench.locomo import DEFAULT_DATA, load_conversations
 
     if not DEFAULT_DATA.exists():
         return {"skipped": f"LoCoMo development data not found at {DEFAULT_DATA}"}
-    embedder, floor = get_embedder(), settings.HAKI_CONFLICT_MIN_SIMILARITY
+    embedder, floor = get_embedder(), thresholds().conflict_min_similarity
     candidates = []  # (similarity, conversation, kind, i, j, old text, new text)
     for conv in load_conversations(DEFAULT_DATA):
         for kind, texts in (("turn", [t.text for t in conv.turns]), ("obs", [o.text for o in conv.observations])):

@@ -373,7 +373,7 @@ def _run(
     from context.config import recall_max_distance
     from context.scoring import estimate_tokens
     from facts.text import STOP_WORDS
-    from hakimem.embeddings import get_embedder
+    from hakimem.embeddings import get_embedder, thresholds
 
     started = time.perf_counter()
     scopes = load_scopes(dataset, split=split, limit=limit_scopes, scope_ids=scope_ids)
@@ -477,8 +477,8 @@ def _run(
             "embedder": settings.HAKI_EMBED_PROVIDER,
             "recall_max_distance": recall_max_distance(),
             "conflict_policy": settings.HAKI_CONFLICT_POLICY,
-            "conflict_min_similarity": settings.HAKI_CONFLICT_MIN_SIMILARITY,
-            "duplicate_similarity": settings.HAKI_DUPLICATE_SIMILARITY,
+            "conflict_min_similarity": thresholds().conflict_min_similarity,
+            "duplicate_similarity": thresholds().duplicate_similarity,
             "bm25": {"k1": BM25_K1, "b": BM25_B},
             "rrf_k": RRF_K,
             "project_id": project_id,

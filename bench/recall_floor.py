@@ -44,7 +44,7 @@ def pairs_from_labelled(path: Path):
 def pairs_from_dataset(path: Path, split: str | None, noise: int = 0, seed: int = 0):
     """With noise, each scope also holds that many background facts (irrelevant), drawn as scripts/eval_recall.py
     draws them."""
-    from scripts.eval_recall import load_noise, noise_for
+    from bench.recall import load_noise, noise_for
 
     pool = load_noise(path.parent / "noise.jsonl") if noise else {}
     for line in path.read_text(encoding="utf-8").splitlines():
@@ -67,7 +67,7 @@ def pairs_from_dataset(path: Path, split: str | None, noise: int = 0, seed: int 
 def pairs_from_locomo(path: Path):
     """(question, relevant, irrelevant) per LoCoMo question over the conversation's turns and observations, texts as
     scripts/eval_locomo.py writes them; an observation is relevant when it cites a gold turn."""
-    from scripts.eval_locomo import load_conversations
+    from bench.locomo import load_conversations
 
     for conv in load_conversations(path):
         items = [(t.text, {t.dia_id}) for t in conv.turns] + [(o.text, set(o.dia_ids)) for o in conv.observations]
@@ -107,7 +107,8 @@ def scopes_from_pairs(pairs) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
         texts = rel + irr
         if not texts:
             continue
-        d = 1.0 - vectors(texts) @ vectors([query])[0]
+        # as a context call embeds it: e5 puts "query: " before a question, "passage: " before what is stored
+        d = 1.0 - vectors(texts) @ embedder.embed([query], queries=True)[0]
         scopes.append((d, np.array([estimate_tokens(t) for t in texts]), np.arange(len(texts)) < len(rel)))
     return scopes
 

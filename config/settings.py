@@ -287,11 +287,13 @@ HAKI_EMBED_CACHE_SIZE = env_int("HAKI_EMBED_CACHE_SIZE", 2048)
 HAKI_EMBED_BREAKER_FAILURES = env_int("HAKI_EMBED_BREAKER_FAILURES", 3)
 HAKI_EMBED_BREAKER_COOLDOWN = env_float("HAKI_EMBED_BREAKER_COOLDOWN", 30.0)
 
-HAKI_CONFLICT_MIN_SIMILARITY = env_float("HAKI_CONFLICT_MIN_SIMILARITY", 0.75)
+# The cosine thresholds of conflicts and duplicates. Unset (None): the values calibrated for the embedder in use
+# (hakimem.embeddings.THRESHOLDS; MiniLM's: 0.75, 0.3, 0.92); set, they replace them for every embedder.
+HAKI_CONFLICT_MIN_SIMILARITY = env_float("HAKI_CONFLICT_MIN_SIMILARITY", None)
 # Two facts whose claims clash (facts.claims) conflict from this similarity up: the claims say they are about the
 # same thing, the floor only keeps two unrelated texts a parse misread from meeting (docs/quality.md).
-HAKI_CLAIM_MIN_SIMILARITY = env_float("HAKI_CLAIM_MIN_SIMILARITY", 0.3)
-HAKI_DUPLICATE_SIMILARITY = env_float("HAKI_DUPLICATE_SIMILARITY", 0.92)
+HAKI_CLAIM_MIN_SIMILARITY = env_float("HAKI_CLAIM_MIN_SIMILARITY", None)
+HAKI_DUPLICATE_SIMILARITY = env_float("HAKI_DUPLICATE_SIMILARITY", None)
 HAKI_CONFLICT_POLICY = os.environ.get("HAKI_CONFLICT_POLICY", "curator")  # or "newest_wins"
 
 
@@ -312,7 +314,7 @@ HAKI_VOLATILITY_TTL_DAYS = _ttl_days(os.environ.get("HAKI_VOLATILITY_TTL_DAYS", 
 HAKI_MAX_BUDGET_TOKENS = env_int("HAKI_MAX_BUDGET_TOKENS", 32000)
 HAKI_DEFAULT_BUDGET_TOKENS = 900
 # The relevance floor (cosine distance; 0 = off). Unset (None): the floor calibrated for the embedder in use
-# (context.config.CALIBRATED_MAX_DISTANCE), off for an embedder never calibrated.
+# (hakimem.embeddings.THRESHOLDS), off for an embedder never calibrated.
 HAKI_RECALL_MAX_DISTANCE = env_float("HAKI_RECALL_MAX_DISTANCE", None)
 
 # A scope of this many active facts gets its own hnsw graph from the nightly consolidation (facts/scope_graphs.py):

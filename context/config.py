@@ -7,17 +7,17 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, replace
 
-from django.conf import settings
-
 from context import retrieval, scoring
+from hakimem.embeddings import THRESHOLDS, thresholds
 
 # The share of the budget held back for multi-hop (context/packing.py).
 MULTI_HOP_BUDGET_SHARE = 0.2  # why a fifth: docs/quality.md, "Current results and the tuning behind them"
 
-# The relevance floor (cosine distance) measured for each embedder with scripts/check_recall_floor.py on data we did
-# not write (docs/quality.md, "Relevance floor"). A distance is only comparable within one embedder: a provider
-# missing here runs with the floor off unless HAKI_RECALL_MAX_DISTANCE sets one.
-CALIBRATED_MAX_DISTANCE = {"sentence-transformers": 0.85}  # all-MiniLM-L6-v2
+# The relevance floor (cosine distance) of each embedder calibrated for one, from the embedders' table of thresholds
+# (MiniLM's measured with scripts/check_recall_floor.py, e5's carried from it: docs/quality.md, "Relevance floor"). A
+# distance is only comparable within one embedder: a provider missing here runs with the floor off unless
+# HAKI_RECALL_MAX_DISTANCE sets one.
+CALIBRATED_MAX_DISTANCE = {name: t.recall_max_distance for name, t in THRESHOLDS.items() if t.recall_max_distance}
 
 
 @dataclass(frozen=True)
@@ -108,9 +108,7 @@ PLAIN = CallOptions()
 def recall_max_distance() -> float:
     """The relevance floor in effect: HAKI_RECALL_MAX_DISTANCE when set (0 = off), else the floor calibrated for
     the configured embedder, read at call time (a harness may switch the provider in-process)."""
-    if settings.HAKI_RECALL_MAX_DISTANCE is not None:
-        return float(settings.HAKI_RECALL_MAX_DISTANCE)
-    return CALIBRATED_MAX_DISTANCE.get(settings.HAKI_EMBED_PROVIDER, 0.0)
+    return thresholds().recall_max_distance
 
 
 def default_config() -> AssemblyConfig:

@@ -4,9 +4,10 @@ proposed to curators (facts.conflicts.contradiction_propose) or, under newest_wi
 next consolidation (context/consolidation.py).
 
 A pair is a candidate when the claims of its facts clash (facts.claims: one holder, one attribute, two values),
-at any similarity from HAKI_CLAIM_MIN_SIMILARITY up, or when its stored vectors are at least
-HAKI_CONFLICT_MIN_SIMILARITY (0.75) alike, with no upper bound: the band [0.75, 0.92] of the specification would
-miss negations, which MiniLM scores above 0.95 ("Clara speaks Spanish." / "Clara does not speak Spanish." 0.96).
+at any similarity from the claims' floor up, or when its stored vectors are at least the conflict threshold alike
+(the embedder's, hakimem.embeddings.thresholds: MiniLM's 0.75), with no upper bound: the band [0.75, 0.92] of the
+specification would miss negations, which MiniLM scores above 0.95 ("Clara speaks Spanish." / "Clara does not speak
+Spanish." 0.96).
 facts.text.contradiction_signal, the write path's rules, says whether a pair disagrees.
 """
 
@@ -15,11 +16,10 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
-from django.conf import settings
-
 from context import retrieval
 from facts.claims import clash, read as read_claims
 from facts.text import analyse, contradiction_signal
+from hakimem.embeddings import thresholds
 
 
 # What the rules read of a text (facts.text.analyse: ~0.2 ms for a chat turn of 150 characters, the larger part of
@@ -77,11 +77,12 @@ def find_contradictions(*, project_id: str, subject_id: str, candidates: list) -
     One statement (context.retrieval.similar_pairs), then the rules on the pairs above the threshold only."""
     considered = candidates[: retrieval.CONTRADICTION_MAX_CANDIDATES]
     by_id = {c.id: c for c in considered}
+    limits = thresholds()
     pairs = retrieval.similar_pairs(
         project_id=project_id,
         subject_id=subject_id,
         ids=list(by_id),
-        min_similarity=settings.HAKI_CONFLICT_MIN_SIMILARITY,
+        min_similarity=limits.conflict_min_similarity,
         claimed=_claimed_pairs(considered),
     )
     if not pairs:
@@ -90,9 +91,9 @@ def find_contradictions(*, project_id: str, subject_id: str, candidates: list) -
     for a, b, similarity in pairs:
         newer, older = (a, b) if _newness(by_id[a]) > _newness(by_id[b]) else (b, a)
         signal = contradiction_signal(_statement(by_id[newer].text), _statement(by_id[older].text))
-        if signal is None or not similarity >= settings.HAKI_CLAIM_MIN_SIMILARITY:  # NaN: a vector of zeros
+        if signal is None or not similarity >= limits.claim_min_similarity:  # NaN: a vector of zeros
             continue
-        if signal.read_as_claims or similarity >= settings.HAKI_CONFLICT_MIN_SIMILARITY:
+        if signal.read_as_claims or similarity >= limits.conflict_min_similarity:
             against.setdefault(older, []).append((newer, similarity, signal))
 
     out: set = set()

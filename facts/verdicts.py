@@ -3,9 +3,8 @@ each new fact and its nearest neighbours, consolidation of every near-duplicate 
 
 from __future__ import annotations
 
-from django.conf import settings
-
 from facts.text import Signal, Statement, adds_information, analyse, contradiction_signal
+from hakimem.embeddings import thresholds
 
 
 CONFLICT, DUPLICATE, DISTINCT = "conflict", "duplicate", "distinct"
@@ -14,18 +13,20 @@ CONFLICT, DUPLICATE, DISTINCT = "conflict", "duplicate", "distinct"
 def pair_verdict(new_text: str | Statement, old_text: str | Statement, similarity: float) -> tuple[str, Signal | None]:
     """How a new fact relates to a stored one of the same scope:
     - conflict: their claims give one holder two values of one attribute (facts.claims), at any similarity
-      from HAKI_CLAIM_MIN_SIMILARITY up; or similar enough to be about the same thing
-      (>= HAKI_CONFLICT_MIN_SIMILARITY) and a word rule fires;
-    - duplicate: no contradiction, >= HAKI_DUPLICATE_SIMILARITY, and the new text names nothing new;
-    - distinct: anything else (stored as its own fact)."""
-    if not similarity >= settings.HAKI_CLAIM_MIN_SIMILARITY:  # NaN too: a vector cosine cannot rank
+      from the claims' floor up; or similar enough to be about the same thing (the conflict threshold) and a
+      word rule fires;
+    - duplicate: no contradiction, from the duplicate threshold up, and the new text names nothing new;
+    - distinct: anything else (stored as its own fact).
+    The thresholds are the configured embedder's (hakimem.embeddings.thresholds)."""
+    limits = thresholds()
+    if not similarity >= limits.claim_min_similarity:  # NaN too: a vector cosine cannot rank
         return DISTINCT, None
     signal = contradiction_signal(new_text, old_text)
-    if signal is not None and (signal.read_as_claims or similarity >= settings.HAKI_CONFLICT_MIN_SIMILARITY):
+    if signal is not None and (signal.read_as_claims or similarity >= limits.conflict_min_similarity):
         return CONFLICT, signal
-    if similarity < settings.HAKI_CONFLICT_MIN_SIMILARITY:
+    if similarity < limits.conflict_min_similarity:
         return DISTINCT, None
-    if similarity >= settings.HAKI_DUPLICATE_SIMILARITY and not adds_information(new_text, old_text):
+    if similarity >= limits.duplicate_similarity and not adds_information(new_text, old_text):
         return DUPLICATE, None
     return DISTINCT, None
 

@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 import numpy as np
-from django.conf import settings
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
@@ -28,7 +27,7 @@ from facts.models import ConflictSet, ConsentWritePolicy, Event, Fact, FactKind,
 from facts.text import Signal, text_hash
 from facts.verdicts import CONFLICT, DUPLICATE, Candidate, Statements, pair_verdict
 from hakimem import telemetry
-from hakimem.embeddings import get_embedder, is_degenerate
+from hakimem.embeddings import get_embedder, is_degenerate, thresholds
 
 logger = logging.getLogger("hakimem.facts")
 
@@ -328,7 +327,8 @@ def _classify(batch: _Batch, stored: _Stored, *, now) -> _Plan:
     """In item order: an item with a stored fact's text repeats it; one with an earlier item's text, or that
     duplicates a stored or earlier fact without contradicting any, is answered by that fact; any other is a
     new fact, with the stored and earlier facts it contradicts."""
-    min_similarity = min(settings.HAKI_CLAIM_MIN_SIMILARITY, settings.HAKI_CONFLICT_MIN_SIMILARITY)
+    limits = thresholds()
+    min_similarity = min(limits.claim_min_similarity, limits.conflict_min_similarity)
     plan = _Plan(results=[None] * len(batch.items), projects={item.project_id for item in batch.items})
     earlier = _EarlierFacts(batch.vectors, batch.by_scope)
     statements = Statements()
@@ -524,7 +524,7 @@ def fact_retract(*, fact: Fact) -> Fact:
 def fact_merge_duplicates(*, project_id: str, subject_id: str, recorded_since: datetime | None = None) -> int:
     """Merge the scope's active near-duplicates with a fact recorded since `recorded_since` (None: all), as the
     write path would have had the newer come after the older was stored: a newer fact that pair_verdict calls a
-    duplicate of an older one (at least HAKI_DUPLICATE_SIMILARITY alike, no contradiction, names nothing the
+    duplicate of an older one (at least the embedder's duplicate threshold alike, no contradiction, names nothing the
     older does not) is answered by the older, which it re-confirms (the later last_confirmed_at), and is
     superseded by it. A newer fact that adds something stays, as at write time. Two such facts get stored when a
     write's neighbour probe missed the other, before a threshold changed, or by an import. Pairs come from
@@ -536,7 +536,7 @@ def fact_merge_duplicates(*, project_id: str, subject_id: str, recorded_since: d
             project_id=project_id,
             subject_id=subject_id,
             recorded_since=recorded_since,
-            min_similarity=settings.HAKI_DUPLICATE_SIMILARITY,
+            min_similarity=thresholds().duplicate_similarity,
         )
         if not pairs:
             return 0

@@ -13,6 +13,9 @@ One interface, chosen by HAKI_EMBED_PROVIDER:
 - "openai": any OpenAI-compatible /v1/embeddings endpoint (HAKI_EMBED_URL, HAKI_EMBED_MODEL,
   HAKI_EMBED_API_KEY), with a timeout (HAKI_EMBED_TIMEOUT).
 
+Each provider's cosines get their own thresholds (conflicts, duplicates, the relevance floor): THRESHOLDS, read
+through thresholds(), where an operator's HAKI_* setting wins.
+
 Every answer is checked against HAKI_EMBED_DIM: a provider that returns another size raises
 EmbeddingDimensionError, so nothing is ever written with a vector the index cannot compare.
 """
@@ -33,6 +36,7 @@ import urllib.request
 import weakref
 import zlib
 from collections import OrderedDict
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 
@@ -460,6 +464,53 @@ class OpenAICompatibleEmbedder(Embedder):
 
 # HAKI_EMBED_PROVIDER's values; every one but "openai" runs in process from weights a package ships.
 PROVIDERS = ("sentence-transformers", "minilm-int8", "multilingual-e5-small", "hashing", "openai")
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """Every cosine threshold the product compares one embedder's vectors with. A cosine means something only for
+    the embedder that made it (two unrelated facts: 0.09 with MiniLM, 0.79 with e5), so each provider has its own,
+    carried from MiniLM's by what they let through on development data (bench/thresholds.py; docs/quality.md)."""
+
+    conflict_min_similarity: float  # a word rule opens a conflict set from here (facts.verdicts, at query time too)
+    claim_min_similarity: float  # claims that clash open one from here: keeps texts about nothing alike apart
+    duplicate_similarity: float  # a new fact that names nothing new is a duplicate from here (writes, consolidation)
+    recall_max_distance: float  # the relevance floor, a cosine distance (context.config); 0 = off
+
+
+MINILM_THRESHOLDS = Thresholds(
+    conflict_min_similarity=0.75, claim_min_similarity=0.3, duplicate_similarity=0.92, recall_max_distance=0.85
+)
+# Per provider. A provider missing here was calibrated for none: it runs with MiniLM's similarities (what every
+# provider had before they were per provider) and no relevance floor.
+THRESHOLDS = {
+    "sentence-transformers": MINILM_THRESHOLDS,
+    # MiniLM's, carried by the share of development pairs (or of relevant items, for the floor) they let through:
+    # scripts/calibrate_thresholds.py, docs/quality.md "Encoders".
+    "multilingual-e5-small": Thresholds(
+        conflict_min_similarity=0.94, claim_min_similarity=0.80, duplicate_similarity=0.98, recall_max_distance=0.26
+    ),
+}
+UNCALIBRATED = replace(MINILM_THRESHOLDS, recall_max_distance=0.0)
+# The setting that replaces each threshold for every provider when an operator sets it (unset: None).
+THRESHOLD_SETTINGS = {
+    "conflict_min_similarity": "HAKI_CONFLICT_MIN_SIMILARITY",
+    "claim_min_similarity": "HAKI_CLAIM_MIN_SIMILARITY",
+    "duplicate_similarity": "HAKI_DUPLICATE_SIMILARITY",
+    "recall_max_distance": "HAKI_RECALL_MAX_DISTANCE",
+}
+
+
+def thresholds(provider: str | None = None) -> Thresholds:
+    """The thresholds in effect for `provider` (default: HAKI_EMBED_PROVIDER, read at call time, as a harness may
+    switch it in process): the provider's own, each replaced by its HAKI_* setting when that is set."""
+    own = THRESHOLDS.get(provider or settings.HAKI_EMBED_PROVIDER, UNCALIBRATED)
+    overrides = {
+        field: float(value)
+        for field, name in THRESHOLD_SETTINGS.items()
+        if (value := getattr(settings, name)) is not None
+    }
+    return replace(own, **overrides) if overrides else own
 
 
 @lru_cache(maxsize=8)

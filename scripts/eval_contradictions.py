@@ -2,7 +2,7 @@
 """Contradiction harness (bench/contradictions.py): every pair of eval/contradictions/pairs.jsonl through the write
 path, in process, on the embedded PostgreSQL of HAKI_PGDATA (default var/pgdata-eval).
 
-    .venv/bin/python scripts/eval_contradictions.py [--split dev|test|all] [--embedder sentence-transformers|hashing]
+    .venv/bin/python scripts/eval_contradictions.py [--split dev|test|all] [--embedder multilingual-e5-small]
         [--ids en-res-01,fr-age-02] [--json PATH] [--show-errors]
 
 Prints, per language and overall, recall on contradictions (a conflict set opened), the false-set rate on
@@ -22,8 +22,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 os.environ.setdefault("HAKI_PGDATA", str(ROOT / "var" / "pgdata-eval"))
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT))  # before scripts/, whose bench.py would shadow the bench package
+from hakimem.embeddings import PROVIDERS  # noqa: E402
 
 
 def _interrupt(signum, frame):
@@ -37,8 +37,8 @@ def main(argv=None) -> int:
     parser.add_argument("--ids", help="comma-separated pair ids (after --split)")
     parser.add_argument(
         "--embedder",
-        choices=("sentence-transformers", "hashing", "openai"),
-        help="override HAKI_EMBED_PROVIDER (default: the configured one, sentence-transformers)",
+        choices=PROVIDERS,
+        help="override HAKI_EMBED_PROVIDER, and with it the thresholds (default: the configured one)",
     )
     parser.add_argument("--json", type=Path, metavar="PATH", help="write the report with per-pair outcomes")
     parser.add_argument("--show-errors", action="store_true", help="print the misclassified pairs")

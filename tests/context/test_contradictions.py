@@ -10,6 +10,7 @@ from django.utils import timezone
 from context import candidates, retrieval
 from context.contradictions import Contradiction, find_contradictions, losers
 from facts.conflicts import conflict_resolve
+from hakimem.embeddings import thresholds
 from tests.conftest import PROJECT
 from tests.facts.factories import ConflictSetFactory, FactFactory
 
@@ -105,7 +106,7 @@ def test_a_negation_above_0_95_is_a_contradiction():
 
 def test_pairs_below_the_threshold_or_without_a_rule_are_no_contradiction(settings):
     # given a pair only a word rule reads as contradicting, less alike than the threshold, and an alike pair that agrees
-    assert settings.HAKI_CONFLICT_MIN_SIMILARITY == 0.75
+    assert thresholds().conflict_min_similarity == 0.75
     rent = stored("The rent is 850 euros a month.", days_ago=3)
     far = stored("The rent is 920 euros a month.", days_ago=1, embedding=alike(0.74))
     agrees = stored("The rent is now 850 euros a month.", days_ago=1)
@@ -114,7 +115,7 @@ def test_pairs_below_the_threshold_or_without_a_rule_are_no_contradiction(settin
 
 def test_claims_that_clash_contradict_below_the_word_rules_threshold_but_not_below_the_claims_floor(settings):
     # given two places of residence worded apart (MiniLM puts such pairs at 0.6-0.77), and a third barely alike
-    assert settings.HAKI_CLAIM_MIN_SIMILARITY == 0.3
+    assert thresholds().claim_min_similarity == 0.3
     berlin = stored("Bob lives in Berlin, in Kreuzberg.", days_ago=3, embedding=alike(0.9, axis=1))
     munich = stored("Bob moved to Munich last month.", days_ago=1, embedding=alike(0.6, axis=1))
     # then the newer wins, read as the same attribute of the same person

@@ -1,4 +1,4 @@
-"""bench/recall_floor.py's packing sweep: what a floor does to a packet, on made-up distances."""
+"""bench/recall_floor.py: what a floor does to a packet, on made-up distances, and which distances it is calibrated on."""
 
 import numpy as np
 
@@ -45,3 +45,28 @@ def test_small_scopes_hold_every_relevant_item_and_draw_the_rest():
     assert len(d) == 10 and rel.sum() == 2 and set(d[rel]) == set(whole[0][:2])
     ((d, _, rel),) = unanswerable
     assert len(d) == 10 and not rel.any()
+
+
+def test_the_calibration_measures_questions_as_a_context_call_embeds_them(monkeypatch):
+    """e5 embeds a question ("query: ") apart from what it searches ("passage: "): the distances a floor is
+    calibrated on must be the ones a context call meets, the question through the query path."""
+    from bench import recall_floor
+    from hakimem import embeddings
+
+    asked = []
+
+    class Asymmetric(embeddings.HashingEmbedder):
+        def _encode_queries(self, texts):
+            asked.extend(texts)
+            return self._encode([f"query {t}" for t in texts])
+
+    embedder = Asymmetric(384)
+    monkeypatch.setattr(embeddings, "get_embedder", lambda: embedder)
+    question, items = "where does Bob live", ["Bob lives in Lyon.", "The invoice is overdue."]
+    ((distances, _, relevant),) = recall_floor.scopes_from_pairs([(question, items[:1], items[1:])])
+    assert asked == [question]
+    expected = 1.0 - embedder.embed(items) @ embedder.embed([f"query {question}"])[0]
+    assert np.allclose(distances, expected) and not np.allclose(
+        distances, 1.0 - embedder.embed(items) @ embedder.embed([question])[0]
+    )
+    assert relevant.tolist() == [True, False]

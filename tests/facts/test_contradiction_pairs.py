@@ -14,7 +14,7 @@ from django.conf import settings as django_settings
 
 from facts.verdicts import CONFLICT, DISTINCT, DUPLICATE, pair_verdict
 from facts.text import contradiction_signal
-from hakimem.embeddings import get_embedder
+from hakimem.embeddings import get_embedder, thresholds
 
 PAIRS = [  # (stored, new, verdict a curator would give)
     ("Marie is allergic to penicillin.", "Marie is not allergic to penicillin.", CONFLICT),
@@ -219,7 +219,7 @@ def test_no_two_turns_of_the_development_conversations_conflict(settings, capsys
         for texts in ([t.text for t in conv.turns], [o.text for o in conv.observations]):
             vectors = np.asarray(embedder.embed(texts))
             similarity = vectors @ vectors.T
-            for i, j in zip(*np.where(np.triu(similarity, 1) >= settings.HAKI_CONFLICT_MIN_SIMILARITY)):
+            for i, j in zip(*np.where(np.triu(similarity, 1) >= thresholds().conflict_min_similarity)):
                 checked += 1
                 if pair_verdict(texts[j], texts[i], float(similarity[i, j]))[0] == CONFLICT:
                     conflicts.append((conv.sample_id, int(i), int(j)))
