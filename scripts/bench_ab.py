@@ -25,7 +25,9 @@ def main(argv=None) -> int:
     parser.add_argument("--think-ms", type=float, default=30.0, help="pause after each answer")
     parser.add_argument("--scopes", help="comma-separated labels (small, ingest, mid-0, big); default all")
     parser.add_argument(
-        "--tiers", action="store_true", help="tiered calls (the projects get bench_http's identity blocks and procedures)"
+        "--tiers",
+        action="store_true",
+        help="tiered calls (the projects get bench_http's identity blocks and procedures)",
     )
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--out", type=Path, default=ROOT / "bench-output" / "bench_ab.json")
