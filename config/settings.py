@@ -134,6 +134,10 @@ _pool = (
     else None
 )
 
+# A small scope's candidates statement runs prepared on each connection (hakimem/postgresql/base.py); off for a
+# pooler in transaction mode that keeps no prepared statement from one transaction to the next (docs/deploy.md).
+HAKI_PREPARED_STATEMENTS = env_bool("HAKI_PREPARED_STATEMENTS", True)
+
 if os.environ.get("DATABASE_URL"):
     DATABASES = {"default": database_settings(os.environ["DATABASE_URL"], pool=_pool)}
 else:

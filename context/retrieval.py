@@ -182,6 +182,9 @@ class _HeldStats:
     # (subject, dense_k) WHOLE_SCOPE_SQL found a scope larger than for, though these statistics expected it smaller
     # (written to since the last ANALYZE): such calls go straight to the two phases until the statistics change.
     beyond_whole_scope: set = field(default_factory=set)
+    # (subject, candidate limit) whose scope WHOLE_SCOPE_SQL found holding more than the limit, though these statistics
+    # expected fewer: a call that ranks in Python asks each table straight away until the statistics change.
+    beyond_candidate_limit: set = field(default_factory=set)
 
 
 _table_stats: dict[str | None, _HeldStats] = {}
@@ -528,6 +531,9 @@ def whole_scope_candidates(lookup: Lookup, *, qvec) -> tuple[list[Candidate], li
     their two phases each. None when the scope is not small enough for that (the statistics expect more rows than
     the candidate limit, or the statement found them): the call then asks each table."""
     limit = lookup.candidate_limit or CANDIDATE_LIMIT
+    held = _table_stats.get(lookup.project_id)
+    if held is not None and (lookup.subject_id, limit) in held.beyond_candidate_limit:
+        return None
     expected = sum(table_stats(t, lookup.project_id).scope_rows(lookup.subject_id) for t in (FACTS, EVENTS))
     if expected > limit:
         return None
@@ -536,6 +542,8 @@ def whole_scope_candidates(lookup: Lookup, *, qvec) -> tuple[list[Candidate], li
         return None
     facts, episodes, scope_facts, scope_events = read
     if len(facts) < scope_facts or len(episodes) < scope_events:  # cut at the limit: each table's best would differ
+        if (held := _table_stats.get(lookup.project_id)) is not None:
+            held.beyond_candidate_limit.add((lookup.subject_id, limit))
         return None
     return facts, episodes
 

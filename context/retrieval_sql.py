@@ -18,9 +18,11 @@ Invariants (each statement below keeps all of them; tests/context/test_retrieval
    packing needs: never the embedding. Facts, events and procedures take the same path (_legs), one statement
    each (hybrid_sql), or facts and events in one statement for a plain call (_together_sql: each table's legs
    as above, the CANDIDATE_LIMIT best of both returned). A scope of at most DENSE_TOP_K rows a table is the whole
-   of its legs' pool: a plain call then scores it whole (WHOLE_SCOPE_SQL, at most DENSE_TOP_K + 1 rows a table).
-4. Parameters go through the driver; nothing is formatted into SQL text. The connection never uses
-   server-side prepared statements (see hakimem/dbserver.py): generic plans lose the hnsw index.
+   of its legs' pool: a call then scores it whole (WHOLE_SCOPE_SQL, at most DENSE_TOP_K + 1 rows a table), a plain
+   call always, a tiered or boosted one when it holds no more than the candidate limit.
+4. Parameters go through the driver; nothing is formatted into SQL text. Only WHOLE_SCOPE_SQL runs as a server-side
+   prepared statement (hakimem/postgresql/base.py), its plan the same whatever the scope: the others' generic plans
+   would lose the hnsw index (hakimem/dbserver.py).
 """
 
 from __future__ import annotations
@@ -362,8 +364,9 @@ TOGETHER_SQL = {(f, e): _together_sql(facts_exact=f, events_exact=e) for f in (F
 # its lexical leg then reads nothing new: the pool is the whole scope, and the two phases are overhead (docs/tuning.md).
 # WHOLE_SCOPE_SQL reads each table's scope whole, at most dense_k + 1 rows, scores every row as phase 2 does and
 # returns the same candidates in the same order, with the rows read per table (scope_facts, scope_events): a count
-# above dense_k means the scope outgrew the planner's statistics, and the call runs TOGETHER_SQL instead
-# (retrieval.candidates_together, retrieval.WHOLE_SCOPE_MAX_SHARE).
+# above dense_k means the scope outgrew the planner's statistics, and the call runs TOGETHER_SQL instead (a tiered or
+# boosted call, one statement per table: retrieval.candidates_together, retrieval.whole_scope_candidates,
+# retrieval.WHOLE_SCOPE_MAX_SHARE).
 # -- uses: facts_fact_scope_recorded and facts_event_scope_vectors (the scope's rows, in no order)
 
 

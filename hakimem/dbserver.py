@@ -210,9 +210,6 @@ def _write_settings(pgdata: Path) -> None:
 # system's TCP timeout (minutes), so no request waits on it longer; a `connect_timeout` in the URL wins.
 CONNECT_TIMEOUT = 3
 
-# psycopg prepares a statement after this many runs on a connection (None would refuse even an explicit prepare=True).
-PREPARE_ONLY_WHEN_ASKED = 2**62
-
 
 def database_settings(url: str, *, pool: dict | None = None, connect_timeout: int = CONNECT_TIMEOUT) -> dict:
     """Django DATABASES entry from a postgresql:// URL (host may be a socket folder given as ?host=).
@@ -228,9 +225,8 @@ def database_settings(url: str, *, pool: dict | None = None, connect_timeout: in
     options = {
         # Never prepare a statement because it ran often: PostgreSQL's *generic* plan for the two-phase retrieval
         # picks the scope btree plus a sort over every row instead of hnsw, twenty times slower at 50k facts in one
-        # scope. The statements worth preparing are chosen one by one (hakimem.postgresql.base.PreparedCursor);
-        # Django's own cursors bind on the client and never prepare.
-        "prepare_threshold": PREPARE_ONLY_WHEN_ASKED,
+        # scope. The one statement worth preparing is chosen (hakimem.postgresql.base.PreparedCursor).
+        "prepare_threshold": None,
         "connect_timeout": connect_timeout,
         **query,
     }

@@ -198,9 +198,10 @@ def test_the_calls_run_the_same_statements_whatever_other_tenants_hold(measured)
 
 
 def test_no_statement_reads_more_pages_when_another_tenant_holds_100k_facts(measured):
-    extra = max(MAX_EXTRA_PAGES, PAGES_PER_SCOPE_ROW * measured["scope_items"])
     for sql, after in measured["after"].items():
         before = measured["before"][sql]
+        # the statement that reads the scope whole may probe an index per row of it
+        extra = max(MAX_EXTRA_PAGES, PAGES_PER_SCOPE_ROW * measured["scope_items"] * (sql == WHOLE_SCOPE_SQL))
         assert after["pages"] <= PAGES_FACTOR * before["pages"] + extra, (
             f"{_name(sql)}: {before['pages']} -> {after['pages']} pages\n{json.dumps(after['plan'], indent=1)[:6000]}"
         )

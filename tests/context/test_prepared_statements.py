@@ -1,8 +1,9 @@
 """The whole-scope statement is prepared on its connection and run by name from then on; no other statement of a
-context call is prepared (the two-phase retrieval's generic plan would lose the hnsw index)."""
+context call is prepared (the two-phase retrieval's generic plan would lose the hnsw index), and none when
+HAKI_PREPARED_STATEMENTS is off (a pooler in transaction mode)."""
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 
 from tests.context.calls import ask
 from tests.facts.factories import EventFactory, FactFactory
@@ -29,10 +30,32 @@ def test_the_whole_scope_statement_is_prepared_once_and_run_by_name(api):
     assert runs - before.get(statement, 0) == 3
 
 
-def test_a_question_of_stop_words_alone_runs_the_prepared_statement(api):
+def test_a_question_of_stop_words_alone_is_prepared_apart(api):
+    """psycopg keys a prepared statement by its parameters' types too: the empty word lists of a question with no
+    lexical term have none, so that call prepares the statement a second time, and runs it by name after."""
     FactFactory(text="Marie's sister Anna lives in Lyon.")
     ask(api, "Where does Anna live?")
-    # no lexical term: the statement's text parameters are empty, the same prepared statement serves
-    packet = ask(api, "what is it?")
-    assert packet["facts"]
-    assert [statement for statement, _ in prepared_statements() if "scope_facts" in statement]
+    for question in ("what is it?", "who is it?"):
+        assert ask(api, question)["facts"]
+    statements = prepared_statements()
+    assert len(statements) == 2 and all("scope_facts" in statement for statement, _ in statements)
+    assert sorted(runs for _, runs in statements) == [1, 2]
+
+
+def test_a_rolled_back_savepoint_keeps_the_prepared_statement(api):
+    """The connection counts no statement of Django's: a ROLLBACK TO SAVEPOINT (any failed nested block) leaves the
+    prepared statement to the next call."""
+    FactFactory(text="Marie's sister Anna lives in Lyon.")
+    ask(api, "Where does Anna live?")
+    with transaction.atomic():
+        FactFactory(text="Marie's brother Paul lives in Nantes.")
+        transaction.set_rollback(True)
+    ask(api, "Who is Marie's sister?")
+    assert [runs for _, runs in prepared_statements()] == [2]
+
+
+def test_nothing_is_prepared_when_prepared_statements_are_off(api, settings):
+    settings.HAKI_PREPARED_STATEMENTS = False
+    FactFactory(text="Marie's sister Anna lives in Lyon.")
+    assert ask(api, "Where does Anna live?")["facts"]
+    assert prepared_statements() == []

@@ -293,9 +293,10 @@ def test_a_tiered_call_without_the_embedder_serves_every_tier_by_words(api, memo
     assert packet["facts"] and packet["used_tokens"] == estimate_tokens(packet["rendered"])
 
 
+@pytest.mark.parametrize("budget", [900, 200])  # 200: not all served, multi-hop finds among the rest
 @pytest.mark.parametrize("asks", [{"tiers": True}, {"category_boosts": {"preference": 1.5}}], ids=["tiers", "boosts"])
 def test_a_small_scopes_call_ranked_in_python_reads_it_whole_and_serves_what_a_statement_per_table_served(
-    api, memory, monkeypatch, asks
+    api, memory, monkeypatch, asks, budget
 ):
     """A call that scores in Python gets a small scope's every fact and event from the whole-scope statement alone,
     and serves the same packet, with the same decisions, as with the two phases of a statement per table."""
@@ -307,6 +308,8 @@ def test_a_small_scopes_call_ranked_in_python_reads_it_whole_and_serves_what_a_s
     for i in range(12):
         FactFactory(text=f"Alice grows {i} kinds of tomato in bed {i % 6}.")
         EventFactory(text=f"Alice watered bed {i % 6} on day {i}.", occurred_at=timezone.now() - timedelta(days=i + 1))
+    FactFactory(text="Alice's neighbour Bernard grows beans in her garden beds.")
+    FactFactory(text="Bernard keeps his tools in a blue shed by the road.")  # reached by its name alone: multi-hop
     question = "What does Alice grow in her garden beds?"
 
     def served(**patch):
@@ -315,7 +318,7 @@ def test_a_small_scopes_call_ranked_in_python_reads_it_whole_and_serves_what_a_s
         # undone after: the call's served items count as accessed, which a tiered call's next ranking reads
         with transaction.atomic():
             with CaptureQueriesContext(connection) as queries:
-                packet = ask(api, question, budget_tokens=900, **asks)
+                packet = ask(api, question, budget_tokens=budget, **asks)
             whole = sum("AS scope_facts" in q["sql"] for q in queries.captured_queries)
             ranked = sorted((str(k), d.reason_code, d.rank, d.score) for k, d in decisions(packet).items())
             transaction.set_rollback(True)
@@ -326,11 +329,16 @@ def test_a_small_scopes_call_ranked_in_python_reads_it_whole_and_serves_what_a_s
     assert (whole, apart_whole) == (1, 0)
     assert packet["facts"] and packet["episodes"]
     assert packet == apart_packet and ranked == apart_ranked
+    if budget == 200 and "category_boosts" in asks:  # multi-hop looked among the scope's facts, as it asked before
+        assert "multi_hop_expansion" in {reason for _, reason, _, _ in ranked}
 
 
 def test_a_scope_of_more_rows_than_the_candidate_limit_is_asked_table_by_table(api, monkeypatch):
     """Read whole and cut at the candidate limit, a scope would lose what each table's best keeps: the call asks each
     table, and the packet is the one a statement per table gives."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
     from context import retrieval
 
     for i in range(8):
@@ -344,6 +352,9 @@ def test_a_scope_of_more_rows_than_the_candidate_limit_is_asked_table_by_table(a
 
     qvec = get_embedder().embed_query("tomato beds", project_id=PROJECT)
     assert retrieval.whole_scope_candidates(lookup, qvec=qvec) is None
+    with CaptureQueriesContext(connection) as queries:  # remembered until the statistics change: not read again
+        assert retrieval.whole_scope_candidates(lookup, qvec=qvec) is None
+    assert not any("AS scope_facts" in q["sql"] for q in queries.captured_queries)
     monkeypatch.setattr(retrieval, "CANDIDATE_LIMIT", 16)
     facts, episodes = retrieval.whole_scope_candidates(lookup, qvec=qvec)
     assert len(facts) == 8 and len(episodes) == 8
