@@ -6,7 +6,7 @@ Stop the server first: open connections hold locks the restore waits for, and ca
 statistics, the query-vector cache) would describe the data replaced. Into a migrated database it drops each object
 before making it again (--clean); the database's extensions (vector) are left as they are, not dropped and made
 again: only their owner, a superuser on an existing PostgreSQL, may, and the tables' owner the restore runs as is
-none. Into a database with no tables of hakimem's yet it drops nothing (PostgreSQL refuses `DROP POLICY IF EXISTS`
+none. Into a database never migrated (no django_migrations table) it drops nothing (PostgreSQL refuses `DROP POLICY IF EXISTS`
 on a table that does not exist) and creates the extensions the dump names when they are missing (`CREATE EXTENSION
 IF NOT EXISTS`: a user allowed to, or a database where they exist already)."""
 
