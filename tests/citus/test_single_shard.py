@@ -165,3 +165,24 @@ def test_a_context_calls_trace_write_runs_on_one_shard(api):
     assert writes
     offenders = not_single_shard(writes)
     assert not offenders, "\n\n".join(f"{s}\n{p}" for s, p in offenders.items())
+
+
+def test_the_prepared_whole_scope_statement_keeps_custom_plans_on_the_cluster(api):
+    """A small scope's candidates statement runs prepared (hakimem/postgresql/base.py). Citus makes no distributed plan
+    of its generic form ("could not create distributed plan"): PostgreSQL keeps planning it with the call's values,
+    each one task on one shard, however often it runs on a connection."""
+    FactFactory(text="Marie's brother is called Julien.")
+    EventFactory(text="Marie called her brother on Sunday.")
+    for i in range(8):  # more than the five custom runs after which PostgreSQL weighs a generic plan
+        response = api.post(
+            "/v1/context",
+            {"project_id": PROJECT, "subject_id": "alice", "query": f"Who is Marie's brother, question {i}?"},
+            format="json",
+        )
+        assert response.status_code == 200, response.content
+        assert response.json()["facts"]
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements")
+        prepared = cursor.fetchall()
+    whole_scope = [(generic, custom) for statement, generic, custom in prepared if "scope_facts" in statement]
+    assert len(whole_scope) == 1 and whole_scope[0][0] == 0 and whole_scope[0][1] >= 8, whole_scope
