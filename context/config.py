@@ -8,16 +8,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, replace
 
 from context import retrieval, scoring
-from hakimem.embeddings import THRESHOLDS, thresholds
+from hakimem.embeddings import thresholds
 
 # The share of the budget held back for multi-hop (context/packing.py).
 MULTI_HOP_BUDGET_SHARE = 0.2  # why a fifth: docs/quality.md, "Current results and the tuning behind them"
-
-# The relevance floor (cosine distance) of each embedder calibrated for one, from the embedders' table of thresholds
-# (MiniLM's measured with scripts/check_recall_floor.py, e5's carried from it: docs/quality.md, "Relevance floor"). A
-# distance is only comparable within one embedder: a provider missing here runs with the floor off unless
-# HAKI_RECALL_MAX_DISTANCE sets one.
-CALIBRATED_MAX_DISTANCE = {name: t.recall_max_distance for name, t in THRESHOLDS.items() if t.recall_max_distance}
 
 
 @dataclass(frozen=True)

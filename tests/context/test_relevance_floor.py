@@ -71,11 +71,12 @@ def test_small_scope_with_nothing_relevant_answers_no_relevant_memory(api, setti
 
 
 def test_an_explicit_floor_wins_over_the_calibrated_one(settings):
-    from context.config import CALIBRATED_MAX_DISTANCE, default_config
+    from context.config import default_config
+    from hakimem.embeddings import THRESHOLDS
 
     settings.HAKI_EMBED_PROVIDER = "sentence-transformers"
     settings.HAKI_RECALL_MAX_DISTANCE = None
-    assert default_config().max_distance == CALIBRATED_MAX_DISTANCE["sentence-transformers"] > 0
+    assert default_config().max_distance == THRESHOLDS["sentence-transformers"].recall_max_distance > 0
     settings.HAKI_RECALL_MAX_DISTANCE = 0.0  # off, on purpose
     assert default_config().max_distance == 0.0
     settings.HAKI_RECALL_MAX_DISTANCE = 0.7
