@@ -531,19 +531,16 @@ def whole_scope_candidates(lookup: Lookup, *, qvec) -> tuple[list[Candidate], li
     their two phases each. None when the scope is not small enough for that (the statistics expect more rows than
     the candidate limit, or the statement found them): the call then asks each table."""
     limit = lookup.candidate_limit or CANDIDATE_LIMIT
-    held = _table_stats.get(lookup.project_id)
-    if held is not None and (lookup.subject_id, limit) in held.beyond_candidate_limit:
-        return None
     expected = sum(table_stats(t, lookup.project_id).scope_rows(lookup.subject_id) for t in (FACTS, EVENTS))
-    if expected > limit:
+    held = _table_stats[lookup.project_id]  # what table_stats just read
+    if expected > limit or (lookup.subject_id, limit) in held.beyond_candidate_limit:
         return None
     read = _whole_scope(lookup, _together_params(lookup, qvec))
     if read is None:
         return None
     facts, episodes, scope_facts, scope_events = read
     if len(facts) < scope_facts or len(episodes) < scope_events:  # cut at the limit: each table's best would differ
-        if (held := _table_stats.get(lookup.project_id)) is not None:
-            held.beyond_candidate_limit.add((lookup.subject_id, limit))
+        held.beyond_candidate_limit.add((lookup.subject_id, limit))
         return None
     return facts, episodes
 
