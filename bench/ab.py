@@ -156,6 +156,7 @@ def run(
     tiers: bool = False,
 ) -> dict:
     """The comparison on the configured database (bench_http's dataset loaded into it if missing); its report."""
+    asks = TIERED_ASKS if tiers else {}
     from django.conf import settings
     from django.db import connection
 
@@ -177,7 +178,7 @@ def run(
         + ("+changes" if _git("status", "--porcelain", "--untracked-files=no") else ""),
         "embedder": embedder,
         "think_ms": think_ms,
-        "asks": TIERED_ASKS if tiers else {},
+        "asks": asks,
         "cores": os.cpu_count(),
     }
     # Both servers read the statistics of settled tables (which statement a call takes depends on them), and share
@@ -214,7 +215,7 @@ def run(
                 ingested=ingested,
                 floor_ms=floor["floor_ms"],
                 sent=sent,
-                asks=TIERED_ASKS if tiers else None,
+                asks=asks,
             )
             report["floor"]["after"] = floor_measure(urls, floor_questions(FLOOR_SAMPLES, seed + 1, sent))
     finally:
