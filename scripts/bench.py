@@ -13,6 +13,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench import in_process  # noqa: E402
+from hakimem.embeddings import PROVIDERS  # noqa: E402
 
 
 def main(argv=None) -> int:
@@ -20,7 +21,7 @@ def main(argv=None) -> int:
         description=in_process.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--total", type=int, default=200_000, help="facts in the table (1000000 for the 1M run)")
-    parser.add_argument("--embedder", default="sentence-transformers", choices=["sentence-transformers", "hashing"])
+    parser.add_argument("--embedder", default="sentence-transformers", choices=PROVIDERS)
     parser.add_argument("--queries", type=int, default=200, help="distinct queries per subject")
     parser.add_argument("--ingest-batches", type=int, default=10)
     parser.add_argument("--seed", type=int, default=7)

@@ -14,13 +14,14 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench import ab  # noqa: E402
+from hakimem.embeddings import PROVIDERS  # noqa: E402
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=ab.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--baseline", required=True, help="the commit to compare this checkout with (e.g. HEAD~1)")
     parser.add_argument("--total", type=int, default=16_667, help="bench_http's dataset size")
-    parser.add_argument("--embedder", default="sentence-transformers", choices=["sentence-transformers", "hashing"])
+    parser.add_argument("--embedder", default="sentence-transformers", choices=PROVIDERS)
     parser.add_argument("--queries", type=int, default=150, help="distinct texts per scope, each sent to both")
     parser.add_argument("--think-ms", type=float, default=30.0, help="pause after each answer")
     parser.add_argument("--scopes", help="comma-separated labels (small, ingest, mid-0, big); default all")

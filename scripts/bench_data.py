@@ -13,12 +13,13 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench import loader  # noqa: E402
+from hakimem.embeddings import PROVIDERS  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=loader.__doc__.split("\n\n")[0])
     parser.add_argument("--total", type=int, default=200_000, help="number of facts (default 200000)")
-    parser.add_argument("--embedder", choices=("sentence-transformers", "hashing"), default="hashing")
+    parser.add_argument("--embedder", choices=PROVIDERS, default="hashing")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--cache-dir", type=Path, default=ROOT / "var" / "bench-cache")
     parser.add_argument(

@@ -13,6 +13,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench import clients, over_http  # noqa: E402
+from hakimem.embeddings import PROVIDERS  # noqa: E402
 
 
 def main(argv=None) -> int:
@@ -20,7 +21,7 @@ def main(argv=None) -> int:
         description=over_http.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--total", type=int, default=16_667, help="facts loaded (16667: a 10k scope; 200000: 100k)")
-    parser.add_argument("--embedder", default="sentence-transformers", choices=["sentence-transformers", "hashing"])
+    parser.add_argument("--embedder", default="sentence-transformers", choices=PROVIDERS)
     parser.add_argument("--queries", type=int, default=200, help="1-client calls per scope (distinct texts)")
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--duration", type=float, default=20.0, help="seconds of the concurrent phase per scope")
