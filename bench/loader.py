@@ -7,7 +7,6 @@ copied into project "bench" in one transaction, the hnsw indexes rebuilt around 
 from __future__ import annotations
 
 import hashlib
-import json
 import random
 import sys
 import time
@@ -253,17 +252,9 @@ def loaded(total: int, seed: int) -> bool:
 def embedded_with(embedder: str) -> bool:
     """Whether the loaded facts were embedded by `embedder` (a load by another one holds the same rows)."""
     from hakimem.embeddings import get_embedder
+    from portability.store_vectors import OK, store_vectors
 
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT text, embedding::text FROM facts_fact WHERE project_id = %s ORDER BY recorded_from LIMIT 1",
-            [PROJECT],
-        )
-        row = cursor.fetchone()
-    if row is None:
-        return False
-    stored = np.array(json.loads(row[1]), dtype=np.float32)
-    return float(stored @ get_embedder().embed([row[0]])[0]) > 0.99
+    return store_vectors(get_embedder(embedder)) == OK
 
 
 def ensure_loaded(total: int, embedder: str, cache_dir: Path, seed: int, *, reload: bool = False) -> dict | None:
