@@ -93,7 +93,7 @@ def find_contradictions(*, project_id: str, subject_id: str, candidates: list) -
         signal = contradiction_signal(_statement(by_id[newer].text), _statement(by_id[older].text))
         if signal is None or not similarity >= limits.claim_min_similarity:  # NaN: a vector of zeros
             continue
-        if signal.read_as_claims or similarity >= limits.conflict_min_similarity:
+        if signal.structural or similarity >= limits.conflict_min_similarity:
             against.setdefault(older, []).append((newer, similarity, signal))
 
     out: set = set()

@@ -12,9 +12,9 @@ CONFLICT, DUPLICATE, DISTINCT = "conflict", "duplicate", "distinct"
 
 def pair_verdict(new_text: str | Statement, old_text: str | Statement, similarity: float) -> tuple[str, Signal | None]:
     """How a new fact relates to a stored one of the same scope:
-    - conflict: their claims give one holder two values of one attribute (facts.claims), at any similarity
-      from the claims' floor up; or similar enough to be about the same thing (the conflict threshold) and a
-      word rule fires;
+    - conflict: their claims give one holder two values of one attribute (facts.claims), or one is the other
+      negated (the same content words), at any similarity from the claims' floor up; or similar enough to be about
+      the same thing (the conflict threshold) and another word rule fires;
     - duplicate: no contradiction, from the duplicate threshold up, and the new text names nothing new;
     - distinct: anything else (stored as its own fact).
     The thresholds are the configured embedder's (hakimem.embeddings.thresholds)."""
@@ -22,7 +22,7 @@ def pair_verdict(new_text: str | Statement, old_text: str | Statement, similarit
     if not similarity >= limits.claim_min_similarity:  # NaN too: a vector cosine cannot rank
         return DISTINCT, None
     signal = contradiction_signal(new_text, old_text)
-    if signal is not None and (signal.read_as_claims or similarity >= limits.conflict_min_similarity):
+    if signal is not None and (signal.structural or similarity >= limits.conflict_min_similarity):
         return CONFLICT, signal
     if similarity < limits.conflict_min_similarity:
         return DISTINCT, None
