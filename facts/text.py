@@ -204,8 +204,8 @@ class Signal:
     @property
     def structural(self) -> bool:
         """The rule says by itself that the two facts are about the same thing: their claims clash, or one is the
-        other negated (_same_claim), which no pair of LoCoMo dev's turns below the conflict threshold is (169,621
-        pairs from 0.3 up, MiniLM). The other word rules need the cosine to say it."""
+        other negated (_same_claim; tests/facts/test_contradiction_pairs.py holds LoCoMo's chats to it). The other
+        word rules need the cosine to say it."""
         return self.read_as_claims or self.rule == "negation"
 
 
