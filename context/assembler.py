@@ -62,7 +62,7 @@ from context.packing import (
     tier_budgets,
 )
 from context.render import Layout
-from context.scoring import hybrid_score, rank_order, same_sitting_lift, tiered_score
+from context.scoring import hybrid_score, rank_order, same_sitting_lift, same_stamp_lift, tiered_score
 from facts.conflicts import contradiction_propose
 from facts.selectors import SCOPE_WRITTEN_SQL, consent_gate, volatility_cutoffs
 from hakimem import telemetry
@@ -363,6 +363,7 @@ def rank_candidates(
     for item, _ in pool:
         item.score = _score(item, config, options, access)
     same_sitting_lift([item for item, kind in pool if kind == ItemType.EPISODE], config)
+    same_stamp_lift([item for item, kind in pool if kind == ItemType.FACT], config)
     pool = sorted(pool, key=lambda p: rank_order(p[0]))
     limit = options.candidate_limit or retrieval.CANDIDATE_LIMIT
     return [candidate_decision(item, kind, i + 1, layout) for i, (item, kind) in enumerate(pool[:limit])]

@@ -27,6 +27,7 @@ class AssemblyConfig:
     w_importance: float = scoring.W_IMPORTANCE  # tiered calls only
     w_access: float = scoring.W_ACCESS  # tiered calls only
     w_same_sitting: float = scoring.W_SAME_SITTING  # episodes of the best episodes' sitting
+    w_same_stamp: float = scoring.W_SAME_STAMP  # facts of the best facts' stamp
 
     @property
     def tau_seconds(self) -> float:
@@ -46,7 +47,7 @@ class AssemblyConfig:
 
 CONFIG_FIELDS = frozenset(AssemblyConfig.__dataclass_fields__)
 # Knobs added after traces were first recorded, with the value that does what the calls of before did.
-ADDED_SINCE = {"w_same_sitting": 0.0}
+ADDED_SINCE = {"w_same_sitting": 0.0, "w_same_stamp": 0.0}
 
 # What a replay may override, and within what (inclusive bounds). budget_tokens is checked as POST /v1/context
 # checks it (1..HAKI_MAX_BUDGET_TOKENS, budget_exceeded). Widths are bounded: each unit of width is a row scored
@@ -61,6 +62,7 @@ OVERRIDE_RANGES = {
     "lexical_top_k": (0, 1024),
     "multi_hop_share": (0.0, 1.0),
     "w_same_sitting": (0.0, 1.0),
+    "w_same_stamp": (0.0, 1.0),
 }
 INTEGER_OVERRIDES = frozenset({"dense_top_k", "lexical_top_k"})
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import heapq
 
+from facts.text import leading_stamp
 from hakimem.tokens import estimate_tokens  # noqa: F401 (the assembler and the scripts import it from here)
 
 # Tuned on the quality harness's dev split: recency weighs less than the specification's 0.15, or an event of a year
@@ -42,6 +43,12 @@ NEUTRAL_IMPORTANCE = 0.5
 W_SAME_SITTING = 0.10
 SAME_SITTING_TOP = 3
 SAME_SITTING_SECONDS = 12 * 3600
+
+# Facts of the sitting of the call's best facts. A fact has no time of its own but when it was written (a chat written
+# in one batch is written at one moment), yet a chat's turns stored as facts open with when they were said, a bracketed
+# stamp ("[1:56 pm on 8 May, 2023] Caroline: ...", facts.text.leading_stamp): the facts whose stamp is that of one of
+# the SAME_SITTING_TOP best facts by score have their score multiplied by 1 + W_SAME_STAMP (LoCoMo dev, docs/quality.md).
+W_SAME_STAMP = 0.10
 
 
 def hybrid_score(similarity: float | None, text_rank: float, recency: float, config=None) -> float:
@@ -71,6 +78,20 @@ def same_sitting_lift(episodes: list, config=None) -> None:
     for episode in episodes:
         if any(abs((episode.occurred_at - b.occurred_at).total_seconds()) <= SAME_SITTING_SECONDS for b in best):
             episode.score *= 1 + lift
+
+
+def same_stamp_lift(facts: list, config=None) -> None:
+    """Lift, in place, the scored `facts` whose text opens with the stamp of one of the SAME_SITTING_TOP best of them
+    (those included)."""
+    lift = config.w_same_stamp if config else W_SAME_STAMP
+    if not lift or not facts:
+        return
+    stamps = {leading_stamp(f.text) for f in heapq.nsmallest(SAME_SITTING_TOP, facts, key=rank_order)} - {""}
+    if not stamps:
+        return
+    for fact in facts:
+        if leading_stamp(fact.text) in stamps:
+            fact.score *= 1 + lift
 
 
 def rank_order(item) -> tuple:

@@ -265,6 +265,7 @@ _OVERRIDE_HELP = {
     "lexical_top_k": "phase-1 full-text matches (0: no lexical leg)",
     "multi_hop_share": "share of the budget held for multi-hop",
     "w_same_sitting": "lift of the episodes of the best episodes' sitting",
+    "w_same_stamp": "lift of the facts that open with the stamp of one of the best facts",
 }
 
 
@@ -286,6 +287,7 @@ class ReplayOverridesSerializer(StrictSerializer):
     lexical_top_k = _override_field("lexical_top_k")
     multi_hop_share = _override_field("multi_hop_share")
     w_same_sitting = _override_field("w_same_sitting")
+    w_same_stamp = _override_field("w_same_stamp")
     budget_tokens = serializers.IntegerField(
         required=False, min_value=1, help_text="1 to HAKI_MAX_BUDGET_TOKENS (400 budget_exceeded)"
     )

@@ -287,6 +287,12 @@ def _claim(text: str) -> str:
     return _STAMP_RE.sub("", text, count=1)
 
 
+def leading_stamp(text: str) -> str:
+    """The bracketed stamp a text opens with, as written ("[9:38 pm on 16 June, 2023]"), or "" when it has none."""
+    match = _STAMP_RE.match(text)
+    return match.group(0).strip() if match else ""
+
+
 def _common_prefix(a: tuple, b: tuple) -> int:
     """Length of the longest common prefix, by halving: each step one tuple comparison at C speed, where a word
     by word loop in Python cost a millisecond for two near-identical texts of a thousand words."""
