@@ -1335,6 +1335,11 @@ export interface components {
              * @description lift of the episodes of the best episodes' sitting, 0.0 to 1.0
              */
             w_same_sitting?: number;
+            /**
+             * Format: double
+             * @description lift of the facts that open with the stamp of one of the best facts, 0.0 to 1.0
+             */
+            w_same_stamp?: number;
             /** @description 1 to HAKI_MAX_BUDGET_TOKENS (400 budget_exceeded) */
             budget_tokens?: number;
         };
