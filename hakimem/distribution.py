@@ -196,4 +196,10 @@ def match_leakproof_sql() -> list[str]:
     statement took 104 ms as the API role against 26 ms as the owner)."""
     from hakimem.rowsecurity import MATCH_LEAKPROOF_SQL
 
-    return [MATCH_LEAKPROOF_SQL, f"SELECT run_command_on_workers($${MATCH_LEAKPROOF_SQL}$$)"]
+    # run_command_on_workers reports a worker's failure as a row: raised here, so the command fails with it.
+    on_workers = (
+        "DO $do$ DECLARE r record; BEGIN FOR r IN SELECT * FROM run_command_on_workers("
+        f"$${MATCH_LEAKPROOF_SQL}$$) LOOP IF NOT r.success THEN RAISE EXCEPTION 'worker %:%: %', r.nodename, "
+        "r.nodeport, r.result; END IF; END LOOP; END $do$"
+    )
+    return [MATCH_LEAKPROOF_SQL, on_workers]
