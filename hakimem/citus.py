@@ -182,9 +182,11 @@ def _init_node(node: Node) -> None:
             fh.write(f"{key} = '{value}'\n")
 
 
-def _start_node(node: Node) -> None:
+def _start_node(node: Node, shared_buffers: str | None = None) -> None:
     if node.running():
         return
+    # For this start only: the folder keeps NODE_SETTINGS's modest value for the tests' next start.
+    options = ["-o", f"-c shared_buffers={shared_buffers}"] if shared_buffers else []
     _run(
         [
             str(bin_path() / "pg_ctl"),
@@ -195,6 +197,7 @@ def _start_node(node: Node) -> None:
             str(node.data),
             "-l",
             str(node.data / "server.log"),
+            *options,
             "start",
         ],
         user=system_user(),
@@ -220,9 +223,13 @@ def _database_ensure(node: Node) -> None:
         conn.execute("CREATE EXTENSION IF NOT EXISTS citus")
 
 
-def cluster_start(base: Path, *, port: int = DEFAULT_PORT, workers: int | None = None, say=print) -> str:
+def cluster_start(
+    base: Path, *, port: int = DEFAULT_PORT, workers: int | None = None, shared_buffers: str | None = None, say=print
+) -> str:
     """Make (first time) and start the nodes, register the workers with the coordinator and create pgvector and
-    hakimem's roles through it (Citus propagates both to the workers). Returns the coordinator's DATABASE_URL."""
+    hakimem's roles through it (Citus propagates both to the workers). `shared_buffers`: each node's for this start
+    (a benchmark's worker holds a whole project's shard; NODE_SETTINGS's otherwise). Returns the coordinator's
+    DATABASE_URL."""
     import psycopg
 
     from hakimem.dbserver import login_role_ensure
@@ -232,7 +239,7 @@ def cluster_start(base: Path, *, port: int = DEFAULT_PORT, workers: int | None =
         if not (node.data / "PG_VERSION").exists():
             say(f"initdb {node.name} ({node.data})")
             _init_node(node)
-        _start_node(node)
+        _start_node(node, shared_buffers)
         _database_ensure(node)
     coordinator, *others = cluster
     with psycopg.connect(coordinator.url(), autocommit=True) as conn:
@@ -265,9 +272,40 @@ def request_roles_log_in(worker) -> None:
     (here every node trusts 127.0.0.1 alone). Set on the worker itself (`worker`, a connection to it), not
     propagated; again after any citus_add_node, in any database of the cluster: Citus copies the roles to the node as
     the coordinator has them, NOLOGIN (tests/citus/test_move.py's new database did)."""
-    worker.execute(
-        f"SET citus.enable_ddl_propagation = off; ALTER ROLE {API_ROLE} LOGIN; ALTER ROLE {STAFF_ROLE} LOGIN"
+    worker.execute(REQUEST_ROLES_LOG_IN_SQL)
+
+
+# On the worker alone: with propagation on, Citus would pass the ALTER ROLE on to the other nodes.
+REQUEST_ROLES_LOG_IN_SQL = (
+    f"SET citus.enable_ddl_propagation = off; ALTER ROLE {API_ROLE} LOGIN; ALTER ROLE {STAFF_ROLE} LOGIN"
+)
+REQUEST_ROLES_NOLOGIN_SQL = (
+    "SELECT coalesce(string_agg(rolname, ', ' ORDER BY rolname), '') FROM pg_roles"
+    f" WHERE rolname IN ('{API_ROLE}', '{STAFF_ROLE}') AND NOT rolcanlogin"
+)
+
+
+def request_roles_let_log_in(cursor) -> list[str]:
+    """On a coordinator (`cursor`), let the request roles log in on every worker where they cannot: Citus copies them
+    to a worker NOLOGIN, as the coordinator has them, whenever it propagates them again (a restore's grants into a
+    second database did), and every request reaching that worker then fails. One line per worker fixed."""
+    cursor.execute(
+        "SELECT nodename, nodeport, success, result FROM run_command_on_workers(%s)", [REQUEST_ROLES_NOLOGIN_SQL]
     )
+    fixed = []
+    for name, port, success, roles in cursor.fetchall():
+        if not success:
+            raise ClusterError(f"worker {name}:{port}: {roles}")
+        if roles:
+            cursor.execute(
+                "SELECT success, result FROM master_run_on_worker(ARRAY[%s], ARRAY[%s], ARRAY[%s], false)",
+                [name, port, REQUEST_ROLES_LOG_IN_SQL],
+            )
+            success, result = cursor.fetchone()
+            if not success:
+                raise ClusterError(f"worker {name}:{port}: {result}")
+            fixed.append(f"{roles} may log in on worker {name}:{port} again (Citus had copied them NOLOGIN)")
+    return fixed
 
 
 def cluster_add_worker(base: Path, *, port: int = DEFAULT_PORT, say=print) -> Node:

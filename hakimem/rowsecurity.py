@@ -272,3 +272,21 @@ class StaffScopeMiddleware:
                 with connection.cursor() as cursor:
                     cursor.execute(PROJECT_SET_SQL, [projects])
         return self.get_response(request)
+
+
+# The full-text match made LEAKPROOF, so that under row security the lexical leg keeps its GIN index as an index
+# condition (facts/migrations/0008_row_level_security explains why it leaks nothing). An attribute of a pg_catalog
+# function: a dump does not hold it and Citus does not pass it on to the workers, so `manage.py restore` and
+# `manage.py citus_distribute` set it again (on the cluster, the workers run the statements). Needs a superuser.
+MATCH_LEAKPROOF_SQL = "ALTER FUNCTION pg_catalog.ts_match_vq(tsvector, tsquery) LEAKPROOF"
+MATCH_LEAKPROOF_IF_ALLOWED_SQL = f"""
+DO $$
+BEGIN
+    IF (SELECT rolsuper FROM pg_roles WHERE rolname = current_user) THEN
+        {MATCH_LEAKPROOF_SQL};
+    ELSE
+        RAISE WARNING 'hakimem: run {MATCH_LEAKPROOF_SQL} as a superuser, or the full-text leg of context calls '
+                      'cannot use its GIN index under row security';
+    END IF;
+END
+$$"""

@@ -17,9 +17,17 @@ from bench import ab  # noqa: E402
 from hakimem.embeddings import PROVIDERS  # noqa: E402
 
 
-def main(argv=None) -> int:
+def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=ab.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--baseline", required=True, help="the commit to compare this checkout with (e.g. HEAD~1)")
+    baseline = parser.add_mutually_exclusive_group(required=True)
+    baseline.add_argument("--baseline", help="the commit to compare this checkout with (e.g. HEAD~1)")
+    baseline.add_argument(
+        "--baseline-database",
+        help="instead, the database this checkout's baseline server runs on (a postgresql:// URL, or an embedded "
+        "server's data folder); the other runs on DATABASE_URL / HAKI_PGDATA",
+    )
+    # A child of a --baseline-database run: ready this process's database, print its keys and sizes as JSON, exit.
+    baseline.add_argument("--prepare", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--total", type=int, default=16_667, help="bench_http's dataset size")
     parser.add_argument("--embedder", default="sentence-transformers", choices=PROVIDERS)
     parser.add_argument("--queries", type=int, default=150, help="distinct texts per scope, each sent to both")
@@ -31,8 +39,13 @@ def main(argv=None) -> int:
         help="tiered calls (the projects get bench_http's identity blocks and procedures)",
     )
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--cache-dir", type=Path, default=ROOT / "var" / "bench-cache", help="the embeddings' cache")
     parser.add_argument("--out", type=Path, default=ROOT / "bench-output" / "bench_ab.json")
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
 
     if not os.environ.get("DATABASE_URL"):
         os.environ.setdefault("HAKI_PGDATA", str(ROOT / "var" / "pgdata-bench-http"))
@@ -42,21 +55,28 @@ def main(argv=None) -> int:
     from django.core.management import call_command
 
     call_command("migrate", verbosity=0)
+    if args.prepare:
+        ready = ab.prepare(total=args.total, embedder=args.embedder, cache_dir=args.cache_dir, seed=args.seed)
+        print(json.dumps(ready))  # to the parent's pipe: the keys are never written anywhere else
+        return 0
     args.out.parent.mkdir(parents=True, exist_ok=True)
     report = ab.run(
         baseline=args.baseline,
+        baseline_database=args.baseline_database,
         total=args.total,
         embedder=args.embedder,
         queries=args.queries,
         think_ms=args.think_ms,
         scopes=set(args.scopes.split(",")) if args.scopes else None,
         seed=args.seed,
+        cache_dir=args.cache_dir,
         log=args.out.with_suffix(".server.log"),
         tiers=args.tiers,
     )
     args.out.write_text(json.dumps(report, indent=1))
+    against = f" on {report['databases']['baseline']}" if args.baseline_database else ""
     print(
-        f"baseline {report['baseline'][:10]} vs checkout {report['checkout'][:10]}{report['checkout'][40:]}; load "
+        f"baseline {report['baseline'][:10]}{against} vs checkout {report['checkout'][:10]}{report['checkout'][40:]}; load "
         f"average {report['load_avg_1m_at_start']} at start, {report['load_avg_1m_at_end']} at end; written {args.out}"
     )
     return 0

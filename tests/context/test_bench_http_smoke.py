@@ -138,3 +138,79 @@ def test_ab_benchmark_smoke_run(tmp_path, capsys, tiers):
 
 def _tree_paths(porcelain: str) -> set[str]:
     return {line.split(" ", 1)[1] for line in porcelain.splitlines() if line.startswith("worktree ")}
+
+
+def test_ab_baseline_is_a_commit_or_a_database(tmp_path):
+    """scripts/bench_ab.py takes a baseline commit or a baseline database, one of the two; a database is a URL or an
+    embedded server's folder, and a folder clears the URL this process may hold (which would otherwise win)."""
+    from bench import ab
+    from scripts.bench_ab import parse_args
+
+    for argv in ([], ["--baseline", "HEAD", "--baseline-database", "postgresql://u@h:5/d"]):
+        with pytest.raises(SystemExit):
+            parse_args(argv)
+    args = parse_args(["--baseline-database", "postgresql://u@h:5/d"])
+    assert (args.baseline, args.baseline_database, args.prepare) == (None, "postgresql://u@h:5/d", False)
+    assert ab.database_environment("postgresql://u:pw@h:5/d") == {"DATABASE_URL": "postgresql://u:pw@h:5/d"}
+    assert ab.database_environment(str(tmp_path / "pg")) == {"DATABASE_URL": "", "HAKI_PGDATA": str(tmp_path / "pg")}
+    assert ab.database_label("postgresql://u:pw@h:5/d?sslmode=require") == "postgresql://u@h:5/d?sslmode=require"
+    with pytest.raises(ValueError):
+        ab.run(
+            baseline="HEAD",
+            baseline_database="postgresql://u@h:5/d",
+            total=1,
+            embedder="hashing",
+            queries=1,
+            think_ms=0,
+        )
+
+
+@pytest.mark.django_db(transaction=True)
+def test_ab_benchmark_against_another_database(tmp_path, capsys):
+    """scripts/bench_ab.py --baseline-database: this checkout's server on a second database beside the one on the test
+    database, the dataset loaded and settled in each (the second by the --prepare child); each server's calls are
+    traced in its own database, and both answer every question with the same packet (the same rows, same seed)."""
+    import psycopg
+
+    from bench import ab, dataset
+    from traces.models import Trace
+
+    here_url = database_url(connection.settings_dict)
+    other = f"{connection.settings_dict['NAME']}_ab_baseline"
+    other_url = database_url({**connection.settings_dict, "NAME": other})
+    with psycopg.connect(here_url, autocommit=True) as admin:
+        admin.execute(f'DROP DATABASE IF EXISTS "{other}"')
+        admin.execute(f'CREATE DATABASE "{other}"')
+    try:
+        with capsys.disabled():
+            report = ab.run(
+                baseline_database=other_url,
+                total=3000,
+                embedder="hashing",
+                queries=4,
+                think_ms=1,
+                scopes={"small"},
+                cache_dir=tmp_path,
+                server_env={"DATABASE_URL": here_url, "HAKI_WORKERS": "1"},
+                log=tmp_path / "server.log",
+            )
+        small = report["scopes"]["small"]
+        assert small["errors"] == {"baseline": 0, "checkout": 0}
+        assert small["baseline"]["n"] == small["checkout"]["n"] == 4
+        assert small["same_packets"] == 4
+        calls = over_http.WARM_UP_CALLS_PER_WORKER * 3 + 4
+        here = Trace.objects.filter(project_id=dataset.PROJECT, subject_id=small["subject"]).count()
+        with psycopg.connect(other_url) as conn:
+            there = conn.execute(
+                "SELECT count(*) FROM traces_trace WHERE project_id = %s AND subject_id = %s",
+                [dataset.PROJECT, small["subject"]],
+            ).fetchone()[0]
+        assert (here, there) == (calls, calls)
+        assert report["databases"] == {
+            "baseline": ab.database_label(other_url),
+            "checkout": ab.database_label(here_url),
+        }
+        assert report["checkout"].startswith(report["baseline"])  # one checkout serves both
+    finally:
+        with psycopg.connect(here_url, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{other}" WITH (FORCE)')

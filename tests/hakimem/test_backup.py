@@ -125,7 +125,8 @@ def test_a_missing_backup_file_is_refused(tmp_path):
 @pytest.mark.django_db(transaction=True)
 def test_restore_fills_a_new_empty_database(tmp_path):
     """A move to a new server (docs/scaling.md): the backup restored into a database with no table and no extension,
-    which `DROP POLICY IF EXISTS` on a missing table made pg_restore --clean refuse."""
+    which `DROP POLICY IF EXISTS` on a missing table made pg_restore --clean refuse; the full-text match LEAKPROOF
+    there too."""
     client = make_client(PROJECT)
     client.post(
         "/v1/facts", {"project_id": PROJECT, "subject_id": "alice", "text": "Paul lives in Nantes."}, format="json"
@@ -154,5 +155,11 @@ def test_restore_fills_a_new_empty_database(tmp_path):
                 assert cursor.fetchone() == (1,)
                 cursor.execute("SELECT has_table_privilege('hakimem_api', 'hakimem_apikey', 'SELECT')")
                 assert cursor.fetchone() == (False,)
+                # the full-text match LEAKPROOF again (a pg_catalog attribute no dump holds): the lexical leg's GIN
+                # index stays an index condition under row security
+                cursor.execute(
+                    "SELECT proleakproof FROM pg_proc WHERE oid = 'ts_match_vq(tsvector, tsquery)'::regprocedure"
+                )
+                assert cursor.fetchone() == (True,)
         finally:
             admin.execute(f'DROP DATABASE IF EXISTS "{target["NAME"]}" WITH (FORCE)')

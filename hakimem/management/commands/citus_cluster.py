@@ -39,14 +39,22 @@ class Command(BaseCommand):
             help="Citus's source archive, read in place when Citus is not yet installed",
         )
         parser.add_argument("--build-dir", type=Path, default=Path(settings.VAR_DIR) / "citus-build")
+        parser.add_argument(
+            "--shared-buffers",
+            default=os.environ.get("HAKI_CITUS_SHARED_BUFFERS") or None,
+            help="start: each node's shared_buffers for this start (default 256MB, or HAKI_CITUS_SHARED_BUFFERS); "
+            "a benchmark's worker holds a whole project's shard",
+        )
 
-    def handle(self, *args, action: str, dir: Path, port: int, source: Path, build_dir: Path, **options):
+    def handle(
+        self, *args, action: str, dir: Path, port: int, source: Path, build_dir: Path, shared_buffers, **options
+    ):
         base = dir.resolve()
         try:
             if action == "start":
                 if not citus.citus_installed():
                     citus.citus_build(source, build_dir.resolve(), say=self.stderr.write)
-                url = citus.cluster_start(base, port=port, say=self.stderr.write)
+                url = citus.cluster_start(base, port=port, shared_buffers=shared_buffers, say=self.stderr.write)
                 self.stdout.write(f"DATABASE_URL={url}")
             elif action == "add-worker":
                 added = citus.cluster_add_worker(base, port=port, say=self.stderr.write)

@@ -23,7 +23,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import connections
 
 from hakimem.dbserver import client_program, libpq_environment
-from hakimem.rowsecurity import api_role_revoke, without_api_tables
+from hakimem.rowsecurity import MATCH_LEAKPROOF_IF_ALLOWED_SQL, api_role_revoke, without_api_tables
 
 # A line of `pg_restore --list`: "2; 3079 16386 EXTENSION - vector postgres", "3437; 0 0 COMMENT - EXTENSION vector".
 EXTENSION_ENTRY = re.compile(r"^\d+; \d+ \d+ (EXTENSION|COMMENT - EXTENSION) ")
@@ -79,5 +79,6 @@ class Command(BaseCommand):
             # Tables made again took the schema's default privileges, the API role's among them: take back those
             # it must not hold (a dump keeps no revocation of a default privilege).
             api_role_revoke(cursor, without_api_tables(apps))
+            cursor.execute(MATCH_LEAKPROOF_IF_ALLOWED_SQL)  # a pg_catalog function's attribute is not in a dump
             cursor.execute("ANALYZE")  # statistics are not in a dump
         self.stdout.write(f"restored {file}" + ("" if migrated else " into an empty database"))
