@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-SINGLE, POLAR, COUNT, STATE, DATE = "single", "polar", "count", "state", "date"
+SINGLE, POLAR, COUNT, STATE, DATE, LEVEL = "single", "polar", "count", "state", "date", "level"
 
 
 # Who a third-person pronoun with no name before it stands for: the scope's subject, named or not ("Priya
@@ -16,7 +16,8 @@ ANYONE = "~"
 class Claim:
     holder: str  # "bob", "self", "bob/daughter", "self/wife"
     attribute: str  # "residence", "employer", "likes:coffee", "count:children", ...
-    kind: str  # SINGLE: one value at a time; POLAR: a yes or a no; COUNT; STATE (marital); DATE (birth)
+    kind: str  # SINGLE: one value at a time; POLAR: a yes or a no; COUNT; STATE (marital); DATE (birth); LEVEL
+    # (education: "min:N" and/or "max:N", a level reached at least or at most)
     value: frozenset  # folded words, numbers, or date parts ("y:2019", "m:5", "d:3")
     positive: bool = True
     shown: str = ""  # the value as written, for the curator
@@ -80,7 +81,7 @@ def clash(new: Claim, old: Claim) -> Clash | None:
         return None
     found = False
     if new.kind == SINGLE:
-        found = bool(new.value) and bool(old.value) and not (new.value & old.value)
+        found = bool(new.value) and bool(old.value) and not (new.value & old.value) and not _within(new, old)
     elif new.kind == POLAR:
         found = new.positive != old.positive
     elif new.kind == COUNT:
@@ -95,6 +96,8 @@ def clash(new: Claim, old: Claim) -> Clash | None:
         parts_new = {p[0]: p for p in new.value}
         parts_old = {p[0]: p for p in old.value}
         found = any(parts_new[k] != parts_old[k] for k in parts_new.keys() & parts_old.keys())
+    elif new.kind == LEVEL:
+        found = _bound(new, "min") > _bound(old, "max") or _bound(old, "min") > _bound(new, "max")
     if not found:
         return None
     holder = old.holder if new.holder.startswith(ANYONE) else new.holder
@@ -105,6 +108,24 @@ def clash(new: Claim, old: Claim) -> Clash | None:
         old=old.shown,
         rule="reversed" if new.kind == POLAR else "different_value",
     )
+
+
+# Values one of which is a kind of the other: a Catholic is a Christian.
+_KIND_OF = {"religion": {"catholic": "christian", "protestant": "christian", "orthodox": "christian"}}
+
+
+def _within(a: Claim, b: Claim) -> bool:
+    kinds = _KIND_OF.get(a.attribute)
+    if not kinds:
+        return False
+    return any(kinds.get(x) in b.value for x in a.value) or any(kinds.get(x) in a.value for x in b.value)
+
+
+def _bound(claim: Claim, side: str) -> float:
+    levels = [int(v.split(":")[1]) for v in claim.value if v.startswith(side + ":")]
+    if not levels:
+        return -1.0 if side == "min" else float("inf")
+    return float(max(levels) if side == "min" else min(levels))
 
 
 def _count(value: frozenset) -> int | None:

@@ -37,7 +37,7 @@ _IGNORED = (
     a recently got gets getting went goes become became started starts est sont suis a ai ont avons été etre être
     vient viens viennent mentioned mentions said says told tells reports reported noted notes explained explains
     confirmed confirms shared shares added adds revealed wrote writes indique indiqué dit mentionné précise précisé
-    explique expliqué raconte raconté
+    explique expliqué raconte raconté affirme affirmé déclare déclaré assure assuré claims insists switched changed updated
 """.split()
     }
 )
@@ -90,6 +90,8 @@ def _holder(prefix: str, speaker: str | None, sentence_holder: str | None, conte
             previous_end = end
             continue  # "Priya Raman": the first name is the one a later fact uses
         previous_end = None
+        if token[:2].casefold() == "d'" and len(token) > 2 and token[2:3].isupper():
+            heads.append(("of", "d"))  # le frère d'Henri: Henri's brother, as "le frère de Bob"
         token = token[2:] if token[:2].casefold() in ("d'", "l'") and len(token) > 2 else token  # d'Emma
         folded = _fold(token)
         base = folded[:-2] if folded.endswith("'s") else folded

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from facts.claims.clashes import COUNT, DATE, POLAR, SINGLE, STATE
+from facts.claims.clashes import COUNT, DATE, LEVEL, POLAR, SINGLE, STATE
 from facts.claims.words import _fold
 
 _ADV = r"(?:(?:now|currently|still|also|recently|just|actually|finally|officially|already|full-time|part-time|maintenant|actuellement|désormais|toujours|aussi|récemment|enfin)\s+)*"
@@ -92,9 +92,11 @@ _p(
 )
 # age
 _AGE = (
-    r"(?:\d{1,3}|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|"
-    r"sixteen|seventeen|eighteen|nineteen|twenty|un|deux|trois|quatre|cinq|six|sept|huit|neuf|dix|onze|douze|"
-    r"treize|quatorze|quinze|seize|vingt)"
+    r"(?:\d{1,3}|(?:twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety)(?:[- ](?:one|two|three|four|five|six|"
+    r"seven|eight|nine))?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|"
+    r"sixteen|seventeen|eighteen|nineteen|(?:vingt|trente|quarante|cinquante|soixante)(?:-(?:et-un|deux|trois|"
+    r"quatre|cinq|six|sept|huit|neuf))?|un|deux|trois|quatre|cinq|six|sept|huit|neuf|dix|onze|douze|"
+    r"treize|quatorze|quinze|seize)"
 )
 _p("age", SINGLE, rf"\b{_BE}\s+{_ADV}(?:now\s+)?(?P<v>{_AGE})(?:\s+years?\s+old|\s+yo\b|\s*(?=[.;!?,]|$))")
 _p("age", SINGLE, rf"\b(?:turned|is turning|turning|just turned|aged|age is|age:)\s+(?P<v>{_AGE})\b")
@@ -106,10 +108,19 @@ _p(
 _p(
     "age",
     SINGLE,
-    rf"\b(?:a|ai|as|avons|ont|vient d'avoir|a eu|fête ses|a fêté ses|fêté mes|vient de fêter ses)\s+{_ADV}(?P<v>{_AGE})\s+ans\b",
+    rf"\b(?<!y )(?:a|ai|as|avons|ont|vient d'avoir|a eu|fête ses|a fêté ses|fêté mes|vient de fêter ses)\s+{_ADV}(?P<v>{_AGE})\s+ans\b",
 )
 _p("age", SINGLE, r"\b(?:soufflé|souffler|soufflera)\s+(?:ses|mes|leurs)\s+(?P<v>\d{1,3})\s+bougies")
 _p("age", SINGLE, r"\bâgée?\s+de\s+(?P<v>\d{1,3})\s+ans\b")
+_p("age", SINGLE, rf"\b(?:as|being|comme)\s+(?:an?|un|une)\s+(?P<v>{_AGE})-year-old\b")
+_p("age", SINGLE, r"\bà\s+(?P<v>\d{1,3})\s+ans\s+passés\b")
+# "in his early twenties": every age of the decade's third
+_p(
+    "age",
+    SINGLE,
+    r"\bin\s+(?:his|her|their|my|our)\s+(?P<third>early|mid|late)?[- ]?(?P<v>twenties|thirties|forties|fifties|sixties|seventies|eighties)\b",
+)
+_p("birth", DATE, r"\bje\s+suis\s+de\s+(?P<v>(?:19|20)\d\d)\b(?!\s+(?:à|au))")  # "moi, je suis de 1988"
 # birth
 _p("birth", DATE, r"\b(?:was|were|is|'s)?\s*born\s+(?:on|in)\s+(?P<v>[^.;!?\n]{1,40})")
 _p(
@@ -252,7 +263,7 @@ _p(
 _p(
     "occupation",
     SINGLE,
-    r"\b(?:occupation|job|profession|métier)\s*(?::|is|est)\s*(?:an?\s+|un\s+|une\s+)?(?P<v>(?!(?:il|elle|he|she|they|je|j'|i)\b)[^.;!?\n]{1,50})",
+    r"\b(?:occupation|job|profession|métier)\s*(?::|is|est)\s*(?:an?\s+|un\s+|une\s+)?(?P<v>(?=\S)(?!(?:il|elle|he|she|they|je|j'|i)\b)[^.;!?\n]{1,50})",
 )
 _p("occupation", SINGLE, rf"\b(?:travaille|travaillent)\s+{_ADV}comme\s+(?P<v>[^.;!?\n]{{1,50}})")
 _JOBS = """
@@ -281,7 +292,7 @@ _JOB = "|".join(sorted((re.escape(j) for j in _JOBS), key=len, reverse=True))
 _p(
     "occupation",
     SINGLE,
-    rf"\b(?:{_BE}|est|suis|sont|became|has become|est devenue?|now works as|works as)\s+{_ADV}(?:an?\s+|un\s+|une\s+)?(?P<v>(?:[\w-]+\s+){{0,2}}?(?:{_JOB}))\b(?!\s+(?:at heart|by training|de formation))",
+    rf"\b(?:est devenue?|{_BE}|est|suis|sont|became|has become|now works as|works as)\s+{_ADV}(?:an?\s+|un\s+|une\s+)?(?P<v>(?:[\w-]+\s+){{0,2}}?(?:{_JOB}))\b(?!\s+(?:at heart|by training|de formation))",
 )
 
 _WEEKDAY = (
@@ -509,6 +520,18 @@ _p(
     POLAR,
     r"\b(?P<neg>(?:doesn't|does not|don't|never|no longer|has stopped|stopped|gave up)\s+(?:eat|eats|eating)\s+(?:meat|any meat)|ne mange (?:plus|pas|jamais)\s+(?:de\s+)?viande|a arrêté (?:de manger )?(?:la )?viande)\b(?P<v>)",
 )
+_p(
+    "diet",
+    POLAR,
+    r"\b(?P<neg>(?:follows|follow|is on|'s on|am on|'m on|eats|eat|suit|suis|est|fait|mange)\s+(?:an?\s+|un\s+|une\s+|the\s+)?(?:strict\s+|strictly\s+|strictement\s+|régime\s+)?)(?P<diet>keto|ketogenic|low-carb|gluten-free|paleo|paléo|cétogène|sans gluten)\b(?P<v>)",
+)
+_p(
+    "diet",
+    POLAR,
+    r"\b(?P<neg>(?:{_BE}|est|suis|sont)\s+)(?P<diet>coeliac|celiac|cœliaque|coeliaque|intolérante? au gluten|gluten intolerant)\b(?P<v>)".replace(
+        "{_BE}", _BE
+    ),
+)
 # nationality
 _NATIONALITY_WORDS = {
     "fr": "french français française",
@@ -554,7 +577,7 @@ _NATIONALITY_WORDS = {
     "hu": "hungarian hongrois hongroise",
     "ro": "romanian roumain roumaine",
     "scot": "scottish écossais écossaise",
-    "nz": "new zealander néo-zélandais néo-zélandaise",
+    "nz": "new_zealander néo-zélandais néo-zélandaise",
     "sg": "singaporean singapourien singapourienne",
     "my": "malaysian malaisien malaisienne",
     "id": "indonesian indonésien indonésienne",
@@ -563,7 +586,7 @@ _NATIONALITY_WORDS = {
     "pk": "pakistani pakistanais pakistanaise",
     "ir": "iranian iranien iranienne",
     "il": "israeli israélien israélienne",
-    "za": "south african sud-africain sud-africaine",
+    "za": "south_african sud-africain sud-africaine",
     "cl": "chilean chilien chilienne",
     "pe": "peruvian péruvien péruvienne",
     "ve": "venezuelan vénézuélien vénézuélienne",
@@ -588,9 +611,10 @@ _NATIONALITY_WORDS = {
     "wal": "welsh gallois galloise",
     "qc": "québécois québécoise",
 }
-_NATIONALITIES = {_fold(w): c for c, words in _NATIONALITY_WORDS.items() for w in words.split()}
+# "new_zealander": one name of two words ("new" alone is no nationality)
+_NATIONALITIES = {_fold(w.replace("_", " ")): c for c, words in _NATIONALITY_WORDS.items() for w in words.split()}
 _NATIONALITY = "|".join(
-    sorted((w for words in _NATIONALITY_WORDS.values() for w in words.split()), key=len, reverse=True)
+    sorted((w.replace("_", " ") for words in _NATIONALITY_WORDS.values() for w in words.split()), key=len, reverse=True)
 )
 _p(
     "nationality",
@@ -607,4 +631,309 @@ _p(
     "nationality",
     SINGLE,
     rf"\b(?:has|have|a)\s+(?:the\s+|la\s+)?(?:nationalité\s+)?(?P<v>{_NATIONALITY})\s+(?:nationality|citizenship)?",
+)
+
+# native language: one at a time, and it does not change ("English was my first language" still holds)
+_LANGUAGE_WORDS = {
+    "en": "english anglais",
+    "fr": "french français",
+    "es": "spanish espagnol castillan",
+    "de": "german allemand",
+    "it": "italian italien",
+    "pt": "portuguese portugais",
+    "ar": "arabic arabe",
+    "ru": "russian russe",
+    "el": "greek grec",
+    "pl": "polish polonais",
+    "cs": "czech tchèque",
+    "sk": "slovak slovaque",
+    "tl": "tagalog filipino",
+    "zh": "mandarin chinese chinois",
+    "yue": "cantonese cantonais",
+    "ja": "japanese japonais",
+    "ko": "korean coréen",
+    "hi": "hindi",
+    "ur": "urdu ourdou",
+    "bn": "bengali bengalese",
+    "pa": "punjabi pendjabi",
+    "ta": "tamil tamoul",
+    "te": "telugu télougou",
+    "tr": "turkish turc",
+    "nl": "dutch néerlandais flemish flamand",
+    "sv": "swedish suédois",
+    "no": "norwegian norvégien",
+    "da": "danish danois",
+    "fi": "finnish finnois",
+    "hu": "hungarian hongrois",
+    "ro": "romanian roumain",
+    "uk": "ukrainian ukrainien",
+    "sr": "serbian serbe",
+    "hr": "croatian croate",
+    "bg": "bulgarian bulgare",
+    "he": "hebrew hébreu",
+    "fa": "persian farsi persan",
+    "sw": "swahili",
+    "yo": "yoruba",
+    "ig": "igbo",
+    "ha": "hausa haoussa",
+    "am": "amharic amharique",
+    "wo": "wolof",
+    "ber": "berber berbère tamazight kabyle",
+    "ca": "catalan",
+    "eu": "basque",
+    "br": "breton",
+    "oc": "occitan",
+    "vi": "vietnamese vietnamien",
+    "th": "thai thaï",
+    "ms": "malay malais",
+    "id": "indonesian indonésien",
+    "ln": "lingala",
+    "ht": "creole créole",
+    "sq": "albanian albanais",
+    "hy": "armenian arménien",
+    "ka": "georgian géorgien",
+    "lt": "lithuanian lituanien",
+    "lv": "latvian letton",
+    "et": "estonian estonien",
+    "is": "icelandic islandais",
+    "ga": "irish irlandais gaelic gaélique",
+    "cy": "welsh gallois",
+}
+_LANGUAGES = {_fold(w): c for c, words in _LANGUAGE_WORDS.items() for w in words.split()}
+_LANGUAGE = "|".join(sorted((w for words in _LANGUAGE_WORDS.values() for w in words.split()), key=len, reverse=True))
+_NATIVE = r"(?:native language|native tongue|mother tongue|first language|langue maternelle|première langue)"
+_OWNER = r"(?P<h>my|his|her|their|our|the user's|user's|(?-i:[A-Z])[\w-]*'s|ma|sa|leur|notre)"
+# "is actually Cape Verdean creole": adverbs, then up to two capitalised words before the language
+_p(
+    "native_language",
+    SINGLE,
+    rf"\b{_OWNER}\s+{_NATIVE}\s+(?:is|was|has always been)\s+{_ADV}(?:(?-i:[A-Z])[\w-]+\s+){{0,2}}(?P<v>{_LANGUAGE})\b",
+)
+_p(
+    "native_language",
+    SINGLE,
+    rf"\b(?:the\s+|le\s+|l')?(?P<v>{_LANGUAGE})\s+(?:is|was|est|reste)\s+{_OWNER}\s+(?:only\s+|real\s+|true\s+|seule\s+|vraie\s+|unique\s+)?{_NATIVE}",
+)
+_p(
+    "native_language",
+    SINGLE,
+    rf"\b{_NATIVE}(?P<h>\s+(?:de|d'|of)\s*[\w' -]{{1,40}}?)?\s*,?\s+(?:est|c'est|reste|is|was)\s+(?:le\s+|l'|la\s+)?(?P<v>{_LANGUAGE})\b",
+)
+_p("native_language", SINGLE, rf"\b(?:{_BE}\s+an?\s+)?native\s+(?P<v>{_LANGUAGE})\s+speaker\b")
+_p("native_language", SINGLE, rf"\b(?:{_BE}\s+an?\s+)?native speaker of\s+(?P<v>{_LANGUAGE})\b")
+
+# religion: one at a time; "none" for an atheist or someone of no religion
+_RELIGION_WORDS = {
+    "catholic": "catholic catholique catholicism catholicisme",
+    "protestant": "protestant protestante protestantism protestantisme evangelical évangélique lutheran luthérien "
+    "luthérienne methodist méthodiste baptist baptiste anglican anglicane",
+    "orthodox": "orthodox orthodoxe",
+    "christian": "christian chrétien chrétienne christianity christianisme",
+    "muslim": "muslim musulman musulmane islam",
+    "jewish": "jewish jew juif juive judaism judaïsme",
+    "hindu": "hindu hindou hindoue hinduism hindouisme",
+    "buddhist": "buddhist bouddhiste buddhism bouddhisme",
+    "sikh": "sikh sikhism sikhisme",
+    "none": "atheist athée agnostic agnostique",
+}
+_RELIGIONS = {_fold(w): c for c, words in _RELIGION_WORDS.items() for w in words.split()}
+_RELIGION = "|".join(sorted((w for words in _RELIGION_WORDS.values() for w in words.split()), key=len, reverse=True))
+_p(
+    "religion",
+    SINGLE,
+    rf"\b(?:{_BE}|became|has become)\s+{_ADV}(?:an?\s+)?(?:(?:devout|practi[sc]ing|observant|committed|strict|orthodox|born-again|lifelong|convinced)\s+)?(?P<v>{_RELIGION})\b(?!\s+(?:school|church|hospital|university|college|charity|food|holidays?|festival|wedding|community|friends?|family|neighbou?rs?|colleagues?|art|music|history|tradition|cemetery|mosque|temple|synagogue|area|country|region|name))",
+)
+_p(
+    "religion",
+    SINGLE,
+    rf"\b(?:est|suis|sont|se dit|se déclare|se considère comme|est devenue?)\s+{_ADV}(?:une?\s+)?(?:(?:fervente?|pratiquante?|croyante?|convaincue?)\s+)?(?P<v>{_RELIGION})\b(?!\s+(?:d'origine|de culture|de naissance))",
+)
+_p(
+    "religion",
+    SINGLE,
+    rf"\b(?:converted|has converted|have converted|s'est convertie?|se sont convertie?s|me suis convertie?|t'es convertie?)\s+(?:to\s+|à\s+l'|au\s+|à\s+la\s+|à\s+)?(?P<v>{_RELIGION})\b",
+)
+_p(
+    "religion",
+    SINGLE,
+    r"\b(?P<none>(?:doesn't|does not|don't|do not)\s+(?:follow|practi[sc]e|belong to|have)\s+(?:any|a)\s+religion|(?:has|have)\s+no\s+religion|(?:ne\s+pratique|ne\s+pratiquent|n'a|n'ai|n'appartient à|n'appartiens à)\s+aucune\s+religion|(?:est|suis|sont)\s+sans\s+religion)\b(?P<v>)",
+)
+
+# health: a chronic condition, named (yes or no), or any ("no medical conditions", "en parfaite santé")
+_CONDITION_WORDS = {
+    "diabetes": "diabetes diabetic diabète diabétique",
+    "asthma": "asthma asthmatic asthme asthmatique",
+    "hypertension": "hypertension hypertensive hypertendu hypertendue|high blood pressure|tension artérielle",
+    "migraine": "migraine migraines",
+    "epilepsy": "epilepsy epileptic épilepsie épileptique",
+    "arthritis": "arthritis arthrite polyarthrite arthrose",
+    "coeliac": "coeliac celiac cœliaque coeliaque|coeliac disease|celiac disease|maladie cœliaque",
+    "crohn": "crohn's crohn|maladie de crohn",
+    "sclerosis": "multiple sclerosis|sclérose en plaques",
+    "eczema": "eczema eczéma",
+    "psoriasis": "psoriasis",
+    "cholesterol": "high cholesterol|cholestérol",
+    "heart": "heart disease|heart condition|maladie cardiaque",
+    "apnea": "sleep apnea|sleep apnoea|apnée du sommeil",
+    "lupus": "lupus",
+    "fibromyalgia": "fibromyalgia fibromyalgie",
+}
+
+
+def _condition_terms(words: str) -> list[str]:
+    single, *multi = words.split("|")
+    return single.split() + multi
+
+
+_CONDITIONS = {_fold(t): c for c, words in _CONDITION_WORDS.items() for t in _condition_terms(words)}
+_CONDITION = "|".join(
+    sorted(
+        (re.escape(t) for words in _CONDITION_WORDS.values() for t in _condition_terms(words)), key=len, reverse=True
+    )
+)
+_CONDITION_ADJ = r"(?:(?:a|an|type [12]|type one|type two|chronic|severe|mild|bad|exercise-induced|chronique|chroniques|sévère|de type [12])\s+)*"
+_p(
+    "condition",
+    POLAR,
+    rf"\b(?P<pos>has|have|'s got|'ve got|has got|have got|suffers from|suffer from|suffering from|lives with|living with|is managing|managing|manages|(?:has|have) been (?:managing|living with|treated for|diagnosed with)|was diagnosed with|were diagnosed with|diagnosed with|takes medication for|is being treated for|is on medication for)\s+{_CONDITION_ADJ}(?P<v>{_CONDITION})\b",
+)
+_p(
+    "condition",
+    POLAR,
+    rf"\b(?P<pos>(?:{_BE}|est|suis|sont)\s+{_ADV})(?P<v>diabetic|asthmatic|epileptic|diabétique|asthmatique|épileptique|hypertendue?|coeliac|celiac|cœliaque|coeliaque)\b",
+)
+_p(
+    "condition",
+    POLAR,
+    rf"\b(?P<pos>a|ai|as|ont|avons)\s+(?:du\s+|de l'|de la\s+|des\s+|une?\s+)(?:(?:type [12]|chronique|sévère)\s+)?(?P<v>{_CONDITION})\b",
+)
+_p(
+    "condition",
+    POLAR,
+    rf"\b(?P<pos>souffre|souffrent|souffres|vit avec|vis avec|(?:est|suis) atteinte?)\s+(?:d[eu]\s+|de l'|de la\s+|des\s+|d'une?\s+|d'|une?\s+)?(?:(?:type [12]|chronique|sévère)\s+)?(?P<v>{_CONDITION})\b",
+)
+_p(
+    "condition",
+    POLAR,
+    rf"\b(?P<neg>(?:has|have) never (?:had|suffered from|been diagnosed with)|never had|(?:doesn't|does not|don't|do not) (?:have|suffer from)|(?:has|have) no|no longer (?:has|have|suffers from))\s+(?:(?:any|a|an)\s+)?{_CONDITION_ADJ}(?P<v>{_CONDITION})\b",
+)
+_p(
+    "condition",
+    POLAR,
+    r"\b(?P<neg>(?:is not|isn't|'s not|am not|'m not|are not|aren't|n'est|ne suis|ne sont)\s+(?:pas\s+|plus\s+)?)(?P<v>diabetic|asthmatic|epileptic|diabétique|asthmatique|épileptique)\b",
+)
+_p(
+    "condition",
+    POLAR,
+    rf"\b(?P<neg>(?:n'a|n'ai|n'avoir|n'ont)\s+(?:jamais|pas|plus)\s+(?:eu\s+|souffert\s+)?)(?:d[e']\s*|de l'|du\s+|la moindre\s+|le moindre\s+|aucune?\s+)?{_CONDITION_ADJ}(?P<v>{_CONDITION})",
+)
+_p(
+    "condition",
+    POLAR,
+    r"\b(?P<neg>(?:no|never had (?:any|a)|(?:doesn't|does not|don't|do not) have (?:any|a)|without any)\s+(?:(?:known|chronic|long-term|serious|underlying|major)\s+)*(?:medical conditions?|health (?:conditions?|problems|issues)|chronic (?:illness|illnesses|disease|diseases|conditions?))|in (?:perfect|excellent) health|perfectly healthy|(?:n'a|n'ai|n'avoir|n'ont)\s+(?:jamais\s+eu|aucun|aucune|pas)\s+(?:de\s+|d'|le moindre\s+|la moindre\s+)?(?:problèmes? de santé|maladies? chroniques?|soucis? de santé|pathologies?)|en (?:parfaite|excellente|pleine) santé|aucun (?:problème de santé|antécédent médical))\b(?P<v>)",
+)
+
+# education: the highest level reached, 0 no higher education, 1 higher education or a first degree, 2 master's, 3
+# doctorate; "has a PhD" says at least 3, "never went to university" at most 0
+_DEGREE_WORDS = {  # folded -> level
+    0: "high school diploma|a-levels|a levels|gcses|baccalaureat|bac|brevet|cap",
+    1: "bachelor's|bachelors|bachelor's degree|bachelor degree|undergraduate degree|university degree|college degree|"
+    "first degree|ba|bsc|b.sc.|b.a.|diplome universitaire|bac+3",
+    2: "master's|masters|master's degree|master|ma|msc|m.sc.|mba|mastere|bac+5",
+    3: "phd|ph.d.|doctorate|doctoral degree|doctorat|dphil",
+}
+_DEGREES = {t: level for level, words in _DEGREE_WORDS.items() for t in words.split("|")}
+# Abbreviations only in capitals ("ma" is French for "my"), "master" only as a degree ("a master plan" is not one).
+_DEGREE = (
+    r"(?:(?-i:PhD|Ph\.D\.|DPhil|MBA|MSc|M\.Sc\.|MA|BA|BSc|B\.Sc\.|B\.A\.|GCSEs|A-levels|A levels|CAP)|bachelor's degree|"
+    r"bachelor degree|bachelor's|bachelors|undergraduate degree|university degree|college degree|first degree|"
+    r"master's degree|master's|masters|master(?=\s+(?:en|de|d'|in|of|[12])\b)|mastère|doctoral degree|doctorate|doctorat|"
+    r"diplôme universitaire|bac\+[35]|high school diploma|baccalauréat|bac|brevet)"
+)
+_p(
+    "education",
+    LEVEL,
+    rf"\b(?P<min>has|have|holds|hold|earned|has earned|completed|has completed|obtained|has obtained|received|'s got|'ve got)\s+(?:an?\s+|his\s+|her\s+|my\s+|their\s+)?(?P<v>{_DEGREE})(?=[\s.,;!?]|$)(?!\s+(?:student|programme|program|course|candidate|application|scholarship|position|thesis|supervisor|studentship|place|offer))",
+)
+_p(
+    "education",
+    LEVEL,
+    rf"\b(?P<min>possède|possèdent|a obtenu|ai obtenu|ont obtenu|a|ai|ont|est titulaire d'|suis titulaire d')\s*(?:un|une|son|sa|mon|ma|leur)\s+(?P<v>{_DEGREE})(?=[\s.,;!?]|$)(?!\s+(?:en cours|à préparer))",
+)
+_p(
+    "education",
+    LEVEL,
+    rf"\b(?:highest\s+(?:qualification|degree|level of education|diploma|education)\s+is\s+(?:an?\s+|the\s+)?|plus haut diplôme\s*,?\s+(?:est|c'est)\s+(?:un\s+|une\s+|le\s+|la\s+|l')?)(?P<exact>{_DEGREE})(?=[\s.,;!?]|$)",
+)
+_p(
+    "education",
+    LEVEL,
+    r"\b(?P<max>never went to|didn't go to|did not go to|never attended|never studied at|never set foot in a)\s+(?:a\s+)?(?:university|college|uni)\b",
+)
+_p(
+    "education",
+    LEVEL,
+    r"\b(?P<max>(?:has|have)\s+no\s+(?:university\s+|college\s+|higher\s+)?degree|(?:doesn't|does not|don't|do not)\s+have\s+a\s+(?:university\s+|college\s+)?degree|left school at (?:1[0-8]|sixteen|fifteen|seventeen|eighteen)|dropped out of (?:high |secondary )?school|never finished (?:high |secondary )?school)\b",
+)
+_p(
+    "education",
+    LEVEL,
+    r"\b(?P<max>n'(?:a|ai|ont|avoir)\s+jamais\s+(?:fait\s+d'études(?:\s+supérieures)?|été\s+à\s+l'université|été\s+à\s+la\s+fac|mis\s+les\s+pieds\s+à\s+(?:la\s+fac|l'université))|(?:a|ai|ont|avoir)\s+arrêté\s+(?:ses|mes|leurs|les|l')\s*(?:études|école)\s+(?:après\s+le\s+(?:bac|lycée|brevet)|au\s+lycée|au\s+collège|à\s+(?:1[0-8])\s+ans|en\s+(?:troisième|seconde|première|terminale))|n'(?:a|ai)\s+(?:pas|aucun)\s+(?:de\s+)?diplôme|n'(?:a|ai)\s+pas\s+(?:le\s+)?bac)\b",
+)
+_p(
+    "education",
+    LEVEL,
+    r"\b(?P<attended>(?:a|ai|ont|avoir)\s+fait\s+(?:ses|mes|leurs|des)\s+études\s+(?:supérieures|universitaires|de\s+médecine|de\s+droit|d'ingénieur|à\s+l'université|à\s+la\s+fac)|graduated\s+from\s+(?:university|college|uni|the\s+University|(?-i:[A-Z])[\w-]+\s+(?:University|College))|(?:is\s+an?\s+|a\s+)university\s+graduate|(?:est|suis)\s+diplômée?\s+(?:de\s+l'université|d'une?\s+(?:master|doctorat|licence|école)))\b",
+)
+
+# contact details: one of each kind at a time
+_p(
+    "phone",
+    SINGLE,
+    r"\b(?P<k>mobile|cell|work|home|office|landline|portable|fixe)?\s*(?:phone number|phone|number|numéro(?:\s+de\s+(?:téléphone|portable))?|téléphone)(?P<h>\s+(?:de|d')\s*[\w' -]{1,40}?)?\s*(?:is now|is|est maintenant|est désormais|est|:|c'est)?\s*:?\s*(?:now\s+|maintenant\s+|désormais\s+)?(?:le\s+)?(?P<v>\+?\d[\d .-]{6,18}\d)\b",
+)
+_p(
+    "phone",
+    SINGLE,
+    r"\b(?:changed|switched|changé)\s+(?:(?:his|her|my|their|de)\s+)?(?:phone\s+)?(?:number|numéro)\s*[:,]?\s*(?:it's\s+|c'est\s+)?(?:now\s+|maintenant\s+|désormais\s+)?(?:le\s+)?(?P<v>\+?\d[\d .-]{6,18}\d)\b",
+)
+_p(
+    "email",
+    SINGLE,
+    r"\b(?P<k>work|personal|pro|perso|professionnelle|personnelle)?\s*(?:e-?mail(?:\s+address)?|adresse\s+(?:e-?mail|mail|électronique)|courriel)(?P<h>\s+(?:de|d')\s*[\w' -]{1,40}?)?\s*(?:is now|is|est maintenant|est désormais|est|:|c'est)?\s*[:,]?\s*(?:now\s+|maintenant\s+)?(?P<v>[\w.+-]+@[\w-]+(?:\.[\w-]+)+)",
+)
+
+# shifts: nights or days
+_SHIFTS = {
+    "night": "night",
+    "nights": "night",
+    "graveyard": "night",
+    "nuit": "night",
+    "day": "day",
+    "days": "day",
+    "jour": "day",
+    "journée": "day",
+    "journee": "day",
+    "evening": "evening",
+    "soir": "evening",
+}
+_p(
+    "shift",
+    SINGLE,
+    rf"\b(?:works|work|working|travaille|travaillent|travailles)\s+{_ADV}(?:the\s+|on\s+)?(?P<v>night|day|evening|graveyard)\s+shifts?\b(?!\s+(?:and|or)\s+(?:night|day|evening))(?!\s+(?:on|every|twice|once|sometimes|occasionally|this|next|last|tomorrow|tonight)\b)",
+)
+_p(
+    "shift",
+    SINGLE,
+    rf"\b(?:works|work|working)\s+{_ADV}(?P<v>nights|days)\b(?!\s+(?:and|or)\s+(?:nights|days))(?!\s+(?:a|per|each|every|off|in|at|on|when|this|last|next)\b)",
+)
+_p(
+    "shift",
+    SINGLE,
+    rf"\b(?:travaille|travaillent|travailles)\s+{_ADV}(?:de\s+|en\s+)(?P<v>nuit|jour|journée)\b(?!\s+(?:comme|et|ou)\s+(?:de\s+|en\s+)?(?:nuit|jour|journée))",
+)
+_p(
+    "shift",
+    SINGLE,
+    r"\bne\s+travaill\w*\s+(?:désormais\s+|plus\s+|maintenant\s+)?qu'(?:en\s+|de\s+)(?P<v>nuit|jour|journée)\b",
 )

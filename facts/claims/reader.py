@@ -5,11 +5,23 @@ from __future__ import annotations
 import functools
 import re
 
-from facts.claims.clashes import COUNT, DATE, POLAR, SINGLE, STATE, Claim, _count
+from facts.claims.clashes import COUNT, DATE, LEVEL, POLAR, SINGLE, STATE, Claim, _count
 from facts.claims.cues import CueFinder, pattern_cues
 from facts.claims.holders import _CLAUSE_APPOSITIVE_RE, _holder
-from facts.claims.patterns import _HABIT_VERBS, _INTRANSITIVE, _NATIONALITIES, _PATTERNS, _PLAIN_NEGATIONS
+from facts.claims.patterns import (
+    _CONDITIONS,
+    _DEGREES,
+    _HABIT_VERBS,
+    _INTRANSITIVE,
+    _LANGUAGES,
+    _NATIONALITIES,
+    _PATTERNS,
+    _PLAIN_NEGATIONS,
+    _RELIGIONS,
+    _SHIFTS,
+)
 from facts.claims.values import (
+    DIETS,
     _COUNT_NOUNS,
     _EXISTS,
     _FAVOURITE_KINDS,
@@ -22,6 +34,7 @@ from facts.claims.values import (
     _object_head,
     _stem,
     _value_words,
+    food_groups,
 )
 from facts.claims.words import _FIRST_PERSON, _NOT_NAMES, _RELATIONS, _SELF_WORDS, _VALUE_STOP, _fold, _names, _tokens
 
@@ -83,6 +96,10 @@ def _implied(claim: Claim) -> list[Claim]:
         count = _count(claim.value)
         if group and count:
             return [Claim(claim.holder, f"count:{group}", COUNT, frozenset(["any"]), shown=claim.shown)]
+    if claim.attribute.startswith("habit:") and claim.kind == POLAR:
+        return _eaten(claim)
+    if claim.attribute.startswith("condition:") and claim.attribute != "condition:any" and claim.positive:
+        return [Claim(claim.holder, "condition:any", POLAR, frozenset(), positive=True, shown=claim.shown)]
     if claim.attribute.startswith("allergy:") and claim.attribute != "allergy:any" and claim.positive:
         return [Claim(claim.holder, "allergy:any", POLAR, frozenset(), positive=True, shown=claim.shown)]
     return []
@@ -132,11 +149,43 @@ def _read_sentence(sentence: str, speaker: str | None, before: str = "") -> list
 
 def _states_age(match: re.Match, prefix: str) -> bool:
     """'is 34' is an age only of a person named just before it, or with years ('34 years old', '34 ans')."""
-    if re.search(r"years?\b|\byo\b|\bans\b|turn|aged|age|birthday", match.group(0), re.IGNORECASE):
+    if re.search(r"years?\b|\byo\b|\bans\b|turn|aged|age|birthday|ties\b", match.group(0), re.IGNORECASE):
         return True
     tokens = _tokens(prefix)
     last = _fold(tokens[-1]) if tokens else ""
     return bool(tokens) and (tokens[-1][:1].isupper() or last in _SELF_WORDS | _FIRST_PERSON or last in _RELATIONS)
+
+
+_DECADES = {
+    "twenties": 20,
+    "thirties": 30,
+    "forties": 40,
+    "fifties": 50,
+    "sixties": 60,
+    "seventies": 70,
+    "eighties": 80,
+}
+_EAT_RE = re.compile(r"\b(?:eats|eat|eating|ate|mange|manges|mangent|manger)\s+(.*)", re.IGNORECASE)
+
+
+def _eaten(claim: Claim) -> list[Claim]:
+    """What a diet or a meal says of each food group: a vegan eats no fish, eggs or dairy either; 'eats pasta'
+    eats grain and gluten."""
+    if claim.attribute.startswith("habit:eat:"):
+        if claim.positive:
+            return []
+        diet = next((DIETS[w] for w in map(_fold, _tokens(claim.shown)) if w in DIETS), ())
+        group = claim.attribute.rsplit(":", 1)[1]
+        return [
+            Claim(claim.holder, f"habit:eat:{g}", POLAR, frozenset(), False, claim.shown) for g in diet if g != group
+        ]
+    eaten = _EAT_RE.search(claim.shown)
+    if eaten is None:
+        return []
+    return [
+        Claim(claim.holder, f"habit:eat:{g}", POLAR, frozenset(), claim.positive, claim.shown)
+        for g in sorted(food_groups(eaten.group(1)))
+    ]
 
 
 _DATED_MOVE_RE = re.compile(
@@ -156,13 +205,32 @@ def _claim(attribute: str, kind: str, match: re.Match, holder: str) -> Claim | N
             and not _names(_tokens(span), first_at_start=False)
         ):
             return None  # "has moved to cardiology outpatients": a move that names no place
-        if attribute == "age":
+        if attribute == "age" and _fold(match.group("v")) in _DECADES:  # "in his (early) twenties"
+            low = (
+                _DECADES[_fold(match.group("v"))]
+                + {"early": 0, "mid": 3, "late": 6, None: 0}[groups.get("third") and _fold(groups["third"])]
+            )
+            value = frozenset(str(a) for a in range(low, low + (10 if groups.get("third") is None else 4)))
+        elif attribute == "age":
             age = _number(match.group("v"))
             if age is None or age > 120:
                 return None
             value = frozenset([str(age)])
         elif attribute == "nationality":
             value = frozenset([_NATIONALITIES[_fold(match.group("v"))]])
+        elif attribute == "native_language":
+            value = frozenset([_LANGUAGES[_fold(match.group("v"))]])
+        elif attribute == "religion":
+            value = frozenset([_RELIGIONS[_fold(match.group("v"))] if match.group("v") else "none"])
+            span = span or match.group(0).strip()
+        elif attribute == "shift":
+            value = frozenset([_SHIFTS[_fold(match.group("v"))]])
+        elif attribute in ("phone", "email"):
+            kind_of = _CONTACT_KINDS.get(_fold(groups.get("k") or ""), "main")
+            attribute = f"{attribute}:{kind_of}"
+            raw = match.group("v")
+            # a number's last nine digits: "06 12 34 56 78" and "+33 6 12 34 56 78" are one number
+            value = frozenset([re.sub(r"\D", "", raw)[-9:] if attribute.startswith("phone") else raw.casefold()])
         elif attribute == "vehicle":
             value = frozenset(_names(_tokens(span), first_at_start=False))
         elif attribute == "studies":
@@ -197,6 +265,8 @@ def _claim(attribute: str, kind: str, match: re.Match, holder: str) -> Claim | N
         if not value:
             return None
         return Claim(holder, attribute, kind, value, shown=span)
+    if kind == LEVEL:
+        return _education(groups, holder, match)
     if kind == DATE:
         value = _date_parts(groups["v"])
         return Claim(holder, attribute, kind, value, shown=span) if value else None
@@ -230,6 +300,14 @@ def _claim(attribute: str, kind: str, match: re.Match, holder: str) -> Claim | N
         return Claim(
             holder, f"allergy:{head or 'any'}", POLAR, frozenset(), positive=positive, shown=match.group(0).strip()
         )
+    if attribute == "condition":
+        name = _CONDITIONS.get(_fold(groups["v"])) if groups.get("v") else "any"
+        if name is None:
+            return None
+        return Claim(holder, f"condition:{name}", POLAR, frozenset(), positive=positive, shown=match.group(0).strip())
+    if attribute == "diet" and groups.get("diet"):
+        group = DIETS[_fold(groups["diet"]).split()[-1]][0]
+        return Claim(holder, f"habit:eat:{group}", POLAR, frozenset(), positive=positive, shown=match.group(0).strip())
     if attribute == "diet":
         return Claim(holder, "habit:eat:meat", POLAR, frozenset(), positive=positive, shown=match.group(0).strip())
     head = _object_head(span)
@@ -274,3 +352,32 @@ def _claim(attribute: str, kind: str, match: re.Match, holder: str) -> Claim | N
     if head is None:
         return None
     return Claim(holder, f"likes:{head}", POLAR, frozenset(), positive=positive, shown=match.group(0).strip())
+
+
+_CONTACT_KINDS = {
+    _fold(w): kind
+    for kind, words in {
+        "mobile": "mobile cell portable",
+        "work": "work office pro professionnelle",
+        "home": "home landline fixe",
+        "personal": "personal perso personnelle",
+    }.items()
+    for w in words.split()
+}
+
+
+def _education(groups: dict, holder: str, match: re.Match) -> Claim | None:
+    """The level of education a match says was reached: at least (a degree held, higher studies done), at most
+    (never went to university), or exactly (the highest qualification)."""
+    shown = match.group(0).strip()
+    if groups.get("exact"):
+        level = _DEGREES.get(_fold(groups["exact"]))
+        value = frozenset([f"min:{level}", f"max:{level}"]) if level is not None else None
+    elif groups.get("max"):
+        value = frozenset(["max:0"])
+    elif groups.get("attended"):
+        value = frozenset(["min:1"])
+    else:
+        level = _DEGREES.get(_fold(groups.get("v") or ""))
+        value = frozenset([f"min:{level}"]) if level else None  # a school diploma says nothing of what came after
+    return Claim(holder, "education", LEVEL, value, shown=shown) if value else None

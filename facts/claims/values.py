@@ -128,9 +128,33 @@ _NUMBER_NAMES = (
 )
 
 
+_TENS = {
+    "twenty": 20,
+    "thirty": 30,
+    "forty": 40,
+    "fifty": 50,
+    "sixty": 60,
+    "seventy": 70,
+    "eighty": 80,
+    "ninety": 90,
+    "vingt": 20,
+    "trente": 30,
+    "quarante": 40,
+    "cinquante": 50,
+    "soixante": 60,
+}
+
+
 def _number(word: str) -> int | None:
+    """A number written in digits or words, up to ninety-nine ('twenty-eight', 'trente-deux')."""
     word = word.casefold()
-    return int(word) if word.isdigit() else _NUMBER_NAMES.get(word)
+    if word.isdigit():
+        return int(word)
+    tens, _, unit = re.sub(r"-et-", "-", word).replace(" ", "-").partition("-")
+    if tens in _TENS and unit:
+        units = _NUMBER_NAMES.get(unit)
+        return _TENS[tens] + units if units is not None and 0 < units < 10 else None
+    return _TENS.get(word, _NUMBER_NAMES.get(word))
 
 
 def _cut(span: str) -> str:
@@ -244,3 +268,61 @@ def _date_parts(span: str) -> frozenset:
     if not any(p.startswith("m:") for p in parts):
         parts = {p for p in parts if not p.startswith("d:")}
     return frozenset(parts)
+
+
+# Foods by what a diet leaves out: a vegan eats no meat, fish, eggs or dairy; keto no grain; gluten-free no wheat.
+_FOOD_GROUPS = {
+    "meat": "meat steak steaks chicken beef pork lamb bacon ham sausage sausages burger burgers veal turkey viande "
+    "poulet boeuf bœuf porc agneau jambon saucisse saucisses veau dinde",
+    "fish": "fish salmon tuna cod seafood shellfish shrimp shrimps prawns mussels oysters sardines anchovies sushi "
+    "poisson poissons saumon thon cabillaud crevettes crevette moules huîtres huitres sardines",
+    "egg": "egg eggs oeuf oeufs œuf œufs",
+    "dairy": "cheese milk yoghurt yogurt yoghurts yogurts butter cream dairy fromage fromages lait yaourt yaourts beurre",
+    "grain": "pasta rice bread potatoes noodles pizza pâtes pates riz pain baguette",
+    "gluten": "pasta bread pizza noodles wheat couscous pâtes pates pain baguette blé ble",
+}
+FOODS: dict[str, set[str]] = {}
+for _group, _words in _FOOD_GROUPS.items():
+    for _word in _words.split():
+        FOODS.setdefault(_fold(_word), set()).add(_group)
+# A word before a food that says it is not the real thing, or none of it: "vegan cheese", "gluten-free bread".
+_FOOD_QUALIFIERS = {
+    _fold(w)
+    for w in """
+    vegan vegetarian veggie plant-based gluten-free dairy-free lactose-free meat-free fake mock imitation soy tofu
+    cauliflower almond oat coconut no less without végétal végétale végétalien végane vegane sans pas jamais
+    """.split()
+}
+# The same after the food, as French puts it: "fromage végétal", "lait d'amande", "pain sans gluten".
+_FOOD_QUALIFIERS_AFTER = {
+    _fold(w)
+    for w in "végétal végétale végétaux vegan végane vegane sans amande soja avoine coco substitute free".split()
+}
+# What each diet leaves out.
+DIETS = {
+    _fold(w): groups
+    for words, groups in (
+        ("vegan végan végane vegane végétalien végétalienne", ("meat", "fish", "egg", "dairy")),
+        ("vegetarian végétarien végétarienne", ("meat", "fish")),
+        ("pescatarian pescetarian pescétarien pescétarienne", ("meat",)),
+        ("keto ketogenic low-carb paleo paléo cétogène", ("grain",)),
+        ("gluten-free coeliac celiac cœliaque coeliaque gluten", ("gluten",)),
+    )
+    for w in words.split()
+}
+
+
+def food_groups(span: str) -> set[str]:
+    """The food groups a span eaten names: 'pasta or rice with most meals' -> {grain, gluten}; a food after a
+    qualifier is not counted ('gluten-free bread')."""
+    groups: set[str] = set()
+    words = [_fold(t) for t in _tokens(_cut(span))]
+    for i, word in enumerate(words):
+        before, after = words[max(0, i - 2) : i], [w.removeprefix("d'") for w in words[i + 1 : i + 3]]
+        if (
+            word in FOODS
+            and not any(w in _FOOD_QUALIFIERS for w in before)
+            and _FOOD_QUALIFIERS_AFTER.isdisjoint(after)
+        ):
+            groups |= FOODS[word]
+    return groups

@@ -28,7 +28,7 @@ _NOT_NAMES = {
     je j' j'ai il elle ils elles on nous vous tu le la les l' un une des du de mon ma mes ton ta tes son sa ses
     notre nos votre vos leur leurs ce cette ces cet et mais ou donc puis maintenant actuellement depuis hier
     aujourd'hui desormais dorenavant utilisateur utilisatrice l'utilisateur l'utilisatrice d'apres selon oui non
-    merci bonjour salut
+    merci bonjour salut moi toi
     monday tuesday wednesday thursday friday saturday sunday january february march april may june july
     august september october november december lundi mardi mercredi jeudi vendredi samedi dimanche janvier
     fevrier mars avril mai juin juillet aout septembre octobre novembre decembre
@@ -65,6 +65,7 @@ _FIRST_PERSON = {
     "je",
     "j'",
     "j",
+    "moi",
     "my",
     "mon",
     "ma",
